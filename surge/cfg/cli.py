@@ -1,0 +1,228 @@
+"""The command line, derived from the config dataclasses, with Sample Factory's flag spelling.
+
+Precedence, lowest to highest: `Config` defaults < the env family's overrides < the YAML file of
+`--cfg` < flags on the command line. When the experiment folder already holds a `cfg.json` and
+`--restart_behavior=resume` (the default), the saved config replaces the first three and every
+value the command line changes is logged as a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from surge.cfg.config import Config, param
+from surge.cfg.validate import validate_cfg
+from surge.envs.registry import EnvFamily, find_family
+from surge.errors import ConfigError
+
+log = logging.getLogger("surge")
+
+
+@dataclasses.dataclass
+class EvalParams:
+    """Flags of `surge enjoy` (Sample Factory 2's enjoy spelling)."""
+
+    max_num_episodes: int = param(int(1e9), "Stop after this many episodes.")
+    max_num_frames: int = param(int(1e9), "Stop after this many env frames.")
+    no_render: bool = param(False, "Do not show the env on screen.")
+    save_video: bool = param(False, "Write an mp4 to the experiment folder instead of rendering.")
+    video_frames: int = param(int(1e9), "Max frames in the saved video.")
+    video_name: str = param("", "File name of the video (default: replay.mp4).")
+    fps: int = param(0, "Frames per second of rendering and of the video (0: as fast as possible / 30).")
+    eval_deterministic: bool = param(False, "Take the most likely action instead of sampling.")
+    load_checkpoint_kind: str = param("latest", "Which checkpoint to load.", ("latest", "best"))
+    checkpoint_path: str = param("", "Load this checkpoint file instead.")
+
+
+def str2bool(v: str) -> bool:
+    """Parses Sample Factory's booleans: True/False, true/false, 1/0, yes/no."""
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes", "y", "t"):
+        return True
+    if s in ("false", "0", "no", "n", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected True or False, got {v!r}")
+
+
+def _int(v: str) -> int:
+    """Integers, also written as 1e9 or 4_000_000."""
+    f = float(str(v).replace("_", ""))
+    if not f.is_integer():
+        raise argparse.ArgumentTypeError(f"expected an integer, got {v!r}")
+    return int(f)
+
+
+def _optional_int(v: str) -> int | None:
+    return None if str(v).lower() in ("none", "null", "") else _int(v)
+
+
+def _converter(f: dataclasses.Field, default: Any):
+    if isinstance(default, bool):
+        return str2bool
+    if isinstance(default, int):
+        return _int
+    if isinstance(default, float):
+        return float
+    if default is None:
+        return _optional_int
+    return str
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # raise instead of exiting, so callers get a ConfigError
+        field = ""
+        if message.startswith("argument --"):
+            field = message.split()[1].lstrip("-").rstrip(":").split("/")[0]
+        raise ConfigError(field or "command line", message, "see `surge train --env=ENV --help`.")
+
+
+def config_class(family: EnvFamily | None, evaluation: bool = False) -> type:
+    """`Config` extended with the family's extra fields (and the enjoy flags when `evaluation`)."""
+    extras: list[tuple[str, Any, dataclasses.Field]] = []
+    sources = ([family.extra_params] if family and family.extra_params else []) + ([EvalParams] if evaluation else [])
+    for src in sources:
+        for f in dataclasses.fields(src):
+            extras.append((f.name, f.type, f))
+    if not extras:
+        return Config
+    return dataclasses.make_dataclass("Config", extras, bases=(Config,))
+
+
+def field_defaults(cls: type, family: EnvFamily | None) -> dict[str, Any]:
+    """Default value of every field of `cls`, with the family's overrides applied."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        else:
+            out[f.name] = f.default_factory()  # type: ignore[misc]
+    if family:
+        unknown = set(family.default_overrides) - set(out)
+        if unknown:
+            raise ConfigError(sorted(unknown)[0], f"family {family.prefix!r} overrides an unknown parameter.",
+                              "fix the family's default_overrides.")
+        out.update(family.default_overrides)
+    return out
+
+
+def build_parser(cls: type, defaults: dict[str, Any], prog: str = "surge train") -> argparse.ArgumentParser:
+    """An argparse parser with one `--flag` per field; values not given stay absent (SUPPRESS)."""
+    p = _Parser(prog=prog, argument_default=argparse.SUPPRESS, allow_abbrev=False,
+                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    for f in dataclasses.fields(cls):
+        d = defaults[f.name]
+        kw: dict[str, Any] = {"help": f"{f.metadata.get('help', '')} (default: {d!r})"}
+        if isinstance(d, list):
+            kw.update(nargs="*", type=_int)
+        else:
+            kw["type"] = _converter(f, d)
+        if "choices" in f.metadata:
+            kw["choices"] = f.metadata["choices"]
+        p.add_argument(f"--{f.name}", **kw)
+    return p
+
+
+def load_yaml(path: str) -> dict[str, Any]:
+    """Reads a YAML file of `name: value` pairs (a top-level `params:` mapping is also accepted).
+
+    Raises:
+        ConfigError: the file is missing or is not a mapping.
+    """
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as e:
+        raise ConfigError("cfg", f"cannot read {path!r}: {e.strerror}.", "give the path of an existing YAML file.") from e
+    except yaml.YAMLError as e:
+        raise ConfigError("cfg", f"{path!r} is not valid YAML: {e}", "fix the file's syntax.") from e
+    if isinstance(data, dict) and isinstance(data.get("params"), dict):
+        data = data["params"]
+    if not isinstance(data, dict):
+        raise ConfigError("cfg", f"{path!r} must hold a mapping of parameter names to values.", "")
+    return data
+
+
+def _check_known(values: dict[str, Any], known: set[str], source: str) -> None:
+    for k in values:
+        if k not in known:
+            close = difflib.get_close_matches(k, known, n=2)
+            hint = f"did you mean --{' or --'.join(close)}?" if close else "remove it (see --help)."
+            raise ConfigError(k, f"unknown parameter in {source}.", hint)
+
+
+def experiment_path(train_dir: str, experiment: str) -> Path:
+    """`train_dir/experiment`."""
+    return Path(train_dir) / experiment
+
+
+def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config:
+    """Parses and validates a full config from the command line (see the module docstring).
+
+    Raises:
+        ConfigError: unknown flag, value of the wrong type or out of range, unknown env, or an
+            inconsistent combination (e.g. rollout not a multiple of recurrence).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--env", default=None)
+    pre.add_argument("--cfg", default="")
+    pre.add_argument("-h", "--help", action="store_true")
+    pre_args, _ = pre.parse_known_args(argv)
+    yaml_values = load_yaml(pre_args.cfg) if pre_args.cfg else {}
+    env = pre_args.env or yaml_values.get("env")
+    if not env and pre_args.help:
+        family = None
+    else:
+        family = find_family(env or "")
+    cls = config_class(family, evaluation)
+    defaults = field_defaults(cls, family)
+    prog = "surge enjoy" if evaluation else "surge train"
+    parser = build_parser(cls, defaults, prog)
+    if pre_args.help:
+        parser.print_help()
+        raise SystemExit(0)
+    known = set(defaults)
+    explicit_ns, unknown = parser.parse_known_args(argv)
+    if unknown:
+        flag = unknown[0].split("=")[0].lstrip("-")
+        _check_known({flag: None}, known, "the command line")
+        raise ConfigError(flag, f"unexpected argument {unknown[0]!r}.", "flags take the form --name=value.")
+    explicit = vars(explicit_ns)
+    _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
+    overrides = {**yaml_values, **explicit}
+
+    values = dict(defaults)
+    train_dir = overrides.get("train_dir", defaults["train_dir"])
+    experiment = overrides.get("experiment", defaults["experiment"])
+    saved_path = experiment_path(train_dir, experiment) / "cfg.json"
+    restart = overrides.get("restart_behavior", defaults["restart_behavior"])
+    if saved_path.is_file() and (evaluation or restart == "resume"):
+        saved = json.loads(saved_path.read_text())
+        for k, v in saved.items():
+            if k in values:
+                values[k] = v
+        for k, v in overrides.items():
+            if k in saved and saved[k] != v and k not in ("restart_behavior",) and not evaluation:
+                log.warning("Parameter %s changed on resume: %r (saved) -> %r (command line)", k, saved[k], v)
+    values.update(overrides)
+    cfg = cls(**values)
+    validate_cfg(cfg)
+    return cfg
+
+
+def save_cfg(cfg: Config, path: Path) -> None:
+    """Writes the resolved config as JSON (the file resume reads)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(cfg.to_dict(), indent=2))
+    tmp.replace(path)

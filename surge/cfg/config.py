@@ -1,0 +1,160 @@
+"""The typed configuration of a surge run: one field per command-line flag.
+
+Field names, defaults and meanings follow Sample Factory v1 (`appo.py`, seed 004) where it has the
+parameter, so its command lines run unchanged. Env families add their own fields (for example
+`env_frameskip`) and override defaults through the registry (`surge.envs.registry`); the CLI
+(`surge.cfg.cli`) is generated from these fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def param(default: Any, help: str, choices: tuple | None = None) -> Any:
+    """A config field with its one-line help text (and optional allowed values)."""
+    meta: dict[str, Any] = {"help": help}
+    if choices is not None:
+        meta["choices"] = choices
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class Config:
+    """Every core parameter of surge. Units are in the help text: env_steps are `env.step` calls,
+    env_frames are env_steps × frameskip (Sample Factory counts frames)."""
+
+    # --- experiment -------------------------------------------------------------------------
+    algo: str = param("APPO", "Algorithm: APPO (asynchronous PPO with V-trace) or DUMMY_SAMPLER.",
+                      ("APPO", "DUMMY_SAMPLER"))
+    env: str = param("", "Env name with its family prefix (atari_breakout, cartpole) or any gymnasium id.")
+    experiment: str = param("default_experiment", "Name of the experiment folder inside --train_dir.")
+    train_dir: str = param("./train_dir", "Root folder of all experiment folders.")
+    cfg: str = param("", "YAML file of parameter values; flags given on the command line win over it.")
+    restart_behavior: str = param(
+        "resume", "What to do when the experiment folder exists: resume it, restart it (wipe), or "
+        "overwrite the config and start from scratch.", ("resume", "restart", "overwrite"))
+    device: str = param("cpu", "Device for inference and learning.", ("cpu", "gpu"))
+    seed: int | None = param(None, "Random seed for torch, numpy and the envs (None: random).")
+    serial_mode: bool = param(False, "Run envs, inference and learning in one process (debugging, CI).")
+
+    # --- stopping ---------------------------------------------------------------------------
+    train_for_env_steps: int = param(int(1e10), "Stop after this many env frames (Sample Factory counts "
+                                                "frames: env steps x frameskip).")
+    train_for_seconds: int = param(int(1e10), "Stop after this many seconds of training (wall clock).")
+
+    # --- checkpoints and summaries ----------------------------------------------------------
+    save_every_sec: int = param(120, "Seconds between checkpoints.")
+    keep_checkpoints: int = param(3, "Number of latest checkpoints kept on disk.")
+    save_milestones_sec: int = param(-1, "Seconds between milestone checkpoints that are never deleted "
+                                         "(-1: none).")
+    save_best_after: int = param(100000, "Env frames before the best-return checkpoint is first saved.")
+    stats_avg: int = param(100, "Number of most recent episodes averaged in reported returns and lengths.")
+    experiment_summaries_interval: int = param(20, "Seconds between TensorBoard summary writes.")
+    with_wandb: bool = param(False, "Also log to Weights & Biases.")
+
+    # --- optimisation -----------------------------------------------------------------------
+    learning_rate: float = param(1e-4, "Adam learning rate.")
+    lr_schedule: str = param("constant", "Learning-rate schedule over train_for_env_steps.",
+                             ("constant", "linear_decay"))
+    adam_eps: float = param(1e-6, "Adam epsilon parameter.")
+    adam_beta1: float = param(0.9, "Adam momentum decay coefficient.")
+    adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
+    max_grad_norm: float = param(4.0, "Max L2 norm of the gradient vector (0: no clipping).")
+    gamma: float = param(0.99, "Discount factor.")
+    reward_scale: float = param(1.0, "Rewards are multiplied by this before learning.")
+    reward_clip: float = param(10.0, "Rewards are clipped to [-reward_clip, reward_clip] after scaling.")
+    gae_lambda: float = param(0.95, "GAE lambda (used only when with_vtrace is False).")
+    with_vtrace: bool = param(True, "V-trace off-policy correction (Espeholt et al. 2018); GAE if False.")
+    vtrace_rho: float = param(1.0, "rho-bar: truncation of the V-trace importance weights in the targets.")
+    vtrace_c: float = param(1.0, "c-bar: truncation of the V-trace trace-cutting coefficients.")
+    ppo_clip_ratio: float = param(0.1, "PPO clip epsilon; the ratio is clipped to [1/(1+e), 1+e].")
+    ppo_clip_value: float = param(1.0, "Max absolute change of the value estimate before it is clipped.")
+    value_loss_coeff: float = param(0.5, "Coefficient of the critic loss.")
+    exploration_loss: str = param("entropy", "Exploration loss.", ("entropy", "symmetric_kl"))
+    exploration_loss_coeff: float = param(0.003, "Coefficient of the exploration loss.")
+    kl_loss_coeff: float = param(0.0, "Coefficient of the fixed KL(behavior || target) penalty "
+                                      "(Schulman et al. 2017, eq. 8).")
+    normalize_advantage: bool = param(True, "Normalise advantages to zero mean and unit std per minibatch.")
+    normalize_input: bool = param(False, "Normalise vector observations with a running mean and std.")
+    obs_subtract_mean: float = param(0.0, "Subtracted from image observations before scaling.")
+    obs_scale: float = param(1.0, "Image observations are divided by this (255 for uint8 frames).")
+
+    # --- sampling ---------------------------------------------------------------------------
+    rollout: int = param(32, "Env steps per trajectory collected from each env (agent) before learning.")
+    recurrence: int = param(32, "Length of BPTT chunks; rollout must be a multiple of it.")
+    batch_size: int = param(1024, "Minibatch size in samples (agent steps) for one SGD step.")
+    num_batches_per_iteration: int = param(1, "Minibatches collected before training on them.")
+    ppo_epochs: int = param(1, "Passes over each collected batch.")
+    num_minibatches_to_accumulate: int = param(
+        -1, "Max minibatches the learner accumulates before collection pauses (-1: 2 x "
+            "num_batches_per_iteration; 0: synchronous, collection halts during training).")
+    num_workers: int = param(2, "Rollout workers (processes in async mode).")
+    num_envs_per_worker: int = param(2, "Envs per rollout worker; must be divisible by worker_num_splits.")
+    worker_num_splits: int = param(2, "Groups of envs per worker for double-buffered sampling (1: off).")
+    num_policies: int = param(1, "Policies trained jointly.")
+    policy_workers_per_policy: int = param(1, "Inference workers per policy.")
+    max_policy_lag: int = param(100, "Samples older than this many policy versions are masked out.")
+    min_traj_buffers_per_worker: int = param(2, "Trajectory buffers per env per worker.")
+    decorrelate_experience_max_seconds: int = param(10, "Workers start with a random delay up to this.")
+    decorrelate_envs_on_one_worker: bool = param(True, "Envs on one worker start at different steps.")
+    set_workers_cpu_affinity: bool = param(True, "Pin rollout workers to CPU cores.")
+    force_envs_single_thread: bool = param(True, "Limit envs to one OpenMP/MKL thread (threadpoolctl).")
+    reset_timeout_seconds: int = param(120, "A worker with no env reset in this time is restarted.")
+    default_niceness: int = param(0, "Niceness of the learner process.")
+    train_in_background_thread: bool = param(True, "Train in a background thread of the learner.")
+    learner_main_loop_num_cores: int = param(1, "Torch threads of the learner's batching loop.")
+    actor_worker_gpus: list = param([], "GPUs the rollout workers may use (rendering).")
+    num_torch_threads: int = param(0, "Torch intra-op threads per process (0: one per available core).")
+
+    # --- model ------------------------------------------------------------------------------
+    encoder_type: str = param("conv", "Encoder of image observations.", ("conv", "resnet", "mlp"))
+    encoder_subtype: str = param(
+        "convnet_simple", "Variant of the encoder.",
+        ("convnet_simple", "convnet_deepmind", "convnet_impala", "resnet_impala", "mlp_mujoco", "mlp"))
+    encoder_custom: str = param("", "Name of a registered custom encoder (surge.models.register_encoder).")
+    encoder_extra_fc_layers: int = param(1, "Fully connected layers after the conv encoder.")
+    encoder_mlp_layers: list = param([512, 512], "Hidden sizes of the MLP encoder (encoder_subtype=mlp).")
+    hidden_size: int = param(512, "Width of the encoder output and of the RNN core.")
+    nonlinearity: str = param("elu", "Activation function.", ("elu", "relu", "tanh"))
+    use_rnn: bool = param(True, "Recurrent core (GRU or LSTM) between encoder and heads.")
+    rnn_type: str = param("gru", "Type of the recurrent core.", ("gru", "lstm"))
+    rnn_num_layers: int = param(1, "Layers of the recurrent core.")
+    policy_initialization: str = param("orthogonal", "Weight initialisation.", ("orthogonal", "xavier_uniform"))
+    policy_init_gain: float = param(1.0, "Gain of the weight initialisation.")
+    actor_critic_share_weights: bool = param(True, "Actor and critic share the encoder and core.")
+    use_spectral_norm: bool = param(False, "Spectral normalisation of fully connected layers.")
+    adaptive_stddev: bool = param(True, "Gaussian policy: std is an output of the network (else a free "
+                                        "parameter).")
+    initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation.")
+
+    # --- PBT (issue: population-based training) ---------------------------------------------
+    with_pbt: bool = param(False, "Population-based training.")
+    pbt_mix_policies_in_one_env: bool = param(True, "Multi-agent: mix policies in one env.")
+    pbt_period_env_steps: int = param(int(5e6), "Env frames between PBT replacements.")
+    pbt_start_mutation: int = param(int(2e7), "Env frames before PBT starts.")
+    pbt_replace_fraction: float = param(0.3, "Fraction of worst policies replaced.")
+    pbt_mutation_rate: float = param(0.15, "Probability that a hyper-parameter mutates.")
+    pbt_replace_reward_gap: float = param(0.1, "Relative reward gap needed to replace a policy.")
+    pbt_replace_reward_gap_absolute: float = param(1e-6, "Absolute reward gap needed to replace a policy.")
+    pbt_optimize_batch_size: bool = param(False, "PBT also mutates the batch size.")
+    pbt_target_objective: str = param("true_reward", "Per-policy statistic PBT maximises.")
+
+    # --- debugging and benchmarking ---------------------------------------------------------
+    benchmark: bool = param(False, "Benchmark mode: no checkpoints or summaries.")
+    sampler_only: bool = param(False, "Do not train, measure sampling throughput only.")
+    sample_env_frames: int = param(int(1e7), "DUMMY_SAMPLER: env frames to sample.")
+    report_interval_sec: float = param(5.0, "Seconds between console progress lines.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields (core and env-family ones) as a JSON-serialisable dict."""
+        return dataclasses.asdict(self)
+
+
+def env_frameskip(cfg: Config) -> int:
+    """Frames per env step of this config's env (1 unless the family sets `env_frameskip`)."""
+    return int(getattr(cfg, "env_frameskip", 1) or 1)

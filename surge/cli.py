@@ -1,0 +1,47 @@
+"""The `surge` command: `surge train | enjoy | check-env` (and `python -m surge.train`)."""
+
+from __future__ import annotations
+
+import sys
+
+from surge.errors import ConfigError, EnvError
+
+USAGE = """usage: surge COMMAND [--flag=value ...]
+
+commands:
+  train       train an agent            (surge train --env=atari_breakout --experiment=breakout)
+  enjoy       watch or record an agent  (surge enjoy --env=atari_breakout --experiment=breakout --save_video=True)
+  check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
+
+`surge train --env=ENV --help` lists every parameter, including those the env family adds.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    command, rest = argv[0], argv[1:]
+    try:
+        if command == "train":
+            from surge.train import main as train_main
+
+            return train_main(rest)
+        if command == "enjoy":
+            from surge.enjoy import main as enjoy_main
+
+            return enjoy_main(rest)
+        if command == "check-env":
+            from surge.envs.check import main as check_main
+
+            return check_main(rest)
+    except (ConfigError, EnvError) as e:
+        print(f"surge {command}: error: {e}", file=sys.stderr)
+        return 2
+    print(f"surge: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

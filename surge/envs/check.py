@@ -1,0 +1,591 @@
+"""`check_env`: finds, in plain words, what keeps a user's env from running in surge.
+
+It checks the gymnasium single-agent API (`reset -> (obs, info)`, `step -> (obs, reward,
+terminated, truncated, info)`) and surge's multi-agent contract (`surge.envs.multi_agent`), the
+spaces surge's models support, and the observations, rewards and flags the env really returns
+over a short run of random actions. For single-agent `gymnasium.Env`s it then runs gymnasium's own
+checker (`gymnasium.utils.env_checker`); its failures become `EnvError`s, and its seeding and
+determinism findings become warnings (surge does not need them to train).
+
+Command line: `surge check-env --env=NAME [--num_steps=50] [--FIELD=VALUE ...]` (see `main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import math
+import re
+import sys
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.wrappers import RecordEpisodeStatistics
+
+from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
+from surge.errors import ConfigError, EnvError, SurgeError
+
+SUPPORTED_OBS = "a Box (vector or image), or a Dict of Box"
+SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, a Tuple of Discrete, or Box"
+
+GYMNASIUM_API_HINT = (
+    "See https://gymnasium.farama.org/introduction/create_custom_env/ for the gymnasium API, or wrap "
+    "an old gym env with shimmy's GymV26CompatibilityV0."
+)
+
+
+# --------------------------------------------------------------------------------------------- entry point
+
+
+def check_env(env_or_name: Any, cfg: Any = None, num_steps: int = 50) -> list[str]:
+    """Checks that an env can run in surge; raises at the first problem, returns the warnings.
+
+    The env is reset and stepped with random actions (`action_space.sample()`), so reset it again
+    before any further use. An env made here from a name is closed at the end.
+
+    Args:
+        env_or_name: a `gymnasium.Env`, a multi-agent env (`num_agents`, list-valued `reset`/`step`,
+            see `surge.envs.multi_agent`), or an env name (`atari_breakout`, `CartPole-v1`), made
+            with the family factory of `surge.envs.registry`.
+        cfg: config used to make a named env and for model-related hints (`obs_scale`,
+            `encoder_custom`); None: `config_for_env(name)` for a name, no hints for an env object.
+        num_steps: random steps taken (env steps; episodes that end are reset and go on).
+
+    Returns:
+        Warnings: things that work but look unintended (plain sentences, no duplicates).
+
+    Raises:
+        EnvError: the env breaks the API or returns data that does not match its spaces; the
+            message says what is wrong and how to fix it.
+        ConfigError: `env_or_name` is a name that no family and no gymnasium id knows.
+    """
+    found: list[str] = []
+    owned = isinstance(env_or_name, str)
+    if owned:
+        env, cfg = _make_named_env(env_or_name, cfg)
+    else:
+        env = env_or_name
+    try:
+        if isinstance(env, SingleAgentAsMultiAgent):
+            inner = env.env
+            if isinstance(inner, RecordEpisodeStatistics):  # the one the wrapper added, if outermost
+                inner = inner.env
+            _check_single_agent(inner, cfg, num_steps, found)
+            _check_multi_agent(env, cfg, min(num_steps, 10), found)
+        elif owned and isinstance(env, gym.Env) and not is_multi_agent_env(env):
+            # surge wraps it so (registry.make_env): check the env, then the wrapped env
+            _check_single_agent(env, cfg, num_steps, found)
+            _check_multi_agent(SingleAgentAsMultiAgent(env), cfg, min(num_steps, 10), found)
+        elif is_multi_agent_env(env):
+            _check_multi_agent(env, cfg, num_steps, found)
+        else:
+            _check_single_agent(env, cfg, num_steps, found)
+    finally:
+        if owned:
+            try:
+                env.close()
+            except Exception:  # noqa: BLE001 - closing must not hide the check's result
+                pass
+    return list(dict.fromkeys(found))
+
+
+def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
+    """The config training would start from for `env_name`: `Config` extended with the family's
+    fields, the family's default overrides applied, then the `--name=value` flags of `argv`.
+
+    Raises:
+        ConfigError: unknown env name, unknown flag or a value of the wrong type.
+    """
+    from surge.cfg.cli import build_parser, config_class, field_defaults
+    from surge.envs.registry import find_family
+
+    family = find_family(env_name)
+    cls = config_class(family)
+    defaults = field_defaults(cls, family)
+    defaults["env"] = env_name
+    explicit = {}
+    if argv:
+        namespace, unknown = build_parser(cls, defaults, prog="surge check-env").parse_known_args(argv)
+        if unknown:
+            raise ConfigError(
+                unknown[0].split("=")[0].lstrip("-"),
+                f"unexpected argument {unknown[0]!r}.",
+                "flags take the form --name=value (see `surge train --env=ENV --help`).",
+            )
+        explicit = vars(namespace)
+    return cls(**{**defaults, **explicit})
+
+
+def _make_named_env(env_name: str, cfg: Any) -> tuple[Any, Any]:
+    from surge.envs.registry import find_family
+
+    if cfg is None:
+        cfg = config_for_env(env_name)
+    family = find_family(env_name)  # ConfigError for unknown names
+    try:
+        # The family's factory, not registry.make_env: the raw env gives clearer messages than the
+        # SingleAgentAsMultiAgent wrapper that make_env adds (checked too, after the raw env).
+        env = family.make_env(env_name, cfg, None)
+    except SurgeError:
+        raise
+    except Exception as e:
+        raise EnvError(f"making env {env_name!r} failed: {type(e).__name__}: {e}") from e
+    return env, cfg
+
+
+# --------------------------------------------------------------------------------------------- spaces
+
+
+def _check_spaces(env: Any, cfg: Any, found: list[str]) -> None:
+    for attr in ("observation_space", "action_space"):
+        space = getattr(env, attr, None)
+        if space is None:
+            raise EnvError(
+                f"the env has no {attr}. Fix: set self.{attr} (a gymnasium.spaces object, for one agent) "
+                "in the env's __init__."
+            )
+        if not isinstance(space, gym.spaces.Space):
+            old_gym = type(space).__module__.startswith("gym.")
+            raise EnvError(
+                f"{attr} is a {type(space).__module__}.{type(space).__name__}, not a gymnasium space. Fix: "
+                + (
+                    "the env uses the old `gym` package; import gymnasium as gym instead."
+                    if old_gym
+                    else f"use gymnasium.spaces ({SUPPORTED_OBS} for observations)."
+                )
+            )
+    obs_space, act_space = env.observation_space, env.action_space
+    if not _supported_obs_space(obs_space):
+        if getattr(cfg, "encoder_custom", ""):
+            found.append(
+                f"observation_space {obs_space} is not {SUPPORTED_OBS}; your custom encoder "
+                f"{cfg.encoder_custom!r} must handle it."
+            )
+        else:
+            raise EnvError(
+                f"observation_space {obs_space} is not supported: surge's encoders take {SUPPORTED_OBS}. "
+                "Fix: convert the observations in a wrapper (gymnasium.wrappers.FlattenObservation "
+                "turns Discrete/Tuple/MultiDiscrete into a Box), or register a custom encoder "
+                "(surge.models.register_encoder, --encoder_custom)."
+            )
+    _check_action_space(act_space)
+    for path, box in _boxes(obs_space):
+        shape = tuple(box.shape)
+        if len(shape) == 3 and shape[-1] in (1, 3, 4) and shape[0] not in (1, 3, 4):
+            found.append(
+                f"observation{path} has shape {shape}, which looks channels-last (H, W, C); surge's conv "
+                f"encoders expect channels first (C, H, W). Transpose, e.g. obs.transpose(2, 0, 1)."
+            )
+        if (
+            len(shape) == 3
+            and box.dtype == np.uint8
+            and cfg is not None
+            and float(getattr(cfg, "obs_scale", 255.0)) == 1.0
+        ):
+            found.append(
+                f"observation{path} is a uint8 image but obs_scale is 1: the network sees values up to "
+                "255. Pass --obs_scale=255."
+            )
+
+
+def _supported_obs_space(space: gym.Space) -> bool:
+    if isinstance(space, gym.spaces.Box):
+        return True
+    if isinstance(space, gym.spaces.Dict):
+        return len(space.spaces) > 0 and all(_supported_obs_space(s) for s in space.spaces.values())
+    return False
+
+
+def _boxes(space: gym.Space, path: str = "") -> list[tuple[str, gym.spaces.Box]]:
+    if isinstance(space, gym.spaces.Box):
+        return [(path, space)]
+    if isinstance(space, gym.spaces.Dict):
+        return [b for k, s in space.spaces.items() for b in _boxes(s, f"{path}[{k!r}]")]
+    return []
+
+
+def _check_action_space(space: gym.Space) -> None:
+    discretes = []
+    if isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete)):
+        discretes = [space]
+    elif (
+        isinstance(space, gym.spaces.Tuple)
+        and space.spaces
+        and all(isinstance(s, gym.spaces.Discrete) for s in space.spaces)
+    ):
+        discretes = list(space.spaces)
+    elif not isinstance(space, gym.spaces.Box):
+        raise EnvError(
+            f"action_space {space} is not supported: surge's policies output {SUPPORTED_ACTIONS}. "
+            "Fix: convert the actions in a gymnasium.ActionWrapper."
+        )
+    for d in discretes:
+        if np.any(np.asarray(d.start) != 0):
+            raise EnvError(
+                f"action_space {space} has start={d.start}: surge samples actions from 0 to n-1. Fix: use "
+                "start=0 and add the offset inside the env's step()."
+            )
+
+
+# --------------------------------------------------------------------------------------------- values
+
+
+def _shape_dtype(value: Any) -> str:
+    arr = np.asarray(value)
+    return f"shape {arr.shape} and dtype {arr.dtype}"
+
+
+def _check_obs(obs: Any, space: gym.Space, where: str, found: list[str]) -> None:
+    """Raises EnvError when `obs` does not fit `space` (names expected vs actual shape/dtype)."""
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(obs, dict):
+            raise EnvError(
+                f"{where} returned an observation of type {type(obs).__name__}, but observation_space is a "
+                f"Dict: return a dict with the keys {list(space.spaces)}."
+            )
+        missing = [k for k in space.spaces if k not in obs]
+        extra = [k for k in obs if k not in space.spaces]
+        if missing or extra:
+            raise EnvError(
+                f"{where} returned an observation dict with keys {list(obs)}, but observation_space has "
+                f"keys {list(space.spaces)} (missing: {missing}, unexpected: {extra})."
+            )
+        for key, sub in space.spaces.items():
+            _check_obs(obs[key], sub, f"{where}[{key!r}]", found)
+        return
+    if not isinstance(space, gym.spaces.Box):
+        if obs not in space:
+            raise EnvError(
+                f"{where} returned an observation {obs!r} that is not in observation_space {space}."
+            )
+        return
+    if not isinstance(obs, np.ndarray):
+        try:
+            arr = np.asarray(obs)
+        except Exception as e:  # noqa: BLE001
+            raise EnvError(
+                f"{where} returned an observation of type {type(obs).__name__}, which is not an array: "
+                f"return a numpy array of shape {space.shape} and dtype {space.dtype}."
+            ) from e
+        if arr.dtype == object:
+            raise EnvError(
+                f"{where} returned an observation of type {type(obs).__name__} that numpy cannot turn into "
+                f"an array of numbers: return a numpy array of shape {space.shape} and dtype {space.dtype}."
+            )
+        found.append(
+            f"{where} returns a {type(obs).__name__}, not a numpy array: return "
+            f"np.asarray(obs, dtype=np.{space.dtype}) to avoid a conversion per step."
+        )
+        obs = arr.astype(space.dtype) if arr.shape == space.shape else arr
+    if obs.shape != space.shape:
+        raise EnvError(
+            f"{where} returned an observation of shape {obs.shape}, but observation_space has shape "
+            f"{space.shape}. Fix: return arrays of shape {space.shape}, or declare observation_space with "
+            f"shape={obs.shape}."
+        )
+    if obs.dtype != space.dtype:
+        raise EnvError(
+            f"{where} returned an observation of dtype {obs.dtype}, but observation_space has dtype "
+            f"{space.dtype}. Fix: return obs.astype(np.{space.dtype}), or declare observation_space with "
+            f"dtype=np.{obs.dtype}."
+        )
+    if np.issubdtype(obs.dtype, np.floating) and not np.all(np.isfinite(obs)):
+        raise EnvError(f"{where} returned an observation containing NaN or inf: observations must be finite.")
+    if np.issubdtype(obs.dtype, np.number) and (np.any(obs < space.low) or np.any(obs > space.high)):
+        found.append(
+            f"{where} returned an observation outside the bounds of observation_space "
+            f"(low {space.low.min()}, high {space.high.max()}); widen the bounds or clip the observation."
+        )
+
+
+def _check_reward(reward: Any, where: str) -> None:
+    if isinstance(reward, (bool, np.bool_)) or not (
+        isinstance(reward, (int, float, np.integer, np.floating))
+        or (isinstance(reward, np.ndarray) and reward.shape == () and np.issubdtype(reward.dtype, np.number))
+    ):
+        raise EnvError(
+            f"{where} returned a reward of type {type(reward).__name__} ({reward!r}): the reward must be one "
+            "number (a Python float or a numpy scalar) for each agent."
+        )
+    if not math.isfinite(float(reward)):
+        raise EnvError(
+            f"{where} returned a reward of {float(reward)}: rewards must be finite numbers (not NaN or inf). "
+            "Look for a division by zero or a log of 0 in the reward computation."
+        )
+
+
+def _check_flag(value: Any, name: str, where: str) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise EnvError(
+            f"{where} returned {name}={value!r} of type {type(value).__name__}: it must be a bool. "
+            f"Fix: return bool({name})."
+        )
+
+
+def _check_info(info: Any, where: str) -> None:
+    if not isinstance(info, dict):
+        raise EnvError(
+            f"{where} returned an info of type {type(info).__name__}: it must be a dict "
+            "(an empty dict {} is fine)."
+        )
+
+
+def _call(what: str, fn: Callable[[], Any]) -> Any:
+    """Calls the env; an exception it raises becomes an EnvError naming the call."""
+    try:
+        return fn()
+    except SurgeError:
+        raise
+    except Exception as e:
+        raise EnvError(f"{what} raised {type(e).__name__}: {e}") from e
+
+
+def _check_reset_signature(env: Any) -> None:
+    try:
+        params = inspect.signature(env.reset).parameters
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    if "seed" not in params and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        raise EnvError(
+            "reset() takes no seed argument (old gym API). Fix: define "
+            "`def reset(self, *, seed=None, options=None)` and call `super().reset(seed=seed)` first; "
+            "it returns (obs, info)."
+        )
+
+
+def _looks_like_step_of_old_api(result: Any) -> bool:
+    return isinstance(result, (tuple, list)) and len(result) == 4
+
+
+# --------------------------------------------------------------------------------------------- single agent
+
+
+def _check_single_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) -> None:
+    if not isinstance(env, gym.Env):
+        base = " ".join(f"{c.__module__}.{c.__name__}" for c in type(env).__mro__[1:-1])
+        old_gym = "gym.core" in base
+        raise EnvError(
+            f"the env is a {type(env).__name__}, which is neither a gymnasium.Env nor a multi-agent env. "
+            "Fix: "
+            + (
+                "it subclasses the old `gym` package; port it to gymnasium (import gymnasium as gym). "
+                if old_gym
+                else "subclass gymnasium.Env, or, for several agents, give it num_agents and list-valued "
+                "reset/step (see surge.envs.multi_agent). "
+            )
+            + GYMNASIUM_API_HINT
+        )
+    _check_spaces(env, cfg, found)
+    obs_space = env.observation_space
+    _check_reset_signature(env)
+
+    def reset(where: str, **kwargs: Any) -> Any:
+        result = _call(where, lambda: env.reset(**kwargs))
+        if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], dict):
+            obs, info = result
+        elif isinstance(result, tuple) and len(result) == 2:
+            raise EnvError(
+                f"{where} returned (obs, info) with an info of type {type(result[1]).__name__}: info must be "
+                "a dict (an empty dict {} is fine)."
+            )
+        else:
+            raise EnvError(
+                f"{where} returned only the observation ({_describe(result)}), the old gym API. gymnasium's "
+                "reset returns a pair (obs, info). Fix: `return obs, {}` (or `return obs, info`)."
+            )
+        _check_obs(obs, obs_space, where, found)
+        return obs, info
+
+    reset("env.reset(seed=0)", seed=0)
+    env.action_space.seed(0)
+    for i in range(num_steps):
+        where = f"env.step() (step {i})"
+        action = env.action_space.sample()
+        result = _call(where, lambda a=action: env.step(a))
+        if _looks_like_step_of_old_api(result):
+            raise EnvError(
+                f"{where} returned 4 values (obs, reward, done, info), the old gym API. gymnasium's step "
+                "returns 5: (obs, reward, terminated, truncated, info). Fix: split done into terminated "
+                "(the episode really ended: goal reached, agent died) and truncated (cut short, e.g. by a "
+                "time limit), and return both."
+            )
+        if not isinstance(result, (tuple, list)) or len(result) != 5:
+            n = len(result) if isinstance(result, (tuple, list)) else None
+            raise EnvError(
+                f"{where} returned {_describe(result) if n is None else f'{n} values'}; it must return a "
+                "tuple of 5: (obs, reward, terminated, truncated, info)."
+            )
+        obs, reward, terminated, truncated, info = result
+        _check_obs(obs, obs_space, where, found)
+        _check_reward(reward, where)
+        _check_flag(terminated, "terminated", where)
+        _check_flag(truncated, "truncated", where)
+        _check_info(info, where)
+        if terminated or truncated:
+            reset(f"env.reset() (after step {i})")
+
+    _run_gymnasium_checks(env, found)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of {_shape_dtype(value)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    return f"a {type(value).__name__}"
+
+
+# gymnasium's checks: (name in gymnasium.utils.env_checker, soft). Soft ones are about seeding,
+# determinism and buffer reuse, which surge does not rely on: their failures become warnings.
+_GYM_CHECKS: tuple[tuple[str, bool], ...] = (
+    ("check_reset_return_type", False),
+    ("check_reset_seed_determinism", True),
+    ("check_reset_options", True),
+    ("env_reset_passive_checker", False),
+    ("env_step_passive_checker", False),
+    ("check_step_determinism", True),
+    ("check_returned_data_not_reused", True),
+)
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _clean(message: str) -> str:
+    message = _ANSI.sub("", str(message)).strip()
+    return message[len("WARN: ") :] if message.startswith("WARN: ") else message
+
+
+def _run_gymnasium_checks(env: gym.Env, found: list[str]) -> None:
+    from gymnasium.utils import env_checker
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for name, soft in _GYM_CHECKS:
+            fn = getattr(env_checker, name, None)
+            if fn is None:  # another gymnasium version
+                continue
+            args = (env, env.action_space.sample()) if name == "env_step_passive_checker" else (env,)
+            try:
+                fn(*args)
+            except Exception as e:  # noqa: BLE001 - gymnasium raises AssertionError, Error, TypeError...
+                message = f"gymnasium's env checker ({name}): {_clean(str(e)) or type(e).__name__}"
+                if soft:
+                    found.append(message)
+                else:
+                    raise EnvError(message) from e
+    for w in caught:
+        text = _clean(str(w.message))
+        # gymnasium warns when it is given a wrapped env; surge's envs are wrapped on purpose.
+        if "different from the unwrapped version" not in text:
+            found.append(f"gymnasium: {text}")
+
+
+# --------------------------------------------------------------------------------------------- multi agent
+
+
+def _check_list(value: Any, what: str, n: int, where: str) -> None:
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__len__"):
+        raise EnvError(
+            f"{where} returned {what} as a {type(value).__name__}; a multi-agent env returns a list with one "
+            f"item per agent (num_agents={n})."
+        )
+    if len(value) != n:
+        raise EnvError(
+            f"{where} returned {len(value)} {what} but num_agents is {n}: return a list with one item "
+            "per agent."
+        )
+
+
+def _check_multi_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) -> None:
+    n = getattr(env, "num_agents", None)
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise EnvError(f"num_agents is {n!r}: a multi-agent env needs num_agents, an int >= 1.")
+    n = int(n)
+    _check_spaces(env, cfg, found)
+    obs_space = env.observation_space
+    _check_reset_signature(env)
+
+    where = "env.reset(seed=0)"
+    result = _call(where, lambda: env.reset(seed=0))
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise EnvError(
+            f"{where} returned {_describe(result)}; a multi-agent reset returns a pair "
+            "(observations, infos), each a list with one item per agent. If it returns only the "
+            "observations (old gym API), return `obs, [{} for _ in range(self.num_agents)]`."
+        )
+    obs, infos = result
+    _check_list(obs, "observations", n, where)
+    _check_list(infos, "infos", n, where)
+    for i in range(n):
+        _check_obs(obs[i], obs_space, f"{where}, agent {i}", found)
+        _check_info(infos[i], f"{where}, agent {i}")
+
+    env.action_space.seed(0)
+    for t in range(num_steps):
+        where = f"env.step() (step {t})"
+        actions = [env.action_space.sample() for _ in range(n)]
+        result = _call(where, lambda a=actions: env.step(a))
+        if _looks_like_step_of_old_api(result):
+            raise EnvError(
+                f"{where} returned 4 values (obs, rewards, dones, infos), the old gym API. surge's "
+                "multi-agent step returns 5 lists: (obs, rewards, terminated, truncated, infos). "
+                "Fix: split dones into terminated (the episode really ended) and truncated (cut short "
+                "by a time limit)."
+            )
+        if not isinstance(result, (tuple, list)) or len(result) != 5:
+            raise EnvError(
+                f"{where} returned {_describe(result)}; it must return 5 lists: "
+                "(obs, rewards, terminated, truncated, infos), one item per agent in each."
+            )
+        obs, rewards, terminated, truncated, infos = result
+        names = ("observations", "rewards", "terminated flags", "truncated flags", "infos")
+        for items, what in zip(result, names, strict=True):
+            _check_list(items, what, n, where)
+        for i in range(n):
+            at = f"{where}, agent {i}"
+            _check_obs(obs[i], obs_space, at, found)
+            _check_reward(rewards[i], at)
+            _check_flag(terminated[i], "terminated", at)
+            _check_flag(truncated[i], "truncated", at)
+            _check_info(infos[i], at)
+            active = infos[i].get("is_active", True)
+            if not isinstance(active, (bool, np.bool_)):
+                raise EnvError(f"{at} returned info['is_active']={active!r}: it must be a bool.")
+
+
+# --------------------------------------------------------------------------------------------- CLI
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`surge check-env --env=NAME [--num_steps=N] [--FIELD=VALUE ...]`: makes and checks an env.
+
+    FIELD is any config field of the env (`--env_frameskip=4`, `--atari_episodic_life=False`).
+    Prints `OK ...` and the warnings to stdout (exit code 0), or `ERROR: <what is wrong>` to
+    stderr (exit code 1).
+
+    Returns:
+        The exit code: 0 when the env passes, 1 otherwise.
+    """
+    parser = argparse.ArgumentParser(
+        prog="surge check-env", description="Check that an env follows the API surge needs."
+    )
+    parser.add_argument("--env", required=True, help="Env name (atari_breakout, cartpole, a gymnasium id).")
+    parser.add_argument("--num_steps", type=int, default=50, help="Random steps to take (default 50).")
+    args, rest = parser.parse_known_args(argv)
+    try:
+        cfg = config_for_env(args.env, rest)
+        found = check_env(args.env, cfg=cfg, num_steps=args.num_steps)
+    except SurgeError as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 1
+    print(f"OK: env {args.env!r} passed the checks ({args.num_steps} random steps).")
+    for w in found:
+        print(f"warning: {w}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Everything is multi-agent inside surge: the conventions, and the wrapper for single-agent envs.
+
+The contract (Sample Factory's, with gymnasium's terminated/truncated split):
+
+- `env.num_agents: int`; `observation_space` and `action_space` describe ONE agent.
+- `reset(seed=None) -> (obs: list, infos: list[dict])`, one item per agent.
+- `step(actions: list) -> (obs, rewards, terminated, truncated, infos)`, each a list with one item
+  per agent (rewards float, terminated/truncated bool).
+- Auto-reset: when an agent's `terminated or truncated` is True, the returned obs is already the
+  first observation of its next episode (the last one is not needed to act).
+- `infos[i]["episode"] = {"r": return, "l": length_in_env_steps}` marks the end of a *true* episode
+  (e.g. a whole Atari game, not one life); only those are reported as episode statistics.
+- `infos[i]["is_active"] = False` deactivates an agent for that step (its sample is not trained on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.wrappers import RecordEpisodeStatistics
+
+
+def is_multi_agent_env(env: Any) -> bool:
+    """True when `env` follows the multi-agent contract (Sample Factory's `is_multiagent_env`)."""
+    if hasattr(env, "is_multiagent"):
+        return bool(env.is_multiagent)
+    if isinstance(env, gym.Env):
+        return getattr(env, "num_agents", 1) > 1
+    return hasattr(env, "num_agents")
+
+
+def has_wrapper(env: gym.Env, wrapper_type: type) -> bool:
+    """True when `wrapper_type` appears anywhere in the wrapper chain of `env`."""
+    while True:
+        if isinstance(env, wrapper_type):
+            return True
+        if not isinstance(env, gym.Wrapper):
+            return False
+        env = env.env
+
+
+class SingleAgentAsMultiAgent:
+    """Presents a gymnasium single-agent env as a multi-agent env with one agent and auto-reset.
+
+    Adds `RecordEpisodeStatistics` outermost unless the env already records its episodes inside
+    (the Atari family does, below the episodic-life and reward-clipping wrappers, so that reported
+    returns are whole games in unclipped score).
+    """
+
+    num_agents = 1
+    is_multiagent = False
+
+    def __init__(self, env: gym.Env):
+        if not has_wrapper(env, RecordEpisodeStatistics):
+            env = RecordEpisodeStatistics(env)
+        self.env = env
+        self.observation_space = env.observation_space
+        self.action_space = env.action_space
+        self.render_mode = getattr(env, "render_mode", None)
+        self._seed: int | None = None
+
+    def reset(self, seed: int | None = None) -> tuple[list, list[dict]]:
+        obs, info = self.env.reset(seed=seed)
+        return [obs], [info]
+
+    def step(self, actions) -> tuple[list, list[float], list[bool], list[bool], list[dict]]:
+        obs, reward, terminated, truncated, info = self.env.step(actions[0])
+        if terminated or truncated:
+            obs, reset_info = self.env.reset()
+            info = {**reset_info, **info}
+        return [obs], [float(reward)], [bool(terminated)], [bool(truncated)], [info]
+
+    def render(self):
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self):
+        return self.env.unwrapped

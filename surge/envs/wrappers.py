@@ -1,0 +1,116 @@
+"""Gymnasium wrappers that gymnasium itself lacks (the Atari ones follow SB3 / OpenAI baselines).
+
+Both Atari wrappers sit *above* `gymnasium.wrappers.RecordEpisodeStatistics` in the Atari stack
+(see `surge.envs.atari`), so they may step the env inside `reset()`; when such a hidden step ends
+the whole game, the `info["episode"]` record it produced is carried into the info that `reset()`
+returns, so no episode record is lost (surge's `SingleAgentAsMultiAgent` merges the reset info
+into the info of the step that ended the episode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+EPISODE_KEY = "episode"
+
+
+def _carry_episode(from_info: dict[str, Any], into_info: dict[str, Any]) -> dict[str, Any]:
+    """Copies `from_info["episode"]` (if any) into `into_info` and returns `into_info`."""
+    if EPISODE_KEY in from_info:
+        into_info = dict(into_info)
+        into_info[EPISODE_KEY] = from_info[EPISODE_KEY]
+    return into_info
+
+
+def sign_reward(reward: Any) -> float:
+    """Bins a reward into {-1.0, 0.0, +1.0} by its sign (DQN's Atari reward clipping).
+
+    A module-level function rather than a lambda so that wrapped envs stay picklable.
+    """
+    return float(np.sign(reward))
+
+
+class EpisodicLifeEnv(gym.Wrapper):
+    """Makes the loss of a life look like the end of an episode, for training only (Mnih et al. 2015).
+
+    - `step()` returns `terminated=True` when the ALE lives counter goes down (and the game goes on).
+    - `reset()` after such a life loss does not restart the game: it takes one no-op step (action 0)
+      and returns that observation, so the next "episode" is the next life of the same game. Only
+      when the game really ended (terminated or truncated by the env below), or when `reset()` is
+      given a `seed` or `options`, is the env below really reset.
+
+    Lives are read from `env.unwrapped.ale.lives()`, so the env must be an ALE env. Episode
+    statistics recorded below this wrapper therefore cover whole games.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.lives = 0
+        self.was_real_done = True
+
+    def _ale_lives(self) -> int:
+        return int(self.env.unwrapped.ale.lives())
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.was_real_done = bool(terminated or truncated)
+        lives = self._ale_lives()
+        if 0 < lives < self.lives:
+            # lives == 0 is the end of the game, which the env below reports itself.
+            terminated = True
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        if self.was_real_done or seed is not None or options is not None:
+            obs, info = self.env.reset(seed=seed, options=options)
+        else:
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                # The no-op step ended the game: a real reset, keeping the game's episode record.
+                step_info = info
+                obs, info = self.env.reset()
+                info = _carry_episode(step_info, info)
+        self.was_real_done = False
+        self.lives = self._ale_lives()
+        return obs, info
+
+
+class FireResetEnv(gym.Wrapper):
+    """Presses FIRE, then action 2, after every reset, for games that wait for FIRE to start
+    (Breakout launches the ball only on FIRE). Apply it only when `needs_fire_reset(env)`.
+
+    If one of those two steps ends the episode the env is reset again (without a seed); an
+    `info["episode"]` produced by such a step is carried into the returned info. The returned info
+    is the reset info updated with the info of the last of the two steps (e.g. current `lives`).
+
+    Raises:
+        ValueError: if the action meanings of the env do not include FIRE, or it has < 3 actions.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        meanings = list(env.unwrapped.get_action_meanings())
+        if "FIRE" not in meanings or len(meanings) < 3:
+            raise ValueError(f"FireResetEnv needs a FIRE action and at least 3 actions, got {meanings}")
+        self.fire_action = meanings.index("FIRE")
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        for action in (self.fire_action, 2):
+            obs, _, terminated, truncated, step_info = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset()
+                info = _carry_episode(step_info, info)
+            else:
+                info = {**info, **{k: v for k, v in step_info.items() if k != EPISODE_KEY}}
+        return obs, info
+
+
+def needs_fire_reset(env: gym.Env) -> bool:
+    """True when the game of this ALE env has a FIRE action (and at least 3 actions)."""
+    meanings = list(env.unwrapped.get_action_meanings())
+    return "FIRE" in meanings and len(meanings) >= 3

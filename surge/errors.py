@@ -1,0 +1,28 @@
+"""Errors surge raises for bad input, each naming what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class SurgeError(Exception):
+    """Base class of surge's own errors."""
+
+
+class ConfigError(SurgeError, ValueError):
+    """A parameter has a wrong value; raised before any process starts.
+
+    Attributes:
+        field: the parameter name (as on the command line, without `--`).
+        problem: what is wrong.
+        fix: what to do about it.
+    """
+
+    def __init__(self, field: str, problem: str, fix: str = ""):
+        self.field, self.problem, self.fix = field, problem, fix
+        msg = f"--{field}: {problem}"
+        if fix:
+            msg += f" Fix: {fix}"
+        super().__init__(msg)
+
+
+class EnvError(SurgeError):
+    """An environment is missing or does not follow the expected API."""

@@ -1,0 +1,131 @@
+"""Atomic checkpoints: latest N, best by mean return, milestones.
+
+A checkpoint is written to a temporary file in the same folder, fsynced, then renamed over its
+final name (and the folder fsynced), so a crash at any point leaves either the previous set of
+checkpoints or the new one, never a half-written file under a checkpoint's name. Files hold only
+tensors and plain Python values, so they load with `torch.load(weights_only=True)`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+log = logging.getLogger("surge")
+
+_NAME = re.compile(r"^(checkpoint|best|milestone)_v(\d+)_f(\d+)\.pth$")
+
+
+def atomic_torch_save(obj: Any, path: Path) -> None:
+    """`torch.save(obj, path)` so that `path` is either absent/old or complete (temp + fsync + rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp_", suffix=".pth", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def rng_state() -> dict[str, Any]:
+    """The RNG states of torch, numpy and Python's `random`, as weights_only-loadable values."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    py_version, py_state, py_gauss = random.getstate()
+    return {
+        "torch": torch.get_rng_state(),
+        "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+                  "has_gauss": int(has_gauss), "cached": float(cached)},
+        "python": {"version": py_version, "state": list(py_state), "gauss": py_gauss},
+    }
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    """Restores what `rng_state` returned."""
+    torch.set_rng_state(state["torch"])
+    n = state["numpy"]
+    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"]))
+    p = state["python"]
+    random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
+
+
+def checkpoint_name(kind: str, policy_version: int, env_frames: int) -> str:
+    """File name of a checkpoint: `{kind}_v{policy_version:09d}_f{env_frames:012d}.pth`."""
+    return f"{kind}_v{policy_version:09d}_f{env_frames:012d}.pth"
+
+
+class CheckpointManager:
+    """Writes and finds the checkpoints of one policy in `folder`.
+
+    Args:
+        folder: `train_dir/experiment/checkpoint_p{policy_id}`.
+        keep_checkpoints: how many `checkpoint_*` files to keep (oldest removed first).
+    """
+
+    def __init__(self, folder: Path, keep_checkpoints: int = 3):
+        self.folder = Path(folder)
+        self.keep = max(1, keep_checkpoints)
+
+    def _list(self, kind: str) -> list[Path]:
+        if not self.folder.is_dir():
+            return []
+        found = []
+        for p in self.folder.iterdir():
+            m = _NAME.match(p.name)
+            if m and m.group(1) == kind:
+                found.append((int(m.group(2)), int(m.group(3)), p))
+        return [p for *_, p in sorted(found)]
+
+    def save(self, state: dict[str, Any], policy_version: int, env_frames: int, kind: str = "checkpoint") -> Path:
+        """Writes `state` atomically as a `kind` checkpoint (checkpoint, best or milestone).
+
+        Keeps the latest `keep_checkpoints` regular checkpoints and only the newest `best`.
+        """
+        path = self.folder / checkpoint_name(kind, policy_version, env_frames)
+        atomic_torch_save(state, path)
+        if kind == "checkpoint":
+            for old in self._list("checkpoint")[: -self.keep]:
+                old.unlink(missing_ok=True)
+        elif kind == "best":
+            for old in self._list("best")[:-1]:
+                old.unlink(missing_ok=True)
+        return path
+
+    def latest(self, kind: str = "latest") -> Path | None:
+        """Path of the newest checkpoint of `kind` ('latest' = regular checkpoints, or 'best')."""
+        files = self._list("checkpoint" if kind == "latest" else kind)
+        return files[-1] if files else None
+
+    def load(self, kind: str = "latest", path: Path | None = None, map_location: str = "cpu") -> dict[str, Any] | None:
+        """Loads the newest loadable checkpoint of `kind` (or `path`) with `weights_only=True`.
+
+        A file that fails to load (e.g. a disk error) is reported and the next older one is tried.
+        Returns None when there is none.
+        """
+        candidates = [Path(path)] if path else list(reversed(self._list("checkpoint" if kind == "latest" else kind)))
+        for p in candidates:
+            try:
+                state = torch.load(p, map_location=map_location, weights_only=True)
+                log.info("Loaded checkpoint %s", p)
+                return state
+            except Exception as e:  # noqa: BLE001 - report and fall back to an older file
+                log.warning("Could not load checkpoint %s (%s); trying an older one", p, e)
+        return None

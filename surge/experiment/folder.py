@@ -1,0 +1,68 @@
+"""The experiment folder `train_dir/experiment/` and what lives in it.
+
+    cfg.json            resolved config (resume reads it)
+    surge_log.txt       the run's log
+    summaries/0/        TensorBoard events of policy 0
+    checkpoint_p0/      checkpoint_*.pth (latest N), best_*.pth, milestone_*.pth
+    done                written when training reached its budget
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("surge")
+
+
+class ExperimentFolder:
+    """Paths of one experiment. `policy_id` selects the per-policy folders."""
+
+    def __init__(self, cfg: Any):
+        self.root = Path(cfg.train_dir) / cfg.experiment
+
+    @property
+    def cfg_file(self) -> Path:
+        return self.root / "cfg.json"
+
+    @property
+    def log_file(self) -> Path:
+        return self.root / "surge_log.txt"
+
+    @property
+    def done_file(self) -> Path:
+        return self.root / "done"
+
+    def summaries(self, policy_id: int = 0) -> Path:
+        return self.root / "summaries" / str(policy_id)
+
+    def checkpoints(self, policy_id: int = 0) -> Path:
+        return self.root / f"checkpoint_p{policy_id}"
+
+    def wipe(self) -> None:
+        """Removes the whole experiment (restart_behavior=restart)."""
+        if self.root.exists():
+            shutil.rmtree(self.root)
+
+
+def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> None:
+    """Logs to stderr and, when given, to `log_file` (appending, so resumed runs keep one log)."""
+    logger = logging.getLogger("surge")
+    logger.setLevel(level)
+    fmt = logging.Formatter("[%(asctime)s][%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S")
+    if not any(isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler) for h in logger.handlers):
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(fmt)
+        logger.addHandler(h)
+    for h in [h for h in logger.handlers if isinstance(h, logging.FileHandler)]:
+        logger.removeHandler(h)
+        h.close()
+    if log_file is not None:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        fh = logging.FileHandler(log_file)
+        fh.setFormatter(fmt)
+        logger.addHandler(fh)
+    logger.propagate = False

@@ -1,0 +1,200 @@
+"""The learner: turns a set of finished trajectory slots into PPO/APPO updates.
+
+Two estimators, as in Sample Factory:
+- V-trace (`with_vtrace`, requires rollout == recurrence): the unit of a minibatch is a whole
+  trajectory of T steps plus its bootstrap observation; targets and advantages are computed inside
+  every minibatch from the current policy's (detached) values and log-probs (Espeholt et al. 2018).
+- GAE: advantages and targets are computed once per batch from the behavior values and a bootstrap
+  value of the current model; the unit of a minibatch is a chunk of `recurrence` steps (a single
+  step without an RNN, so samples are shuffled individually).
+Every optimizer step increments `policy_version`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
+from surge.algorithms.returns import bootstrap_truncated_rewards, gae, vtrace
+from surge.data.trajectory import TrajectoryBuffers, tree_map
+
+
+def to_chunks(x: Tensor, length: int) -> Tensor:
+    """`[T, N, ...]` -> `[length, (T // length) · N, ...]`: consecutive chunks of `length` steps."""
+    T, N = x.shape[:2]
+    k = T // length
+    return x.reshape(k, length, N, *x.shape[2:]).transpose(0, 1).reshape(length, k * N, *x.shape[2:])
+
+
+def learning_rate(cfg: Any, env_frames: int) -> float:
+    """Learning rate at `env_frames` under `cfg.lr_schedule` (constant or linear decay to 0 at
+    `train_for_env_steps`)."""
+    if cfg.lr_schedule == "linear_decay":
+        return cfg.learning_rate * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
+    return cfg.learning_rate
+
+
+class Learner:
+    """Owns the optimizer and `policy_version`; trains `model` on trajectories from `buffers`.
+
+    Args:
+        cfg: the run's config.
+        model: the actor-critic (shared with inference in the serial placement).
+        buffers: the trajectory buffers slots index into.
+        device: where learning runs.
+    """
+
+    def __init__(self, cfg: Any, model: nn.Module, buffers: TrajectoryBuffers, device: torch.device):
+        self.cfg, self.model, self.buffers, self.device = cfg, model, buffers, device
+        self.optimizer = torch.optim.Adam(
+            model.parameters(), lr=cfg.learning_rate, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps
+        )
+        self.policy_version = 0
+        self.loss_cfg = PPOLossConfig(
+            cfg.ppo_clip_ratio, cfg.ppo_clip_value, cfg.value_loss_coeff,
+            cfg.exploration_loss, cfg.exploration_loss_coeff, cfg.kl_loss_coeff,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"optimizer": self.optimizer.state_dict(), "policy_version": self.policy_version}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.policy_version = int(state["policy_version"])
+
+    # ---------------------------------------------------------------------------------------
+    def _prepare(self, slots: Tensor) -> dict[str, Any]:
+        cfg, dev = self.cfg, self.device
+        data = self.buffers.gather(slots)
+        d = {k: tree_map(lambda x: x.transpose(0, 1).to(dev, non_blocking=True), v) for k, v in data.items()}
+        rewards = (d["rewards"] * cfg.reward_scale).clamp(-cfg.reward_clip, cfg.reward_clip)
+        terminated, truncated = d["terminated"], d["truncated"]
+        lag = self.policy_version - d["policy_version"]
+        valids = d["is_active"] & (lag <= cfg.max_policy_lag)
+        if getattr(self.model, "obs_normalizer", None) is not None:
+            self.model.obs_normalizer.update(d["obs"][:-1])
+        return dict(
+            obs=d["obs"], rnn_states=d["rnn_states"], actions=d["actions"],
+            behavior_log_probs=d["behavior_log_probs"], old_values=d["values"], logits=d["action_logits"],
+            rewards=rewards, dones=(terminated | truncated).float(), trunc=(truncated & ~terminated).float(),
+            valids=valids.float(), lag=lag.float(),
+        )
+
+    @torch.no_grad()
+    def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
+        """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value."""
+        cfg, T = self.cfg, b["rewards"].shape[0]
+        last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
+        zeros = torch.zeros_like(b["dones"][:1])
+        _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
+        values = torch.cat([b["old_values"], boot], dim=0)
+        rewards = bootstrap_truncated_rewards(b["rewards"], b["old_values"], b["trunc"], cfg.gamma)
+        return gae(rewards, values, b["dones"], cfg.gamma, cfg.gae_lambda)
+
+    def train(self, slots: Tensor, env_frames: int = 0) -> dict[str, float]:
+        """Trains `ppo_epochs` passes over the trajectories in `slots` `[N]` int64.
+
+        Args:
+            slots: finished trajectories; the caller returns them to the pool afterwards.
+            env_frames: total env frames so far (for the learning-rate schedule).
+        Returns:
+            mean statistics of the minibatches (losses, entropy, approx_kl, clip_fraction, grad_norm,
+            lr, policy_lag_min/avg/max in policy versions, ...).
+        """
+        cfg = self.cfg
+        lr = learning_rate(cfg, env_frames)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        b = self._prepare(slots)
+        T, N = b["rewards"].shape
+        lag = b["lag"]
+        if cfg.with_vtrace:
+            units = self._vtrace_units(b)
+            unit_len = T
+        else:
+            units = self._gae_units(b)
+            unit_len = cfg.recurrence
+        num_units = units["valids"].shape[1]
+        per_mb = max(1, cfg.batch_size // unit_len)
+        stats: list[dict[str, Tensor]] = []
+        for _ in range(cfg.ppo_epochs):
+            perm = torch.randperm(num_units, device=self.device)
+            for start in range(0, num_units, per_mb):
+                idx = perm[start : start + per_mb]
+                mb = {k: tree_map(lambda x, i=idx: x[:, i], v) for k, v in units.items()}
+                stats.append(self._step(mb, vtrace_mode=cfg.with_vtrace))
+        out = {k: float(torch.stack([s[k] for s in stats]).mean()) for k in stats[0]}
+        out.update(
+            lr=lr, policy_version=float(self.policy_version), policy_lag_min=float(lag.min()),
+            policy_lag_avg=float(lag.mean()), policy_lag_max=float(lag.max()), samples=float(T * N),
+        )
+        return out
+
+    def _vtrace_units(self, b: dict[str, Any]) -> dict[str, Any]:
+        keys = ("obs", "rnn_states", "actions", "behavior_log_probs", "old_values", "logits", "rewards",
+                "dones", "trunc", "valids")
+        return {k: b[k] for k in keys}
+
+    def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
+        adv, targets = self._gae_targets(b)
+        T, L = b["rewards"].shape[0], self.cfg.recurrence
+        out = {"advantages": to_chunks(adv, L), "targets": to_chunks(targets, L)}
+        for k in ("actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"):
+            out[k] = to_chunks(b[k], L)
+        out["obs"] = tree_map(lambda x: to_chunks(x[:T], L), b["obs"])
+        out["rnn_states"] = to_chunks(b["rnn_states"][:T], L)
+        return out
+
+    def _step(self, mb: dict[str, Any], vtrace_mode: bool) -> dict[str, Tensor]:
+        cfg, model = self.cfg, self.model
+        L = mb["valids"].shape[0]
+        if vtrace_mode:
+            dones_in = torch.cat([mb["dones"], torch.zeros_like(mb["dones"][:1])], dim=0)
+            logits, values_all = model.evaluate(mb["obs"], mb["rnn_states"], dones_in, cfg.recurrence)
+            logits, values = logits[:L], values_all[:L]
+        else:
+            logits, values = model.evaluate(mb["obs"], mb["rnn_states"], mb["dones"], cfg.recurrence)
+        dist = model.distribution(logits)
+        behavior_dist = model.distribution(mb["logits"])
+        if vtrace_mode:
+            with torch.no_grad():
+                v = values_all.detach()
+                rewards = bootstrap_truncated_rewards(mb["rewards"], v[:L], mb["trunc"], cfg.gamma)
+                log_rhos = dist.log_prob(mb["actions"]) - mb["behavior_log_probs"]
+                targets, adv = vtrace(rewards, v, mb["dones"], log_rhos, cfg.gamma, cfg.vtrace_rho, cfg.vtrace_c)
+        else:
+            targets, adv = mb["targets"], mb["advantages"]
+        valids = mb["valids"]
+        if cfg.normalize_advantage:
+            count = valids.sum().clamp(min=1.0)
+            mean = (adv * valids).sum() / count
+            std = (((adv - mean) ** 2 * valids).sum() / count).sqrt()
+            adv = (adv - mean) / (std + 1e-8)
+        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+        loss, stats = ppo_loss(
+            model.distribution(flat(logits)), model.distribution(flat(mb["logits"])), flat(mb["actions"]),
+            flat(mb["behavior_log_probs"]), flat(adv), flat(values), flat(mb["old_values"]), flat(targets),
+            flat(valids), self.loss_cfg,
+        )
+        del dist, behavior_dist
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
+        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        self.optimizer.step()
+        self.policy_version += 1
+        stats.update(
+            loss=loss.detach(), grad_norm=grad_norm.detach(), adv_mean=adv.mean().detach(),
+            value_mean=values.mean().detach(), target_mean=targets.mean().detach(),
+        )
+        return stats
+
+
+def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:
+    """1 - Var[target - pred] / Var[target] (nan when Var[target] = 0)."""
+    var = np.var(target)
+    return float("nan") if var == 0 else float(1.0 - np.var(target - pred) / var)

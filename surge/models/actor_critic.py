@@ -1,0 +1,146 @@
+"""The actor-critic: encoder -> core (GRU/LSTM/none) -> policy logits and value.
+
+Two entry points share all weights:
+- `act` for inference, one step for a batch of agents `[B, ...]`;
+- `evaluate` for learning, whole trajectories `[T, B, ...]` (time-major) with truncated BPTT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import torch
+from torch import Tensor, nn
+
+from surge.errors import ConfigError
+from surge.models.cores import make_core
+from surge.models.distributions import ActionDistribution, make_distribution, num_action_logits
+from surge.models.encoders import make_encoder
+from surge.models.normalization import RunningMeanStd
+
+Obs = Tensor | dict[str, Tensor]
+
+
+@dataclass
+class ActOutput:
+    """Result of `ActorCritic.act` for B agents.
+
+    actions `[B, *action_shape]`; log_probs `[B]` float32 (behavior log-probs); values `[B]`;
+    logits `[B, num_action_logits]`; rnn_states `[B, state_size]` (the state after this step).
+    """
+
+    actions: Tensor
+    log_probs: Tensor
+    values: Tensor
+    logits: Tensor
+    rnn_states: Tensor
+
+
+def _map_obs(obs: Obs, fn: Callable[[Tensor], Tensor]) -> Obs:
+    return {k: fn(v) for k, v in obs.items()} if isinstance(obs, dict) else fn(obs)
+
+
+class ActorCritic(nn.Module):
+    """Shared-weights actor-critic for one agent's observation and action spaces."""
+
+    def __init__(self, cfg: Any, obs_space: gym.Space, action_space: gym.Space):
+        super().__init__()
+        if not cfg.actor_critic_share_weights:
+            raise ConfigError(
+                "actor_critic_share_weights", "separate actor and critic networks are not supported yet.",
+                "leave it True (the default)."
+            )
+        self.action_space = action_space
+        self.obs_normalizer = None
+        if cfg.normalize_input and isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1:
+            self.obs_normalizer = RunningMeanStd(tuple(obs_space.shape))
+        self.encoder = make_encoder(cfg, obs_space)
+        self.core = make_core(cfg.use_rnn, self.encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers)
+        self.rnn_state_size = self.core.state_size
+        self.num_logits = num_action_logits(action_space)
+        self.is_gaussian = isinstance(action_space, gym.spaces.Box)
+        self.adaptive_stddev = bool(cfg.adaptive_stddev)
+        head_out = self.num_logits // 2 if self.is_gaussian and not self.adaptive_stddev else self.num_logits
+        self.policy_head = nn.Linear(self.core.out_size, head_out)
+        self.value_head = nn.Linear(self.core.out_size, 1)
+        if self.is_gaussian and not self.adaptive_stddev:
+            init = float(torch.tensor(cfg.initial_stddev).log())
+            self.log_std = nn.Parameter(torch.full((self.num_logits // 2,), init))
+        self._initialize(cfg)
+
+    def _initialize(self, cfg: Any) -> None:
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Conv2d)):
+                if cfg.policy_initialization == "orthogonal":
+                    nn.init.orthogonal_(m.weight, gain=cfg.policy_init_gain)
+                else:
+                    nn.init.xavier_uniform_(m.weight, gain=cfg.policy_init_gain)
+                nn.init.zeros_(m.bias)
+        nn.init.orthogonal_(self.policy_head.weight, gain=0.01)
+        nn.init.orthogonal_(self.value_head.weight, gain=1.0)
+        if self.is_gaussian and self.adaptive_stddev:
+            with torch.no_grad():
+                half = self.num_logits // 2
+                self.policy_head.bias[half:] = float(torch.tensor(cfg.initial_stddev).log())
+
+    def _encode(self, obs: Obs) -> Tensor:
+        if self.obs_normalizer is not None:
+            obs = self.obs_normalizer(obs)
+        return self.encoder(obs)
+
+    def _heads(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        logits = self.policy_head(x)
+        if self.is_gaussian and not self.adaptive_stddev:
+            logits = torch.cat([logits, self.log_std.expand_as(logits)], dim=-1)
+        return logits, self.value_head(x).squeeze(-1)
+
+    def distribution(self, logits: Tensor) -> ActionDistribution:
+        """The action distribution parameterised by `logits` `[..., num_logits]`."""
+        return make_distribution(self.action_space, logits)
+
+    @torch.no_grad()
+    def act(self, obs: Obs, rnn_states: Tensor, deterministic: bool = False) -> ActOutput:
+        """One inference step. obs `[B, *obs_shape]` (or a dict of them), rnn_states `[B, state_size]`."""
+        x, new_states = self.core.step(self._encode(obs), rnn_states)
+        logits, values = self._heads(x)
+        dist = self.distribution(logits)
+        actions = dist.mode() if deterministic else dist.sample()
+        return ActOutput(actions, dist.log_prob(actions), values, logits, new_states)
+
+    def evaluate(self, obs: Obs, rnn_states: Tensor, dones: Tensor, recurrence: int) -> tuple[Tensor, Tensor]:
+        """Forward pass over trajectories for learning.
+
+        Args:
+            obs: `[T, B, *obs_shape]` (or a dict of them).
+            rnn_states: `[T, B, state_size]` stored behavior states (used at BPTT chunk starts).
+            dones: `[T, B]` float32, 1 where the episode ended at step t.
+            recurrence: BPTT chunk length in steps.
+        Returns:
+            logits `[T, B, num_logits]` and values `[T, B]` float32.
+        """
+        first = next(iter(obs.values())) if isinstance(obs, dict) else obs
+        T, B = first.shape[:2]
+        feats = self._encode(_map_obs(obs, lambda v: v.reshape(T * B, *v.shape[2:])))
+        x = self.core.sequence(feats.view(T, B, -1), rnn_states, dones, recurrence)
+        return self._heads(x)
+
+
+ModelFactory = Callable[[Any, gym.Space, gym.Space], nn.Module]
+_CUSTOM_MODELS: dict[str, ModelFactory] = {}
+
+
+def register_model(env_name_prefix: str, factory: ModelFactory) -> None:
+    """Registers a whole custom actor-critic for envs whose name starts with `env_name_prefix`.
+    The factory gets (cfg, obs_space, action_space) and returns a module with ActorCritic's API."""
+    _CUSTOM_MODELS[env_name_prefix] = factory
+
+
+def make_actor_critic(cfg: Any, obs_space: gym.Space, action_space: gym.Space) -> nn.Module:
+    """A custom model registered for `cfg.env`'s prefix, else `ActorCritic`."""
+    for prefix, factory in sorted(_CUSTOM_MODELS.items(), key=lambda kv: -len(kv[0])):
+        if cfg.env.startswith(prefix):
+            return factory(cfg, obs_space, action_space)
+    return ActorCritic(cfg, obs_space, action_space)

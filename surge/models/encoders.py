@@ -1,0 +1,188 @@
+"""Observation encoders: MLP, conv nets (Sample Factory's convnet_simple, Nature DQN, IMPALA
+shallow), the IMPALA ResNet, and dict observations (one encoder per key, outputs concatenated).
+
+Every encoder maps observations `[B, *obs_shape]` to features `[B, encoder.out_size]` float32.
+Image observations are channels-first `[C, H, W]` (uint8 or float) and are converted by
+`(obs - obs_subtract_mean) / obs_scale` inside the encoder; vector observations always go through
+an MLP, whatever `encoder_type` says (it selects the encoder of images).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from surge.errors import ConfigError, EnvError
+
+ACTIVATIONS: dict[str, type[nn.Module]] = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh}
+
+#: (out_channels, kernel, stride) per conv layer
+CONV_LAYERS = {
+    # Sample Factory v1 convnet_simple
+    "convnet_simple": [(32, 8, 4), (64, 4, 2), (128, 3, 2)],
+    # Mnih et al. 2015 (Nature DQN)
+    "convnet_deepmind": [(32, 8, 4), (64, 4, 2), (64, 3, 1)],
+    # Espeholt et al. 2018, shallow IMPALA network
+    "convnet_impala": [(16, 8, 4), (32, 4, 2)],
+}
+
+EncoderFactory = Callable[[Any, gym.Space], "Encoder"]
+_CUSTOM_ENCODERS: dict[str, EncoderFactory] = {}
+
+
+def register_encoder(name: str, factory: EncoderFactory) -> None:
+    """Registers a custom encoder: `factory(cfg, obs_space) -> Encoder`, selected by `--encoder_custom=name`."""
+    _CUSTOM_ENCODERS[name] = factory
+
+
+class Encoder(nn.Module):
+    """Base class: subclasses set `self.out_size` and implement `forward(obs) -> [B, out_size]`."""
+
+    out_size: int
+
+
+def _mlp(in_size: int, sizes: list[int], act: type[nn.Module]) -> tuple[nn.Sequential, int]:
+    layers: list[nn.Module] = []
+    for size in sizes:
+        layers += [nn.Linear(in_size, size), act()]
+        in_size = size
+    return nn.Sequential(*layers), in_size
+
+
+class MlpEncoder(Encoder):
+    """MLP over flattened vector observations `[B, *shape]` -> `[B, sizes[-1]]`."""
+
+    def __init__(self, obs_shape: tuple[int, ...], sizes: list[int], act: type[nn.Module]):
+        super().__init__()
+        self.net, self.out_size = _mlp(int(np.prod(obs_shape)), sizes, act)
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return self.net(obs.float().flatten(1))
+
+
+class _ImageEncoder(Encoder):
+    def __init__(self, cfg: Any):
+        super().__init__()
+        self.obs_subtract_mean = float(cfg.obs_subtract_mean)
+        self.obs_scale = float(cfg.obs_scale)
+
+    def _scale(self, obs: Tensor) -> Tensor:
+        x = obs.float()
+        if self.obs_subtract_mean != 0.0:
+            x = x - self.obs_subtract_mean
+        if self.obs_scale != 1.0:
+            x = x * (1.0 / self.obs_scale)
+        return x
+
+    def _head(self, conv_out: int, cfg: Any, act: type[nn.Module]) -> int:
+        fc_sizes = [cfg.hidden_size] * cfg.encoder_extra_fc_layers
+        self.fc, out = _mlp(conv_out, fc_sizes, act)
+        return out
+
+
+class ConvEncoder(_ImageEncoder):
+    """Plain conv stack (`CONV_LAYERS[subtype]`) then `encoder_extra_fc_layers` × Linear(hidden_size)."""
+
+    def __init__(self, cfg: Any, obs_shape: tuple[int, ...], subtype: str, act: type[nn.Module]):
+        super().__init__(cfg)
+        layers: list[nn.Module] = []
+        channels = obs_shape[0]
+        for out_ch, k, s in CONV_LAYERS[subtype]:
+            layers += [nn.Conv2d(channels, out_ch, k, s), act()]
+            channels = out_ch
+        self.conv = nn.Sequential(*layers, nn.Flatten())
+        with torch.no_grad():
+            conv_out = self.conv(torch.zeros(1, *obs_shape)).shape[1]
+        self.out_size = self._head(conv_out, cfg, act)
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return self.fc(self.conv(self._scale(obs)))
+
+
+class _ResBlock(nn.Module):
+    def __init__(self, channels: int, act: type[nn.Module]):
+        super().__init__()
+        self.body = nn.Sequential(
+            act(), nn.Conv2d(channels, channels, 3, padding=1), act(), nn.Conv2d(channels, channels, 3, padding=1)
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.body(x)
+
+
+class ResnetImpalaEncoder(_ImageEncoder):
+    """The deep IMPALA network (Espeholt et al. 2018, fig. 3): stacks of conv, max-pool and two
+    residual blocks with 16, 32, 32 channels."""
+
+    def __init__(self, cfg: Any, obs_shape: tuple[int, ...], act: type[nn.Module]):
+        super().__init__(cfg)
+        layers: list[nn.Module] = []
+        channels = obs_shape[0]
+        for out_ch in (16, 32, 32):
+            layers += [
+                nn.Conv2d(channels, out_ch, 3, padding=1),
+                nn.MaxPool2d(3, stride=2, padding=1),
+                _ResBlock(out_ch, act),
+                _ResBlock(out_ch, act),
+            ]
+            channels = out_ch
+        self.conv = nn.Sequential(*layers, act(), nn.Flatten())
+        with torch.no_grad():
+            conv_out = self.conv(torch.zeros(1, *obs_shape)).shape[1]
+        self.out_size = self._head(conv_out, cfg, act)
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return self.fc(self.conv(self._scale(obs)))
+
+
+class DictEncoder(Encoder):
+    """One encoder per key of a Dict observation space; features concatenated in key order."""
+
+    def __init__(self, cfg: Any, space: gym.spaces.Dict):
+        super().__init__()
+        self.keys = list(space.spaces.keys())
+        self.encoders = nn.ModuleDict({k: make_encoder(cfg, space.spaces[k]) for k in self.keys})
+        self.out_size = sum(e.out_size for e in self.encoders.values())
+
+    def forward(self, obs: dict[str, Tensor]) -> Tensor:
+        return torch.cat([self.encoders[k](obs[k]) for k in self.keys], dim=1)
+
+
+def mlp_sizes(cfg: Any) -> list[int]:
+    """Hidden sizes of the vector-observation MLP for `cfg`."""
+    if cfg.encoder_subtype == "mlp_mujoco":
+        return [64, 64]
+    return [int(s) for s in cfg.encoder_mlp_layers]
+
+
+def make_encoder(cfg: Any, obs_space: gym.Space) -> Encoder:
+    """The encoder for `obs_space` selected by `cfg.encoder_custom`, `encoder_type`, `encoder_subtype`.
+
+    Raises:
+        ConfigError: unknown custom encoder or conv subtype.
+        EnvError: an observation space no encoder handles.
+    """
+    act = ACTIVATIONS[cfg.nonlinearity]
+    if cfg.encoder_custom:
+        if cfg.encoder_custom not in _CUSTOM_ENCODERS:
+            raise ConfigError(
+                "encoder_custom", f"no encoder named {cfg.encoder_custom!r} is registered.",
+                f"call surge.models.register_encoder first; registered: {sorted(_CUSTOM_ENCODERS)}",
+            )
+        return _CUSTOM_ENCODERS[cfg.encoder_custom](cfg, obs_space)
+    if isinstance(obs_space, gym.spaces.Dict):
+        return DictEncoder(cfg, obs_space)
+    if not isinstance(obs_space, gym.spaces.Box):
+        raise EnvError(f"observation space {obs_space} is not supported: use Box or Dict of Box")
+    shape = tuple(obs_space.shape)
+    if len(shape) == 3 and cfg.encoder_type != "mlp":
+        if cfg.encoder_type == "resnet":
+            return ResnetImpalaEncoder(cfg, shape, act)
+        subtype = cfg.encoder_subtype if cfg.encoder_subtype in CONV_LAYERS else "convnet_simple"
+        return ConvEncoder(cfg, shape, subtype, act)
+    return MlpEncoder(shape, mlp_sizes(cfg), act)

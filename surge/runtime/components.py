@@ -1,0 +1,102 @@
+"""Builds the components of a run (envs, model, trajectory buffers, workers, learner) from a config.
+The placements (serial now, multi-process later) only decide where these run."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from surge.cfg.config import env_frameskip
+from surge.data.slot_pool import SlotPool
+from surge.data.trajectory import TrajectoryBuffers
+from surge.envs.registry import make_env
+from surge.learning.learner import Learner
+from surge.models.actor_critic import make_actor_critic
+from surge.sampling.inference import InferenceWorker
+from surge.sampling.rollout_worker import RolloutWorker
+
+
+@dataclass
+class EnvInfo:
+    """What the components need to know of the env before allocating anything."""
+
+    observation_space: Any
+    action_space: Any
+    num_agents: int
+    frameskip: int
+
+
+def env_info(cfg: Any) -> EnvInfo:
+    """Makes one env to read its spaces and number of agents, then closes it."""
+    env = make_env(cfg)
+    try:
+        return EnvInfo(env.observation_space, env.action_space, int(env.num_agents), env_frameskip(cfg))
+    finally:
+        env.close()
+
+
+def torch_device(cfg: Any) -> torch.device:
+    return torch.device("cuda" if cfg.device == "gpu" else "cpu")
+
+
+def seed_everything(seed: int | None) -> None:
+    """Seeds Python, numpy and torch (no-op for None)."""
+    if seed is not None:
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        torch.manual_seed(seed)
+
+
+def num_trajectory_slots(cfg: Any, num_agents: int) -> int:
+    """Slots for: every agent's current rollout × min_traj_buffers_per_worker, plus one iteration
+    of the learner's trajectories."""
+    agents = cfg.num_workers * cfg.num_envs_per_worker * num_agents
+    per_iteration = traj_per_iteration(cfg)
+    return agents * max(2, cfg.min_traj_buffers_per_worker) + per_iteration
+
+
+def traj_per_iteration(cfg: Any) -> int:
+    """Trajectories (one agent's rollout each) the learner trains on per iteration."""
+    return max(1, cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
+
+
+@dataclass
+class Components:
+    cfg: Any
+    info: EnvInfo
+    model: torch.nn.Module
+    buffers: TrajectoryBuffers
+    slot_pool: SlotPool
+    workers: list[RolloutWorker]
+    inference: InferenceWorker
+    learner: Learner
+    device: torch.device
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+
+
+def build_components(cfg: Any) -> Components:
+    """Everything the serial placement runs, wired to one set of trajectory buffers."""
+    seed_everything(cfg.seed)
+    info = env_info(cfg)
+    device = torch_device(cfg)
+    model = make_actor_critic(cfg, info.observation_space, info.action_space).to(device)
+    buffers = TrajectoryBuffers(
+        num_trajectory_slots(cfg, info.num_agents), cfg.rollout, info.observation_space, info.action_space,
+        model.rnn_state_size,
+    )
+    pool = SlotPool(buffers.num_slots)
+    per_split = cfg.num_envs_per_worker // cfg.worker_num_splits
+    workers = []
+    for w in range(cfg.num_workers):
+        splits = [[make_env(cfg) for _ in range(per_split)] for _ in range(cfg.worker_num_splits)]
+        workers.append(RolloutWorker(cfg, w, splits, buffers, pool))
+    inference = InferenceWorker(model, buffers, device)
+    learner = Learner(cfg, model, buffers, device)
+    return Components(cfg, info, model, buffers, pool, workers, inference, learner, device)

@@ -1,0 +1,209 @@
+"""The rollout worker: steps its envs, writes what they return into trajectory slots, and hands
+finished trajectories on. Placement-agnostic: the serial runner calls it in-process, the async
+engine runs it in a process of its own.
+
+A worker owns `num_envs_per_worker` envs split into `worker_num_splits` groups; the agents of one
+split step in lockstep, so a split has one time index t and one slot per agent. The protocol per
+split is: `policy_request(split)` gives `(slots, t)` whose obs inference must act on; once
+inference has written actions at `(slots, t)`, `advance(split)` steps the envs and returns the
+finished trajectories (if t reached the rollout length).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import Tensor
+
+from surge.data.slot_pool import SlotPool
+from surge.data.trajectory import TrajectoryBuffers, tree_assign
+from surge.errors import EnvError
+
+
+@dataclass
+class EpisodeStats:
+    """One finished episode: return in env reward units, length in env steps."""
+
+    episode_return: float
+    episode_length: int
+    policy_id: int = 0
+
+
+@dataclass
+class SplitState:
+    """The agents of one split: their slots `[N]` int64 and the current step t in the rollout."""
+
+    envs: list[Any]
+    slots: Tensor
+    t: int = 0
+    num_agents: int = 1
+    env_steps: int = 0
+    episodes: list[EpisodeStats] = field(default_factory=list)
+
+
+def _stack_obs(obs_list: list, space: gym.Space):
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _stack_obs([o[k] for o in obs_list], s) for k, s in space.spaces.items()}
+    return torch.from_numpy(np.stack(obs_list).astype(space.dtype, copy=False))
+
+
+class RolloutWorker:
+    """Steps `len(env_splits) × envs_per_split` envs for one policy's trajectory buffers.
+
+    Args:
+        cfg: the run's config (rollout, seed, decorrelation flags).
+        worker_idx: index of this worker (seeds and logs).
+        env_splits: the envs of each split (multi-agent envs, see `surge.envs.multi_agent`).
+        buffers: the trajectory buffers to write into.
+        slot_pool: where fresh slots come from.
+    Raises:
+        EnvError: when an env returns something the buffers cannot hold (wrong shape or dtype).
+    """
+
+    def __init__(
+        self, cfg: Any, worker_idx: int, env_splits: list[list[Any]], buffers: TrajectoryBuffers, slot_pool: SlotPool
+    ):
+        self.cfg, self.worker_idx = cfg, worker_idx
+        self.buffers, self.slot_pool = buffers, slot_pool
+        self.rollout = cfg.rollout
+        env0 = env_splits[0][0]
+        self.obs_space, self.action_space = env0.observation_space, env0.action_space
+        self.num_agents = env0.num_agents
+        self.is_box_action = isinstance(self.action_space, gym.spaces.Box)
+        self.splits: list[SplitState] = []
+        for envs in env_splits:
+            slots = slot_pool.get(len(envs) * self.num_agents)
+            if slots is None:
+                raise RuntimeError("not enough trajectory slots to start a rollout worker")
+            self.splits.append(SplitState(envs, slots, num_agents=self.num_agents))
+
+    # ---------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Resets every env (seeded from cfg.seed) and writes the first observations at t = 0."""
+        seed = self.cfg.seed
+        envs_per_split = len(self.splits[0].envs)
+        for s_idx, split in enumerate(self.splits):
+            obs_all: list = []
+            for e_idx, env in enumerate(split.envs):
+                env_seed = None
+                if seed is not None:
+                    flat = (self.worker_idx * len(self.splits) + s_idx) * envs_per_split + e_idx
+                    env_seed = seed * 100003 + flat
+                obs, _ = env.reset(seed=env_seed)
+                if self.cfg.decorrelate_envs_on_one_worker:
+                    obs = self._random_steps(env, obs, random.randrange(self.rollout))
+                obs_all.extend(obs)
+            self._write_obs(split, 0, obs_all)
+            self.buffers.rnn_states[split.slots, 0] = 0.0
+
+    def _random_steps(self, env: Any, obs: list, n: int) -> list:
+        for _ in range(n):
+            actions = [self.action_space.sample() for _ in range(self.num_agents)]
+            obs, *_ = env.step(actions)
+        return obs
+
+    def _write_obs(self, split: SplitState, t: int, obs_list: list) -> None:
+        try:
+            tree_assign(self.buffers.obs, (split.slots, t), _stack_obs(obs_list, self.obs_space))
+        except (RuntimeError, ValueError, KeyError, TypeError) as e:
+            raise EnvError(
+                f"env {self.cfg.env!r} returned observations that do not match its observation_space "
+                f"{self.obs_space}: {e}. Run `surge check-env --env={self.cfg.env}` for details."
+            ) from e
+
+    # ---------------------------------------------------------------------------------------
+    def policy_request(self, split_idx: int) -> tuple[Tensor, int]:
+        """The `(slots [N] int64, t)` whose observations wait for actions."""
+        split = self.splits[split_idx]
+        return split.slots, split.t
+
+    def _env_actions(self, split: SplitState) -> np.ndarray:
+        actions = self.buffers.actions[split.slots, split.t].numpy()
+        if self.is_box_action:
+            space = self.action_space
+            actions = np.clip(actions, space.low.reshape(-1), space.high.reshape(-1)).reshape(-1, *space.shape)
+        return actions
+
+    def advance(self, split_idx: int) -> Tensor | None:
+        """Steps the envs of a split with the actions written at `(slots, t)`.
+
+        Returns:
+            the slots `[N]` of the trajectories this step finished (t reached `rollout`), or None.
+            They are no longer this worker's: pass them to the learner, which returns them to the pool.
+        Raises:
+            RuntimeError: when the pool has no free slots for the next rollout (the caller waits
+                for the learner and calls `continue_rollout` instead in the async placement).
+        """
+        split = self.splits[split_idx]
+        actions = self._env_actions(split)
+        n_ag, t = self.num_agents, split.t
+        obs_all: list = []
+        rewards = np.empty(len(split.slots), dtype=np.float32)
+        terminated = np.zeros(len(split.slots), dtype=bool)
+        truncated = np.zeros(len(split.slots), dtype=bool)
+        active = np.ones(len(split.slots), dtype=bool)
+        for e_idx, env in enumerate(split.envs):
+            lo = e_idx * n_ag
+            obs, rew, term, trunc, infos = env.step(list(actions[lo : lo + n_ag]))
+            obs_all.extend(obs)
+            rewards[lo : lo + n_ag] = rew
+            terminated[lo : lo + n_ag] = term
+            truncated[lo : lo + n_ag] = trunc
+            for a, info in enumerate(infos):
+                if not info:
+                    continue
+                if info.get("is_active", True) is False:
+                    active[lo + a] = False
+                ep = info.get("episode")
+                if ep is not None:
+                    split.episodes.append(EpisodeStats(float(np.asarray(ep["r"])), int(np.asarray(ep["l"]))))
+        split.env_steps += len(split.envs)
+        buf, slots = self.buffers, split.slots
+        buf.rewards[slots, t] = torch.from_numpy(rewards)
+        buf.terminated[slots, t] = torch.from_numpy(terminated)
+        buf.truncated[slots, t] = torch.from_numpy(truncated)
+        buf.is_active[slots, t] = torch.from_numpy(active)
+        self._write_obs(split, t + 1, obs_all)
+        done = terminated | truncated
+        if done.any():
+            buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
+        split.t = t + 1
+        if split.t < self.rollout:
+            return None
+        return self._finish_rollout(split)
+
+    def _finish_rollout(self, split: SplitState) -> Tensor:
+        new_slots = self.slot_pool.get(len(split.slots))
+        if new_slots is None:
+            raise RuntimeError(
+                "no free trajectory slots: the learner holds them all. Increase --min_traj_buffers_per_worker."
+            )
+        finished = split.slots
+        self.buffers.start_next(finished, new_slots)
+        split.slots, split.t = new_slots, 0
+        return finished
+
+    def pop_episodes(self) -> list[EpisodeStats]:
+        """Episodes finished since the last call."""
+        out: list[EpisodeStats] = []
+        for split in self.splits:
+            out.extend(split.episodes)
+            split.episodes.clear()
+        return out
+
+    def pop_env_steps(self) -> int:
+        """Env steps (calls of `env.step`, not frames) since the last call."""
+        total = sum(s.env_steps for s in self.splits)
+        for s in self.splits:
+            s.env_steps = 0
+        return total
+
+    def close(self) -> None:
+        for split in self.splits:
+            for env in split.envs:
+                env.close()
