@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from surge.errors import ConfigError, EnvError
+from surge.errors import SurgeError
 
 USAGE = """usage: surge COMMAND [--flag=value ...]
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
             from surge.envs.check import main as check_main
 
             return check_main(rest)
-    except (ConfigError, EnvError) as e:
+    except SurgeError as e:
         print(f"surge {command}: error: {e}", file=sys.stderr)
         return 2
     print(f"surge: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)

@@ -69,27 +69,38 @@ def check_env(env_or_name: Any, cfg: Any = None, num_steps: int = 50) -> list[st
     else:
         env = env_or_name
     try:
-        if isinstance(env, SingleAgentAsMultiAgent):
-            inner = env.env
-            if isinstance(inner, RecordEpisodeStatistics):  # the one the wrapper added, if outermost
-                inner = inner.env
-            _check_single_agent(inner, cfg, num_steps, found)
-            _check_multi_agent(env, cfg, min(num_steps, 10), found)
-        elif owned and isinstance(env, gym.Env) and not is_multi_agent_env(env):
-            # surge wraps it so (registry.make_env): check the env, then the wrapped env
-            _check_single_agent(env, cfg, num_steps, found)
-            _check_multi_agent(SingleAgentAsMultiAgent(env), cfg, min(num_steps, 10), found)
-        elif is_multi_agent_env(env):
-            _check_multi_agent(env, cfg, num_steps, found)
-        else:
-            _check_single_agent(env, cfg, num_steps, found)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _check_any(env, owned, cfg, num_steps, found)
     finally:
         if owned:
             try:
                 env.close()
             except Exception:  # noqa: BLE001 - closing must not hide the check's result
                 pass
+    for w in caught:
+        text = _clean(str(w.message))
+        # gymnasium warns when it is given a wrapped env; surge's envs are wrapped on purpose.
+        if "different from the unwrapped version" not in text:
+            found.append(f"{w.category.__name__}: {text}")
     return list(dict.fromkeys(found))
+
+
+def _check_any(env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str]) -> None:
+    if isinstance(env, SingleAgentAsMultiAgent):
+        inner = env.env
+        if isinstance(inner, RecordEpisodeStatistics):  # the one the wrapper added, if outermost
+            inner = inner.env
+        _check_single_agent(inner, cfg, num_steps, found)
+        _check_multi_agent(env, cfg, min(num_steps, 10), found)
+    elif owned and isinstance(env, gym.Env) and not is_multi_agent_env(env):
+        # surge wraps it so (registry.make_env): check the env, then the wrapped env
+        _check_single_agent(env, cfg, num_steps, found)
+        _check_multi_agent(SingleAgentAsMultiAgent(env), cfg, min(num_steps, 10), found)
+    elif is_multi_agent_env(env):
+        _check_multi_agent(env, cfg, num_steps, found)
+    else:
+        _check_single_agent(env, cfg, num_steps, found)
 
 
 def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
@@ -333,14 +344,36 @@ def _check_info(info: Any, where: str) -> None:
         )
 
 
-def _call(what: str, fn: Callable[[], Any]) -> Any:
-    """Calls the env; an exception it raises becomes an EnvError naming the call."""
+def _call(what: str, fn: Callable[[], Any], old_api_error: EnvError | None = None) -> Any:
+    """Calls the env; an exception it raises becomes an EnvError naming the call.
+
+    `old_api_error` is raised instead when a wrapper (gym.make's, RecordEpisodeStatistics) failed
+    to unpack the 4 values of an old-API step into 5.
+    """
     try:
         return fn()
     except SurgeError:
         raise
     except Exception as e:
+        if old_api_error is not None and isinstance(e, ValueError) and "expected 5, got 4" in str(e):
+            raise old_api_error from e
         raise EnvError(f"{what} raised {type(e).__name__}: {e}") from e
+
+
+def _old_step_api_error(where: str, multi_agent: bool) -> EnvError:
+    if multi_agent:
+        return EnvError(
+            f"{where} returned 4 values (obs, rewards, dones, infos), the old gym API. surge's "
+            "multi-agent step returns 5 lists: (obs, rewards, terminated, truncated, infos). "
+            "Fix: split dones into terminated (the episode really ended) and truncated (cut short "
+            "by a time limit)."
+        )
+    return EnvError(
+        f"{where} returned 4 values (obs, reward, done, info), the old gym API. gymnasium's step "
+        "returns 5: (obs, reward, terminated, truncated, info). Fix: split done into terminated "
+        "(the episode really ended: goal reached, agent died) and truncated (cut short, e.g. by a "
+        "time limit), and return both."
+    )
 
 
 def _check_reset_signature(env: Any) -> None:
@@ -391,6 +424,11 @@ def _check_single_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) ->
                 f"{where} returned (obs, info) with an info of type {type(result[1]).__name__}: info must be "
                 "a dict (an empty dict {} is fine)."
             )
+        elif isinstance(result, tuple):
+            raise EnvError(
+                f"{where} returned a tuple of {len(result)} items; gymnasium's reset returns a pair "
+                "(obs, info)."
+            )
         else:
             raise EnvError(
                 f"{where} returned only the observation ({_describe(result)}), the old gym API. gymnasium's "
@@ -404,14 +442,10 @@ def _check_single_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) ->
     for i in range(num_steps):
         where = f"env.step() (step {i})"
         action = env.action_space.sample()
-        result = _call(where, lambda a=action: env.step(a))
+        old_api = _old_step_api_error(where, multi_agent=False)
+        result = _call(where, lambda a=action: env.step(a), old_api)
         if _looks_like_step_of_old_api(result):
-            raise EnvError(
-                f"{where} returned 4 values (obs, reward, done, info), the old gym API. gymnasium's step "
-                "returns 5: (obs, reward, terminated, truncated, info). Fix: split done into terminated "
-                "(the episode really ended: goal reached, agent died) and truncated (cut short, e.g. by a "
-                "time limit), and return both."
-            )
+            raise old_api
         if not isinstance(result, (tuple, list)) or len(result) != 5:
             n = len(result) if isinstance(result, (tuple, list)) else None
             raise EnvError(
@@ -461,26 +495,19 @@ def _clean(message: str) -> str:
 def _run_gymnasium_checks(env: gym.Env, found: list[str]) -> None:
     from gymnasium.utils import env_checker
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for name, soft in _GYM_CHECKS:
-            fn = getattr(env_checker, name, None)
-            if fn is None:  # another gymnasium version
-                continue
-            args = (env, env.action_space.sample()) if name == "env_step_passive_checker" else (env,)
-            try:
-                fn(*args)
-            except Exception as e:  # noqa: BLE001 - gymnasium raises AssertionError, Error, TypeError...
-                message = f"gymnasium's env checker ({name}): {_clean(str(e)) or type(e).__name__}"
-                if soft:
-                    found.append(message)
-                else:
-                    raise EnvError(message) from e
-    for w in caught:
-        text = _clean(str(w.message))
-        # gymnasium warns when it is given a wrapped env; surge's envs are wrapped on purpose.
-        if "different from the unwrapped version" not in text:
-            found.append(f"gymnasium: {text}")
+    for name, soft in _GYM_CHECKS:
+        fn = getattr(env_checker, name, None)
+        if fn is None:  # another gymnasium version
+            continue
+        args = (env, env.action_space.sample()) if name == "env_step_passive_checker" else (env,)
+        try:
+            fn(*args)
+        except Exception as e:  # noqa: BLE001 - gymnasium raises AssertionError, Error, TypeError...
+            message = f"gymnasium's env checker ({name}): {_clean(str(e)) or type(e).__name__}"
+            if soft:
+                found.append(message)
+            else:
+                raise EnvError(message) from e
 
 
 # --------------------------------------------------------------------------------------------- multi agent
@@ -527,14 +554,10 @@ def _check_multi_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) -> 
     for t in range(num_steps):
         where = f"env.step() (step {t})"
         actions = [env.action_space.sample() for _ in range(n)]
-        result = _call(where, lambda a=actions: env.step(a))
+        old_api = _old_step_api_error(where, multi_agent=True)
+        result = _call(where, lambda a=actions: env.step(a), old_api)
         if _looks_like_step_of_old_api(result):
-            raise EnvError(
-                f"{where} returned 4 values (obs, rewards, dones, infos), the old gym API. surge's "
-                "multi-agent step returns 5 lists: (obs, rewards, terminated, truncated, infos). "
-                "Fix: split dones into terminated (the episode really ended) and truncated (cut short "
-                "by a time limit)."
-            )
+            raise old_api
         if not isinstance(result, (tuple, list)) or len(result) != 5:
             raise EnvError(
                 f"{where} returned {_describe(result)}; it must return 5 lists: "

@@ -44,7 +44,8 @@ VECTOR_OBS_DEFAULTS = {
 
 def make_classic_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
     """Makes a classic-control env from its short name (`cartpole`)."""
-    return gym.make(CLASSIC_ENVS[full_env_name], render_mode=render_mode)
+    kwargs = {"render_mode": render_mode} if render_mode is not None else {}
+    return gym.make(CLASSIC_ENVS[full_env_name], **kwargs)
 
 
 for _name in CLASSIC_ENVS:

@@ -87,7 +87,8 @@ def _gym_family() -> EnvFamily:
 
 
 def _make_gym_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
-    return gym.make(full_env_name, render_mode=render_mode)
+    kwargs = {"render_mode": render_mode} if render_mode is not None else {}
+    return gym.make(full_env_name, **kwargs)
 
 
 def find_family(env_name: str) -> EnvFamily:

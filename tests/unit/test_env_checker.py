@@ -160,3 +160,21 @@ def test_cli_prints_ok_or_the_error(capsys):
     assert main(["--env=NoSuchEnv-v0"]) == 1
     assert "unknown env" in capsys.readouterr().err
     assert main(["--env=cartpole", "--no_such_field=1"]) == 1
+
+
+@pytest.mark.parametrize(
+    "attrs, expected",
+    [
+        ({"old_step_api": True}, "returned 4 values"),
+        ({"reset_returns_only_obs": True}, "only the observation"),
+    ],
+)
+def test_old_api_is_explained_through_gym_make_wrappers(attrs, expected):
+    """gym.make adds wrappers that unpack 5 values; the message must still name the old API."""
+    env_id = "SurgeTestBrokenEnv-v0"
+    gym.register(env_id, entry_point=lambda **kwargs: broken(**attrs))
+    try:
+        with pytest.raises(EnvError, match=expected):
+            check_env(env_id)
+    finally:
+        gym.registry.pop(env_id)

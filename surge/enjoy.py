@@ -1,0 +1,137 @@
+"""`surge enjoy`: load a trained policy, play episodes, print returns, render or write an mp4.
+
+Flags as Sample Factory 2's enjoy: --max_num_episodes, --max_num_frames, --no_render,
+--save_video, --video_frames, --video_name, --fps, --eval_deterministic, --load_checkpoint_kind.
+Training-only wrappers are switched off (Atari's episodic life), so returns are whole episodes.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from surge.cfg.cli import parse_cfg
+from surge.cfg.config import env_frameskip
+from surge.envs.registry import make_env
+from surge.errors import ConfigError, SurgeError
+from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.folder import ExperimentFolder, setup_logging
+from surge.models.actor_critic import make_actor_critic
+
+log = logging.getLogger("surge")
+
+
+def _obs_tensor(obs_list: list, device: torch.device) -> Any:
+    first = obs_list[0]
+    if isinstance(first, dict):
+        return {k: torch.as_tensor(np.stack([o[k] for o in obs_list]), device=device) for k in first}
+    return torch.as_tensor(np.stack(obs_list), device=device)
+
+
+def _write_video(frames: list[np.ndarray], path: Path, fps: int) -> None:
+    import imageio.v2 as imageio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with imageio.get_writer(str(path), fps=fps, codec="libx264", macro_block_size=1) as w:
+        for f in frames:
+            w.append_data(f)
+    log.info("Wrote %d frames to %s", len(frames), path)
+
+
+def enjoy(cfg: Any) -> dict[str, Any]:
+    """Plays `cfg.max_num_episodes` episodes with the experiment's checkpoint.
+
+    Returns:
+        {"returns": [per-episode return], "lengths": [env steps], "video": path or None}.
+    Raises:
+        SurgeError: when the experiment has no loadable checkpoint.
+    """
+    folder = ExperimentFolder(cfg)
+    if hasattr(cfg, "atari_episodic_life"):
+        cfg.atari_episodic_life = False
+    render_mode = "rgb_array" if cfg.save_video else (None if cfg.no_render else "human")
+    env = make_env(cfg, render_mode=render_mode)
+    device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
+    model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
+    ckpt = CheckpointManager(folder.checkpoints(0))
+    state = ckpt.load(cfg.load_checkpoint_kind, path=Path(cfg.checkpoint_path) if cfg.checkpoint_path else None)
+    if state is None:
+        raise SurgeError(
+            f"no {cfg.load_checkpoint_kind} checkpoint in {folder.checkpoints(0)}: train first "
+            f"(surge train --env={cfg.env} --experiment={cfg.experiment}) or pass --load_checkpoint_kind=latest."
+        )
+    model.load_state_dict(state["model"])
+    model.eval()
+    n = env.num_agents
+    frameskip = env_frameskip(cfg)
+    obs, _ = env.reset(seed=cfg.seed)
+    rnn = torch.zeros(n, model.rnn_state_size, device=device)
+    frames: list[np.ndarray] = []
+    returns: list[float] = []
+    lengths: list[int] = []
+    ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
+    num_frames = 0
+    delay = 1.0 / cfg.fps if cfg.fps > 0 and not cfg.save_video else 0.0
+    while len(returns) < cfg.max_num_episodes and num_frames < cfg.max_num_frames:
+        out = model.act(_obs_tensor(obs, device), rnn, deterministic=cfg.eval_deterministic)
+        actions = out.actions.cpu().numpy()
+        if isinstance(env.action_space, gym.spaces.Box):
+            actions = np.clip(actions, env.action_space.low, env.action_space.high)
+        obs, rew, term, trunc, infos = env.step(list(actions))
+        rnn = out.rnn_states
+        num_frames += frameskip
+        ep_ret += np.asarray(rew, dtype=np.float64)
+        ep_len += 1
+        if cfg.save_video and len(frames) < cfg.video_frames:
+            frame = env.render()
+            if frame is not None:
+                frames.append(np.asarray(frame))
+        elif render_mode == "human":
+            env.render()
+        if delay:
+            time.sleep(delay)
+        for a in range(n):
+            if term[a] or trunc[a]:
+                ep = infos[a].get("episode")
+                r = float(np.asarray(ep["r"])) if ep is not None else float(ep_ret[a])
+                length = int(np.asarray(ep["l"])) if ep is not None else int(ep_len[a])
+                returns.append(r)
+                lengths.append(length)
+                log.info("Episode %d: return %.2f, length %d env steps", len(returns), r, length)
+                ep_ret[a], ep_len[a] = 0.0, 0
+                if rnn.shape[-1]:
+                    rnn[a] = 0.0
+    env.close()
+    video = None
+    if cfg.save_video and frames:
+        video = folder.root / (cfg.video_name or "replay.mp4")
+        _write_video(frames, video, cfg.fps or 30)
+    if returns:
+        log.info("Mean return over %d episodes: %.2f", len(returns), float(np.mean(returns)))
+    return {"returns": returns, "lengths": lengths, "video": video}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `surge enjoy` / `python -m surge.enjoy`."""
+    cfg = parse_cfg(argv, evaluation=True)
+    setup_logging()
+    result = enjoy(cfg)
+    print(f"returns: {[round(r, 2) for r in result['returns']]}")
+    if result["returns"]:
+        print(f"mean return: {np.mean(result['returns']):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (ConfigError, SurgeError) as e:
+        print(f"surge enjoy: error: {e}", file=sys.stderr)
+        sys.exit(2)
