@@ -61,7 +61,9 @@ def enjoy(cfg: Any) -> dict[str, Any]:
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
     model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
     ckpt = CheckpointManager(folder.checkpoints(0))
-    state = ckpt.load(cfg.load_checkpoint_kind, path=Path(cfg.checkpoint_path) if cfg.checkpoint_path else None)
+    state = ckpt.load(
+        cfg.load_checkpoint_kind, path=Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
+    )
     if state is None:
         raise SurgeError(
             f"no {cfg.load_checkpoint_kind} checkpoint in {folder.checkpoints(0)}: train first "

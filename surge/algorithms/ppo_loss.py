@@ -83,8 +83,8 @@ def ppo_loss(
 
     with torch.no_grad():
         stats.update(
-            policy_loss=policy_loss,
-            value_loss=value_loss,
+            policy_loss=policy_loss.detach(),
+            value_loss=value_loss.detach(),
             exploration_loss=exploration_loss.detach(),
             entropy=masked_mean(entropy, valids, count),
             # k3 estimator of KL(behavior || target), Schulman 2020 "Approximating KL divergence"

@@ -90,7 +90,9 @@ class _Parser(argparse.ArgumentParser):
 def config_class(family: EnvFamily | None, evaluation: bool = False) -> type:
     """`Config` extended with the family's extra fields (and the enjoy flags when `evaluation`)."""
     extras: list[tuple[str, Any, dataclasses.Field]] = []
-    sources = ([family.extra_params] if family and family.extra_params else []) + ([EvalParams] if evaluation else [])
+    sources = ([family.extra_params] if family and family.extra_params else []) + (
+        [EvalParams] if evaluation else []
+    )
     for src in sources:
         for f in dataclasses.fields(src):
             extras.append((f.name, f.type, f))
@@ -110,16 +112,23 @@ def field_defaults(cls: type, family: EnvFamily | None) -> dict[str, Any]:
     if family:
         unknown = set(family.default_overrides) - set(out)
         if unknown:
-            raise ConfigError(sorted(unknown)[0], f"family {family.prefix!r} overrides an unknown parameter.",
-                              "fix the family's default_overrides.")
+            raise ConfigError(
+                sorted(unknown)[0],
+                f"family {family.prefix!r} overrides an unknown parameter.",
+                "fix the family's default_overrides.",
+            )
         out.update(family.default_overrides)
     return out
 
 
 def build_parser(cls: type, defaults: dict[str, Any], prog: str = "surge train") -> argparse.ArgumentParser:
     """An argparse parser with one `--flag` per field; values not given stay absent (SUPPRESS)."""
-    p = _Parser(prog=prog, argument_default=argparse.SUPPRESS, allow_abbrev=False,
-                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = _Parser(
+        prog=prog,
+        argument_default=argparse.SUPPRESS,
+        allow_abbrev=False,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     for f in dataclasses.fields(cls):
         d = defaults[f.name]
         kw: dict[str, Any] = {"help": f"{f.metadata.get('help', '')} (default: {d!r})"}
@@ -142,7 +151,9 @@ def load_yaml(path: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(Path(path).read_text()) or {}
     except OSError as e:
-        raise ConfigError("cfg", f"cannot read {path!r}: {e.strerror}.", "give the path of an existing YAML file.") from e
+        raise ConfigError(
+            "cfg", f"cannot read {path!r}: {e.strerror}.", "give the path of an existing YAML file."
+        ) from e
     except yaml.YAMLError as e:
         raise ConfigError("cfg", f"{path!r} is not valid YAML: {e}", "fix the file's syntax.") from e
     if isinstance(data, dict) and isinstance(data.get("params"), dict):

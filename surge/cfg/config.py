@@ -29,29 +29,35 @@ class Config:
     env_frames are env_steps × frameskip (Sample Factory counts frames)."""
 
     # --- experiment -------------------------------------------------------------------------
-    algo: str = param("APPO", "Algorithm: APPO (asynchronous PPO with V-trace) or DUMMY_SAMPLER.",
-                      ("APPO", "DUMMY_SAMPLER"))
+    algo: str = param(
+        "APPO", "Algorithm: APPO (asynchronous PPO with V-trace) or DUMMY_SAMPLER.", ("APPO", "DUMMY_SAMPLER")
+    )
     env: str = param("", "Env name with its family prefix (atari_breakout, cartpole) or any gymnasium id.")
     experiment: str = param("default_experiment", "Name of the experiment folder inside --train_dir.")
     train_dir: str = param("./train_dir", "Root folder of all experiment folders.")
     cfg: str = param("", "YAML file of parameter values; flags given on the command line win over it.")
     restart_behavior: str = param(
-        "resume", "What to do when the experiment folder exists: resume it, restart it (wipe), or "
-        "overwrite the config and start from scratch.", ("resume", "restart", "overwrite"))
+        "resume",
+        "What to do when the experiment folder exists: resume it, restart it (wipe), or "
+        "overwrite the config and start from scratch.",
+        ("resume", "restart", "overwrite"),
+    )
     device: str = param("cpu", "Device for inference and learning.", ("cpu", "gpu"))
     seed: int | None = param(None, "Random seed for torch, numpy and the envs (None: random).")
     serial_mode: bool = param(False, "Run envs, inference and learning in one process (debugging, CI).")
 
     # --- stopping ---------------------------------------------------------------------------
-    train_for_env_steps: int = param(int(1e10), "Stop after this many env frames (Sample Factory counts "
-                                                "frames: env steps x frameskip).")
+    train_for_env_steps: int = param(
+        int(1e10), "Stop after this many env frames (Sample Factory counts frames: env steps x frameskip)."
+    )
     train_for_seconds: int = param(int(1e10), "Stop after this many seconds of training (wall clock).")
 
     # --- checkpoints and summaries ----------------------------------------------------------
     save_every_sec: int = param(120, "Seconds between checkpoints.")
     keep_checkpoints: int = param(3, "Number of latest checkpoints kept on disk.")
-    save_milestones_sec: int = param(-1, "Seconds between milestone checkpoints that are never deleted "
-                                         "(-1: none).")
+    save_milestones_sec: int = param(
+        -1, "Seconds between milestone checkpoints that are never deleted (-1: none)."
+    )
     save_best_after: int = param(100000, "Env frames before the best-return checkpoint is first saved.")
     stats_avg: int = param(100, "Number of most recent episodes averaged in reported returns and lengths.")
     experiment_summaries_interval: int = param(20, "Seconds between TensorBoard summary writes.")
@@ -59,8 +65,9 @@ class Config:
 
     # --- optimisation -----------------------------------------------------------------------
     learning_rate: float = param(1e-4, "Adam learning rate.")
-    lr_schedule: str = param("constant", "Learning-rate schedule over train_for_env_steps.",
-                             ("constant", "linear_decay"))
+    lr_schedule: str = param(
+        "constant", "Learning-rate schedule over train_for_env_steps.", ("constant", "linear_decay")
+    )
     adam_eps: float = param(1e-6, "Adam epsilon parameter.")
     adam_beta1: float = param(0.9, "Adam momentum decay coefficient.")
     adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
@@ -77,8 +84,9 @@ class Config:
     value_loss_coeff: float = param(0.5, "Coefficient of the critic loss.")
     exploration_loss: str = param("entropy", "Exploration loss.", ("entropy", "symmetric_kl"))
     exploration_loss_coeff: float = param(0.003, "Coefficient of the exploration loss.")
-    kl_loss_coeff: float = param(0.0, "Coefficient of the fixed KL(behavior || target) penalty "
-                                      "(Schulman et al. 2017, eq. 8).")
+    kl_loss_coeff: float = param(
+        0.0, "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8)."
+    )
     normalize_advantage: bool = param(True, "Normalise advantages to zero mean and unit std per minibatch.")
     normalize_input: bool = param(False, "Normalise vector observations with a running mean and std.")
     obs_subtract_mean: float = param(0.0, "Subtracted from image observations before scaling.")
@@ -91,8 +99,10 @@ class Config:
     num_batches_per_iteration: int = param(1, "Minibatches collected before training on them.")
     ppo_epochs: int = param(1, "Passes over each collected batch.")
     num_minibatches_to_accumulate: int = param(
-        -1, "Max minibatches the learner accumulates before collection pauses (-1: 2 x "
-            "num_batches_per_iteration; 0: synchronous, collection halts during training).")
+        -1,
+        "Max minibatches the learner accumulates before collection pauses (-1: 2 x "
+        "num_batches_per_iteration; 0: synchronous, collection halts during training).",
+    )
     num_workers: int = param(2, "Rollout workers (processes in async mode).")
     num_envs_per_worker: int = param(2, "Envs per rollout worker; must be divisible by worker_num_splits.")
     worker_num_splits: int = param(2, "Groups of envs per worker for double-buffered sampling (1: off).")
@@ -114,8 +124,10 @@ class Config:
     # --- model ------------------------------------------------------------------------------
     encoder_type: str = param("conv", "Encoder of image observations.", ("conv", "resnet", "mlp"))
     encoder_subtype: str = param(
-        "convnet_simple", "Variant of the encoder.",
-        ("convnet_simple", "convnet_deepmind", "convnet_impala", "resnet_impala", "mlp_mujoco", "mlp"))
+        "convnet_simple",
+        "Variant of the encoder.",
+        ("convnet_simple", "convnet_deepmind", "convnet_impala", "resnet_impala", "mlp_mujoco", "mlp"),
+    )
     encoder_custom: str = param("", "Name of a registered custom encoder (surge.models.register_encoder).")
     encoder_extra_fc_layers: int = param(1, "Fully connected layers after the conv encoder.")
     encoder_mlp_layers: list = param([512, 512], "Hidden sizes of the MLP encoder (encoder_subtype=mlp).")
@@ -124,12 +136,15 @@ class Config:
     use_rnn: bool = param(True, "Recurrent core (GRU or LSTM) between encoder and heads.")
     rnn_type: str = param("gru", "Type of the recurrent core.", ("gru", "lstm"))
     rnn_num_layers: int = param(1, "Layers of the recurrent core.")
-    policy_initialization: str = param("orthogonal", "Weight initialisation.", ("orthogonal", "xavier_uniform"))
+    policy_initialization: str = param(
+        "orthogonal", "Weight initialisation.", ("orthogonal", "xavier_uniform")
+    )
     policy_init_gain: float = param(1.0, "Gain of the weight initialisation.")
     actor_critic_share_weights: bool = param(True, "Actor and critic share the encoder and core.")
     use_spectral_norm: bool = param(False, "Spectral normalisation of fully connected layers.")
-    adaptive_stddev: bool = param(True, "Gaussian policy: std is an output of the network (else a free "
-                                        "parameter).")
+    adaptive_stddev: bool = param(
+        True, "Gaussian policy: std is an output of the network (else a free parameter)."
+    )
     initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation.")
 
     # --- PBT (issue: population-based training) ---------------------------------------------

@@ -7,9 +7,20 @@ from typing import Any
 from surge.errors import ConfigError
 
 _POSITIVE_INTS = (
-    "rollout", "recurrence", "batch_size", "num_batches_per_iteration", "ppo_epochs", "num_workers",
-    "num_envs_per_worker", "worker_num_splits", "num_policies", "policy_workers_per_policy",
-    "min_traj_buffers_per_worker", "hidden_size", "rnn_num_layers", "keep_checkpoints",
+    "rollout",
+    "recurrence",
+    "batch_size",
+    "num_batches_per_iteration",
+    "ppo_epochs",
+    "num_workers",
+    "num_envs_per_worker",
+    "worker_num_splits",
+    "num_policies",
+    "policy_workers_per_policy",
+    "min_traj_buffers_per_worker",
+    "hidden_size",
+    "rnn_num_layers",
+    "keep_checkpoints",
 )
 
 
@@ -18,7 +29,9 @@ def validate_cfg(cfg: Any) -> None:
     for name in _POSITIVE_INTS:
         v = getattr(cfg, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ConfigError(name, f"must be a positive integer, got {v!r}.", f"pass --{name}=N with N >= 1.")
+            raise ConfigError(
+                name, f"must be a positive integer, got {v!r}.", f"pass --{name}=N with N >= 1."
+            )
     if cfg.num_envs_per_worker % cfg.worker_num_splits:
         raise ConfigError(
             "num_envs_per_worker",
@@ -29,35 +42,43 @@ def validate_cfg(cfg: Any) -> None:
         )
     if cfg.rollout % cfg.recurrence:
         raise ConfigError(
-            "rollout", f"rollout={cfg.rollout} is not a multiple of recurrence={cfg.recurrence}.",
+            "rollout",
+            f"rollout={cfg.rollout} is not a multiple of recurrence={cfg.recurrence}.",
             f"set --recurrence to a divisor of {cfg.rollout} (e.g. --recurrence={cfg.rollout}).",
         )
     if cfg.with_vtrace and cfg.recurrence != cfg.rollout:
         raise ConfigError(
-            "recurrence", f"V-trace needs whole trajectories: recurrence={cfg.recurrence} != rollout={cfg.rollout}.",
+            "recurrence",
+            f"V-trace needs whole trajectories: recurrence={cfg.recurrence} != rollout={cfg.rollout}.",
             f"pass --recurrence={cfg.rollout}, or --with_vtrace=False to use GAE.",
         )
     unit = cfg.rollout if cfg.with_vtrace else cfg.recurrence
     if cfg.batch_size % unit:
         raise ConfigError(
-            "batch_size", f"batch_size={cfg.batch_size} samples is not a whole number of "
+            "batch_size",
+            f"batch_size={cfg.batch_size} samples is not a whole number of "
             f"{'trajectories' if cfg.with_vtrace else 'BPTT chunks'} of {unit} steps.",
             f"use a multiple of {unit}.",
         )
     if not 0.0 < cfg.gamma <= 1.0:
         raise ConfigError("gamma", f"discount must be in (0, 1], got {cfg.gamma}.", "e.g. --gamma=0.99.")
     if not 0.0 <= cfg.gae_lambda <= 1.0:
-        raise ConfigError("gae_lambda", f"must be in [0, 1], got {cfg.gae_lambda}.", "e.g. --gae_lambda=0.95.")
+        raise ConfigError(
+            "gae_lambda", f"must be in [0, 1], got {cfg.gae_lambda}.", "e.g. --gae_lambda=0.95."
+        )
     for name in ("learning_rate", "ppo_clip_ratio", "ppo_clip_value", "adam_eps", "reward_clip"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(name, f"must be > 0, got {getattr(cfg, name)}.", "")
-    if cfg.use_rnn is False and cfg.recurrence != 1 and not cfg.with_vtrace:
-        pass  # chunks without an RNN are allowed: they only group samples
     if cfg.num_policies != 1:
-        raise ConfigError("num_policies", "training several policies lands with population-based training.",
-                          "use --num_policies=1 for now.")
+        raise ConfigError(
+            "num_policies",
+            "training several policies lands with population-based training.",
+            "use --num_policies=1 for now.",
+        )
     if cfg.with_pbt:
-        raise ConfigError("with_pbt", "population-based training is not available yet.", "use --with_pbt=False.")
+        raise ConfigError(
+            "with_pbt", "population-based training is not available yet.", "use --with_pbt=False."
+        )
     if cfg.device == "gpu":
         import torch
 

@@ -77,8 +77,17 @@ class TrajectoryBuffers:
     """The trajectory slots of one policy; see the module docstring for the fields."""
 
     FIELDS = (
-        "obs", "rnn_states", "actions", "behavior_log_probs", "values", "action_logits",
-        "rewards", "terminated", "truncated", "is_active", "policy_version",
+        "obs",
+        "rnn_states",
+        "actions",
+        "behavior_log_probs",
+        "values",
+        "action_logits",
+        "rewards",
+        "terminated",
+        "truncated",
+        "is_active",
+        "policy_version",
     )
 
     def __init__(

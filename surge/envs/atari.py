@@ -116,8 +116,9 @@ ATARI_DEFAULTS: dict[str, Any] = {
     "gamma": 0.99,
     "gae_lambda": 0.95,
     "max_grad_norm": 0.5,
-    "num_envs_per_worker": 2,
+    "num_envs_per_worker": 4,  # x 2 workers = 8 envs, as CleanRL's PPO Atari
     "worker_num_splits": 1,
+    "lr_schedule": "linear_decay",
     "value_loss_coeff": 0.5,
 }
 

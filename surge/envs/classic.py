@@ -49,4 +49,6 @@ def make_classic_env(full_env_name: str, cfg: Any, render_mode: str | None = Non
 
 
 for _name in CLASSIC_ENVS:
-    register_env_family(_name, make_classic_env, default_overrides=VECTOR_OBS_DEFAULTS, names=(_name,), exact=True)
+    register_env_family(
+        _name, make_classic_env, default_overrides=VECTOR_OBS_DEFAULTS, names=(_name,), exact=True
+    )

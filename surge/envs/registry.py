@@ -99,11 +99,15 @@ def find_family(env_name: str) -> EnvFamily:
     """
     _load_builtins()
     if not env_name:
-        raise ConfigError("env", "no env given.", "pass --env=NAME, e.g. --env=atari_breakout or --env=CartPole-v1.")
+        raise ConfigError(
+            "env", "no env given.", "pass --env=NAME, e.g. --env=atari_breakout or --env=CartPole-v1."
+        )
     exact = [f for f in _FAMILIES if f.exact and f.matches(env_name)]
     if exact:
         return exact[-1]
-    prefixed = sorted((f for f in _FAMILIES if not f.exact and f.matches(env_name)), key=lambda f: -len(f.prefix))
+    prefixed = sorted(
+        (f for f in _FAMILIES if not f.exact and f.matches(env_name)), key=lambda f: -len(f.prefix)
+    )
     if prefixed:
         return prefixed[0]
     if env_name in gym.registry:

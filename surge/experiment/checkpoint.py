@@ -52,8 +52,12 @@ def rng_state() -> dict[str, Any]:
     py_version, py_state, py_gauss = random.getstate()
     return {
         "torch": torch.get_rng_state(),
-        "numpy": {"keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
-                  "has_gauss": int(has_gauss), "cached": float(cached)},
+        "numpy": {
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached": float(cached),
+        },
         "python": {"version": py_version, "state": list(py_state), "gauss": py_gauss},
     }
 
@@ -62,7 +66,9 @@ def set_rng_state(state: dict[str, Any]) -> None:
     """Restores what `rng_state` returned."""
     torch.set_rng_state(state["torch"])
     n = state["numpy"]
-    np.random.set_state(("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"]))
+    np.random.set_state(
+        ("MT19937", n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"], n["cached"])
+    )
     p = state["python"]
     random.setstate((p["version"], tuple(p["state"]), p["gauss"]))
 
@@ -94,7 +100,9 @@ class CheckpointManager:
                 found.append((int(m.group(2)), int(m.group(3)), p))
         return [p for *_, p in sorted(found)]
 
-    def save(self, state: dict[str, Any], policy_version: int, env_frames: int, kind: str = "checkpoint") -> Path:
+    def save(
+        self, state: dict[str, Any], policy_version: int, env_frames: int, kind: str = "checkpoint"
+    ) -> Path:
         """Writes `state` atomically as a `kind` checkpoint (checkpoint, best or milestone).
 
         Keeps the latest `keep_checkpoints` regular checkpoints and only the newest `best`.
@@ -114,13 +122,17 @@ class CheckpointManager:
         files = self._list("checkpoint" if kind == "latest" else kind)
         return files[-1] if files else None
 
-    def load(self, kind: str = "latest", path: Path | None = None, map_location: str = "cpu") -> dict[str, Any] | None:
+    def load(
+        self, kind: str = "latest", path: Path | None = None, map_location: str = "cpu"
+    ) -> dict[str, Any] | None:
         """Loads the newest loadable checkpoint of `kind` (or `path`) with `weights_only=True`.
 
         A file that fails to load (e.g. a disk error) is reported and the next older one is tried.
         Returns None when there is none.
         """
-        candidates = [Path(path)] if path else list(reversed(self._list("checkpoint" if kind == "latest" else kind)))
+        candidates = (
+            [Path(path)] if path else list(reversed(self._list("checkpoint" if kind == "latest" else kind)))
+        )
         for p in candidates:
             try:
                 state = torch.load(p, map_location=map_location, weights_only=True)

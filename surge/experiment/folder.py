@@ -1,10 +1,10 @@
 """The experiment folder `train_dir/experiment/` and what lives in it.
 
-    cfg.json            resolved config (resume reads it)
-    surge_log.txt       the run's log
-    summaries/0/        TensorBoard events of policy 0
-    checkpoint_p0/      checkpoint_*.pth (latest N), best_*.pth, milestone_*.pth
-    done                written when training reached its budget
+cfg.json            resolved config (resume reads it)
+surge_log.txt       the run's log
+summaries/0/        TensorBoard events of policy 0
+checkpoint_p0/      checkpoint_*.pth (latest N), best_*.pth, milestone_*.pth
+done                written when training reached its budget
 """
 
 from __future__ import annotations
@@ -53,7 +53,10 @@ def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> No
     logger = logging.getLogger("surge")
     logger.setLevel(level)
     fmt = logging.Formatter("[%(asctime)s][%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S")
-    if not any(isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler) for h in logger.handlers):
+    if not any(
+        isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
+        for h in logger.handlers
+    ):
         h = logging.StreamHandler(sys.stderr)
         h.setFormatter(fmt)
         logger.addHandler(h)

@@ -19,13 +19,24 @@ log = logging.getLogger("surge")
 
 #: learner statistic -> TensorBoard tag
 TRAIN_TAGS = {
-    "loss": "losses/total", "policy_loss": "losses/policy_loss", "value_loss": "losses/value_loss",
-    "exploration_loss": "losses/exploration_loss", "kl_loss": "losses/kl_loss", "entropy": "policy/entropy",
-    "approx_kl": "policy/approx_kl", "clip_fraction": "policy/clip_fraction", "ratio_mean": "policy/ratio_mean",
-    "grad_norm": "losses/grad_norm", "lr": "train/learning_rate", "adv_mean": "train/advantage_mean",
-    "value_mean": "train/value_mean", "target_mean": "train/value_target_mean",
-    "policy_lag_min": "train/policy_lag_min", "policy_lag_avg": "train/policy_lag_avg",
-    "policy_lag_max": "train/policy_lag_max", "policy_version": "train/policy_version",
+    "loss": "losses/total",
+    "policy_loss": "losses/policy_loss",
+    "value_loss": "losses/value_loss",
+    "exploration_loss": "losses/exploration_loss",
+    "kl_loss": "losses/kl_loss",
+    "entropy": "policy/entropy",
+    "approx_kl": "policy/approx_kl",
+    "clip_fraction": "policy/clip_fraction",
+    "ratio_mean": "policy/ratio_mean",
+    "grad_norm": "losses/grad_norm",
+    "lr": "train/learning_rate",
+    "adv_mean": "train/advantage_mean",
+    "value_mean": "train/value_mean",
+    "target_mean": "train/value_target_mean",
+    "policy_lag_min": "train/policy_lag_min",
+    "policy_lag_avg": "train/policy_lag_avg",
+    "policy_lag_max": "train/policy_lag_max",
+    "policy_version": "train/policy_version",
 }
 
 
@@ -97,11 +108,15 @@ class Monitor:
     def _print(self) -> None:
         f10, f60, f300 = (self.fps(w) for w in self.WINDOWS)
         lag = self.train_stats
-        msg = (f"Env frames/s (10 s, 1 min, 5 min): {f10:.1f}, {f60:.1f}, {f300:.1f}. Total env frames: "
-               f"{self.env_frames}. ")
+        msg = (
+            f"Env frames/s (10 s, 1 min, 5 min): {f10:.1f}, {f60:.1f}, {f300:.1f}. Total env frames: "
+            f"{self.env_frames}. "
+        )
         if self.returns:
-            msg += (f"Episode return: {self.mean_return():.2f}, length: {np.mean(self.lengths):.1f} env steps "
-                    f"(last {len(self.returns)}). ")
+            msg += (
+                f"Episode return: {self.mean_return():.2f}, length: {np.mean(self.lengths):.1f} env steps "
+                f"(last {len(self.returns)}). "
+            )
         if "policy_lag_avg" in lag:
             msg += f"Policy lag (min/avg/max): {lag['policy_lag_min']:.0f}/{lag['policy_lag_avg']:.1f}/{lag['policy_lag_max']:.0f}."
         log.info(msg)

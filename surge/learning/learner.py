@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -55,8 +54,12 @@ class Learner:
         )
         self.policy_version = 0
         self.loss_cfg = PPOLossConfig(
-            cfg.ppo_clip_ratio, cfg.ppo_clip_value, cfg.value_loss_coeff,
-            cfg.exploration_loss, cfg.exploration_loss_coeff, cfg.kl_loss_coeff,
+            cfg.ppo_clip_ratio,
+            cfg.ppo_clip_value,
+            cfg.value_loss_coeff,
+            cfg.exploration_loss,
+            cfg.exploration_loss_coeff,
+            cfg.kl_loss_coeff,
         )
 
     def state_dict(self) -> dict[str, Any]:
@@ -78,10 +81,17 @@ class Learner:
         if getattr(self.model, "obs_normalizer", None) is not None:
             self.model.obs_normalizer.update(d["obs"][:-1])
         return dict(
-            obs=d["obs"], rnn_states=d["rnn_states"], actions=d["actions"],
-            behavior_log_probs=d["behavior_log_probs"], old_values=d["values"], logits=d["action_logits"],
-            rewards=rewards, dones=(terminated | truncated).float(), trunc=(truncated & ~terminated).float(),
-            valids=valids.float(), lag=lag.float(),
+            obs=d["obs"],
+            rnn_states=d["rnn_states"],
+            actions=d["actions"],
+            behavior_log_probs=d["behavior_log_probs"],
+            old_values=d["values"],
+            logits=d["action_logits"],
+            rewards=rewards,
+            dones=(terminated | truncated).float(),
+            trunc=(truncated & ~terminated).float(),
+            valids=valids.float(),
+            lag=lag.float(),
         )
 
     @torch.no_grad()
@@ -129,14 +139,28 @@ class Learner:
                 stats.append(self._step(mb, vtrace_mode=cfg.with_vtrace))
         out = {k: float(torch.stack([s[k] for s in stats]).mean()) for k in stats[0]}
         out.update(
-            lr=lr, policy_version=float(self.policy_version), policy_lag_min=float(lag.min()),
-            policy_lag_avg=float(lag.mean()), policy_lag_max=float(lag.max()), samples=float(T * N),
+            lr=lr,
+            policy_version=float(self.policy_version),
+            policy_lag_min=float(lag.min()),
+            policy_lag_avg=float(lag.mean()),
+            policy_lag_max=float(lag.max()),
+            samples=float(T * N),
         )
         return out
 
     def _vtrace_units(self, b: dict[str, Any]) -> dict[str, Any]:
-        keys = ("obs", "rnn_states", "actions", "behavior_log_probs", "old_values", "logits", "rewards",
-                "dones", "trunc", "valids")
+        keys = (
+            "obs",
+            "rnn_states",
+            "actions",
+            "behavior_log_probs",
+            "old_values",
+            "logits",
+            "rewards",
+            "dones",
+            "trunc",
+            "valids",
+        )
         return {k: b[k] for k in keys}
 
     def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
@@ -158,14 +182,14 @@ class Learner:
             logits, values = logits[:L], values_all[:L]
         else:
             logits, values = model.evaluate(mb["obs"], mb["rnn_states"], mb["dones"], cfg.recurrence)
-        dist = model.distribution(logits)
-        behavior_dist = model.distribution(mb["logits"])
         if vtrace_mode:
             with torch.no_grad():
                 v = values_all.detach()
                 rewards = bootstrap_truncated_rewards(mb["rewards"], v[:L], mb["trunc"], cfg.gamma)
-                log_rhos = dist.log_prob(mb["actions"]) - mb["behavior_log_probs"]
-                targets, adv = vtrace(rewards, v, mb["dones"], log_rhos, cfg.gamma, cfg.vtrace_rho, cfg.vtrace_c)
+                log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]
+                targets, adv = vtrace(
+                    rewards, v, mb["dones"], log_rhos, cfg.gamma, cfg.vtrace_rho, cfg.vtrace_c
+                )
         else:
             targets, adv = mb["targets"], mb["advantages"]
         valids = mb["valids"]
@@ -176,11 +200,17 @@ class Learner:
             adv = (adv - mean) / (std + 1e-8)
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
         loss, stats = ppo_loss(
-            model.distribution(flat(logits)), model.distribution(flat(mb["logits"])), flat(mb["actions"]),
-            flat(mb["behavior_log_probs"]), flat(adv), flat(values), flat(mb["old_values"]), flat(targets),
-            flat(valids), self.loss_cfg,
+            model.distribution(flat(logits)),
+            model.distribution(flat(mb["logits"])),
+            flat(mb["actions"]),
+            flat(mb["behavior_log_probs"]),
+            flat(adv),
+            flat(values),
+            flat(mb["old_values"]),
+            flat(targets),
+            flat(valids),
+            self.loss_cfg,
         )
-        del dist, behavior_dist
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
@@ -188,13 +218,10 @@ class Learner:
         self.optimizer.step()
         self.policy_version += 1
         stats.update(
-            loss=loss.detach(), grad_norm=grad_norm.detach(), adv_mean=adv.mean().detach(),
-            value_mean=values.mean().detach(), target_mean=targets.mean().detach(),
+            loss=loss.detach(),
+            grad_norm=grad_norm.detach(),
+            adv_mean=adv.mean().detach(),
+            value_mean=values.mean().detach(),
+            target_mean=targets.mean().detach(),
         )
         return stats
-
-
-def explained_variance(pred: np.ndarray, target: np.ndarray) -> float:
-    """1 - Var[target - pred] / Var[target] (nan when Var[target] = 0)."""
-    var = np.var(target)
-    return float("nan") if var == 0 else float(1.0 - np.var(target - pred) / var)

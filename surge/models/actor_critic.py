@@ -50,15 +50,18 @@ class ActorCritic(nn.Module):
         super().__init__()
         if not cfg.actor_critic_share_weights:
             raise ConfigError(
-                "actor_critic_share_weights", "separate actor and critic networks are not supported yet.",
-                "leave it True (the default)."
+                "actor_critic_share_weights",
+                "separate actor and critic networks are not supported yet.",
+                "leave it True (the default).",
             )
         self.action_space = action_space
         self.obs_normalizer = None
         if cfg.normalize_input and isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1:
             self.obs_normalizer = RunningMeanStd(tuple(obs_space.shape))
         self.encoder = make_encoder(cfg, obs_space)
-        self.core = make_core(cfg.use_rnn, self.encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers)
+        self.core = make_core(
+            cfg.use_rnn, self.encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers
+        )
         self.rnn_state_size = self.core.state_size
         self.num_logits = num_action_logits(action_space)
         self.is_gaussian = isinstance(action_space, gym.spaces.Box)

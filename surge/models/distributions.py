@@ -37,7 +37,9 @@ def num_action_logits(space: gym.Space) -> int:
         return sum(sizes)
     if isinstance(space, gym.spaces.Box):
         return 2 * int(np.prod(space.shape))
-    raise EnvError(f"action space {space} is not supported: use Discrete, MultiDiscrete, a Tuple of Discrete, or Box")
+    raise EnvError(
+        f"action space {space} is not supported: use Discrete, MultiDiscrete, a Tuple of Discrete, or Box"
+    )
 
 
 def action_shape(space: gym.Space) -> tuple[tuple[int, ...], torch.dtype]:

@@ -108,7 +108,10 @@ class _ResBlock(nn.Module):
     def __init__(self, channels: int, act: type[nn.Module]):
         super().__init__()
         self.body = nn.Sequential(
-            act(), nn.Conv2d(channels, channels, 3, padding=1), act(), nn.Conv2d(channels, channels, 3, padding=1)
+            act(),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            act(),
+            nn.Conv2d(channels, channels, 3, padding=1),
         )
 
     def forward(self, x: Tensor) -> Tensor:
@@ -171,7 +174,8 @@ def make_encoder(cfg: Any, obs_space: gym.Space) -> Encoder:
     if cfg.encoder_custom:
         if cfg.encoder_custom not in _CUSTOM_ENCODERS:
             raise ConfigError(
-                "encoder_custom", f"no encoder named {cfg.encoder_custom!r} is registered.",
+                "encoder_custom",
+                f"no encoder named {cfg.encoder_custom!r} is registered.",
                 f"call surge.models.register_encoder first; registered: {sorted(_CUSTOM_ENCODERS)}",
             )
         return _CUSTOM_ENCODERS[cfg.encoder_custom](cfg, obs_space)

@@ -88,7 +88,10 @@ def build_components(cfg: Any) -> Components:
     device = torch_device(cfg)
     model = make_actor_critic(cfg, info.observation_space, info.action_space).to(device)
     buffers = TrajectoryBuffers(
-        num_trajectory_slots(cfg, info.num_agents), cfg.rollout, info.observation_space, info.action_space,
+        num_trajectory_slots(cfg, info.num_agents),
+        cfg.rollout,
+        info.observation_space,
+        info.action_space,
         model.rnn_state_size,
     )
     pool = SlotPool(buffers.num_slots)

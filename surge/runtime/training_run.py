@@ -39,9 +39,12 @@ class TrainingRun:
             folder.wipe()
         setup_logging(None if cfg.benchmark else folder.log_file)
         if folder.done_file.exists() and cfg.restart_behavior == "resume":
-            log.info("Experiment %s already finished (%s exists); nothing to do. Pass --restart_behavior=restart "
-                     "to train it again, or raise --train_for_env_steps and delete the done file.",
-                     folder.root, folder.done_file)
+            log.info(
+                "Experiment %s already finished (%s exists); nothing to do. Pass --restart_behavior=restart "
+                "to train it again, or raise --train_for_env_steps and delete the done file.",
+                folder.root,
+                folder.done_file,
+            )
             return "already_done"
         if not cfg.serial_mode:
             log.warning("The multi-process placement is not built yet: running the serial placement.")
@@ -145,7 +148,11 @@ class TrainingRun:
             self.last_milestone = now
             self._save("milestone")
         mean = m.mean_return()
-        if m.env_frames >= cfg.save_best_after and len(m.returns) >= min(10, cfg.stats_avg) and mean > self.best_return:
+        if (
+            m.env_frames >= cfg.save_best_after
+            and len(m.returns) >= min(10, cfg.stats_avg)
+            and mean > self.best_return
+        ):
             self.best_return = mean
             self._save("best")
 

@@ -66,7 +66,12 @@ class RolloutWorker:
     """
 
     def __init__(
-        self, cfg: Any, worker_idx: int, env_splits: list[list[Any]], buffers: TrajectoryBuffers, slot_pool: SlotPool
+        self,
+        cfg: Any,
+        worker_idx: int,
+        env_splits: list[list[Any]],
+        buffers: TrajectoryBuffers,
+        slot_pool: SlotPool,
     ):
         self.cfg, self.worker_idx = cfg, worker_idx
         self.buffers, self.slot_pool = buffers, slot_pool
@@ -126,7 +131,9 @@ class RolloutWorker:
         actions = self.buffers.actions[split.slots, split.t].numpy()
         if self.is_box_action:
             space = self.action_space
-            actions = np.clip(actions, space.low.reshape(-1), space.high.reshape(-1)).reshape(-1, *space.shape)
+            actions = np.clip(actions, space.low.reshape(-1), space.high.reshape(-1)).reshape(
+                -1, *space.shape
+            )
         return actions
 
     def advance(self, split_idx: int) -> Tensor | None:

@@ -21,7 +21,10 @@ def test_discrete_log_prob_entropy_and_mode():
     assert torch.equal(d.mode(), logits.argmax(-1))
 
 
-@pytest.mark.parametrize("space", [gym.spaces.MultiDiscrete([3, 5]), gym.spaces.Tuple([gym.spaces.Discrete(3), gym.spaces.Discrete(5)])])
+@pytest.mark.parametrize(
+    "space",
+    [gym.spaces.MultiDiscrete([3, 5]), gym.spaces.Tuple([gym.spaces.Discrete(3), gym.spaces.Discrete(5)])],
+)
 def test_multi_head_log_prob_is_sum_of_heads(space):
     logits = torch.randn(4, 8)
     d = make_distribution(space, logits)
