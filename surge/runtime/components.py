@@ -99,7 +99,7 @@ def build_components(cfg: Any) -> Components:
     workers = []
     for w in range(cfg.num_workers):
         splits = [[make_env(cfg) for _ in range(per_split)] for _ in range(cfg.worker_num_splits)]
-        workers.append(RolloutWorker(cfg, w, splits, buffers, pool))
+        workers.append(RolloutWorker(cfg, w, splits, buffers, [pool] * len(splits)))
     inference = InferenceWorker(model, buffers, device)
     learner = Learner(cfg, model, buffers, device)
     return Components(cfg, info, model, buffers, pool, workers, inference, learner, device)

@@ -5,11 +5,10 @@ forward pass; finished trajectories are trained on once a learner iteration's wo
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 
 import torch
 
-from surge.runtime.components import Components, traj_per_iteration
+from surge.runtime.components import Components
 
 log = logging.getLogger("surge")
 
@@ -35,6 +34,8 @@ class SerialSampler:
                 if finished is not None:
                     self.pending.append(finished)
                     self.num_pending += len(finished)
+                    if not w.start_next_rollout(s):
+                        raise RuntimeError("serial placement ran out of trajectory slots")
 
     def take(self, n: int) -> torch.Tensor | None:
         """`n` finished trajectory slots, or None when fewer are ready."""
@@ -45,30 +46,3 @@ class SerialSampler:
         self.pending = [rest] if len(rest) else []
         self.num_pending = len(rest)
         return taken
-
-
-class Progress(Protocol):
-    """What a placement reports to: counts steps, prints, saves, and says when to stop."""
-
-    env_frames: int
-
-    def on_step(self, train_stats: dict | None) -> bool:
-        """Called after every sampling step (None) or training iteration (the learner's
-        statistics); returns False to stop."""
-        ...
-
-
-def run_serial(c: Components, progress: Progress) -> None:
-    """Samples and trains until `progress.on_step` returns False."""
-    sampler = SerialSampler(c)
-    per_iteration = traj_per_iteration(c.cfg)
-    while True:
-        sampler.step()
-        slots = sampler.take(per_iteration)
-        stats = None
-        if slots is not None:
-            stats = c.learner.train(slots, env_frames=progress.env_frames)
-            c.slot_pool.put(slots)
-            c.inference.policy_version = c.learner.policy_version
-        if not progress.on_step(stats):
-            break

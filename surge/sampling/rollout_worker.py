@@ -60,7 +60,8 @@ class RolloutWorker:
         worker_idx: index of this worker (seeds and logs).
         env_splits: the envs of each split (multi-agent envs, see `surge.envs.multi_agent`).
         buffers: the trajectory buffers to write into.
-        slot_pool: where fresh slots come from.
+        slot_pools: where each split's fresh slots come from (one pool per split; the serial
+            placement passes the same pool for all).
     Raises:
         EnvError: when an env returns something the buffers cannot hold (wrong shape or dtype).
     """
@@ -71,18 +72,18 @@ class RolloutWorker:
         worker_idx: int,
         env_splits: list[list[Any]],
         buffers: TrajectoryBuffers,
-        slot_pool: SlotPool,
+        slot_pools: list[SlotPool],
     ):
         self.cfg, self.worker_idx = cfg, worker_idx
-        self.buffers, self.slot_pool = buffers, slot_pool
+        self.buffers, self.slot_pools = buffers, slot_pools
         self.rollout = cfg.rollout
         env0 = env_splits[0][0]
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
         self.num_agents = env0.num_agents
         self.is_box_action = isinstance(self.action_space, gym.spaces.Box)
         self.splits: list[SplitState] = []
-        for envs in env_splits:
-            slots = slot_pool.get(len(envs) * self.num_agents)
+        for envs, pool in zip(env_splits, slot_pools, strict=True):
+            slots = pool.get(len(envs) * self.num_agents)
             if slots is None:
                 raise RuntimeError("not enough trajectory slots to start a rollout worker")
             self.splits.append(SplitState(envs, slots, num_agents=self.num_agents))
@@ -141,10 +142,8 @@ class RolloutWorker:
 
         Returns:
             the slots `[N]` of the trajectories this step finished (t reached `rollout`), or None.
-            They are no longer this worker's: pass them to the learner, which returns them to the pool.
-        Raises:
-            RuntimeError: when the pool has no free slots for the next rollout (the caller waits
-                for the learner and calls `continue_rollout` instead in the async placement).
+            They are no longer this worker's: pass them to the learner, which returns them to the
+            pool; then call `start_next_rollout(split_idx)` before the split's next request.
         """
         split = self.splits[split_idx]
         actions = self._env_actions(split)
@@ -180,20 +179,21 @@ class RolloutWorker:
         if done.any():
             buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
         split.t = t + 1
-        if split.t < self.rollout:
-            return None
-        return self._finish_rollout(split)
+        return split.slots if split.t == self.rollout else None
 
-    def _finish_rollout(self, split: SplitState) -> Tensor:
-        new_slots = self.slot_pool.get(len(split.slots))
+    def start_next_rollout(self, split_idx: int) -> bool:
+        """Moves a split whose rollout finished to fresh slots (carrying the bootstrap step over).
+
+        Returns:
+            False when its pool has no free slots yet (the learner still holds them): call again later.
+        """
+        split = self.splits[split_idx]
+        new_slots = self.slot_pools[split_idx].get(len(split.slots))
         if new_slots is None:
-            raise RuntimeError(
-                "no free trajectory slots: the learner holds them all. Increase --min_traj_buffers_per_worker."
-            )
-        finished = split.slots
-        self.buffers.start_next(finished, new_slots)
+            return False
+        self.buffers.start_next(split.slots, new_slots)
         split.slots, split.t = new_slots, 0
-        return finished
+        return True
 
     def pop_episodes(self) -> list[EpisodeStats]:
         """Episodes finished since the last call."""
