@@ -26,3 +26,7 @@ class ConfigError(SurgeError, ValueError):
 
 class EnvError(SurgeError):
     """An environment is missing or does not follow the expected API."""
+
+
+class ChildProcessFailed(SurgeError):
+    """A process of the async placement crashed or hung; the message holds its traceback."""

@@ -13,8 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = parse_cfg(argv)
     from surge.runtime.training_run import train
 
-    train(cfg)
-    return 0
+    status = train(cfg)
+    return 1 if status == "failed" else 0
 
 
 if __name__ == "__main__":

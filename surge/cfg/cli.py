@@ -237,3 +237,25 @@ def save_cfg(cfg: Config, path: Path) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(cfg.to_dict(), indent=2))
     tmp.replace(path)
+
+
+def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
+    """The config object of `values` (a `to_dict()`), with its family's fields: how child processes
+    get their config (the dynamic config class itself is not picklable).
+
+    Raises:
+        ConfigError: the env's family is not registered in this process (register user families
+            at import time of a module, not inside `if __name__ == "__main__"`).
+    """
+    family = find_family(values["env"])
+    cls = config_class(family, evaluation)
+    known = {f.name for f in dataclasses.fields(cls)}
+    missing = set(values) - known
+    if missing:
+        raise ConfigError(
+            sorted(missing)[0],
+            f"is not a parameter in this process: the family of {values['env']!r} is "
+            "registered differently here.",
+            "register custom env families at import time of your module.",
+        )
+    return cls(**values)

@@ -58,6 +58,7 @@ class Config:
     save_milestones_sec: int = param(
         -1, "Seconds between milestone checkpoints that are never deleted (-1: none)."
     )
+    save_best_every_sec: int = param(5, "Min seconds between two best-return checkpoints.")
     save_best_after: int = param(100000, "Env frames before the best-return checkpoint is first saved.")
     stats_avg: int = param(100, "Number of most recent episodes averaged in reported returns and lengths.")
     experiment_summaries_interval: int = param(20, "Seconds between TensorBoard summary writes.")

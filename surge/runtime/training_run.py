@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from surge.cfg.cli import save_cfg
+from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager, set_rng_state
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.experiment.monitor import Monitor
@@ -30,7 +31,8 @@ class TrainingRun:
     """Runs `cfg` in its experiment folder; `run()` returns the final status string.
 
     Status: "done" (budget reached), "interrupted" (Ctrl+C / SIGTERM; a checkpoint was saved),
-    "already_done" (the folder holds a finished run).
+    "already_done" (the folder holds a finished run), "failed" (a child process crashed; its
+    traceback is in the log, the last checkpoint was saved if the learner was alive).
     """
 
     def __init__(self, cfg: Any):
@@ -63,16 +65,20 @@ class TrainingRun:
             self._restore_counters(resume_state)
         self.placement = p = make_placement(cfg, self.ckpt, resume_state)
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        finished = False
+        finished = failed = False
         try:
             p.start()
             self.start_time = time.time()
             self.last_save = self.last_milestone = self.start_time
+            self.last_best = 0.0
             m.history.clear()
             m.history.append((self.start_time, m.env_frames))
             while self._step():
                 pass
             finished = not self.stop_requested
+        except ChildProcessFailed as e:
+            log.error("Stopping: %s", e)
+            failed = True
         finally:
             for s, h in old_handlers.items():
                 signal.signal(s, h)
@@ -83,6 +89,8 @@ class TrainingRun:
             finally:
                 p.close()
                 m.close()
+        if failed:
+            return "failed"
         if not finished:
             log.info("Stopped on request after %d env frames; the same command resumes.", m.env_frames)
             return "interrupted"
@@ -145,8 +153,10 @@ class TrainingRun:
             p.save("milestone", self._counters())
         mean = m.mean_return()
         enough = len(m.returns) >= min(10, cfg.stats_avg)
-        if m.env_frames >= cfg.save_best_after and enough and mean > self.best_return:
+        due = now - self.last_best >= cfg.save_best_every_sec
+        if due and m.env_frames >= cfg.save_best_after and enough and mean > self.best_return:
             self.best_return = mean
+            self.last_best = now
             p.save("best", self._counters())
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
@@ -21,10 +22,13 @@ class InferenceWorker:
         device: where the forward pass runs.
     """
 
-    def __init__(self, model: nn.Module, buffers: TrajectoryBuffers, device: torch.device):
+    def __init__(
+        self, model: nn.Module, buffers: TrajectoryBuffers, device: torch.device, random_actions: bool = False
+    ):
         self.model, self.buffers, self.device = model, buffers, device
         self.policy_version = 0
         self.samples = 0
+        self.random_actions = random_actions
 
     @torch.no_grad()
     def infer(self, requests: list[tuple[Tensor, int]]) -> None:
@@ -40,6 +44,11 @@ class InferenceWorker:
             slots = torch.cat([s for s, _ in requests])
             ts = torch.cat([torch.full((len(s),), t, dtype=torch.int64) for s, t in requests])
         buf, dev = self.buffers, self.device
+        if self.random_actions:
+            buf.actions[slots, ts] = _random_actions(self.model.action_space, len(slots))
+            buf.policy_version[slots, ts] = self.policy_version
+            self.samples += len(slots)
+            return
         obs = tree_map(lambda x: x[slots, ts].to(dev, non_blocking=True), buf.obs)
         out = self.model.act(obs, buf.rnn_states[slots, ts].to(dev, non_blocking=True))
         buf.actions[slots, ts] = out.actions.cpu()
@@ -50,6 +59,19 @@ class InferenceWorker:
         if out.rnn_states.shape[-1]:
             buf.rnn_states[slots, ts + 1] = out.rnn_states.cpu()
         self.samples += len(slots)
+
+
+def _random_actions(space: gym.Space, n: int) -> Tensor:
+    """`n` uniformly random actions of `space` in the buffers' layout (the dummy sampler's policy)."""
+    if isinstance(space, gym.spaces.Discrete):
+        return torch.randint(int(space.n), (n,)) + int(space.start)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return torch.stack([torch.randint(int(k), (n,)) for k in space.nvec.reshape(-1)], dim=1)
+    if isinstance(space, gym.spaces.Tuple):
+        return torch.stack([torch.randint(int(s.n), (n,)) for s in space.spaces], dim=1)
+    low = torch.as_tensor(space.low, dtype=torch.float32).reshape(-1)
+    high = torch.as_tensor(space.high, dtype=torch.float32).reshape(-1)
+    return low + torch.rand(n, low.numel()) * (high - low)
 
 
 def set_torch_threads(cfg: Any, default: int) -> None:
