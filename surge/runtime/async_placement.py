@@ -160,6 +160,7 @@ class AsyncPlacement:
         p = self.ctx.Process(target=fn, args=args, name=f"surge-{name}", daemon=True)
         p.start()
         self.procs[name] = p
+        log.info("Started process %s (pid %d)", name, p.pid)
 
     def _spawn_worker(self, w: int) -> None:
         cfg = self.cfg

@@ -1,0 +1,161 @@
+"""Async placement: trains, resumes, and stops cleanly (SIGINT, SIGKILL, a crashing worker):
+no child process and no shared-memory file of the run remain, and the last checkpoint loads."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from surge.cfg.cli import parse_cfg
+from surge.runtime.training_run import train
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = [
+    "--num_workers=2",
+    "--num_envs_per_worker=4",
+    "--decorrelate_experience_max_seconds=0",
+    "--seed=0",
+    "--set_workers_cpu_affinity=False",
+]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def _child_pids(log: str) -> list[int]:
+    return [int(p) for p in re.findall(r"Started process \S+ \(pid (\d+)\)", log)]
+
+
+def _wait_dead(pids, timeout=15.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.2)
+    return [p for p in pids if _alive(p)]
+
+
+def _shm():
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def test_async_cartpole_trains_and_resumes(tmp_path):
+    args = ["--env=cartpole", "--experiment=a", f"--train_dir={tmp_path}", *FAST]
+    assert train(parse_cfg([*args, "--train_for_env_steps=4000"])) == "done"
+    ckpts = sorted((tmp_path / "a" / "checkpoint_p0").glob("checkpoint_*.pth"))
+    state = torch.load(ckpts[-1], weights_only=True)
+    assert state["env_frames"] >= 4000 and state["learner"]["policy_version"] > 0
+    (tmp_path / "a" / "done").unlink()
+    assert train(parse_cfg([*args, "--train_for_env_steps=8000"])) == "done"
+    resumed = torch.load(
+        sorted((tmp_path / "a" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1], weights_only=True
+    )
+    assert resumed["env_frames"] >= 8000
+    assert resumed["learner"]["policy_version"] > state["learner"]["policy_version"]
+
+
+def _start(tmp_path, name, *extra):
+    cmd = [
+        sys.executable,
+        "-m",
+        "surge.train",
+        "--env=cartpole",
+        f"--experiment={name}",
+        f"--train_dir={tmp_path}",
+        "--train_for_env_steps=1000000000",
+        *FAST,
+        *extra,
+    ]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+
+
+def _wait_for_log(path: Path, text: str, timeout=120.0) -> str:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists() and text in (content := path.read_text()):
+            return content
+        time.sleep(0.3)
+    raise AssertionError(f"{text!r} not in {path}")
+
+
+def test_sigint_stops_every_child_saves_and_leaves_no_shared_memory(tmp_path):
+    shm_before = _shm()
+    proc = _start(tmp_path, "int")
+    log = tmp_path / "int" / "surge_log.txt"
+    content = _wait_for_log(log, "Env frames/s")
+    pids = _child_pids(content)
+    assert len(pids) == 4  # learner, inference, 2 rollout workers
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=90)
+    assert proc.returncode == 0, out
+    assert _wait_dead(pids, timeout=5) == []
+    ckpt = sorted((tmp_path / "int" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
+    assert torch.load(ckpt, weights_only=True)["env_frames"] > 0
+    assert _shm() - shm_before == set()
+
+
+def test_sigkill_of_the_main_process_takes_the_children_with_it(tmp_path):
+    shm_before = _shm()
+    proc = _start(tmp_path, "kill", "--save_every_sec=1")
+    log = tmp_path / "kill" / "surge_log.txt"
+    content = _wait_for_log(log, "Saved ")
+    pids = _child_pids(content)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert _wait_dead(pids) == []
+    ckpt = sorted((tmp_path / "kill" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
+    assert torch.load(ckpt, weights_only=True)["learner"]["policy_version"] >= 0
+    assert _shm() - shm_before == set()
+
+
+def test_a_crashing_env_is_reported_with_its_traceback_and_the_run_stops(tmp_path):
+    script = tmp_path / "crash.py"
+    script.write_text(
+        "import sys\n"
+        "import gymnasium as gym\n"
+        "from surge.envs.registry import register_env\n"
+        "class Boom(gym.Wrapper):\n"
+        "    n = 0\n"
+        "    def step(self, a):\n"
+        "        Boom.n += 1\n"
+        "        if Boom.n > 300:\n"
+        "            raise ValueError('env exploded on purpose')\n"
+        "        return self.env.step(a)\n"
+        "register_env('boom', lambda name, cfg, render_mode=None: Boom(gym.make('CartPole-v1')))\n"
+        "if __name__ == '__main__':\n"
+        "    from surge.train import main\n"
+        "    sys.exit(main(sys.argv[1:]))\n"
+    )
+    cmd = [
+        sys.executable,
+        str(script),
+        "--env=boom",
+        "--experiment=boom",
+        f"--train_dir={tmp_path}",
+        "--train_for_env_steps=100000000",
+        "--use_rnn=False",
+        "--recurrence=1",
+        "--with_vtrace=False",
+        *FAST,
+    ]
+    proc = subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 1
+    log = (tmp_path / "boom" / "surge_log.txt").read_text()
+    assert "env exploded on purpose" in log and "Traceback" in log
+    assert _wait_dead(_child_pids(log)) == []
