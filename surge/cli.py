@@ -11,6 +11,7 @@ USAGE = """usage: surge COMMAND [--flag=value ...]
 commands:
   train       train an agent            (surge train --env=atari_breakout --experiment=breakout)
   enjoy       watch or record an agent  (surge enjoy --env=atari_breakout --experiment=breakout --save_video=True)
+  bench       env frames/s of random actions through the sampler (surge bench --env=atari_pong --num_workers=2)
   check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
 
 `surge train --env=ENV --help` lists every parameter, including those the env family adds.
@@ -28,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
             from surge.train import main as train_main
 
             return train_main(rest)
+        if command == "bench":
+            from surge.train import main as train_main
+
+            return train_main(["--algo=DUMMY_SAMPLER", *rest])
         if command == "enjoy":
             from surge.enjoy import main as enjoy_main
 

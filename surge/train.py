@@ -11,9 +11,19 @@ from surge.errors import ConfigError, EnvError
 def main(argv: list[str] | None = None) -> int:
     """Parses the config, trains, returns the exit code (0 done or interrupted, 2 bad input)."""
     cfg = parse_cfg(argv)
-    from surge.runtime.training_run import train
+    from surge.runtime.training_run import TrainingRun
 
-    status = train(cfg)
+    if cfg.algo == "DUMMY_SAMPLER":  # random actions through the same sampling machinery, no learning
+        cfg.sampler_only, cfg.benchmark = True, True
+        cfg.train_for_env_steps = cfg.sample_env_frames
+    run = TrainingRun(cfg)
+    status = run.run()
+    if cfg.algo == "DUMMY_SAMPLER" and run.summary:
+        s = run.summary
+        print(
+            f"DUMMY_SAMPLER {cfg.env}: {s['env_frames']:.0f} env frames in {s['seconds']:.1f} s = "
+            f"{s['env_frames_per_sec']:.1f} env frames/s"
+        )
     return 1 if status == "failed" else 0
 
 

@@ -79,6 +79,11 @@ def learner_process_main(
                 pending.extend(learner_queue.get_many(timeout=0.05))
             except Empty:
                 continue
+            if cfg.sampler_only:  # measure sampling alone: give the blocks straight back
+                for f in pending:
+                    block_pool.release(f)
+                pending.clear()
+                continue
             if len(pending) * block < per_iteration:
                 continue
             slots = torch.cat([torch.arange(f, f + block) for f in pending])

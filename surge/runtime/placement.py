@@ -67,8 +67,15 @@ def restore_learner(model: nn.Module, learner: Learner, state: dict[str, Any]) -
 class SerialPlacement:
     """All components in this process (see `surge.runtime.serial`)."""
 
-    def __init__(self, cfg: Any, ckpt: CheckpointManager, resume_state: dict[str, Any] | None):
+    def __init__(
+        self,
+        cfg: Any,
+        ckpt: CheckpointManager,
+        resume_state: dict[str, Any] | None,
+        random_actions: bool = False,
+    ):
         self.cfg, self.ckpt, self.resume_state = cfg, ckpt, resume_state
+        self.random_actions = random_actions
         self.c: Components | None = None
 
     def start(self) -> None:
@@ -77,6 +84,7 @@ class SerialPlacement:
         if self.resume_state is not None:
             restore_learner(c.model, c.learner, self.resume_state)
             c.inference.policy_version = c.learner.policy_version
+        c.inference.random_actions = self.random_actions
         self.sampler = SerialSampler(c)
         self.per_iteration = traj_per_iteration(self.cfg)
         self.env_frames = 0
@@ -86,7 +94,9 @@ class SerialPlacement:
         self.sampler.step()
         report = StepReport()
         slots = self.sampler.take(self.per_iteration)
-        if slots is not None:
+        if slots is not None and self.cfg.sampler_only:
+            c.slot_pool.put(slots)
+        elif slots is not None:
             report.train_stats = c.learner.train(slots, env_frames=self.env_frames)
             c.slot_pool.put(slots)
             c.inference.policy_version = c.learner.policy_version

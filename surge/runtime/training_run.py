@@ -20,11 +20,12 @@ log = logging.getLogger("surge")
 
 def make_placement(cfg: Any, ckpt: CheckpointManager, resume_state: dict[str, Any] | None) -> Placement:
     """`SerialPlacement` for `--serial_mode=True`, else the multi-process `AsyncPlacement`."""
+    random_actions = cfg.algo == "DUMMY_SAMPLER"
     if cfg.serial_mode:
-        return SerialPlacement(cfg, ckpt, resume_state)
+        return SerialPlacement(cfg, ckpt, resume_state, random_actions)
     from surge.runtime.async_placement import AsyncPlacement
 
-    return AsyncPlacement(cfg, ckpt, resume_state)
+    return AsyncPlacement(cfg, ckpt, resume_state, random_actions)
 
 
 class TrainingRun:
@@ -41,6 +42,8 @@ class TrainingRun:
         self.stop_requested = False
         self.best_return = float("-inf")
         self.train_seconds_before = 0.0
+        self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
+        self.summary: dict[str, float] = {}
 
     def run(self) -> str:
         cfg, folder = self.cfg, self.folder
@@ -89,6 +92,7 @@ class TrainingRun:
             finally:
                 p.close()
                 m.close()
+        self._summarise()
         if failed:
             return "failed"
         if not finished:
@@ -98,6 +102,25 @@ class TrainingRun:
             folder.done_file.write_text(f"env_frames={m.env_frames}\n")
         log.info("Training finished: %d env frames.", m.env_frames)
         return "done"
+
+    def _summarise(self) -> None:
+        """Throughput from the first env steps to the end (start-up excluded), in `self.summary`."""
+        m = self.monitor
+        if self.first_frames is None:
+            return
+        t0, f0 = self.first_frames
+        seconds = max(1e-9, time.time() - t0)
+        self.summary = {
+            "env_frames": m.env_frames - f0,
+            "seconds": seconds,
+            "env_frames_per_sec": (m.env_frames - f0) / seconds,
+        }
+        log.info(
+            "Throughput: %d env frames in %.1f s = %.1f env frames/s (from the first env steps on)",
+            self.summary["env_frames"],
+            seconds,
+            self.summary["env_frames_per_sec"],
+        )
 
     def _on_signal(self, signum, frame) -> None:
         if self.stop_requested:  # second Ctrl+C: stop now
@@ -130,6 +153,8 @@ class TrainingRun:
         """One placement step: count, report, save; returns False to stop."""
         cfg, m, p = self.cfg, self.monitor, self.placement
         report = p.step()
+        if self.first_frames is None and report.env_steps:
+            self.first_frames = (time.time(), m.env_frames)
         m.add_steps(report.env_steps, p.frameskip, p.num_agents)
         m.add_episodes(report.episodes)
         p.set_env_frames(m.env_frames)

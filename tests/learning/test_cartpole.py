@@ -1,4 +1,5 @@
-"""Learning test: serial APPO (PPO with GAE) solves CartPole-v1 within a fixed frame budget."""
+"""Learning test: APPO (PPO with GAE) solves CartPole-v1 within a fixed frame budget, in the serial
+and in the async placement. Deterministic evaluation of the final checkpoint must average >= 475."""
 
 import numpy as np
 import pytest
@@ -7,48 +8,28 @@ from surge.cfg.cli import parse_cfg
 from surge.enjoy import enjoy
 from surge.runtime.training_run import train
 
+# fmt: off
+HYPERPARAMS = [
+    "--num_workers=2", "--num_envs_per_worker=8", "--train_for_env_steps=300000", "--seed=3",
+    "--encoder_type=mlp", "--encoder_subtype=mlp", "--encoder_mlp_layers", "64", "64", "--use_rnn=False",
+    "--recurrence=1", "--with_vtrace=False", "--nonlinearity=tanh", "--batch_size=128",
+    "--num_batches_per_iteration=4", "--ppo_epochs=4", "--learning_rate=3e-4", "--max_grad_norm=0.5",
+    "--reward_scale=0.1", "--exploration_loss_coeff=0.01",
+]
+PLACEMENTS = {
+    "serial": ["--serial_mode=True"],
+    "async": ["--serial_mode=False", "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False"],
+}
+# fmt: on
+
 
 @pytest.mark.slow
-def test_cartpole_reaches_475_within_300k_frames(tmp_path):
-    cfg = parse_cfg(
-        [
-            "--env=CartPole-v1",
-            "--experiment=cp",
-            f"--train_dir={tmp_path}",
-            "--serial_mode=True",
-            "--num_workers=2",
-            "--num_envs_per_worker=8",
-            "--train_for_env_steps=300000",
-            "--seed=3",
-            "--encoder_type=mlp",
-            "--encoder_subtype=mlp",
-            "--encoder_mlp_layers",
-            "64",
-            "64",
-            "--use_rnn=False",
-            "--recurrence=1",
-            "--with_vtrace=False",
-            "--nonlinearity=tanh",
-            "--batch_size=128",
-            "--num_batches_per_iteration=4",
-            "--ppo_epochs=4",
-            "--learning_rate=3e-4",
-            "--max_grad_norm=0.5",
-            "--reward_scale=0.1",
-            "--exploration_loss_coeff=0.01",
-        ]
-    )
-    assert train(cfg) == "done"
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_cartpole_reaches_475_within_300k_frames(tmp_path, placement):
+    args = ["--env=CartPole-v1", "--experiment=cp", f"--train_dir={tmp_path}"]
+    assert train(parse_cfg([*args, *PLACEMENTS[placement], *HYPERPARAMS])) == "done"
     ev = parse_cfg(
-        [
-            "--env=CartPole-v1",
-            "--experiment=cp",
-            f"--train_dir={tmp_path}",
-            "--max_num_episodes=10",
-            "--no_render=True",
-            "--eval_deterministic=True",
-        ],
-        evaluation=True,
+        [*args, "--max_num_episodes=10", "--no_render=True", "--eval_deterministic=True"], evaluation=True
     )
     returns = enjoy(ev)["returns"]
     assert np.mean(returns) >= 475, returns
