@@ -9,6 +9,7 @@ parameter, so its command lines run unchanged. Env families add their own fields
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +105,9 @@ class Config:
         "Max minibatches the learner accumulates before collection pauses (-1: 2 x "
         "num_batches_per_iteration; 0: synchronous, collection halts during training).",
     )
-    num_workers: int = param(2, "Rollout workers (processes in async mode).")
+    num_workers: int = param(
+        os.cpu_count() or 1, "Rollout workers (processes in async mode); default: one per CPU."
+    )
     num_envs_per_worker: int = param(2, "Envs per rollout worker; must be divisible by worker_num_splits.")
     worker_num_splits: int = param(2, "Groups of envs per worker for double-buffered sampling (1: off).")
     num_policies: int = param(1, "Policies trained jointly.")

@@ -14,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import parametrize
 
 from surge.errors import ConfigError
 from surge.models.cores import make_core
@@ -77,10 +78,15 @@ class ActorCritic(nn.Module):
     def _initialize(self, cfg: Any) -> None:
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):
+                weight = (
+                    m.parametrizations.weight.original
+                    if parametrize.is_parametrized(m, "weight")
+                    else m.weight
+                )
                 if cfg.policy_initialization == "orthogonal":
-                    nn.init.orthogonal_(m.weight, gain=cfg.policy_init_gain)
+                    nn.init.orthogonal_(weight, gain=cfg.policy_init_gain)
                 else:
-                    nn.init.xavier_uniform_(m.weight, gain=cfg.policy_init_gain)
+                    nn.init.xavier_uniform_(weight, gain=cfg.policy_init_gain)
                 nn.init.zeros_(m.bias)
         nn.init.orthogonal_(self.policy_head.weight, gain=0.01)
         nn.init.orthogonal_(self.value_head.weight, gain=1.0)

@@ -46,10 +46,17 @@ class Encoder(nn.Module):
     out_size: int
 
 
-def _mlp(in_size: int, sizes: list[int], act: type[nn.Module]) -> tuple[nn.Sequential, int]:
+def _mlp(
+    in_size: int, sizes: list[int], act: type[nn.Module], spectral: bool = False
+) -> tuple[nn.Sequential, int]:
+    """Linear + activation layers; `spectral` wraps each Linear in spectral normalisation
+    (Miyato et al. 2018) through `torch.nn.utils.parametrizations.spectral_norm`."""
     layers: list[nn.Module] = []
     for size in sizes:
-        layers += [nn.Linear(in_size, size), act()]
+        linear = nn.Linear(in_size, size)
+        if spectral:
+            linear = nn.utils.parametrizations.spectral_norm(linear)
+        layers += [linear, act()]
         in_size = size
     return nn.Sequential(*layers), in_size
 
@@ -57,9 +64,11 @@ def _mlp(in_size: int, sizes: list[int], act: type[nn.Module]) -> tuple[nn.Seque
 class MlpEncoder(Encoder):
     """MLP over flattened vector observations `[B, *shape]` -> `[B, sizes[-1]]`."""
 
-    def __init__(self, obs_shape: tuple[int, ...], sizes: list[int], act: type[nn.Module]):
+    def __init__(
+        self, obs_shape: tuple[int, ...], sizes: list[int], act: type[nn.Module], spectral: bool = False
+    ):
         super().__init__()
-        self.net, self.out_size = _mlp(int(np.prod(obs_shape)), sizes, act)
+        self.net, self.out_size = _mlp(int(np.prod(obs_shape)), sizes, act, spectral)
 
     def forward(self, obs: Tensor) -> Tensor:
         return self.net(obs.float().flatten(1))
@@ -81,7 +90,7 @@ class _ImageEncoder(Encoder):
 
     def _head(self, conv_out: int, cfg: Any, act: type[nn.Module]) -> int:
         fc_sizes = [cfg.hidden_size] * cfg.encoder_extra_fc_layers
-        self.fc, out = _mlp(conv_out, fc_sizes, act)
+        self.fc, out = _mlp(conv_out, fc_sizes, act, spectral=cfg.use_spectral_norm)
         return out
 
 
@@ -189,4 +198,4 @@ def make_encoder(cfg: Any, obs_space: gym.Space) -> Encoder:
             return ResnetImpalaEncoder(cfg, shape, act)
         subtype = cfg.encoder_subtype if cfg.encoder_subtype in CONV_LAYERS else "convnet_simple"
         return ConvEncoder(cfg, shape, subtype, act)
-    return MlpEncoder(shape, mlp_sizes(cfg), act)
+    return MlpEncoder(shape, mlp_sizes(cfg), act, cfg.use_spectral_norm)

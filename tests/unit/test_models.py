@@ -111,3 +111,12 @@ def test_gaussian_policy_and_input_normalisation():
     out = model.act(data[:8], torch.zeros(8, 0))
     assert out.actions.shape == (8, 2) and out.actions.dtype == torch.float32
     torch.testing.assert_close(out.logits[:, 2:].exp(), torch.full((8, 2), 0.5))
+
+
+def test_spectral_norm_bounds_the_largest_singular_value():
+    cfg = _cfg(use_rnn=False, use_spectral_norm=True, encoder_mlp_layers=[32, 32])
+    model = ActorCritic(cfg, gym.spaces.Box(-1, 1, (6,), np.float32), gym.spaces.Discrete(2))
+    for _ in range(20):  # power iterations run in training mode
+        model.act(torch.randn(4, 6), torch.zeros(4, 0))
+    lin = model.encoder.net[0]
+    assert torch.linalg.matrix_norm(lin.weight.detach(), ord=2) <= 1.05
