@@ -70,16 +70,15 @@ class Learner:
         self.policy_version = int(state["policy_version"])
 
     # ---------------------------------------------------------------------------------------
-    def _prepare(self, slots: Tensor) -> dict[str, Any]:
+    def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
+        """Copies the trajectories in `slots` `[N]` out of the buffers into a time-major batch on the
+        learning device (`[T(+1), N, ...]`); the slots can be reused as soon as this returns.
+        Touches no model state, so it may run in another thread than `train_batch`."""
         cfg, dev = self.cfg, self.device
         data = self.buffers.gather(slots)
         d = {k: tree_map(lambda x: x.transpose(0, 1).to(dev, non_blocking=True), v) for k, v in data.items()}
         rewards = (d["rewards"] * cfg.reward_scale).clamp(-cfg.reward_clip, cfg.reward_clip)
         terminated, truncated = d["terminated"], d["truncated"]
-        lag = self.policy_version - d["policy_version"]
-        valids = d["is_active"] & (lag <= cfg.max_policy_lag)
-        if getattr(self.model, "obs_normalizer", None) is not None:
-            self.model.obs_normalizer.update(d["obs"][:-1])
         return dict(
             obs=d["obs"],
             rnn_states=d["rnn_states"],
@@ -90,9 +89,15 @@ class Learner:
             rewards=rewards,
             dones=(terminated | truncated).float(),
             trunc=(truncated & ~terminated).float(),
-            valids=valids.float(),
-            lag=lag.float(),
+            is_active=d["is_active"],
+            behavior_version=d["policy_version"],
         )
+
+    def _mask_stale(self, b: dict[str, Any]) -> None:
+        """Adds `lag` (learner version - acting version) and `valids` (active and lag <= max_policy_lag)."""
+        lag = self.policy_version - b.pop("behavior_version")
+        b["valids"] = (b.pop("is_active") & (lag <= self.cfg.max_policy_lag)).float()
+        b["lag"] = lag.float()
 
     @torch.no_grad()
     def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
@@ -106,10 +111,15 @@ class Learner:
         return gae(rewards, values, b["dones"], cfg.gamma, cfg.gae_lambda)
 
     def train(self, slots: Tensor, env_frames: int = 0) -> dict[str, float]:
-        """Trains `ppo_epochs` passes over the trajectories in `slots` `[N]` int64.
+        """Trains `ppo_epochs` passes over the trajectories in `slots` `[N]` int64
+        (`train_batch(prepare_batch(slots))`); the caller returns the slots to the pool afterwards."""
+        return self.train_batch(self.prepare_batch(slots), env_frames)
+
+    def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
+        """Trains `ppo_epochs` passes over a batch from `prepare_batch`.
 
         Args:
-            slots: finished trajectories; the caller returns them to the pool afterwards.
+            b: the batch (consumed).
             env_frames: total env frames so far (for the learning-rate schedule).
         Returns:
             mean statistics of the minibatches (losses, entropy, approx_kl, clip_fraction, grad_norm,
@@ -119,7 +129,9 @@ class Learner:
         lr = learning_rate(cfg, env_frames)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        b = self._prepare(slots)
+        self._mask_stale(b)
+        if getattr(self.model, "obs_normalizer", None) is not None:
+            self.model.obs_normalizer.update(tree_map(lambda x: x[:-1], b["obs"]))
         T, N = b["rewards"].shape
         lag = b["lag"]
         if cfg.with_vtrace:

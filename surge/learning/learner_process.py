@@ -8,6 +8,8 @@ Reports to the main process: ("train", stats), ("saved", kind, path), ("learner_
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
 from queue import Empty
 from typing import Any
@@ -60,40 +62,115 @@ def learner_process_main(
                 restore_learner(model, learner, state)
         weights.publish(model, learner.policy_version)
         report_queue.put(("learner_ready", learner.policy_version))
-        per_iteration = traj_per_iteration(cfg)
-        block = block_pool.block_size
-        pending: list[int] = []
+
+        def do(item: tuple) -> None:
+            """Training and checkpoints touch the model, so they run in order on one thread."""
+            if item[0] == "train":
+                t0 = time.monotonic()
+                stats = learner.train_batch(item[1], env_frames=int(env_frames[0]))
+                stats["train_seconds"] = time.monotonic() - t0
+                weights.publish(model, learner.policy_version)
+                for first_slot in item[2]:  # synchronous mode: blocks come back only after training
+                    block_pool.release(first_slot)
+                report_queue.put(("train", stats))
+            elif item[0] == "save":
+                _, kind, counters = item
+                path = ckpt.save(
+                    learner_checkpoint_state(model, learner, counters),
+                    learner.policy_version,
+                    counters["env_frames"],
+                    kind,
+                )
+                report_queue.put(("saved", kind, str(path)))
+
+        if cfg.train_in_background_thread:
+            trainer = TrainerThread(do)
+            submit = trainer.submit
+        else:
+            trainer, submit = None, do
+        try:
+            _collect(cfg, learner, block_pool, learner_queue, command_queue, submit)
+        finally:
+            if trainer is not None:
+                trainer.finish()
+
+    run_child("learner", report_queue, loop)
+
+
+class TrainerThread:
+    """Runs `do(item)` for submitted items in order on a background thread, one item ahead at most:
+    while it trains on a batch, the process's main thread prepares the next one. An exception in
+    the thread is re-raised on the main thread at the next `submit` or `finish`."""
+
+    def __init__(self, do: Any):
+        self.do = do
+        self.items: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="trainer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
         while True:
+            item = self.items.get()
+            if item is None:
+                return
             try:
-                for cmd in command_queue.get_many(block=False):
-                    if cmd[0] == "stop":
-                        return
-                    if cmd[0] == "save":
-                        _, kind, counters = cmd
-                        state = learner_checkpoint_state(model, learner, counters)
-                        path = ckpt.save(state, learner.policy_version, counters["env_frames"], kind)
-                        report_queue.put(("saved", kind, str(path)))
-            except Empty:
-                pass
+                self.do(item)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self.error = e
+                return
+
+    def _check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def submit(self, item: tuple) -> None:
+        while True:
+            self._check()
             try:
-                pending.extend(learner_queue.get_many(timeout=0.05))
-            except Empty:
+                self.items.put(item, timeout=0.1)
+                return
+            except queue.Full:
                 continue
-            if cfg.sampler_only:  # measure sampling alone: give the blocks straight back
-                for f in pending:
-                    block_pool.release(f)
-                pending.clear()
-                continue
-            if len(pending) * block < per_iteration:
-                continue
-            slots = torch.cat([torch.arange(f, f + block) for f in pending])
-            t0 = time.monotonic()
-            stats = learner.train(slots, env_frames=int(env_frames[0]))
-            stats["train_seconds"] = time.monotonic() - t0
+
+    def finish(self) -> None:
+        """Waits until every submitted item is done, then stops the thread."""
+        if self.thread.is_alive():
+            self.submit(None)  # type: ignore[arg-type]
+            self.thread.join()
+        self._check()
+
+
+def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit) -> None:
+    """The learner's main loop: gather finished blocks into batches, free the blocks as soon as the
+    batch is copied out (after training when `num_minibatches_to_accumulate=0`: synchronous PPO,
+    collection waits), and submit training and checkpoint work in arrival order; return on ("stop",)."""
+    sync = cfg.num_minibatches_to_accumulate == 0
+    per_iteration = traj_per_iteration(cfg)
+    block = block_pool.block_size
+    pending: list[int] = []
+    while True:
+        try:
+            for cmd in command_queue.get_many(block=False):
+                if cmd[0] == "stop":
+                    return
+                submit(cmd)
+        except Empty:
+            pass
+        try:
+            pending.extend(learner_queue.get_many(timeout=0.05))
+        except Empty:
+            continue
+        if not cfg.sampler_only and len(pending) * block < per_iteration:
+            continue
+        if cfg.sampler_only:
             for f in pending:
                 block_pool.release(f)
             pending.clear()
-            weights.publish(model, learner.policy_version)
-            report_queue.put(("train", stats))
-
-    run_child("learner", report_queue, loop)
+            continue
+        batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in pending]))
+        if not sync:
+            for f in pending:
+                block_pool.release(f)
+        submit(("train", batch, list(pending) if sync else []))
+        pending.clear()

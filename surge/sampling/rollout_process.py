@@ -72,20 +72,27 @@ def _request(request_queue: Any, worker_idx: int, split_idx: int, worker: Rollou
 
 
 def _run(worker, worker_idx, request_queue, worker_queue, learner_queue, report_queue, stop_event) -> None:
+    """Steps ready splits until stopped. A split whose next rollout has no free block waits on its
+    own (back-pressure from the learner) while the other splits go on: blocking the whole worker
+    would keep the other split's finished block from the learner, which may be waiting for it."""
     last_report = time.monotonic()
+    waiting: list[int] = []
     while not stop_event.is_set():
+        for s in list(waiting):
+            if worker.start_next_rollout(s):
+                waiting.remove(s)
+                _request(request_queue, worker_idx, s, worker)
         try:
-            ready = worker_queue.get_many(timeout=0.1)
+            ready = worker_queue.get_many(timeout=0.001 if waiting else 0.1)
         except Empty:
             ready = []
         for s in ready:
             finished = worker.advance(s)
             if finished is not None:
                 learner_queue.put(int(finished[0]))
-                while not worker.start_next_rollout(s):  # back-pressure: the learner holds our blocks
-                    if stop_event.is_set():
-                        return
-                    time.sleep(0.001)
+                if not worker.start_next_rollout(s):
+                    waiting.append(s)
+                    continue
             _request(request_queue, worker_idx, s, worker)
         now = time.monotonic()
         if now - last_report >= REPORT_INTERVAL_SEC:

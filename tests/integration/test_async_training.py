@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from surge.cfg.cli import parse_cfg
@@ -48,8 +49,16 @@ def _shm():
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
-def test_async_cartpole_trains_and_resumes(tmp_path):
-    args = ["--env=cartpole", "--experiment=a", f"--train_dir={tmp_path}", *FAST]
+MODES = {
+    "appo": [],
+    "sync_foreground": ["--num_minibatches_to_accumulate=0", "--train_in_background_thread=False"],
+    "two_inference_workers_one_split": ["--policy_workers_per_policy=2", "--worker_num_splits=1"],
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_async_cartpole_trains_and_resumes(tmp_path, mode):
+    args = ["--env=cartpole", "--experiment=a", f"--train_dir={tmp_path}", *FAST, *MODES[mode]]
     assert train(parse_cfg([*args, "--train_for_env_steps=4000"])) == "done"
     ckpts = sorted((tmp_path / "a" / "checkpoint_p0").glob("checkpoint_*.pth"))
     state = torch.load(ckpts[-1], weights_only=True)

@@ -83,7 +83,8 @@ def test_samples_older_than_max_policy_lag_are_masked(tmp_path):
         sampler.step()
         slots = sampler.take(traj_per_iteration(cfg))
     c.learner.policy_version = 6  # every sample was produced by version 0: lag 6 > 5
-    b = c.learner._prepare(slots)
+    b = c.learner.prepare_batch(slots)
+    c.learner._mask_stale(b)
     assert b["valids"].sum() == 0 and b["lag"].min() == 6
     before = [p.detach().clone() for p in c.model.parameters()]
     stats = c.learner.train(slots)
