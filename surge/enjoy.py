@@ -56,6 +56,7 @@ def enjoy(cfg: Any) -> dict[str, Any]:
     folder = ExperimentFolder(cfg)
     if hasattr(cfg, "atari_episodic_life"):
         cfg.atari_episodic_life = False
+    cfg.batched_sampling = False
     render_mode = "rgb_array" if cfg.save_video else (None if cfg.no_render else "human")
     env = make_env(cfg, render_mode=render_mode)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")

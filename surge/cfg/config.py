@@ -110,6 +110,12 @@ class Config:
     )
     num_envs_per_worker: int = param(2, "Envs per rollout worker; must be divisible by worker_num_splits.")
     worker_num_splits: int = param(2, "Groups of envs per worker for double-buffered sampling (1: off).")
+    batched_sampling: bool = param(
+        False,
+        "Each env of a worker is a gymnasium vector env of env_agents copies, "
+        "stepped as one batch (EnvPool families are always batched).",
+    )
+    env_agents: int = param(16, "Sub-envs of one batched env (batched_sampling, envpool_ families).")
     num_policies: int = param(1, "Policies trained jointly.")
     policy_workers_per_policy: int = param(1, "Inference workers per policy.")
     max_policy_lag: int = param(100, "Samples older than this many policy versions are masked out.")

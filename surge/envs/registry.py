@@ -31,6 +31,8 @@ class EnvFamily:
         extra_params: a dataclass type whose fields become config fields (`--env_frameskip`).
         default_overrides: config field -> default value for this family.
         names: the env names the family offers (for `--help` and error messages).
+        exact: the prefix is a whole env name.
+        batched: the factory returns a batched env (`surge.envs.batched`) already.
     """
 
     prefix: str
@@ -39,6 +41,7 @@ class EnvFamily:
     default_overrides: dict[str, Any] = field(default_factory=dict)
     names: tuple[str, ...] = ()
     exact: bool = False
+    batched: bool = False
 
     def matches(self, env_name: str) -> bool:
         return env_name == self.prefix if self.exact else env_name.startswith(self.prefix)
@@ -56,6 +59,7 @@ def register_env_family(
     default_overrides: dict[str, Any] | None = None,
     names: tuple[str, ...] = (),
     exact: bool = False,
+    batched: bool = False,
 ) -> EnvFamily:
     """Registers (or replaces) an env family; see `EnvFamily` for the arguments.
 
@@ -64,7 +68,9 @@ def register_env_family(
     """
     if extra_params is not None and not dataclasses.is_dataclass(extra_params):
         raise ValueError(f"extra_params of family {prefix!r} must be a dataclass type, got {extra_params!r}")
-    fam = EnvFamily(prefix, make_env, extra_params, dict(default_overrides or {}), tuple(names), exact)
+    fam = EnvFamily(
+        prefix, make_env, extra_params, dict(default_overrides or {}), tuple(names), exact, batched
+    )
     _FAMILIES[:] = [f for f in _FAMILIES if not (f.prefix == prefix and f.exact == exact)]
     _FAMILIES.append(fam)
     return fam
@@ -79,7 +85,7 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from surge.envs import atari, classic  # noqa: F401  (they register themselves)
+        from surge.envs import atari, classic, envpool_family  # noqa: F401  (they register themselves)
 
 
 def _gym_family() -> EnvFamily:
@@ -123,7 +129,12 @@ def find_family(env_name: str) -> EnvFamily:
 def make_env(cfg: Any, render_mode: str | None = None, env_name: str | None = None) -> Any:
     """Makes the env of `cfg.env` and returns it as a multi-agent env (see `multi_agent`)."""
     name = env_name or cfg.env
-    env = find_family(name).make_env(name, cfg, render_mode)
+    family = find_family(name)
+    if getattr(cfg, "batched_sampling", False) and not family.batched:
+        from surge.envs.batched import GymVectorAsMultiAgent
+
+        return GymVectorAsMultiAgent(lambda: family.make_env(name, cfg, render_mode), int(cfg.env_agents))
+    env = family.make_env(name, cfg, render_mode)
     if not is_multi_agent_env(env):
         env = SingleAgentAsMultiAgent(env)
     return env

@@ -85,11 +85,11 @@ def learner_process_main(
 
         if cfg.train_in_background_thread:
             trainer = TrainerThread(do)
-            submit = trainer.submit
+            submit, drop = trainer.submit, trainer.drop_pending
         else:
-            trainer, submit = None, do
+            trainer, submit, drop = None, do, lambda: 0
         try:
-            _collect(cfg, learner, block_pool, learner_queue, command_queue, submit)
+            _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, drop)
         finally:
             if trainer is not None:
                 trainer.finish()
@@ -133,6 +133,16 @@ class TrainerThread:
             except queue.Full:
                 continue
 
+    def drop_pending(self) -> int:
+        """Discards submitted items not yet started (at the final checkpoint); returns how many."""
+        dropped = 0
+        while True:
+            try:
+                self.items.get_nowait()
+                dropped += 1
+            except queue.Empty:
+                return dropped
+
     def finish(self) -> None:
         """Waits until every submitted item is done, then stops the thread."""
         if self.thread.is_alive():
@@ -141,7 +151,7 @@ class TrainerThread:
         self._check()
 
 
-def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit) -> None:
+def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, drop) -> None:
     """The learner's main loop: gather finished blocks into batches, free the blocks as soon as the
     batch is copied out (after training when `num_minibatches_to_accumulate=0`: synchronous PPO,
     collection waits), and submit training and checkpoint work in arrival order; return on ("stop",)."""
@@ -154,6 +164,11 @@ def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit) -> 
             for cmd in command_queue.get_many(block=False):
                 if cmd[0] == "stop":
                     return
+                if cmd[0] == "save" and cmd[1] == "final":  # stopping: skip batches not yet started
+                    dropped = drop()
+                    if dropped:
+                        log.info("Learner: %d queued batch(es) not trained at the stop", dropped)
+                    cmd = ("save", "checkpoint", cmd[2])
                 submit(cmd)
         except Empty:
             pass

@@ -77,7 +77,7 @@ class AsyncPlacement:
         cfg = self.cfg
         seed_everything(cfg.seed)
         info = env_info(cfg)
-        self.num_agents, self.frameskip = info.num_agents, info.frameskip
+        self.num_agents, self.frameskip = info.agents_per_step, info.frameskip
         model = make_actor_critic(cfg, info.observation_space, info.action_space)
         if self.resume_state is not None:
             model.load_state_dict(self.resume_state["model"])
@@ -272,7 +272,8 @@ class AsyncPlacement:
         self.env_frames[0] = env_frames
 
     def save(self, kind: str, counters: dict[str, Any]) -> None:
-        """Asks the learner to write a checkpoint (asynchronously; the final one is awaited in close)."""
+        """Asks the learner to write a checkpoint (asynchronously; the final one is awaited in close).
+        Kind "final" is a regular checkpoint for which the learner skips batches it has not started."""
         if "learner" in self.procs and self.procs["learner"].is_alive():
             self.command_queue.put(("save", kind, counters))
 

@@ -26,15 +26,18 @@ class EnvInfo:
 
     observation_space: Any
     action_space: Any
-    num_agents: int
+    num_agents: int  # agents of one env object (the sub-envs of a batched env)
     frameskip: int
+    agents_per_step: int  # agent steps per env step: 1 for a batched env's sub-env, else num_agents
 
 
 def env_info(cfg: Any) -> EnvInfo:
     """Makes one env to read its spaces and number of agents, then closes it."""
     env = make_env(cfg)
     try:
-        return EnvInfo(env.observation_space, env.action_space, int(env.num_agents), env_frameskip(cfg))
+        n = int(env.num_agents)
+        per_step = 1 if getattr(env, "is_batched", False) else n
+        return EnvInfo(env.observation_space, env.action_space, n, env_frameskip(cfg), per_step)
     finally:
         env.close()
 

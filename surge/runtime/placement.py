@@ -80,7 +80,7 @@ class SerialPlacement:
 
     def start(self) -> None:
         self.c = c = build_components(self.cfg)
-        self.num_agents, self.frameskip = c.info.num_agents, c.info.frameskip
+        self.num_agents, self.frameskip = c.info.agents_per_step, c.info.frameskip
         if self.resume_state is not None:
             restore_learner(c.model, c.learner, self.resume_state)
             c.inference.policy_version = c.learner.policy_version
@@ -110,6 +110,7 @@ class SerialPlacement:
 
     def save(self, kind: str, counters: dict[str, Any]) -> None:
         c = self.c
+        kind = "checkpoint" if kind == "final" else kind
         path = self.ckpt.save(
             learner_checkpoint_state(c.model, c.learner, counters),
             c.learner.policy_version,

@@ -78,6 +78,7 @@ class TrainingRun:
             m.history.append((self.start_time, m.env_frames))
             while self._step():
                 pass
+            self.end_time = time.time()
             finished = not self.stop_requested
         except ChildProcessFailed as e:
             log.error("Stopping: %s", e)
@@ -88,7 +89,7 @@ class TrainingRun:
             try:
                 m.tick(force=True)
                 if not cfg.benchmark and hasattr(self, "start_time"):
-                    p.save("checkpoint", self._counters())
+                    p.save("final", self._counters())
             finally:
                 p.close()
                 m.close()
@@ -109,7 +110,7 @@ class TrainingRun:
         if self.first_frames is None:
             return
         t0, f0 = self.first_frames
-        seconds = max(1e-9, time.time() - t0)
+        seconds = max(1e-9, getattr(self, "end_time", time.time()) - t0)
         self.summary = {
             "env_frames": m.env_frames - f0,
             "seconds": seconds,

@@ -52,6 +52,18 @@ def _stack_obs(obs_list: list, space: gym.Space):
     return torch.from_numpy(np.stack(obs_list).astype(space.dtype, copy=False))
 
 
+def _as_tensor_tree(obs):
+    if isinstance(obs, dict):
+        return {k: _as_tensor_tree(v) for k, v in obs.items()}
+    return torch.from_numpy(np.ascontiguousarray(obs))
+
+
+def _cat_obs(parts: list):
+    if isinstance(parts[0], dict):
+        return {k: _cat_obs([p[k] for p in parts]) for k in parts[0]}
+    return np.concatenate(parts)
+
+
 class RolloutWorker:
     """Steps `len(env_splits) × envs_per_split` envs for one policy's trajectory buffers.
 
@@ -81,6 +93,7 @@ class RolloutWorker:
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
         self.num_agents = env0.num_agents
         self.is_box_action = isinstance(self.action_space, gym.spaces.Box)
+        self.is_batched = bool(getattr(env0, "is_batched", False))
         self.splits: list[SplitState] = []
         for envs, pool in zip(env_splits, slot_pools, strict=True):
             slots = pool.get(len(envs) * self.num_agents)
@@ -101,10 +114,16 @@ class RolloutWorker:
                     flat = (self.worker_idx * len(self.splits) + s_idx) * envs_per_split + e_idx
                     env_seed = seed * 100003 + flat
                 obs, _ = env.reset(seed=env_seed)
-                if self.cfg.decorrelate_envs_on_one_worker:
+                if self.cfg.decorrelate_envs_on_one_worker and not self.is_batched:
                     obs = self._random_steps(env, obs, random.randrange(self.rollout))
-                obs_all.extend(obs)
-            self._write_obs(split, 0, obs_all)
+                if self.is_batched:
+                    obs_all.append(obs)
+                else:
+                    obs_all.extend(obs)
+            if self.is_batched:
+                tree_assign(self.buffers.obs, (split.slots, 0), _as_tensor_tree(_cat_obs(obs_all)))
+            else:
+                self._write_obs(split, 0, obs_all)
             self.buffers.rnn_states[split.slots, 0] = 0.0
 
     def _random_steps(self, env: Any, obs: list, n: int) -> list:
@@ -147,12 +166,34 @@ class RolloutWorker:
         """
         split = self.splits[split_idx]
         actions = self._env_actions(split)
-        n_ag, t = self.num_agents, split.t
+        t = split.t
+        if self.is_batched:
+            obs_all, rewards, terminated, truncated, active = self._step_batched(split, actions)
+        else:
+            obs_all, rewards, terminated, truncated, active = self._step_envs(split, actions)
+        buf, slots = self.buffers, split.slots
+        buf.rewards[slots, t] = torch.from_numpy(rewards)
+        buf.terminated[slots, t] = torch.from_numpy(terminated)
+        buf.truncated[slots, t] = torch.from_numpy(truncated)
+        buf.is_active[slots, t] = torch.from_numpy(active)
+        if self.is_batched:
+            tree_assign(self.buffers.obs, (split.slots, t + 1), _as_tensor_tree(obs_all))
+        else:
+            self._write_obs(split, t + 1, obs_all)
+        done = terminated | truncated
+        if done.any():
+            buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
+        split.t = t + 1
+        return split.slots if split.t == self.rollout else None
+
+    def _step_envs(self, split: SplitState, actions: np.ndarray):
+        """Steps each multi-agent env of the split; returns obs list and per-agent arrays."""
+        n_ag, n = self.num_agents, len(split.slots)
         obs_all: list = []
-        rewards = np.empty(len(split.slots), dtype=np.float32)
-        terminated = np.zeros(len(split.slots), dtype=bool)
-        truncated = np.zeros(len(split.slots), dtype=bool)
-        active = np.ones(len(split.slots), dtype=bool)
+        rewards = np.empty(n, dtype=np.float32)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        active = np.ones(n, dtype=bool)
         for e_idx, env in enumerate(split.envs):
             lo = e_idx * n_ag
             obs, rew, term, trunc, infos = env.step(list(actions[lo : lo + n_ag]))
@@ -169,17 +210,25 @@ class RolloutWorker:
                 if ep is not None:
                     split.episodes.append(EpisodeStats(float(np.asarray(ep["r"])), int(np.asarray(ep["l"]))))
         split.env_steps += len(split.envs)
-        buf, slots = self.buffers, split.slots
-        buf.rewards[slots, t] = torch.from_numpy(rewards)
-        buf.terminated[slots, t] = torch.from_numpy(terminated)
-        buf.truncated[slots, t] = torch.from_numpy(truncated)
-        buf.is_active[slots, t] = torch.from_numpy(active)
-        self._write_obs(split, t + 1, obs_all)
-        done = terminated | truncated
-        if done.any():
-            buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
-        split.t = t + 1
-        return split.slots if split.t == self.rollout else None
+        return obs_all, rewards, terminated, truncated, active
+
+    def _step_batched(self, split: SplitState, actions: np.ndarray):
+        """Steps each batched env of the split (see `surge.envs.batched`); arrays end to end."""
+        n_ag = self.num_agents
+        parts = [env.step(actions[e * n_ag : (e + 1) * n_ag]) for e, env in enumerate(split.envs)]
+        for _, _, _, _, info in parts:
+            split.episodes.extend(EpisodeStats(r, length) for _, r, length in info.episodes)
+        split.env_steps += len(split.envs) * n_ag  # one call steps every sub-env
+        cat = np.concatenate
+        if len(parts) == 1:
+            obs, rew, term, trunc, info = parts[0]
+            active = ~info.inactive if info.inactive is not None else np.ones(n_ag, dtype=bool)
+            return obs, rew, term, trunc, active
+        obs = _cat_obs([p[0] for p in parts])
+        active = cat(
+            [~p[4].inactive if p[4].inactive is not None else np.ones(n_ag, dtype=bool) for p in parts]
+        )
+        return obs, cat([p[1] for p in parts]), cat([p[2] for p in parts]), cat([p[3] for p in parts]), active
 
     def start_next_rollout(self, split_idx: int) -> bool:
         """Moves a split whose rollout finished to fresh slots (carrying the bootstrap step over).
@@ -204,7 +253,7 @@ class RolloutWorker:
         return out
 
     def pop_env_steps(self) -> int:
-        """Env steps (calls of `env.step`, not frames) since the last call."""
+        """Env steps since the last call: calls of `env.step` of each (sub-)env, not frames."""
         total = sum(s.env_steps for s in self.splits)
         for s in self.splits:
             s.env_steps = 0

@@ -1,0 +1,83 @@
+"""EnvPool Atari as a batched env family: `envpool_breakout` steps `--env_agents` Breakout games in
+EnvPool's C++ thread pool, with the same preprocessing as the `atari_` family (noop reset,
+frameskip 4 with max-pool, 84x84 grayscale, 4-frame stack, episodic life, fire reset, sign clipping,
+repeat_action_probability 0 as in NoFrameskip-v4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from surge.cfg.config import param
+from surge.envs.atari import ATARI_DEFAULTS
+from surge.envs.batched import EnvPoolAsMultiAgent
+from surge.envs.registry import register_env_family
+from surge.errors import ConfigError, EnvError
+
+
+@dataclass
+class EnvPoolParams:
+    env_agents: int = param(
+        16, "Sub-envs stepped as one batch by each EnvPool env (agents of the batched env)."
+    )
+    envpool_num_threads: int = param(1, "EnvPool's own C++ threads per batched env (0: EnvPool's default).")
+    env_frameskip: int = param(4, "Emulator frames per env step (max-pooled over the last two).")
+    env_framestack: int = param(4, "Stacked frames per observation.")
+    atari_episodic_life: bool = param(True, "A lost life ends the training episode (not the game).")
+    atari_clip_reward: bool = param(True, "Rewards become their sign (statistics stay in game score).")
+    atari_noop_max: int = param(30, "Up to this many no-op actions after each reset.")
+    atari_max_episode_frames: int = param(108000, "Games are truncated after this many emulator frames.")
+
+
+#: as the atari_ family, with one batched env per split
+ENVPOOL_DEFAULTS = {**ATARI_DEFAULTS, "num_envs_per_worker": 1, "worker_num_splits": 1}
+
+
+def _task_id(full_env_name: str) -> str:
+    import envpool
+
+    from surge.envs.atari import atari_env_id
+
+    gym_id = atari_env_id("atari_" + full_env_name[len("envpool_") :])  # e.g. BreakoutNoFrameskip-v4
+    task = gym_id.split("NoFrameskip")[0].split("/")[-1].split("-")[0] + "-v5"
+    if task not in envpool.list_all_envs():
+        raise ConfigError("env", f"EnvPool has no Atari task {task!r}.", "use an atari_ env instead.")
+    return task
+
+
+def make_envpool_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> EnvPoolAsMultiAgent:
+    """An `EnvPoolAsMultiAgent` of `cfg.env_agents` Atari games.
+
+    Raises:
+        EnvError: envpool is not installed.
+    """
+    try:
+        import envpool
+    except ImportError as e:
+        raise EnvError("the envpool_ family needs EnvPool: pip install envpool") from e
+    skip = int(cfg.env_frameskip)
+    pool = envpool.make(
+        _task_id(full_env_name),
+        env_type="gymnasium",
+        num_envs=int(cfg.env_agents),
+        batch_size=int(cfg.env_agents),
+        num_threads=int(cfg.envpool_num_threads),
+        seed=int(cfg.seed or 0),
+        episodic_life=bool(cfg.atari_episodic_life),
+        reward_clip=bool(cfg.atari_clip_reward),
+        noop_max=int(cfg.atari_noop_max),
+        frame_skip=skip,
+        stack_num=int(cfg.env_framestack),
+        img_height=84,
+        img_width=84,
+        gray_scale=True,
+        repeat_action_probability=0.0,
+        use_fire_reset=True,
+        max_episode_steps=int(cfg.atari_max_episode_frames) // skip,
+    )
+    return EnvPoolAsMultiAgent(pool)
+
+
+register_env_family(
+    "envpool_", make_envpool_env, extra_params=EnvPoolParams, default_overrides=ENVPOOL_DEFAULTS
+)

@@ -1,0 +1,94 @@
+"""Batched sampling: gymnasium vector envs (--batched_sampling) and EnvPool (envpool_ family) feed
+the same trajectory buffers, in the serial and the async placement."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+
+from surge.cfg.cli import parse_cfg
+from surge.envs.registry import make_env
+from surge.runtime.training_run import TrainingRun
+
+HAS_ENVPOOL = importlib.util.find_spec("envpool") is not None
+
+
+def _run(tmp_path, *args):
+    cfg = parse_cfg(
+        [
+            f"--train_dir={tmp_path}",
+            "--experiment=b",
+            "--decorrelate_experience_max_seconds=0",
+            "--seed=0",
+            "--set_workers_cpu_affinity=False",
+            *args,
+        ]
+    )
+    run = TrainingRun(cfg)
+    assert run.run() == "done"
+    return run
+
+
+@pytest.mark.parametrize("placement", ["--serial_mode=True", "--serial_mode=False"])
+def test_gym_vector_batched_cartpole_trains(tmp_path, placement):
+    run = _run(
+        tmp_path,
+        "--env=cartpole",
+        "--batched_sampling=True",
+        "--env_agents=4",
+        "--num_workers=2",
+        "--num_envs_per_worker=2",
+        "--train_for_env_steps=30000",
+        placement,
+    )
+    m = run.monitor
+    assert m.env_frames >= 30000 and m.agent_steps == m.env_steps  # every sub-env step is one agent step
+    assert m.episodes > 0 and np.mean(m.returns) > 20  # episodes reported from the vector env's infos
+
+
+@pytest.mark.skipif(not HAS_ENVPOOL, reason="envpool not installed")
+def test_envpool_reset_steps_are_inactive_and_games_are_whole():
+    cfg = parse_cfg(["--env=envpool_breakout", "--env_agents=3", "--seed=1", "--train_dir=/tmp/unused"])
+    env = make_env(cfg)
+    assert env.is_batched and env.num_agents == 3
+    obs, _ = env.reset()
+    assert obs.shape == (3, 4, 84, 84) and obs.dtype == np.uint8
+    prev_done = np.zeros(3, dtype=bool)
+    games = []
+    for _ in range(3000):
+        obs, rew, term, trunc, info = env.step(np.random.randint(0, 4, 3))
+        if prev_done.any():  # the step after an episode end is EnvPool's reset step
+            assert (
+                info.inactive is not None
+                and (info.inactive == prev_done).all()
+                and (rew[prev_done] == 0).all()
+            )
+            assert term[prev_done].all()
+        prev_done = (term | trunc) & ~(info.inactive if info.inactive is not None else False)
+        games += info.episodes
+        if len(games) >= 2:
+            break
+    assert len(games) >= 2
+    # a whole Breakout game lasts several lives: far longer than one life's ~30-60 steps
+    assert all(length > 60 for _, _, length in games)
+    env.close()
+
+
+@pytest.mark.skipif(not HAS_ENVPOOL, reason="envpool not installed")
+def test_envpool_breakout_trains_async(tmp_path):
+    _run(
+        tmp_path,
+        "--env=envpool_breakout",
+        "--env_agents=4",
+        "--num_workers=2",
+        "--rollout=32",
+        "--batch_size=64",
+        "--num_batches_per_iteration=1",
+        "--ppo_epochs=1",
+        "--train_for_env_steps=6000",
+    )
+    state = torch.load(
+        sorted((tmp_path / "b" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1], weights_only=True
+    )
+    assert state["env_frames"] >= 6000 and state["learner"]["policy_version"] > 0
