@@ -85,7 +85,7 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from surge.envs import atari, classic, envpool_family  # noqa: F401  (they register themselves)
+        from surge.envs import atari, classic, envpool_family, mujoco_family  # noqa: F401  (they register themselves)
 
 
 def _gym_family() -> EnvFamily:
