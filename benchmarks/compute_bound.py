@@ -1,0 +1,115 @@
+"""The compute bound of a benchmark config: what 2 cores could do if every core-second went into
+the env, one inference pass and `ppo_epochs` training passes per agent step, and nothing else.
+
+    python benchmarks/compute_bound.py --config pong_example
+
+For each config it measures, on one core (torch with 1 thread, env in this process):
+  env      core-seconds per env step of the env alone (random actions, standard preprocessing),
+  infer    core-seconds per sample of one forward pass at the inference batch size,
+  train    core-seconds per sample of `ppo_epochs` passes (forward, backward, Adam) at batch_size,
+and prints `bound = cores / (env + infer + train)` in env frames/s (× frameskip).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from configs import CONFIGS  # noqa: E402
+
+from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.cfg.config import env_frameskip  # noqa: E402
+from surge.envs.registry import make_env  # noqa: E402
+from surge.models.actor_critic import make_actor_critic  # noqa: E402
+
+
+def _time(fn, min_seconds: float = 2.0) -> float:
+    """Seconds per call of `fn`, after one warm-up call."""
+    fn()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < min_seconds:
+        fn()
+        n += 1
+    return (time.perf_counter() - t0) / n
+
+
+def env_seconds_per_step(cfg) -> float:
+    """Core-seconds per env step (per sub-env step for batched envs) with random actions."""
+    env = make_env(cfg)
+    env.reset(seed=0)
+    n = env.num_agents
+    batched = getattr(env, "is_batched", False)
+    space = env.action_space
+
+    def step():
+        acts = [space.sample() for _ in range(n)]
+        env.step(np.stack(acts) if batched else acts)
+
+    per_call = _time(step)
+    env.close()
+    return per_call / (n if batched else 1)
+
+
+def model_seconds(cfg, env_info) -> tuple[float, float]:
+    """Core-seconds per sample of inference (batch = agents of one split) and of training."""
+    obs_space, action_space, n_agents = env_info
+    model = make_actor_critic(cfg, obs_space, action_space)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    per_split = max(1, cfg.num_envs_per_worker // cfg.worker_num_splits) * n_agents
+    infer_batch = per_split * (cfg.num_workers if cfg.serial_mode else 1)
+
+    def sample_obs(b):
+        return torch.as_tensor(np.stack([obs_space.sample() for _ in range(b)]))
+
+    obs = sample_obs(infer_batch)
+    h = torch.zeros(infer_batch, model.rnn_state_size)
+    t_inf = _time(lambda: model.act(obs, h)) / infer_batch
+    T = cfg.recurrence if not cfg.with_vtrace else cfg.rollout
+    B = max(1, cfg.batch_size // T)
+    tobs = sample_obs(T * B).reshape(T, B, *obs_space.shape)
+    states = torch.zeros(T, B, model.rnn_state_size)
+    dones = torch.zeros(T, B)
+
+    def train_step():
+        logits, values = model.evaluate(tobs, states, dones, T)
+        loss = logits.pow(2).mean() + values.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    t_train = _time(train_step) / (T * B) * cfg.ppo_epochs
+    return t_inf, t_train
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", action="append", help="config name (default: all)", choices=sorted(CONFIGS))
+    p.add_argument("--cores", type=int, default=os.cpu_count())
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    print(
+        f"| config | env ms/step | infer ms/sample | train ms/sample | bound env frames/s ({args.cores} cores) |"
+    )
+    print("|---|---|---|---|---|")
+    for name in args.config or sorted(CONFIGS):
+        c = CONFIGS[name]
+        cfg = parse_cfg([*c.surge_args, "--train_dir=/tmp/surge_compute_bound", "--experiment=cb"])
+        env = make_env(cfg)
+        info = (env.observation_space, env.action_space, env.num_agents)
+        env.close()
+        t_env = env_seconds_per_step(cfg)
+        t_inf, t_train = model_seconds(cfg, info)
+        bound = args.cores / (t_env + t_inf + t_train) * env_frameskip(cfg)
+        print(f"| {name} | {t_env * 1e3:.3f} | {t_inf * 1e3:.3f} | {t_train * 1e3:.3f} | {bound:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

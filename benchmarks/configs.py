@@ -1,0 +1,138 @@
+"""Benchmark configs: the same env, model, rollout, batch and workers for surge and Sample Factory
+2.1.1, each in its own flag spelling (SF2 renamed ppo_epochs to num_epochs and
+num_batches_per_iteration to num_batches_per_epoch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class BenchConfig:
+    """One row of the benchmark table.
+
+    Attributes:
+        surge_args: `surge train` flags (without experiment / train_dir / budget).
+        sf_module: the Sample Factory example module that registers the env.
+        sf_args: its flags.
+        frames: env frames per run (Sample Factory counts frames, frameskip included).
+        surge_modes / sf_modes: placements to try; the table reports each and the best.
+    """
+
+    surge_args: list[str]
+    sf_module: str
+    sf_args: list[str]
+    frames: int
+    surge_modes: dict[str, list[str]] = field(
+        default_factory=lambda: {"async": ["--serial_mode=False"], "serial": ["--serial_mode=True"]}
+    )
+    sf_modes: dict[str, list[str]] = field(
+        default_factory=lambda: {
+            "async": ["--serial_mode=False", "--async_rl=True"],
+            "serial": ["--serial_mode=True", "--async_rl=False"],
+        }
+    )
+
+
+_COMMON = ["--num_workers=2", "--device=cpu", "--seed=1"]
+
+CONFIGS: dict[str, BenchConfig] = {
+    # Sample Factory's gym example command line (sf_examples/train_gym_env.py docstring)
+    "cartpole": BenchConfig(
+        surge_args=[
+            "--env=CartPole-v1",
+            *_COMMON,
+            "--use_rnn=False",
+            "--recurrence=1",
+            "--with_vtrace=False",
+            "--num_envs_per_worker=20",
+            "--policy_workers_per_policy=2",
+            "--batch_size=512",
+            "--reward_scale=0.1",
+            "--normalize_input=True",
+            "--encoder_type=mlp",
+            "--encoder_subtype=mlp",
+        ],
+        sf_module="sf_examples.train_gym_env",
+        sf_args=[
+            "--env=CartPole-v1",
+            *_COMMON,
+            "--algo=APPO",
+            "--use_rnn=False",
+            "--recurrence=1",
+            "--with_vtrace=False",
+            "--num_envs_per_worker=20",
+            "--policy_workers_per_policy=2",
+            "--batch_size=512",
+            "--reward_scale=0.1",
+        ],
+        frames=1_000_000,
+    ),
+    # Sample Factory's Atari example (= CleanRL PPO): Nature CNN, rollout 128, 4 epochs x 4 x 256
+    "pong_example": BenchConfig(
+        surge_args=["--env=atari_pong", *_COMMON, "--num_envs_per_worker=4", "--worker_num_splits=1"],
+        sf_module="sf_examples.atari.train_atari",
+        sf_args=["--env=atari_pong", *_COMMON, "--num_envs_per_worker=4", "--worker_num_splits=1"],
+        frames=200_000,
+    ),
+    # the seed's paper settings: 1 epoch, rollout 32, batch 512
+    "pong_1epoch": BenchConfig(
+        surge_args=[
+            "--env=atari_pong",
+            *_COMMON,
+            "--num_envs_per_worker=8",
+            "--worker_num_splits=2",
+            "--rollout=32",
+            "--batch_size=512",
+            "--num_batches_per_iteration=1",
+            "--ppo_epochs=1",
+        ],
+        sf_module="sf_examples.atari.train_atari",
+        sf_args=[
+            "--env=atari_pong",
+            *_COMMON,
+            "--num_envs_per_worker=8",
+            "--worker_num_splits=2",
+            "--rollout=32",
+            "--batch_size=512",
+            "--num_batches_per_epoch=1",
+            "--num_epochs=1",
+        ],
+        frames=400_000,
+    ),
+    # EnvPool batched sampling, Atari example learning settings
+    "breakout_envpool": BenchConfig(
+        surge_args=[
+            "--env=envpool_breakout",
+            *_COMMON,
+            "--env_agents=16",
+            "--num_envs_per_worker=1",
+            "--worker_num_splits=1",
+        ],
+        sf_module="sf_examples.envpool.atari.train_envpool_atari",
+        sf_args=[
+            "--env=atari_breakout",
+            *_COMMON,
+            "--env_agents=16",
+            "--num_envs_per_worker=1",
+            "--worker_num_splits=1",
+            "--batch_size=256",
+            "--rollout=128",
+            "--num_epochs=4",
+            "--num_batches_per_epoch=4",
+            "--normalize_input=False",
+        ],
+        frames=300_000,
+        sf_modes={
+            "async": ["--serial_mode=False", "--async_rl=True", "--batched_sampling=True"],
+            "serial": ["--serial_mode=True", "--async_rl=False", "--batched_sampling=True"],
+        },
+    ),
+    # Sample Factory's MuJoCo example
+    "halfcheetah": BenchConfig(
+        surge_args=["--env=mujoco_halfcheetah", *_COMMON, "--num_envs_per_worker=8"],
+        sf_module="sf_examples.mujoco.train_mujoco",
+        sf_args=["--env=mujoco_halfcheetah", *_COMMON, "--num_envs_per_worker=8"],
+        frames=300_000,
+    ),
+}
