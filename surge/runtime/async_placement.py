@@ -11,7 +11,6 @@ strategy, so no /dev/shm file outlives the processes.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from queue import Empty
 from typing import Any
@@ -24,7 +23,7 @@ from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.learning.learner_process import learner_process_main
 from surge.models.actor_critic import make_actor_critic
-from surge.runtime.components import env_info, seed_everything, traj_per_iteration
+from surge.runtime.components import blocks_per_split, env_info, seed_everything
 from surge.runtime.placement import StepReport
 from surge.runtime.shared_state import BlockPool, SharedWeights
 from surge.sampling.inference_process import inference_process_main
@@ -41,20 +40,6 @@ def _queue():
     from faster_fifo import Queue
 
     return Queue(max_size_bytes=QUEUE_BYTES)
-
-
-def blocks_per_split(cfg: Any, num_agents: int) -> int:
-    """Trajectory blocks each (worker, split) owns. The learner may hold an iteration's worth of
-    blocks, times the accumulation Sample Factory allows (`num_minibatches_to_accumulate`, -1 =
-    2 x num_batches_per_iteration, 0 = none), while each split keeps one in progress."""
-    agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
-    owners = cfg.num_workers * cfg.worker_num_splits
-    per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split)
-    acc = cfg.num_minibatches_to_accumulate
-    iterations = 2 if acc < 0 else max(1, math.ceil(acc / cfg.num_batches_per_iteration)) if acc > 0 else 1
-    held = math.ceil(per_iteration_blocks * iterations / owners)
-    extra = 0 if acc == 0 else 1
-    return max(cfg.min_traj_buffers_per_worker if acc != 0 else 1, held + extra)
 
 
 class AsyncPlacement:

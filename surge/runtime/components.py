@@ -3,6 +3,7 @@ The placements (serial now, multi-process later) only decide where these run."""
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -11,11 +12,11 @@ import numpy as np
 import torch
 
 from surge.cfg.config import env_frameskip
-from surge.data.slot_pool import SlotPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.registry import make_env
 from surge.learning.learner import Learner
 from surge.models.actor_critic import make_actor_critic
+from surge.runtime.shared_state import BlockPool
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.rollout_worker import RolloutWorker
 
@@ -54,17 +55,31 @@ def seed_everything(seed: int | None) -> None:
         torch.manual_seed(seed)
 
 
-def num_trajectory_slots(cfg: Any, num_agents: int) -> int:
-    """Slots for: every agent's current rollout × min_traj_buffers_per_worker, plus one iteration
-    of the learner's trajectories."""
-    agents = cfg.num_workers * cfg.num_envs_per_worker * num_agents
-    per_iteration = traj_per_iteration(cfg)
-    return agents * max(2, cfg.min_traj_buffers_per_worker) + per_iteration
-
-
 def traj_per_iteration(cfg: Any) -> int:
     """Trajectories (one agent's rollout each) the learner trains on per iteration."""
     return max(1, cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
+
+
+def blocks_per_split(cfg: Any, num_agents: int) -> int:
+    """Trajectory blocks each (worker, split) owns. The learner may hold an iteration's worth of
+    blocks, times the accumulation Sample Factory allows (`num_minibatches_to_accumulate`, -1 =
+    2 x num_batches_per_iteration, 0 = none), while each split keeps one in progress."""
+    agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
+    owners = cfg.num_workers * cfg.worker_num_splits
+    per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split)
+    acc = cfg.num_minibatches_to_accumulate
+    iterations = 2 if acc < 0 else max(1, math.ceil(acc / cfg.num_batches_per_iteration)) if acc > 0 else 1
+    held = math.ceil(per_iteration_blocks * iterations / owners)
+    extra = 0 if acc == 0 else 1
+    return max(cfg.min_traj_buffers_per_worker if acc != 0 else 1, held + extra)
+
+
+def make_block_pool(cfg: Any, num_agents: int) -> BlockPool:
+    """Trajectory slots in blocks of one split's agents, `blocks_per_split` per (worker, split)."""
+    agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
+    return BlockPool(
+        cfg.num_workers * cfg.worker_num_splits, blocks_per_split(cfg, num_agents), agents_per_split
+    )
 
 
 @dataclass
@@ -73,7 +88,7 @@ class Components:
     info: EnvInfo
     model: torch.nn.Module
     buffers: TrajectoryBuffers
-    slot_pool: SlotPool
+    block_pool: BlockPool
     workers: list[RolloutWorker]
     inference: InferenceWorker
     learner: Learner
@@ -90,19 +105,16 @@ def build_components(cfg: Any) -> Components:
     info = env_info(cfg)
     device = torch_device(cfg)
     model = make_actor_critic(cfg, info.observation_space, info.action_space).to(device)
+    pool = make_block_pool(cfg, info.num_agents)
     buffers = TrajectoryBuffers(
-        num_trajectory_slots(cfg, info.num_agents),
-        cfg.rollout,
-        info.observation_space,
-        info.action_space,
-        model.rnn_state_size,
+        pool.num_slots, cfg.rollout, info.observation_space, info.action_space, model.rnn_state_size
     )
-    pool = SlotPool(buffers.num_slots)
     per_split = cfg.num_envs_per_worker // cfg.worker_num_splits
     workers = []
     for w in range(cfg.num_workers):
         splits = [[make_env(cfg) for _ in range(per_split)] for _ in range(cfg.worker_num_splits)]
-        workers.append(RolloutWorker(cfg, w, splits, buffers, [pool] * len(splits)))
+        owners = range(w * cfg.worker_num_splits, (w + 1) * cfg.worker_num_splits)
+        workers.append(RolloutWorker(cfg, w, splits, buffers, [pool.owner_view(o) for o in owners]))
     inference = InferenceWorker(model, buffers, device)
     learner = Learner(cfg, model, buffers, device)
     return Components(cfg, info, model, buffers, pool, workers, inference, learner, device)

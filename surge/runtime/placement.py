@@ -95,10 +95,10 @@ class SerialPlacement:
         report = StepReport()
         slots = self.sampler.take(self.per_iteration)
         if slots is not None and self.cfg.sampler_only:
-            c.slot_pool.put(slots)
+            self.sampler.release(slots)
         elif slots is not None:
             report.train_stats = c.learner.train(slots, env_frames=self.env_frames)
-            c.slot_pool.put(slots)
+            self.sampler.release(slots)
             c.inference.policy_version = c.learner.policy_version
         for w in c.workers:
             report.env_steps += w.pop_env_steps()

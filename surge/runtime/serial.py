@@ -38,11 +38,16 @@ class SerialSampler:
                         raise RuntimeError("serial placement ran out of trajectory slots")
 
     def take(self, n: int) -> torch.Tensor | None:
-        """`n` finished trajectory slots, or None when fewer are ready."""
+        """Every finished block of trajectories once at least `n` slots are ready (else None); give
+        them back with `release` after training."""
         if self.num_pending < n:
             return None
         slots = torch.cat(self.pending)
-        taken, rest = slots[:n], slots[n:]
-        self.pending = [rest] if len(rest) else []
-        self.num_pending = len(rest)
-        return taken
+        self.pending, self.num_pending = [], 0
+        return slots
+
+    def release(self, slots: torch.Tensor) -> None:
+        """Returns the blocks of `slots` (as returned by `take`) to their owners."""
+        pool = self.c.block_pool
+        for first in slots[:: pool.block_size].tolist():
+            pool.release(first)

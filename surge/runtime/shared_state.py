@@ -81,7 +81,7 @@ class BlockPool:
 
 
 class OwnerBlocks:
-    """One (worker, split)'s blocks, with the `SlotPool.get` interface the rollout worker uses."""
+    """One (worker, split)'s blocks, with the `get(n)` interface the rollout worker uses."""
 
     def __init__(self, pool: BlockPool, owner: int):
         self.pool = pool

@@ -20,7 +20,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from surge.data.slot_pool import SlotPool
 from surge.data.trajectory import TrajectoryBuffers, tree_assign
 from surge.errors import EnvError
 
@@ -41,9 +40,19 @@ class SplitState:
     envs: list[Any]
     slots: Tensor
     t: int = 0
+    index: slice | Tensor = field(init=False)  # `slots` as a slice when contiguous (cheap views)
     num_agents: int = 1
     env_steps: int = 0
     episodes: list[EpisodeStats] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.set_slots(self.slots)
+
+    def set_slots(self, slots: Tensor) -> None:
+        self.slots = slots
+        first, n = int(slots[0]), len(slots)
+        contiguous = int(slots[-1]) - first == n - 1 and bool((slots.diff() == 1).all())
+        self.index = slice(first, first + n) if contiguous else slots
 
 
 def _stack_obs(obs_list: list, space: gym.Space):
@@ -72,8 +81,8 @@ class RolloutWorker:
         worker_idx: index of this worker (seeds and logs).
         env_splits: the envs of each split (multi-agent envs, see `surge.envs.multi_agent`).
         buffers: the trajectory buffers to write into.
-        slot_pools: where each split's fresh slots come from (one pool per split; the serial
-            placement passes the same pool for all).
+        slot_pools: where each split's fresh slots come from: one object per split whose
+            `get(n)` returns n free slots `[n]` int64 or None (`surge.runtime.shared_state.OwnerBlocks`).
     Raises:
         EnvError: when an env returns something the buffers cannot hold (wrong shape or dtype).
     """
@@ -84,7 +93,7 @@ class RolloutWorker:
         worker_idx: int,
         env_splits: list[list[Any]],
         buffers: TrajectoryBuffers,
-        slot_pools: list[SlotPool],
+        slot_pools: list[Any],
     ):
         self.cfg, self.worker_idx = cfg, worker_idx
         self.buffers, self.slot_pools = buffers, slot_pools
@@ -121,10 +130,10 @@ class RolloutWorker:
                 else:
                     obs_all.extend(obs)
             if self.is_batched:
-                tree_assign(self.buffers.obs, (split.slots, 0), _as_tensor_tree(_cat_obs(obs_all)))
+                tree_assign(self.buffers.obs, (split.index, 0), _as_tensor_tree(_cat_obs(obs_all)))
             else:
                 self._write_obs(split, 0, obs_all)
-            self.buffers.rnn_states[split.slots, 0] = 0.0
+            self.buffers.rnn_states[split.index, 0] = 0.0
 
     def _random_steps(self, env: Any, obs: list, n: int) -> list:
         for _ in range(n):
@@ -134,7 +143,7 @@ class RolloutWorker:
 
     def _write_obs(self, split: SplitState, t: int, obs_list: list) -> None:
         try:
-            tree_assign(self.buffers.obs, (split.slots, t), _stack_obs(obs_list, self.obs_space))
+            tree_assign(self.buffers.obs, (split.index, t), _stack_obs(obs_list, self.obs_space))
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             raise EnvError(
                 f"env {self.cfg.env!r} returned observations that do not match its observation_space "
@@ -148,7 +157,7 @@ class RolloutWorker:
         return split.slots, split.t
 
     def _env_actions(self, split: SplitState) -> np.ndarray:
-        actions = self.buffers.actions[split.slots, split.t].numpy()
+        actions = self.buffers.actions[split.index, split.t].numpy()
         if self.is_box_action:
             space = self.action_space
             actions = np.clip(actions, space.low.reshape(-1), space.high.reshape(-1)).reshape(
@@ -171,13 +180,13 @@ class RolloutWorker:
             obs_all, rewards, terminated, truncated, active = self._step_batched(split, actions)
         else:
             obs_all, rewards, terminated, truncated, active = self._step_envs(split, actions)
-        buf, slots = self.buffers, split.slots
-        buf.rewards[slots, t] = torch.from_numpy(rewards)
-        buf.terminated[slots, t] = torch.from_numpy(terminated)
-        buf.truncated[slots, t] = torch.from_numpy(truncated)
-        buf.is_active[slots, t] = torch.from_numpy(active)
+        buf, slots, idx = self.buffers, split.slots, split.index
+        buf.rewards[idx, t] = torch.from_numpy(rewards)
+        buf.terminated[idx, t] = torch.from_numpy(terminated)
+        buf.truncated[idx, t] = torch.from_numpy(truncated)
+        buf.is_active[idx, t] = torch.from_numpy(active)
         if self.is_batched:
-            tree_assign(self.buffers.obs, (split.slots, t + 1), _as_tensor_tree(obs_all))
+            tree_assign(self.buffers.obs, (idx, t + 1), _as_tensor_tree(obs_all))
         else:
             self._write_obs(split, t + 1, obs_all)
         done = terminated | truncated
@@ -241,7 +250,8 @@ class RolloutWorker:
         if new_slots is None:
             return False
         self.buffers.start_next(split.slots, new_slots)
-        split.slots, split.t = new_slots, 0
+        split.set_slots(new_slots)
+        split.t = 0
         return True
 
     def pop_episodes(self) -> list[EpisodeStats]:

@@ -65,7 +65,7 @@ def test_policy_learns_the_paying_arm(tmp_path, estimator):
             sampler.step()
             slots = sampler.take(traj_per_iteration(cfg))
         c.learner.train(slots)
-        c.slot_pool.put(slots)
+        sampler.release(slots)
         c.inference.policy_version = c.learner.policy_version
     out = c.model.act(torch.ones(64, 2), torch.zeros(64, c.model.rnn_state_size))
     assert out.actions.float().mean() > 0.9

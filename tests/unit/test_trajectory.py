@@ -4,8 +4,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from surge.data.slot_pool import SlotPool
 from surge.data.trajectory import TrajectoryBuffers
+from surge.runtime.shared_state import BlockPool
 
 
 def test_layout_nan_fill_and_start_next():
@@ -24,10 +24,11 @@ def test_layout_nan_fill_and_start_next():
     assert got["obs"]["a"].shape == (2, 6, 2) and got["rewards"].shape == (2, 5)
 
 
-def test_slot_pool_hands_out_each_slot_once():
-    pool = SlotPool(5)
-    a, b = pool.get(2), pool.get(3)
-    assert pool.get(1) is None
-    assert sorted(torch.cat([a, b]).tolist()) == [0, 1, 2, 3, 4]
-    pool.put(a)
-    assert sorted(pool.get(2).tolist()) == sorted(a.tolist())
+def test_block_pool_hands_each_block_to_its_owner_once():
+    pool = BlockPool(num_owners=2, blocks_per_owner=2, block_size=3)
+    a, b = pool.owner_view(0), pool.owner_view(1)
+    a1, a2 = a.get(3), a.get(3)
+    assert a.get(3) is None  # both of owner 0's blocks are in use
+    assert a1.tolist() == [0, 1, 2] and a2.tolist() == [3, 4, 5] and b.get(3).tolist() == [6, 7, 8]
+    pool.release(3)
+    assert a.get(3).tolist() == [3, 4, 5]
