@@ -4,6 +4,8 @@
 
 The env family `corridor_` is registered with an extra parameter (`--corridor_length`) and its own
 defaults; the encoder `corridor_mlp` is registered and selected with `--encoder_custom`.
+Registration happens at import time, so the worker processes of the async placement (started with
+`spawn`, which imports this module again) know the family too: pass `--serial_mode=False` to try.
 """
 
 from __future__ import annotations
@@ -85,8 +87,10 @@ def register() -> None:
     register_encoder("corridor_mlp", CorridorEncoder)
 
 
+register()
+
+
 def main(argv: list[str]) -> int:
-    register()
     cfg = parse_cfg(["--env=corridor_basic", "--encoder_custom=corridor_mlp", "--serial_mode=True", *argv])
     train(cfg)
     return 0

@@ -4,27 +4,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_custom_env_example_trains_and_learns_to_walk(tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "examples" / "train_custom_env.py"),
-            "--experiment=c",
-            f"--train_dir={tmp_path}",
-            "--train_for_env_steps=30000",
-            "--num_workers=1",
-            "--seed=0",
-            "--report_interval_sec=1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+@pytest.mark.parametrize("placement", ["--serial_mode=True", "--serial_mode=False"])
+def test_custom_env_example_trains_and_learns_to_walk(tmp_path, placement):
+    # fmt: off
+    cmd = [sys.executable, str(ROOT / "examples" / "train_custom_env.py"), "--experiment=c", f"--train_dir={tmp_path}",
+           "--train_for_env_steps=30000", "--num_workers=1", "--seed=0", "--report_interval_sec=1", placement,
+           "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False"]
+    # fmt: on
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     ckpt = sorted((tmp_path / "c" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
     state = torch.load(ckpt, weights_only=True)
