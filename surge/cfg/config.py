@@ -91,6 +91,11 @@ class Config:
     )
     normalize_advantage: bool = param(True, "Normalise advantages to zero mean and unit std per minibatch.")
     normalize_input: bool = param(False, "Normalise vector observations with a running mean and std.")
+    normalize_returns: bool = param(
+        False,
+        "The critic learns returns normalised by their running mean and std "
+        "(rl_games' value normalisation, Sample Factory 2's normalize_returns).",
+    )
     obs_subtract_mean: float = param(0.0, "Subtracted from image observations before scaling.")
     obs_scale: float = param(1.0, "Image observations are divided by this (255 for uint8 frames).")
 

@@ -99,6 +99,19 @@ class Learner:
         b["valids"] = (b.pop("is_active") & (lag <= self.cfg.max_policy_lag)).float()
         b["lag"] = lag.float()
 
+    def _denormalized(self, values: Tensor) -> Tensor:
+        """Critic outputs in return units (they are normalised when `normalize_returns`)."""
+        norm = getattr(self.model, "returns_normalizer", None)
+        return values if norm is None else norm.denormalize(values)
+
+    def _normalized_targets(self, targets: Tensor, valids: Tensor) -> Tensor:
+        """Folds the valid targets into the returns statistics and normalises them (if enabled)."""
+        norm = getattr(self.model, "returns_normalizer", None)
+        if norm is None:
+            return targets
+        norm.update(targets[valids > 0])
+        return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
+
     @torch.no_grad()
     def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
         """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value."""
@@ -106,9 +119,11 @@ class Learner:
         last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
         zeros = torch.zeros_like(b["dones"][:1])
         _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
-        values = torch.cat([b["old_values"], boot], dim=0)
-        rewards = bootstrap_truncated_rewards(b["rewards"], b["old_values"], b["trunc"], cfg.gamma)
-        return gae(rewards, values, b["dones"], cfg.gamma, cfg.gae_lambda)
+        old = self._denormalized(b["old_values"])
+        values = torch.cat([old, self._denormalized(boot)], dim=0)
+        rewards = bootstrap_truncated_rewards(b["rewards"], old, b["trunc"], cfg.gamma)
+        adv, targets = gae(rewards, values, b["dones"], cfg.gamma, cfg.gae_lambda)
+        return adv, self._normalized_targets(targets, b["valids"])
 
     def train(self, slots: Tensor, env_frames: int = 0) -> dict[str, float]:
         """Trains `ppo_epochs` passes over the trajectories in `slots` `[N]` int64
@@ -196,12 +211,13 @@ class Learner:
             logits, values = model.evaluate(mb["obs"], mb["rnn_states"], mb["dones"], cfg.recurrence)
         if vtrace_mode:
             with torch.no_grad():
-                v = values_all.detach()
+                v = self._denormalized(values_all.detach())
                 rewards = bootstrap_truncated_rewards(mb["rewards"], v[:L], mb["trunc"], cfg.gamma)
                 log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]
                 targets, adv = vtrace(
                     rewards, v, mb["dones"], log_rhos, cfg.gamma, cfg.vtrace_rho, cfg.vtrace_c
                 )
+                targets = self._normalized_targets(targets, mb["valids"])
         else:
             targets, adv = mb["targets"], mb["advantages"]
         valids = mb["valids"]

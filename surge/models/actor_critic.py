@@ -59,6 +59,7 @@ class ActorCritic(nn.Module):
         self.obs_normalizer = None
         if cfg.normalize_input and isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1:
             self.obs_normalizer = RunningMeanStd(tuple(obs_space.shape))
+        self.returns_normalizer = RunningMeanStd((), clip=1e9) if cfg.normalize_returns else None
         self.encoder = make_encoder(cfg, obs_space)
         self.core = make_core(
             cfg.use_rnn, self.encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers

@@ -42,3 +42,7 @@ class RunningMeanStd(nn.Module):
         """`(x - mean) / sqrt(var + eps)` clipped, as float32, same shape as `x`."""
         mean, std = self.mean.float(), (self.var.float() + self.epsilon).sqrt()
         return ((x.float() - mean) / std).clamp(-self.clip, self.clip)
+
+    def denormalize(self, x: Tensor) -> Tensor:
+        """Inverse of the normalisation (without clipping): `x · sqrt(var + eps) + mean`."""
+        return x * (self.var.float() + self.epsilon).sqrt() + self.mean.float()

@@ -49,15 +49,27 @@ def _components(tmp_path, *extra):
     return cfg, build_components(cfg)
 
 
-@pytest.mark.parametrize(
-    "estimator",
-    [
-        ["--with_vtrace=False", "--use_rnn=False", "--recurrence=1"],
-        ["--with_vtrace=True", "--use_rnn=True", "--recurrence=8", "--hidden_size=16"],
+ESTIMATORS = {
+    "gae": ["--with_vtrace=False", "--use_rnn=False", "--recurrence=1"],
+    "vtrace_rnn": ["--with_vtrace=True", "--use_rnn=True", "--recurrence=8", "--hidden_size=16"],
+    "gae_normalized_returns": [
+        "--with_vtrace=False",
+        "--use_rnn=False",
+        "--recurrence=1",
+        "--normalize_returns=True",
     ],
-)
+    "vtrace_normalized_returns": [
+        "--with_vtrace=True",
+        "--use_rnn=False",
+        "--recurrence=8",
+        "--normalize_returns=True",
+    ],
+}
+
+
+@pytest.mark.parametrize("estimator", list(ESTIMATORS))
 def test_policy_learns_the_paying_arm(tmp_path, estimator):
-    cfg, c = _components(tmp_path, *estimator)
+    cfg, c = _components(tmp_path, *ESTIMATORS[estimator])
     sampler = SerialSampler(c)
     for _ in range(40):
         slots = None
@@ -70,6 +82,8 @@ def test_policy_learns_the_paying_arm(tmp_path, estimator):
     out = c.model.act(torch.ones(64, 2), torch.zeros(64, c.model.rnn_state_size))
     assert out.actions.float().mean() > 0.9
     assert c.learner.policy_version == 40
+    if c.model.returns_normalizer is not None:  # returns are 0 or 1 per one-step episode
+        assert 0.5 < float(c.model.returns_normalizer.mean) <= 1.0
     c.close()
 
 
