@@ -2,8 +2,9 @@
 
 Precedence, lowest to highest: `Config` defaults < the env family's overrides < the YAML file of
 `--cfg` < flags on the command line. When the experiment folder already holds a `cfg.json` and
-`--restart_behavior=resume` (the default), the saved config replaces the first three and every
-value the command line changes is logged as a warning.
+`--restart_behavior=resume` (the default), the saved config replaces the defaults and the family's
+overrides; what the YAML file and the flags give still wins, and each value they change is logged
+as a warning naming its source. YAML values go through the same type conversion as flags.
 """
 
 from __future__ import annotations
@@ -163,6 +164,33 @@ def load_yaml(path: str) -> dict[str, Any]:
     return data
 
 
+def _convert_yaml(values: dict[str, Any], parser: argparse.ArgumentParser, path: str) -> dict[str, Any]:
+    """Converts YAML scalars with the flags' own converters (PyYAML reads `1e-4` as a string).
+
+    Raises:
+        ConfigError: a value the field's type does not accept.
+    """
+    actions = {a.dest: a for a in parser._actions}
+    out = {}
+    for k, v in values.items():
+        action = actions.get(k)
+        if action is None or action.type is None or v is None:
+            out[k] = v
+            continue
+        try:
+            if isinstance(v, list):
+                out[k] = [action.type(str(x)) for x in v]
+            else:
+                out[k] = action.type(v if isinstance(v, bool) and action.type is str2bool else str(v))
+        except (argparse.ArgumentTypeError, ValueError) as e:
+            raise ConfigError(
+                k, f"{v!r} in {path} is not a valid value: {e}.", "fix the value in the YAML file."
+            ) from e
+        if action.choices is not None and out[k] not in action.choices:
+            raise ConfigError(k, f"{v!r} in {path} is not one of {list(action.choices)}.", "")
+    return out
+
+
 def _check_known(values: dict[str, Any], known: set[str], source: str) -> None:
     for k in values:
         if k not in known:
@@ -210,6 +238,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         raise ConfigError(flag, f"unexpected argument {unknown[0]!r}.", "flags take the form --name=value.")
     explicit = vars(explicit_ns)
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
+    yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg)
     overrides = {**yaml_values, **explicit}
 
     values = dict(defaults)
@@ -224,7 +253,8 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
                 values[k] = v
         for k, v in overrides.items():
             if k in saved and saved[k] != v and k not in ("restart_behavior",) and not evaluation:
-                log.warning("Parameter %s changed on resume: %r (saved) -> %r (command line)", k, saved[k], v)
+                source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"
+                log.warning("Parameter %s changed on resume: %r (saved) -> %r (%s)", k, saved[k], v, source)
     values.update(overrides)
     cfg = cls(**values)
     validate_cfg(cfg)

@@ -96,8 +96,12 @@ class EnvPoolAsMultiAgent:
     is_batched = True
     is_multiagent = True
 
-    def __init__(self, pool: Any):
+    def __init__(self, pool: Any, remake: Any = None):
+        """`remake(seed)` builds the same pool with another seed: EnvPool seeds at construction,
+        so `reset(seed=s)` with a new s rebuilds the pool (once, at start-up)."""
         self.env = pool
+        self._remake = remake
+        self._seed: int | None = None
         self.num_agents = int(pool.config["num_envs"])
         self.observation_space = pool.observation_space
         self.action_space = pool.action_space
@@ -107,6 +111,9 @@ class EnvPoolAsMultiAgent:
         self._len = np.zeros(n, dtype=np.int64)
 
     def reset(self, seed: int | None = None):
+        if seed is not None and seed != self._seed and self._remake is not None:
+            self.close()
+            self.env, self._seed = self._remake(seed), seed
         obs, _ = self.env.reset()
         self._resetting[:] = False
         self._ret[:] = 0.0

@@ -5,6 +5,7 @@ repeat_action_probability 0 as in NoFrameskip-v4)."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,26 +57,31 @@ def make_envpool_env(full_env_name: str, cfg: Any, render_mode: str | None = Non
     except ImportError as e:
         raise EnvError("the envpool_ family needs EnvPool: pip install envpool") from e
     skip = int(cfg.env_frameskip)
-    pool = envpool.make(
-        _task_id(full_env_name),
-        env_type="gymnasium",
-        num_envs=int(cfg.env_agents),
-        batch_size=int(cfg.env_agents),
-        num_threads=int(cfg.envpool_num_threads),
-        seed=int(cfg.seed or 0),
-        episodic_life=bool(cfg.atari_episodic_life),
-        reward_clip=bool(cfg.atari_clip_reward),
-        noop_max=int(cfg.atari_noop_max),
-        frame_skip=skip,
-        stack_num=int(cfg.env_framestack),
-        img_height=84,
-        img_width=84,
-        gray_scale=True,
-        repeat_action_probability=0.0,
-        use_fire_reset=True,
-        max_episode_steps=int(cfg.atari_max_episode_frames) // skip,
-    )
-    return EnvPoolAsMultiAgent(pool)
+    task = _task_id(full_env_name)
+
+    def make(seed: int):
+        return envpool.make(
+            task,
+            env_type="gymnasium",
+            num_envs=int(cfg.env_agents),
+            batch_size=int(cfg.env_agents),
+            num_threads=int(cfg.envpool_num_threads),
+            seed=seed,
+            episodic_life=bool(cfg.atari_episodic_life),
+            reward_clip=bool(cfg.atari_clip_reward),
+            noop_max=int(cfg.atari_noop_max),
+            frame_skip=skip,
+            stack_num=int(cfg.env_framestack),
+            img_height=84,
+            img_width=84,
+            gray_scale=True,
+            repeat_action_probability=0.0,
+            use_fire_reset=True,
+            max_episode_steps=int(cfg.atari_max_episode_frames) // skip,
+        )
+
+    first_seed = int(cfg.seed) if cfg.seed is not None else random.randrange(2**31)  # reset(seed) reseeds
+    return EnvPoolAsMultiAgent(make(first_seed), remake=make)
 
 
 register_env_family(

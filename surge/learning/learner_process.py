@@ -87,7 +87,7 @@ def learner_process_main(
             trainer = TrainerThread(do)
             submit, drop = trainer.submit, trainer.drop_pending
         else:
-            trainer, submit, drop = None, do, lambda: 0
+            trainer, submit, drop = None, do, list
         try:
             _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, drop)
         finally:
@@ -133,13 +133,12 @@ class TrainerThread:
             except queue.Full:
                 continue
 
-    def drop_pending(self) -> int:
-        """Discards submitted items not yet started (at the final checkpoint); returns how many."""
-        dropped = 0
+    def drop_pending(self) -> list[tuple]:
+        """Discards and returns the submitted items not yet started (at the final checkpoint)."""
+        dropped = []
         while True:
             try:
-                self.items.get_nowait()
-                dropped += 1
+                dropped.append(self.items.get_nowait())
             except queue.Empty:
                 return dropped
 
@@ -156,8 +155,8 @@ def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, dro
     batch is copied out (after training when `num_minibatches_to_accumulate=0`: synchronous PPO,
     collection waits), and submit training and checkpoint work in arrival order; return on ("stop",)."""
     sync = cfg.num_minibatches_to_accumulate == 0
-    per_iteration = traj_per_iteration(cfg)
     block = block_pool.block_size
+    blocks_per_batch = -(-traj_per_iteration(cfg) // block)  # one iteration's worth, rounded up to blocks
     pending: list[int] = []
     while True:
         try:
@@ -165,9 +164,12 @@ def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, dro
                 if cmd[0] == "stop":
                     return
                 if cmd[0] == "save" and cmd[1] == "final":  # stopping: skip batches not yet started
-                    dropped = drop()
+                    dropped = [item for item in drop() if item[0] == "train"]
+                    for item in dropped:
+                        for first_slot in item[2]:
+                            block_pool.release(first_slot)
                     if dropped:
-                        log.info("Learner: %d queued batch(es) not trained at the stop", dropped)
+                        log.info("Learner: %d queued batch(es) not trained at the stop", len(dropped))
                     cmd = ("save", "checkpoint", cmd[2])
                 submit(cmd)
         except Empty:
@@ -176,16 +178,15 @@ def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, dro
             pending.extend(learner_queue.get_many(timeout=0.05))
         except Empty:
             continue
-        if not cfg.sampler_only and len(pending) * block < per_iteration:
-            continue
         if cfg.sampler_only:
             for f in pending:
                 block_pool.release(f)
             pending.clear()
             continue
-        batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in pending]))
-        if not sync:
-            for f in pending:
-                block_pool.release(f)
-        submit(("train", batch, list(pending) if sync else []))
-        pending.clear()
+        while len(pending) >= blocks_per_batch:
+            take, pending = pending[:blocks_per_batch], pending[blocks_per_batch:]
+            batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in take]))
+            if not sync:
+                for f in take:
+                    block_pool.release(f)
+            submit(("train", batch, take if sync else []))

@@ -33,6 +33,7 @@ from surge.sampling.rollout_worker import EpisodeStats
 log = logging.getLogger("surge")
 
 JOIN_TIMEOUT_SEC = 10.0
+LEARNER_STOP_TIMEOUT_SEC = 300.0
 QUEUE_BYTES = 10 * 1000 * 1000
 
 
@@ -272,7 +273,7 @@ class AsyncPlacement:
         learner = self.procs.get("learner")
         if learner is not None and learner.is_alive():
             self.command_queue.put(("stop",))
-            learner.join(60.0)
+            learner.join(LEARNER_STOP_TIMEOUT_SEC)  # it finishes the batch in training, then saves
         deadline = time.time() + JOIN_TIMEOUT_SEC
         for p in self.procs.values():
             p.join(max(0.1, deadline - time.time()))

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from torch import nn
 
-from surge.experiment.checkpoint import CheckpointManager, rng_state
+from surge.experiment.checkpoint import CheckpointManager, rng_state, set_rng_state
 from surge.learning.learner import Learner
 from surge.runtime.components import Components, build_components, traj_per_iteration
 from surge.runtime.serial import SerialSampler
@@ -59,9 +59,11 @@ def learner_checkpoint_state(model: nn.Module, learner: Learner, counters: dict[
 
 
 def restore_learner(model: nn.Module, learner: Learner, state: dict[str, Any]) -> None:
-    """Loads model and learner state from a checkpoint dict."""
+    """Loads model, learner and RNG state from a checkpoint dict, in the process that learns
+    (after it seeded itself, so the restored RNG streams continue where they stopped)."""
     model.load_state_dict(state["model"])
     learner.load_state_dict(state["learner"])
+    set_rng_state(state["rng"])
 
 
 class SerialPlacement:

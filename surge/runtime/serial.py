@@ -20,27 +20,39 @@ class SerialSampler:
         self.c = c
         self.pending: list[torch.Tensor] = []
         self.num_pending = 0
+        self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
         for w in c.workers:
             w.reset()
 
     def step(self) -> None:
-        """One env step of every split: inference for all, then env stepping."""
+        """One env step of every split that has slots: inference for all of them, then env stepping.
+        A split whose blocks are all with the learner (synchronous PPO) waits until `release`."""
         c = self.c
-        requests = [w.policy_request(s) for w in c.workers for s in range(len(w.splits))]
-        c.inference.infer(requests)
-        for w in c.workers:
-            for s in range(len(w.splits)):
-                finished = w.advance(s)
-                if finished is not None:
-                    self.pending.append(finished)
-                    self.num_pending += len(finished)
-                    if not w.start_next_rollout(s):
-                        raise RuntimeError("serial placement ran out of trajectory slots")
+        for w_idx, s in list(self.waiting):
+            if c.workers[w_idx].start_next_rollout(s):
+                self.waiting.discard((w_idx, s))
+        active = [
+            (i, s)
+            for i, w in enumerate(c.workers)
+            for s in range(len(w.splits))
+            if (i, s) not in self.waiting
+        ]
+        if not active:
+            return
+        c.inference.infer([c.workers[i].policy_request(s) for i, s in active])
+        for i, s in active:
+            w = c.workers[i]
+            finished = w.advance(s)
+            if finished is not None:
+                self.pending.append(finished)
+                self.num_pending += len(finished)
+                if not w.start_next_rollout(s):
+                    self.waiting.add((i, s))
 
     def take(self, n: int) -> torch.Tensor | None:
-        """Every finished block of trajectories once at least `n` slots are ready (else None); give
-        them back with `release` after training."""
-        if self.num_pending < n:
+        """Every finished block of trajectories once at least `n` slots are ready, or when splits
+        wait for blocks the learner holds (else None); give them back with `release` after training."""
+        if self.num_pending < n and not (self.waiting and self.num_pending):
             return None
         slots = torch.cat(self.pending)
         self.pending, self.num_pending = [], 0

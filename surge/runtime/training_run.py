@@ -10,7 +10,7 @@ from typing import Any
 
 from surge.cfg.cli import save_cfg
 from surge.errors import ChildProcessFailed
-from surge.experiment.checkpoint import CheckpointManager, set_rng_state
+from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.experiment.monitor import Monitor
 from surge.runtime.placement import Placement, SerialPlacement
@@ -134,7 +134,6 @@ class TrainingRun:
         m.env_steps, m.env_frames = int(state["env_steps"]), int(state["env_frames"])
         self.best_return = float(state["best_return"])
         self.train_seconds_before = float(state["train_seconds"])
-        set_rng_state(state["rng"])
         log.info(
             "Resumed from env frame %d, policy version %d.",
             m.env_frames,

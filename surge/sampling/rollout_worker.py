@@ -112,7 +112,9 @@ class RolloutWorker:
 
     # ---------------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Resets every env (seeded from cfg.seed) and writes the first observations at t = 0."""
+        """Resets every env and writes the first observations at t = 0. With `cfg.seed`, env object k
+        (counted over workers, splits and envs) gets seed `seed·100003 + k·num_agents`, so the
+        sub-envs of batched envs (seeded `s, s+1, ...` by gymnasium) never share a seed."""
         seed = self.cfg.seed
         envs_per_split = len(self.splits[0].envs)
         for s_idx, split in enumerate(self.splits):
@@ -121,7 +123,7 @@ class RolloutWorker:
                 env_seed = None
                 if seed is not None:
                     flat = (self.worker_idx * len(self.splits) + s_idx) * envs_per_split + e_idx
-                    env_seed = seed * 100003 + flat
+                    env_seed = seed * 100003 + flat * self.num_agents
                 obs, _ = env.reset(seed=env_seed)
                 if self.cfg.decorrelate_envs_on_one_worker and not self.is_batched:
                     obs = self._random_steps(env, obs, random.randrange(self.rollout))

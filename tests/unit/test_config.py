@@ -80,6 +80,19 @@ def test_yaml_file_is_read_and_command_line_wins(tmp_path):
     assert cfg.env == "cartpole" and cfg.learning_rate == 0.01 and cfg.gamma == 0.95
 
 
+def test_yaml_scalars_get_the_fields_types(tmp_path):
+    y = tmp_path / "c.yaml"
+    y.write_text(
+        "env: cartpole\nlearning_rate: 3e-4\ntrain_for_env_steps: 1e6\nuse_rnn: 'False'\nencoder_mlp_layers: [32, 32]\n"
+    )
+    cfg = parse_cfg([f"--cfg={y}", f"--train_dir={tmp_path}"])
+    assert cfg.learning_rate == 3e-4 and cfg.train_for_env_steps == 1_000_000 and cfg.use_rnn is False
+    assert cfg.encoder_mlp_layers == [32, 32]
+    y.write_text("env: cartpole\nrollout: many\n")
+    with pytest.raises(ConfigError, match="--rollout"):
+        parse_cfg([f"--cfg={y}", f"--train_dir={tmp_path}"])
+
+
 def test_yaml_unknown_key_is_refused(tmp_path):
     y = tmp_path / "c.yaml"
     y.write_text("env: cartpole\nlearnin_rate: 0.01\n")
