@@ -19,7 +19,7 @@ import torch
 
 from surge.cfg.cli import parse_cfg
 from surge.cfg.config import env_frameskip
-from surge.envs.registry import make_env
+from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
@@ -58,7 +58,11 @@ def enjoy(cfg: Any) -> dict[str, Any]:
         cfg.atari_episodic_life = False
     cfg.batched_sampling = False
     render_mode = "rgb_array" if cfg.save_video else (None if cfg.no_render else "human")
-    env = make_env(cfg, render_mode=render_mode)
+    family = find_family(cfg.env)
+    env_name = family.eval_env_name(cfg.env) if family.eval_env_name else cfg.env
+    if env_name != cfg.env:
+        log.info("Playing %s on %s (same observations, one env that renders)", cfg.env, env_name)
+    env = make_env(cfg, render_mode=render_mode, env_name=env_name)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
     model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
     ckpt = CheckpointManager(folder.checkpoints(0))

@@ -85,5 +85,10 @@ def make_envpool_env(full_env_name: str, cfg: Any, render_mode: str | None = Non
 
 
 register_env_family(
-    "envpool_", make_envpool_env, extra_params=EnvPoolParams, default_overrides=ENVPOOL_DEFAULTS
+    "envpool_",
+    make_envpool_env,
+    extra_params=EnvPoolParams,
+    default_overrides=ENVPOOL_DEFAULTS,
+    batched=True,
+    eval_env_name=lambda name: "atari_" + name[len("envpool_") :],  # enjoy plays the same game through ale-py
 )

@@ -33,6 +33,8 @@ class EnvFamily:
         names: the env names the family offers (for `--help` and error messages).
         exact: the prefix is a whole env name.
         batched: the factory returns a batched env (`surge.envs.batched`) already.
+        eval_env_name: maps a name of the family to the env `enjoy` plays instead (a batched
+            family's single-env twin with the same observations, which can render).
     """
 
     prefix: str
@@ -42,6 +44,7 @@ class EnvFamily:
     names: tuple[str, ...] = ()
     exact: bool = False
     batched: bool = False
+    eval_env_name: Callable[[str], str] | None = None
 
     def matches(self, env_name: str) -> bool:
         return env_name == self.prefix if self.exact else env_name.startswith(self.prefix)
@@ -60,6 +63,7 @@ def register_env_family(
     names: tuple[str, ...] = (),
     exact: bool = False,
     batched: bool = False,
+    eval_env_name: Callable[[str], str] | None = None,
 ) -> EnvFamily:
     """Registers (or replaces) an env family; see `EnvFamily` for the arguments.
 
@@ -69,7 +73,14 @@ def register_env_family(
     if extra_params is not None and not dataclasses.is_dataclass(extra_params):
         raise ValueError(f"extra_params of family {prefix!r} must be a dataclass type, got {extra_params!r}")
     fam = EnvFamily(
-        prefix, make_env, extra_params, dict(default_overrides or {}), tuple(names), exact, batched
+        prefix=prefix,
+        make_env=make_env,
+        extra_params=extra_params,
+        default_overrides=dict(default_overrides or {}),
+        names=tuple(names),
+        exact=exact,
+        batched=batched,
+        eval_env_name=eval_env_name,
     )
     _FAMILIES[:] = [f for f in _FAMILIES if not (f.prefix == prefix and f.exact == exact)]
     _FAMILIES.append(fam)
