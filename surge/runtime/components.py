@@ -1,5 +1,5 @@
 """Builds the components of a run (envs, model, trajectory buffers, workers, learner) from a config.
-The placements (serial now, multi-process later) only decide where these run."""
+The placements only decide where these run: all here (serial), or each in its process (async)."""
 
 from __future__ import annotations
 
@@ -68,10 +68,11 @@ def blocks_per_split(cfg: Any, num_agents: int) -> int:
     owners = cfg.num_workers * cfg.worker_num_splits
     per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split)
     acc = cfg.num_minibatches_to_accumulate
-    iterations = 2 if acc < 0 else max(1, math.ceil(acc / cfg.num_batches_per_iteration)) if acc > 0 else 1
+    if acc == 0:  # synchronous PPO: collection waits while the learner holds every block
+        return max(1, math.ceil(per_iteration_blocks / owners))
+    iterations = 2 if acc < 0 else math.ceil(acc / cfg.num_batches_per_iteration)
     held = math.ceil(per_iteration_blocks * iterations / owners)
-    extra = 0 if acc == 0 else 1
-    return max(cfg.min_traj_buffers_per_worker if acc != 0 else 1, held + extra)
+    return max(cfg.min_traj_buffers_per_worker, held + 1)
 
 
 def make_block_pool(cfg: Any, num_agents: int) -> BlockPool:
