@@ -134,7 +134,8 @@ def build_parser(cls: type, defaults: dict[str, Any], prog: str = "surge train")
         d = defaults[f.name]
         kw: dict[str, Any] = {"help": f"{f.metadata.get('help', '')} (default: {d!r})"}
         if isinstance(d, list):
-            kw.update(nargs="*", type=_int)
+            item = f.metadata.get("item_type", int)
+            kw.update(nargs="*", type=_int if item is int else item)
         else:
             kw["type"] = _converter(f, d)
         if "choices" in f.metadata:

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-def param(default: Any, help: str, choices: tuple | None = None) -> Any:
-    """A config field with its one-line help text (and optional allowed values)."""
-    meta: dict[str, Any] = {"help": help}
+def param(default: Any, help: str, choices: tuple | None = None, item_type: type = int) -> Any:
+    """A config field with its one-line help text, optional allowed values and, for lists, the
+    type of their items (`--flag 1 2 3`)."""
+    meta: dict[str, Any] = {"help": help, "item_type": item_type}
     if choices is not None:
         meta["choices"] = choices
     if isinstance(default, (list, dict)):
@@ -63,7 +64,14 @@ class Config:
     save_best_after: int = param(100000, "Env frames before the best-return checkpoint is first saved.")
     stats_avg: int = param(100, "Number of most recent episodes averaged in reported returns and lengths.")
     experiment_summaries_interval: int = param(20, "Seconds between TensorBoard summary writes.")
-    with_wandb: bool = param(False, "Also log to Weights & Biases.")
+    with_wandb: bool = param(
+        False, "Also log every TensorBoard summary to Weights & Biases (pip install wandb)."
+    )
+    wandb_user: str = param("", "W&B entity (user or team); empty: your default entity.")
+    wandb_project: str = param("surge", "W&B project.")
+    wandb_group: str = param("", "W&B group (default: the env name).")
+    wandb_job_type: str = param("SF", "W&B job type.")
+    wandb_tags: list = param([], "W&B tags.", item_type=str)
 
     # --- optimisation -----------------------------------------------------------------------
     learning_rate: float = param(1e-4, "Adam learning rate.")

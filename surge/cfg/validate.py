@@ -79,6 +79,15 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError(
             "with_pbt", "population-based training is not available yet.", "use --with_pbt=False."
         )
+    if cfg.with_wandb:
+        import importlib.util
+
+        if importlib.util.find_spec("wandb") is None:
+            raise ConfigError(
+                "with_wandb",
+                "Weights & Biases is not installed.",
+                "pip install wandb, or --with_wandb=False.",
+            )
     if cfg.device == "gpu":
         import torch
 

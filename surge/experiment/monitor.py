@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,12 @@ class Monitor:
         self.last_summary = 0.0
         self.train_stats: dict[str, float] = {}
         self.writer = None
+        self.wandb_run = None
         if summary_dir is not None:
             from torch.utils.tensorboard import SummaryWriter
 
+            if cfg.with_wandb:
+                self.wandb_run = init_wandb(cfg, summary_dir)
             self.writer = SummaryWriter(str(summary_dir), flush_secs=10)
 
     def add_steps(self, env_steps: int, frameskip: int, num_agents: int) -> None:
@@ -137,3 +141,29 @@ class Monitor:
         if self.writer:
             self.writer.flush()
             self.writer.close()
+        if self.wandb_run is not None:
+            self.wandb_run.finish()
+
+
+def init_wandb(cfg: Any, summary_dir: Path) -> Any:
+    """Starts (or resumes, with the id kept in the experiment folder) a W&B run that mirrors every
+    TensorBoard summary (`sync_tensorboard`), as Sample Factory 2 does."""
+    import wandb
+
+    id_file = summary_dir.parent.parent / "wandb_run_id"
+    run_id = id_file.read_text().strip() if id_file.exists() else uuid.uuid4().hex[:12]
+    id_file.parent.mkdir(parents=True, exist_ok=True)
+    id_file.write_text(run_id)
+    return wandb.init(
+        project=cfg.wandb_project,
+        entity=cfg.wandb_user or None,
+        group=cfg.wandb_group or cfg.env,
+        job_type=cfg.wandb_job_type,
+        tags=list(cfg.wandb_tags) or None,
+        name=cfg.experiment,
+        id=run_id,
+        resume="allow",
+        config=cfg.to_dict(),
+        sync_tensorboard=True,
+        dir=str(summary_dir.parent.parent),
+    )
