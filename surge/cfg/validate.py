@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from surge.errors import ConfigError
+
+log = logging.getLogger("surge")
 
 _POSITIVE_INTS = (
     "rollout",
@@ -24,8 +27,19 @@ _POSITIVE_INTS = (
 )
 
 
+#: Sample Factory parameters accepted so its command lines run, with no effect in surge (yet)
+NO_EFFECT = {
+    "actor_worker_gpus": ([], "rollout workers do not render on GPUs"),
+    "learner_main_loop_num_cores": (1, "the learner uses --num_torch_threads threads"),
+}
+
+
 def validate_cfg(cfg: Any) -> None:
-    """Raises `ConfigError` naming the first invalid field and how to fix it."""
+    """Raises `ConfigError` naming the first invalid field and how to fix it; warns about accepted
+    Sample Factory parameters that have no effect here."""
+    for name, (default, why) in NO_EFFECT.items():
+        if getattr(cfg, name, default) != default:
+            log.warning("--%s has no effect in surge (%s)", name, why)
     for name in _POSITIVE_INTS:
         v = getattr(cfg, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
