@@ -26,11 +26,9 @@ class BenchConfig:
     surge_modes: dict[str, list[str]] = field(
         default_factory=lambda: {"async": ["--serial_mode=False"], "serial": ["--serial_mode=True"]}
     )
+    # placements only; async_rl (sync vs async learning) stays as each example sets it
     sf_modes: dict[str, list[str]] = field(
-        default_factory=lambda: {
-            "async": ["--serial_mode=False", "--async_rl=True"],
-            "serial": ["--serial_mode=True", "--async_rl=False"],
-        }
+        default_factory=lambda: {"async": ["--serial_mode=False"], "serial": ["--serial_mode=True"]}
     )
 
 
@@ -124,8 +122,8 @@ CONFIGS: dict[str, BenchConfig] = {
         ],
         frames=300_000,
         sf_modes={
-            "async": ["--serial_mode=False", "--async_rl=True", "--batched_sampling=True"],
-            "serial": ["--serial_mode=True", "--async_rl=False", "--batched_sampling=True"],
+            "async": ["--serial_mode=False", "--batched_sampling=True"],
+            "serial": ["--serial_mode=True", "--batched_sampling=True"],
         },
     ),
     # Sample Factory's MuJoCo example
