@@ -63,6 +63,7 @@ class Learner:
         )
 
     def state_dict(self) -> dict[str, Any]:
+        """Optimizer state and `policy_version` (the model's state is saved separately)."""
         return {"optimizer": self.optimizer.state_dict(), "policy_version": self.policy_version}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

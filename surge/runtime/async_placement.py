@@ -60,6 +60,8 @@ class AsyncPlacement:
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
+        """Allocates shared buffers and weights, spawns learner, inference and rollout processes,
+        and waits until every worker reset its envs (replacing stuck or crashed ones)."""
         cfg = self.cfg
         seed_everything(cfg.seed)
         info = env_info(cfg)
@@ -237,6 +239,11 @@ class AsyncPlacement:
                 raise ChildProcessFailed(f"process {name} exited with code {p.exitcode}{tb}")
 
     def step(self) -> StepReport:
+        """Collects the children's reports for up to 0.1 s.
+
+        Raises:
+            ChildProcessFailed: a child crashed (its traceback in the message) or exited.
+        """
         report = StepReport()
         msgs = self._early + self._drain(timeout=0.1)
         self._early = []

@@ -44,6 +44,7 @@ def env_info(cfg: Any) -> EnvInfo:
 
 
 def torch_device(cfg: Any) -> torch.device:
+    """`cuda` for `--device=gpu`, else `cpu`."""
     return torch.device("cuda" if cfg.device == "gpu" else "cpu")
 
 
@@ -85,6 +86,8 @@ def make_block_pool(cfg: Any, num_agents: int) -> BlockPool:
 
 @dataclass
 class Components:
+    """The components of one policy wired to one set of trajectory buffers (serial placement)."""
+
     cfg: Any
     info: EnvInfo
     model: torch.nn.Module

@@ -36,20 +36,30 @@ class StepReport:
 
 
 class Placement(Protocol):
+    """Where the components run. `num_agents`: agent steps per env step; `frameskip`: frames per env step."""
+
     num_agents: int
     frameskip: int
 
-    def start(self) -> None: ...
+    def start(self) -> None:
+        """Builds the components (and starts processes); restores the resume state if any."""
+        ...
 
-    def step(self) -> StepReport: ...
+    def step(self) -> StepReport:
+        """Advances the run a little (one sampling step, or up to ~0.1 s of reports) and reports."""
+        ...
 
-    def save(self, kind: str, counters: dict[str, Any]) -> None: ...
+    def save(self, kind: str, counters: dict[str, Any]) -> None:
+        """Writes a checkpoint of `kind` (checkpoint, best, milestone, or final = last regular one)."""
+        ...
 
     def set_env_frames(self, env_frames: int) -> None:
         """Tells the learner the run's env frames (for the learning-rate schedule)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stops everything the placement started; no process or shared memory is left."""
+        ...
 
 
 def learner_checkpoint_state(model: nn.Module, learner: Learner, counters: dict[str, Any]) -> dict[str, Any]:

@@ -46,6 +46,7 @@ class TrainingRun:
         self.summary: dict[str, float] = {}
 
     def run(self) -> str:
+        """Trains until the budget, a stop signal or a crash of a child process; see the class doc."""
         cfg, folder = self.cfg, self.folder
         if cfg.restart_behavior == "restart":
             folder.wipe()
