@@ -9,13 +9,24 @@ throughput is the slope of env frames over wall time from its first progress rep
 start-up and shut-down excluded. The table gives the median over rounds of each framework's best
 placement, their ratio, surge's dummy sampler (random actions through the same sampler) and, with
 `--bound`, the compute bound from `compute_bound.py` and surge's fraction of it.
+
+Each run also records the mean episode return of its last progress report (surge: `Episode return:`,
+averaged over its last `stats_avg` episodes; Sample Factory: `Avg episode reward:` of policy 0, the
+same average), in surge's units (`BenchConfig.sf_return_scale`). The table's return columns are the
+median over all of a framework's runs (every placement, every round) on the same frame budget, "-"
+where no run reported one.
+
+Each run is its own session; when it ends (or hits `--timeout`) whatever is left of its process
+group is killed, along with the ViZDoom shared-memory segments of its killed game processes.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -29,6 +40,57 @@ from configs import CONFIGS, BenchConfig  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 SURGE_LINE = re.compile(r"^\[(\d+-\d+-\d+ [\d:]+)\]\[INFO\] Env frames/s .*Total env frames: (\d+)\.")
 SF_LINE = re.compile(r"^\[(\d+-\d+-\d+ [\d:,]+)\]\[\d+\] Fps is .*Total num frames: (\d+)\.")
+SURGE_RETURN = re.compile(r"Episode return: (\S+?),")
+# SF 2.1.1: "[2026-11-21 13:28:13,150][02012] Avg episode reward: [(0, '-1.525')]"
+SF_RETURN = re.compile(r"^\[[^]]+\]\[\d+\] Avg episode reward: \[\(0, '([^']+)'\)")
+NAN = float("nan")
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return NAN
+
+
+def _kill_group(pgid: int) -> None:
+    """Kills what is left of a run's process group, then removes the ViZDoom shared memory of its
+    game processes (a killed ViZDoom cannot unlink its `/dev/shm/ViZDoom{SM,MQCtr,MQDoom}<id>`)."""
+    instances = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(proc.name)) != pgid:
+                continue
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ProcessLookupError):
+            continue
+        if b"+viz_instance_id" in args[:-1]:
+            instances.append(args[args.index(b"+viz_instance_id") + 1].decode())
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+        time.sleep(2.0)
+        os.killpg(pgid, signal.SIGKILL)  # ViZDoom's game processes ignore SIGTERM
+    except ProcessLookupError:
+        pass
+    for inst in instances:
+        for prefix in ("ViZDoomSM", "ViZDoomMQCtr", "ViZDoomMQDoom"):
+            Path(f"/dev/shm/{prefix}{inst}").unlink(missing_ok=True)
+
+
+def _run(cmd: list[str], timeout: float, cwd: Path, out: Path) -> int | None:
+    """Runs `cmd` in its own session, stdout to `out` and stderr to `out` + ".err"; its exit code, or
+    None on timeout. Sample Factory can hang on errors and at exit, hence the wall-clock limit."""
+    with open(out, "w") as f, open(f"{out}.err", "w") as e:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=e, cwd=cwd, start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        _kill_group(proc.pid)
+        proc.wait()
+    return code
 
 
 def _slope(points: list[tuple[float, int]]) -> float:
@@ -45,7 +107,10 @@ def _ts(text: str) -> float:
     )
 
 
-def run_surge(cfg: BenchConfig, mode: list[str], frames: int, workdir: Path, timeout: float) -> float:
+def run_surge(
+    cfg: BenchConfig, mode: list[str], frames: int, workdir: Path, timeout: float
+) -> tuple[float, float]:
+    """One surge run: (env frames/s, mean episode return of its last report)."""
     cmd = [
         sys.executable,
         "-m",
@@ -60,22 +125,29 @@ def run_surge(cfg: BenchConfig, mode: list[str], frames: int, workdir: Path, tim
         "--decorrelate_experience_max_seconds=0",
         "--save_every_sec=100000",
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    points = [
-        (_ts(m.group(1)), int(m.group(2)))
-        for line in out.stderr.splitlines()
-        if (m := SURGE_LINE.match(line))
-    ]
-    if out.returncode != 0:
-        print(f"  surge failed ({out.returncode}): {out.stderr[-2000:]}", file=sys.stderr)
-        return float("nan")
-    return _slope(points)
+    out = workdir / "surge_console.txt"
+    code = _run(cmd, timeout, ROOT, out)
+    lines = Path(f"{out}.err").read_text(errors="replace").splitlines()  # the log goes to stderr
+    points, ret = [], NAN
+    for line in lines:
+        if m := SURGE_LINE.match(line):
+            points.append((_ts(m.group(1)), int(m.group(2))))
+            if r := SURGE_RETURN.search(line):
+                ret = _float(r.group(1))
+    if code is None:
+        print("  surge hit the wall-clock limit; using its log up to then", file=sys.stderr)
+    elif code != 0:
+        tail = "\n".join(lines[-30:])
+        print(f"  surge failed ({code}): {tail}", file=sys.stderr)
+        return NAN, NAN
+    return _slope(points), ret
 
 
 def run_sf(
     cfg: BenchConfig, mode: list[str], frames: int, workdir: Path, sf_python: str, timeout: float
-) -> float:
-    """One Sample Factory run; it can hang on errors, hence the wall-clock limit."""
+) -> tuple[float, float]:
+    """One Sample Factory run: (env frames/s, mean episode return of its last report, in surge's
+    units). It can hang on errors, hence the wall-clock limit."""
     cmd = [
         sf_python,
         "-m",
@@ -89,19 +161,18 @@ def run_sf(
         "--save_every_sec=100000",
         "--decorrelate_experience_max_seconds=0",
     ]
-    try:
-        subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=workdir)
-    except subprocess.TimeoutExpired:
+    if _run(cmd, timeout, workdir, workdir / "sf_console.txt") is None:
         print("  sample factory hit the wall-clock limit; using its log up to then", file=sys.stderr)
     log = workdir / "sf" / "sf_log.txt"
     if not log.exists():
-        return float("nan")
-    points = [
-        (_ts(m.group(1)), int(m.group(2)))
-        for line in log.read_text().splitlines()
-        if (m := SF_LINE.match(line))
-    ]
-    return _slope(points)
+        return NAN, NAN
+    points, ret = [], NAN
+    for line in log.read_text(errors="replace").splitlines():
+        if m := SF_LINE.match(line):
+            points.append((_ts(m.group(1)), int(m.group(2))))
+        elif r := SF_RETURN.match(line):
+            ret = _float(r.group(1)) * cfg.sf_return_scale
+    return _slope(points), ret
 
 
 def run_dummy(cfg: BenchConfig, frames: int, timeout: float) -> float:
@@ -116,9 +187,21 @@ def run_dummy(cfg: BenchConfig, frames: int, timeout: float) -> float:
         "--train_dir=/tmp/surge_dummy",
         "--experiment=dummy",
     ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
-    m = re.search(r"= ([\d.]+) env frames/s", out.stdout)
-    return float(m.group(1)) if m else float("nan")
+    with tempfile.TemporaryDirectory(prefix="bench_dummy_") as tmp:
+        log = Path(tmp) / "console.txt"
+        _run(cmd, timeout, ROOT, log)
+        m = re.search(r"= ([\d.]+) env frames/s", log.read_text(errors="replace"))
+    return float(m.group(1)) if m else NAN
+
+
+def _median(values: list[float]) -> float:
+    """Median of the values that are numbers (nan when none is)."""
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else NAN
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.2f}" if value == value else "-"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = CONFIGS[name]
         frames = int(cfg.frames * args.frames_scale)
         results: dict[str, list[float]] = {}
+        returns: dict[str, list[float]] = {"surge": [], "sf": []}
         for r in range(args.rounds):
             order = [("surge", m) for m in cfg.surge_modes] + [("sf", m) for m in cfg.sf_modes]
             if r % 2:
@@ -150,30 +234,38 @@ def main(argv: list[str] | None = None) -> int:
                 work = Path(tempfile.mkdtemp(prefix=f"bench_{name}_{fw}_"))
                 try:
                     if fw == "surge":
-                        fps = run_surge(cfg, cfg.surge_modes[mode], frames, work, args.timeout)
+                        fps, ret = run_surge(cfg, cfg.surge_modes[mode], frames, work, args.timeout)
                     else:
-                        fps = run_sf(cfg, cfg.sf_modes[mode], frames, work, args.sf_python, args.timeout)
+                        fps, ret = run_sf(cfg, cfg.sf_modes[mode], frames, work, args.sf_python, args.timeout)
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
                 results.setdefault(f"{fw}/{mode}", []).append(fps)
-                print(f"[{name}] round {r + 1}: {fw} {mode}: {fps:.0f} env frames/s", flush=True)
+                returns[fw].append(ret)
+                print(
+                    f"[{name}] round {r + 1}: {fw} {mode}: {fps:.0f} env frames/s, return {_fmt(ret)}",
+                    flush=True,
+                )
         med = {k: statistics.median(v) for k, v in results.items()}
         best = {fw: max((v, k) for k, v in med.items() if k.startswith(fw)) for fw in ("surge", "sf")}
+        ret_med = {fw: _median(v) for fw, v in returns.items()}
         dummy = run_dummy(cfg, frames, args.timeout)
-        rows.append((name, med, best, dummy, bounds.get(name)))
+        rows.append((name, med, best, dummy, bounds.get(name), ret_med))
     print(
         "\n| config | surge async | surge serial | SF async | SF serial | surge best / SF best | "
-        "dummy sampler | bound | surge / bound |"
+        "dummy sampler | bound | surge / bound | surge return | SF return |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, med, best, dummy, bound in rows:
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, med, best, dummy, bound, ret_med in rows:
         ratio = best["surge"][0] / best["sf"][0] if best["sf"][0] == best["sf"][0] else float("nan")
         frac = f"{best['surge'][0] / bound:.0%}" if bound else "-"
         cells = [
             f"{med.get(k, float('nan')):.0f}"
             for k in ("surge/async", "surge/serial", "sf/async", "sf/serial")
         ]
-        print(f"| {name} | {' | '.join(cells)} | {ratio:.2f}x | {dummy:.0f} | {bound or '-'} | {frac} |")
+        print(
+            f"| {name} | {' | '.join(cells)} | {ratio:.2f}x | {dummy:.0f} | {bound or '-'} | {frac} | "
+            f"{_fmt(ret_med['surge'])} | {_fmt(ret_med['sf'])} |"
+        )
     return 0
 
 

@@ -17,6 +17,9 @@ class BenchConfig:
         sf_args: its flags.
         frames: env frames per run (Sample Factory counts frames, frameskip included).
         surge_modes / sf_modes: placements to try; the table reports each and the best.
+        sf_return_scale: multiplies the episode return Sample Factory logs, to put it in surge's
+            units. SF logs the return after its env's reward-scaling wrapper (doom_basic: x0.01),
+            surge logs the unscaled game score (its `reward_scaling` only scales what it trains on).
     """
 
     surge_args: list[str]
@@ -30,9 +33,13 @@ class BenchConfig:
     sf_modes: dict[str, list[str]] = field(
         default_factory=lambda: {"async": ["--serial_mode=False"], "serial": ["--serial_mode=True"]}
     )
+    sf_return_scale: float = 1.0
 
 
 _COMMON = ["--num_workers=2", "--device=cpu", "--seed=1"]
+# Sample Factory 2's core default (GAE, no V-trace), which its VizDoom example keeps; surge's own
+# default is V-trace, so the doom rows spell it out for both frameworks.
+_DOOM_CORE = ["--with_vtrace=False"]
 
 CONFIGS: dict[str, BenchConfig] = {
     # Sample Factory's gym example command line (sf_examples/train_gym_env.py docstring)
@@ -132,5 +139,55 @@ CONFIGS: dict[str, BenchConfig] = {
         sf_module="sf_examples.mujoco.train_mujoco",
         sf_args=["--env=mujoco_halfcheetah", *_COMMON, "--num_envs_per_worker=8"],
         frames=300_000,
+    ),
+    # Sample Factory's VizDoom example on doom_basic. The doom family's defaults (128x72, frameskip 4,
+    # normalize_input, symmetric_kl exploration, ...) come from SF's doom_override_defaults and from
+    # surge's doom_ family alike, and the model / PPO settings are both frameworks' defaults
+    # (GRU, rollout 32, batch 1024, 1 epoch), so only the command line's own flags are given.
+    "doom_basic": BenchConfig(
+        surge_args=["--env=doom_basic", *_COMMON, *_DOOM_CORE, "--num_envs_per_worker=8"],
+        sf_module="sf_examples.vizdoom.train_vizdoom",
+        sf_args=["--env=doom_basic", *_COMMON, *_DOOM_CORE, "--num_envs_per_worker=8"],
+        # ~2 min per SF run here; SF's return goes from about -150 to -50 (still learning)
+        frames=200_000,
+        sf_return_scale=100.0,  # SF's doom_basic logs the return x0.01 (its reward_scaling)
+    ),
+    # the seed's VizDoom throughput benchmark (doom_battle's map, 9 flat actions, 128x72, frameskip 4,
+    # GRU, 1 epoch, rollout 32), scaled from 20 workers to 2: 16 envs per worker in 2 splits, batch 1024
+    "doom_benchmark": BenchConfig(
+        surge_args=[
+            "--env=doom_benchmark",
+            *_COMMON,
+            *_DOOM_CORE,
+            "--env_frameskip=4",
+            "--use_rnn=True",
+            "--ppo_epochs=1",
+            "--rollout=32",
+            "--recurrence=32",
+            "--res_w=128",
+            "--res_h=72",
+            "--wide_aspect_ratio=False",
+            "--num_envs_per_worker=16",
+            "--worker_num_splits=2",
+            "--batch_size=1024",
+        ],
+        sf_module="sf_examples.vizdoom.train_vizdoom",
+        sf_args=[
+            "--env=doom_benchmark",
+            *_COMMON,
+            *_DOOM_CORE,
+            "--env_frameskip=4",
+            "--use_rnn=True",
+            "--num_epochs=1",
+            "--rollout=32",
+            "--recurrence=32",
+            "--res_w=128",
+            "--res_h=72",
+            "--wide_aspect_ratio=False",
+            "--num_envs_per_worker=16",
+            "--worker_num_splits=2",
+            "--batch_size=1024",
+        ],
+        frames=150_000,
     ),
 }

@@ -40,6 +40,12 @@
 #                          which kills SF's env-info probe, and SF then hangs.
 #                          envpool 0.8.4 also pulls the old `gym` 0.26.2, which SF's envpool example
 #                          uses through env_type="gym".
+#   vizdoom==1.3.2         the latest release; it installs with its own dependencies, no --no-deps needed:
+#                          it asks only for numpy (any), gymnasium>=0.28 and pygame-ce (2.5.8). Its
+#                          cp311 manylinux_2_28 wheel bundles the ViZDoom engine and freedoom2.wad, runs
+#                          headless, and hands numpy 1.26.4 arrays over with no ABI trouble. SF's
+#                          VizDoom example (sf_examples.vizdoom) brings its own scenario .cfg/.wad files
+#                          (battle.wad for doom_benchmark), so nothing else is fetched.
 #
 # SF 2.1.1 itself needs no source patches with these pins.
 set -euo pipefail
@@ -64,6 +70,7 @@ ale-py==0.8.1
 shimmy==0.2.1
 mujoco==2.3.3
 envpool==0.8.4
+vizdoom==1.3.2
 sample-factory==2.1.1
 EOF
 
@@ -82,6 +89,7 @@ echo "[sf_setup] installing packages (pip skips what is already satisfied)"
     "ale-py==0.8.1" \
     "mujoco==2.3.3" \
     "envpool==0.8.4" \
+    "vizdoom==1.3.2" \
     faster-fifo signal-slot-mp \
     2> >(grep -v "^WARNING: Location 'file://" >&2)
 
@@ -115,17 +123,23 @@ fi
 echo "[sf_setup] checking the environment"
 "$VPY" -W ignore - <<'EOF'
 import importlib.metadata as md
+import os
 import numpy, torch
 import gymnasium as gym
-import sample_factory, envpool  # noqa: F401
+import sample_factory, envpool, vizdoom  # noqa: F401
 
 assert numpy.__version__.startswith("1."), numpy.__version__
 assert torch.zeros(3).numpy().shape == (3,)  # torch <-> numpy 1.x interop works
 env = gym.make("PongNoFrameskip-v4"); env.reset(seed=0); env.step(0); env.close()
 env = gym.make("HalfCheetah-v4"); env.reset(seed=0); env.step(env.action_space.sample()); env.close()
 env = gym.make("CartPole-v1"); env.reset(seed=0); env.close()
+game = vizdoom.DoomGame()  # headless, vizdoom's own basic scenario, one step
+game.load_config(os.path.join(vizdoom.scenarios_path, "basic.cfg"))
+game.set_window_visible(False)
+game.init(); game.new_episode(); game.make_action([0, 0, 1], 4)
+assert game.get_state().screen_buffer.shape[0] == 3; game.close()
 for p in ["sample-factory", "torch", "numpy", "gymnasium", "ale-py", "shimmy", "mujoco",
-          "envpool", "gym", "faster-fifo", "signal-slot-mp", "opencv-python"]:
+          "envpool", "gym", "vizdoom", "pygame-ce", "faster-fifo", "signal-slot-mp", "opencv-python"]:
     print(f"  {p}=={md.version(p)}")
 print("[sf_setup] OK")
 EOF
