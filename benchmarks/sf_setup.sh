@@ -123,7 +123,7 @@ fi
 echo "[sf_setup] checking the environment"
 "$VPY" -W ignore - <<'EOF'
 import importlib.metadata as md
-import os
+import os, tempfile
 import numpy, torch
 import gymnasium as gym
 import sample_factory, envpool, vizdoom  # noqa: F401
@@ -133,11 +133,13 @@ assert torch.zeros(3).numpy().shape == (3,)  # torch <-> numpy 1.x interop works
 env = gym.make("PongNoFrameskip-v4"); env.reset(seed=0); env.step(0); env.close()
 env = gym.make("HalfCheetah-v4"); env.reset(seed=0); env.step(env.action_space.sample()); env.close()
 env = gym.make("CartPole-v1"); env.reset(seed=0); env.close()
-game = vizdoom.DoomGame()  # headless, vizdoom's own basic scenario, one step
-game.load_config(os.path.join(vizdoom.scenarios_path, "basic.cfg"))
-game.set_window_visible(False)
-game.init(); game.new_episode(); game.make_action([0, 0, 1], 4)
-assert game.get_state().screen_buffer.shape[0] == 3; game.close()
+with tempfile.TemporaryDirectory() as tmp:  # ViZDoom writes its _vizdoom.ini there, not in the cwd
+    game = vizdoom.DoomGame()  # headless, vizdoom's own basic scenario, one step
+    game.load_config(os.path.join(vizdoom.scenarios_path, "basic.cfg"))
+    game.set_window_visible(False)
+    game.set_doom_config_path(os.path.join(tmp, "_vizdoom.ini"))
+    game.init(); game.new_episode(); game.make_action([0, 0, 1], 4)
+    assert game.get_state().screen_buffer.shape[0] == 3; game.close()
 for p in ["sample-factory", "torch", "numpy", "gymnasium", "ale-py", "shimmy", "mujoco",
           "envpool", "gym", "vizdoom", "pygame-ce", "faster-fifo", "signal-slot-mp", "opencv-python"]:
     print(f"  {p}=={md.version(p)}")
