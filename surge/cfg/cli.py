@@ -94,9 +94,12 @@ def config_class(family: EnvFamily | None, evaluation: bool = False) -> type:
     sources = ([family.extra_params] if family and family.extra_params else []) + (
         [EvalParams] if evaluation else []
     )
-    for src in sources:
+    seen: set[str] = set()
+    for src in sources:  # a family's field wins over an enjoy flag of the same name (doom's --fps)
         for f in dataclasses.fields(src):
-            extras.append((f.name, f.type, f))
+            if f.name not in seen:
+                seen.add(f.name)
+                extras.append((f.name, f.type, f))
     if not extras:
         return Config
     return dataclasses.make_dataclass("Config", extras, bases=(Config,))

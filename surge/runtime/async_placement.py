@@ -144,8 +144,11 @@ class AsyncPlacement:
             self._spawn_worker(w)
         self._init_workers()
 
-    def _spawn(self, name: str, fn, args: tuple) -> None:
-        p = self.ctx.Process(target=fn, args=args, name=f"surge-{name}", daemon=True)
+    def _spawn(self, name: str, fn, args: tuple, daemon: bool = True) -> None:
+        # rollout workers are not daemonic: their envs may start processes of their own (a Doom
+        # match runs one game per agent, gymnasium's AsyncVectorEnv one per env); stop() joins
+        # or kills every process either way, and PR_SET_PDEATHSIG covers a killed main process
+        p = self.ctx.Process(target=fn, args=args, name=f"surge-{name}", daemon=daemon)
         p.start()
         self.procs[name] = p
         log.info("Started process %s (pid %d)", name, p.pid)
@@ -171,6 +174,7 @@ class AsyncPlacement:
                 self.report_queue,
                 self.stop_event,
             ),
+            daemon=False,
         )
 
     def _init_workers(self) -> None:

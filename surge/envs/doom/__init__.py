@@ -1,0 +1,1 @@
+"""VizDoom as the `doom_` env family (see `surge.envs.doom.family`)."""

@@ -1,0 +1,178 @@
+"""The `doom_` env family: VizDoom scenarios with Sample Factory's Doom defaults.
+
+`--env=doom_basic`, `doom_defend_the_center`, `doom_battle`, `doom_duel`... (`scenarios.SCENARIOS`).
+Each agent's env, innermost first:
+
+1. `DoomGameEnv`: the game, headless, `env_frameskip` tics per step, `[3, res_h, res_w]` uint8.
+2. `RecordEpisodeStatistics`: the reported episode return is the game's own reward (before shaping
+   and scaling; e.g. doom_basic: +100 for the kill, -1 per tic, -6 per missed shot).
+3. `DoomMeasurements` for scenarios with `measurements`: `Dict(obs, measurements)`.
+4. `DoomRewardShaping` for scenarios with a shaping scheme (`--doom_reward_shaping` JSON overrides
+   its coefficients; `set_reward_shaping` changes them while training).
+5. `TransformReward(x * reward_scaling)` when the scenario scales its reward (doom_basic: 0.01).
+
+Scenarios with several agents become a `DoomMultiAgentEnv` (one game per agent over a local UDP
+port); those with bots only are a single hosting game.
+
+vizdoom is an optional dependency (`pip install surge-rl[doom]`); without it the family is still
+registered and making an env raises `EnvError` saying what to install.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.wrappers import RecordEpisodeStatistics, TransformReward
+
+from surge.cfg.config import param
+from surge.envs.doom.game import DoomGameEnv, NetGame, doom_available
+from surge.envs.doom.measurements import DoomMeasurements
+from surge.envs.doom.reward_shaping import DoomRewardShaping, merge_scheme
+from surge.envs.doom.scenarios import SCENARIOS, DoomScenario
+from surge.envs.registry import register_env_family
+from surge.errors import ConfigError, EnvError
+
+DOOM_PREFIX = "doom_"
+
+
+@dataclass
+class DoomParams:
+    """Flags of the `doom_` family (Sample Factory's Doom spelling)."""
+
+    env_frameskip: int = param(4, "Game tics per env step (the action repeats; rewards are summed).")
+    res_w: int = param(128, "Observation width in pixels after resizing.")
+    res_h: int = param(72, "Observation height in pixels after resizing.")
+    wide_aspect_ratio: bool = param(False, "Render 256x144 (16:9, wider view, slower) instead of 160x120.")
+    fps: int = param(
+        35, "Tics per second when playing in real time (enjoy, --doom_async_player) and of videos."
+    )
+    doom_async_player: bool = param(
+        False, "Real-time play at --fps (VizDoom ASYNC_PLAYER); for watching only."
+    )
+    doom_scenario_path: str = param(
+        "", "Your own scenario: a .cfg (replaces the base config) or a .wad (the map)."
+    )
+    doom_reward_shaping: str = param(
+        "", 'JSON overriding the reward-shaping coefficients, e.g. \'{"delta": {"HEALTH": [0.01, -0.01]}}\'.'
+    )
+    num_agents: int = param(-1, "Learning agents in a multiplayer match (-1: the scenario's).")
+    num_bots: int = param(-1, "Built-in bots in a multiplayer match (-1: the scenario's).")
+    timelimit: float = param(0.0, "Multiplayer match length in minutes (0: the scenario's, 4).")
+
+
+#: Sample Factory's `doom_override_defaults` (sf_examples/vizdoom/doom/doom_params.py)
+DOOM_DEFAULTS: dict[str, Any] = {
+    "ppo_clip_value": 0.2,
+    "obs_subtract_mean": 0.0,
+    "obs_scale": 255.0,
+    "exploration_loss": "symmetric_kl",
+    "exploration_loss_coeff": 0.001,
+    "normalize_returns": True,
+    "normalize_input": True,
+}
+
+
+def _scenario(name: str) -> DoomScenario:
+    if name in SCENARIOS:
+        return SCENARIOS[name]
+    close = difflib.get_close_matches(name, list(SCENARIOS), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}?" if close else f"one of: {', '.join(SCENARIOS)}."
+    raise ConfigError("env", f"unknown Doom scenario {name!r}.", hint)
+
+
+def _shaping_scheme(s: DoomScenario, cfg: Any) -> dict | None:
+    raw = getattr(cfg, "doom_reward_shaping", "") or ""
+    override = None
+    if raw:
+        try:
+            override = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise ConfigError(
+                "doom_reward_shaping",
+                f"not valid JSON ({e}).",
+                'write e.g. {"delta": {"HEALTH": [0.01, -0.01]}}',
+            ) from e
+        if not isinstance(override, dict):
+            raise ConfigError("doom_reward_shaping", "must be a JSON object.", 'e.g. {"delta": {...}}')
+    return merge_scheme(s.reward_shaping, override)
+
+
+def make_player_env(s: DoomScenario, cfg: Any, net: NetGame | None, render_mode: str | None) -> gym.Env:
+    """One agent's wrapped env (see the module docstring)."""
+    env: gym.Env = DoomGameEnv(
+        s,
+        frameskip=int(getattr(cfg, "env_frameskip", 4)),
+        res_w=int(getattr(cfg, "res_w", 128)),
+        res_h=int(getattr(cfg, "res_h", 72)),
+        wide_aspect_ratio=bool(getattr(cfg, "wide_aspect_ratio", False)),
+        scenario_path=str(getattr(cfg, "doom_scenario_path", "") or ""),
+        net=net,
+        async_player=bool(getattr(cfg, "doom_async_player", False)),
+        fps=int(getattr(cfg, "fps", 35) or 35),
+        render_mode=render_mode,
+    )
+    env = RecordEpisodeStatistics(env)
+    if s.measurements:
+        env = DoomMeasurements(env)
+    scheme = _shaping_scheme(s, cfg)
+    if scheme:
+        env = DoomRewardShaping(env, scheme)
+    if s.reward_scaling != 1.0:
+        scale = float(s.reward_scaling)
+        env = TransformReward(env, lambda r: r * scale)
+    return env
+
+
+def make_doom_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> Any:
+    """Makes `doom_<scenario>`: a gymnasium env, or a multi-agent env for several agents.
+
+    Raises:
+        ConfigError: unknown scenario or bad `--doom_reward_shaping` / agent counts.
+        EnvError: vizdoom is not installed or a `--doom_scenario_path` file is missing.
+    """
+    s = _scenario(full_env_name)
+    if not doom_available():
+        raise EnvError(
+            f"{full_env_name} needs the vizdoom package: pip install 'surge-rl[doom]' (or vizdoom)"
+        )
+    num_agents = int(getattr(cfg, "num_agents", -1))
+    num_agents = s.num_agents if num_agents <= 0 else num_agents
+    num_bots = int(getattr(cfg, "num_bots", -1))
+    num_bots = s.num_bots if num_bots < 0 else num_bots
+    timelimit = float(getattr(cfg, "timelimit", 0.0) or 0.0) or s.timelimit_minutes
+    if num_agents > 1 and not s.multiplayer:
+        raise ConfigError(
+            "num_agents", f"{full_env_name} is a single-player scenario.", "leave --num_agents at -1."
+        )
+    if num_agents > 1:
+        from surge.envs.doom.multiplayer import DoomMultiAgentEnv
+
+        net = NetGame(0, num_agents, 0, num_bots, s.respawn_delay, timelimit)
+        values = {
+            f.name: getattr(cfg, f.name) for f in dataclasses.fields(DoomParams) if hasattr(cfg, f.name)
+        }
+        probe = make_player_env(s, cfg, net, None)  # not started: only its spaces are read
+        spaces = probe.observation_space, probe.action_space
+        probe.close()
+        return DoomMultiAgentEnv(s.name, values, num_agents, net, *spaces)
+    if s.multiplayer:  # one agent against bots: a hosting game with no one to wait for
+        from surge.envs.doom.multiplayer import free_udp_port
+
+        return make_player_env(
+            s, cfg, NetGame(0, 1, free_udp_port(), num_bots, s.respawn_delay, timelimit), render_mode
+        )
+    return make_player_env(s, cfg, None, render_mode)
+
+
+register_env_family(
+    DOOM_PREFIX,
+    make_doom_env,
+    extra_params=DoomParams,
+    default_overrides=DOOM_DEFAULTS,
+    names=tuple(SCENARIOS),
+)

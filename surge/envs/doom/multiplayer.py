@@ -1,0 +1,231 @@
+"""Several learning agents in one Doom match: one VizDoom game per agent, joined over UDP.
+
+Agent 0's game hosts the match (`-host N -port P -deathmatch`), agents 1..N-1 join
+`127.0.0.1:P`; the host adds the scenario's bots at every reset. The engines advance in
+lock-step over the network, and `DoomGame.make_action` holds the GIL while it waits for the other
+players, so two games in one Python process deadlock (measured: threads hang on the first step,
+processes run). Each agent's game therefore runs in its own child process (spawned, tied to its
+parent with PR_SET_PDEATHSIG), driven over a pipe: a step sends every agent its action, then
+collects every result. Inside a step the players advance one tic at a time and meet at a shared
+barrier after each tic (`DoomGameEnv.tic_barrier`): with `make_action(a, frameskip)` the joined
+player waits for the host's next tic and the match deadlocks (measured; Sample Factory steps tic by
+tic for the same reason).
+
+The port comes from the OS (bind to port 0, then release it), so concurrent runs and tests do not
+collide; if the match still fails to start (the port was taken in between, a slow start), it is
+torn down and started again on a new port, up to 3 times.
+
+Follows surge's multi-agent contract (`surge.envs.multi_agent`). A match ends for everyone at
+once (time limit); then every agent is reset (auto-reset) and its episode statistics reported.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import socket
+import time
+import traceback
+from types import SimpleNamespace
+from typing import Any
+
+from surge.envs.doom.game import NetGame
+from surge.errors import EnvError
+
+START_TIMEOUT_S = 60.0
+STEP_TIMEOUT_S = 60.0
+START_ATTEMPTS = 3
+
+
+def free_udp_port() -> int:
+    """A UDP port the OS reports free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_barrier: Any) -> None:
+    """Child process: makes one player's env and serves reset / step / set_reward_shaping / close."""
+    from surge.runtime.process_setup import die_with_parent
+
+    die_with_parent()
+    env = None
+    try:
+        from surge.envs.doom.family import make_player_env
+        from surge.envs.doom.scenarios import SCENARIOS
+
+        env = make_player_env(SCENARIOS[scenario], SimpleNamespace(**cfg_values), net, None)
+        env.unwrapped.tic_barrier = tic_barrier
+        while True:
+            cmd, arg = conn.recv()
+            if cmd == "step":
+                conn.send(("ok", env.step(arg)))
+            elif cmd == "reset":
+                conn.send(("ok", env.reset(seed=arg)))
+            elif cmd == "shaping":
+                env.get_wrapper_attr("set_reward_shaping")(arg)
+                conn.send(("ok", None))
+            elif cmd == "default_shaping":
+                conn.send(("ok", env.get_wrapper_attr("get_default_reward_shaping")()))
+            elif cmd == "close":
+                break
+    except (EOFError, KeyboardInterrupt):
+        pass
+    except BaseException:
+        try:
+            conn.send(("error", traceback.format_exc()))
+        except Exception:
+            pass
+    finally:
+        if env is not None:
+            env.close()
+        conn.close()
+
+
+class _Player:
+    """Parent side of one player process."""
+
+    def __init__(self, ctx: Any, scenario: str, cfg_values: dict, net: NetGame, tic_barrier: Any):
+        self.player_id = net.player_id
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(
+            target=_player_main,
+            args=(child, scenario, cfg_values, net, tic_barrier),
+            name=f"doom-agent{net.player_id}",
+            daemon=True,
+        )
+        self.proc.start()
+        child.close()
+
+    def send(self, cmd: str, arg: Any = None) -> None:
+        self.conn.send((cmd, arg))
+
+    def recv(self, timeout: float) -> Any:
+        if not self.conn.poll(timeout):
+            raise EnvError(f"Doom agent {self.player_id} did not answer within {timeout:.0f} s")
+        try:
+            status, value = self.conn.recv()
+        except EOFError:
+            raise EnvError(f"Doom agent {self.player_id} exited (code {self.proc.exitcode})") from None
+        if status == "error":
+            raise EnvError(f"Doom agent {self.player_id} failed:\n{value}")
+        return value
+
+    def close(self) -> None:
+        try:
+            self.conn.send(("close", None))
+        except (OSError, BrokenPipeError):
+            pass
+        self.proc.join(timeout=10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(timeout=5)
+        self.conn.close()
+
+
+class DoomMultiAgentEnv:
+    """`num_agents` learning agents in one match (see the module docstring).
+
+    Args:
+        scenario: the scenario name (`doom_duel`).
+        cfg_values: the config fields the player env reads (`DoomParams`), as a plain dict.
+        num_agents: learning agents (players that are not bots).
+        net: the match settings (`player_id` and `port` are filled in per player and attempt).
+        observation_space, action_space: one agent's spaces.
+    """
+
+    is_multiagent = True
+
+    def __init__(
+        self, scenario: str, cfg_values: dict, num_agents: int, net: NetGame, observation_space, action_space
+    ):
+        self.num_agents = int(num_agents)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.render_mode = None
+        self._scenario, self._cfg, self._net = scenario, dict(cfg_values), net
+        self._ctx = mp.get_context("spawn")
+        self._players: list[_Player] | None = None
+
+    def _net_for(self, player_id: int, port: int) -> NetGame:
+        n = self._net
+        return NetGame(player_id, self.num_agents, port, n.num_bots, n.respawn_delay, n.timelimit_minutes)
+
+    def _all(self, cmd: str, args: list, timeout: float) -> list:
+        assert self._players is not None
+        for p, a in zip(self._players, args, strict=True):
+            p.send(cmd, a)
+        return [p.recv(timeout) for p in self._players]
+
+    def _start(self, seed: int | None) -> list:
+        errors = []
+        for _attempt in range(START_ATTEMPTS):
+            port = free_udp_port()
+            barrier = self._ctx.Barrier(self.num_agents)
+            self._players = []
+            try:
+                for i in range(self.num_agents):
+                    net = self._net_for(i, port)
+                    self._players.append(_Player(self._ctx, self._scenario, self._cfg, net, barrier))
+                seeds = [None if seed is None else seed + i for i in range(self.num_agents)]
+                return self._all("reset", seeds, START_TIMEOUT_S)
+            except EnvError as e:  # a failed start: tear down, new port
+                errors.append(str(e))
+                self._close_players()
+                time.sleep(0.5)
+        raise EnvError(
+            f"Doom match of {self.num_agents} agents failed to start {START_ATTEMPTS} times: {errors}"
+        )
+
+    def reset(self, seed: int | None = None) -> tuple[list, list[dict]]:
+        if self._players is None:
+            results = self._start(seed)
+        else:
+            results = self._all("reset", [None] * self.num_agents, START_TIMEOUT_S)
+        return [r[0] for r in results], [r[1] for r in results]
+
+    def step(self, actions) -> tuple[list, list[float], list[bool], list[bool], list[dict]]:
+        if self._players is None:
+            raise EnvError("reset() the env before step()")
+        results = self._all("step", list(actions), STEP_TIMEOUT_S)
+        obs = [r[0] for r in results]
+        rewards = [float(r[1]) for r in results]
+        terminated = [bool(r[2]) for r in results]
+        truncated = [bool(r[3]) for r in results]
+        infos = [r[4] for r in results]
+        if any(terminated) or any(truncated):  # the match is over for everyone
+            terminated = [t or not tr for t, tr in zip(terminated, truncated, strict=True)]
+            fresh = self._all("reset", [None] * self.num_agents, START_TIMEOUT_S)
+            obs = [f[0] for f in fresh]
+            infos = [{**f[1], **i} for f, i in zip(fresh, infos, strict=True)]
+        return obs, rewards, terminated, truncated, infos
+
+    def set_reward_shaping(self, scheme: dict, agent_idx: int) -> None:
+        """Replaces the reward shaping of agent `agent_idx` (see `reward_shaping`).
+
+        Raises:
+            EnvError: before the first reset (the agents' games do not exist yet).
+        """
+        if self._players is None:
+            raise EnvError("reset() the env before changing its reward shaping")
+        self._players[agent_idx].send("shaping", scheme)
+        self._players[agent_idx].recv(STEP_TIMEOUT_S)
+
+    def get_default_reward_shaping(self) -> dict | None:
+        if self._players is None:
+            return None
+        self._players[0].send("default_shaping")
+        return self._players[0].recv(STEP_TIMEOUT_S)
+
+    def render(self):
+        return None
+
+    def _close_players(self) -> None:
+        for p in self._players or []:
+            p.close()
+        self._players = None
+
+    def close(self) -> None:
+        self._close_players()
+
+    @property
+    def unwrapped(self):
+        return self
