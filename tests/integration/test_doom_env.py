@@ -1,0 +1,214 @@
+"""The doom_ family on the real VizDoom engine, headless: every scenario, a multiplayer duel with
+bots, episode ends, reward-shaping flags, and nothing left in /dev/shm or the process table."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("vizdoom")
+pytest.importorskip("cv2")
+
+from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.envs.doom.scenarios import SCENARIOS  # noqa: E402
+from surge.envs.registry import make_env  # noqa: E402
+from surge.errors import ConfigError, EnvError  # noqa: E402
+
+SHM = Path("/dev/shm")
+
+
+def doom_shm() -> set[str]:
+    return {p.name for p in SHM.glob("ViZDoom*")} if SHM.is_dir() else set()
+
+
+def engine_pids() -> set[int]:
+    """Live (not zombie) vizdoom engine and launcher processes of this user."""
+    out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
+    pids = set()
+    for line in out.splitlines():
+        pid, stat, args = line.strip().split(None, 2)
+        if "Z" not in stat and ("vizdoom/vizdoom " in args or "vizdoom_launcher" in args):
+            pids.add(int(pid))
+    return pids
+
+
+@pytest.fixture
+def no_leftovers():
+    """Fails the test if it leaves VizDoom shared memory or engine processes behind."""
+    shm, procs = doom_shm(), engine_pids()
+    yield
+    deadline = time.time() + 10
+    while time.time() < deadline and (doom_shm() - shm or engine_pids() - procs):
+        time.sleep(0.2)
+    assert doom_shm() - shm == set(), "VizDoom shared memory left behind"
+    assert engine_pids() - procs == set(), "VizDoom engine processes left behind"
+
+
+def doom_env(name: str, *flags: str):
+    return make_env(parse_cfg([f"--env={name}", "--experiment=doom_test", *flags]))
+
+
+def run_random(env, steps: int, seed: int = 0) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    env.action_space.seed(int(rng.integers(1 << 30)))
+    obs, infos = env.reset(seed=seed)
+    assert len(obs) == env.num_agents
+    ends = []
+    for _ in range(steps):
+        obs, rewards, terminated, truncated, infos = env.step(
+            [env.action_space.sample() for _ in range(env.num_agents)]
+        )
+        for o in obs:
+            assert env.observation_space.contains(o)
+        assert all(np.isfinite(r) for r in rewards)
+        ends += [i["episode"] for i in infos if "episode" in i]
+    return ends
+
+
+SINGLE = [n for n, s in SCENARIOS.items() if not s.multiplayer]
+
+
+@pytest.mark.parametrize("name", SINGLE)
+def test_single_player_scenarios_step_headless(name, no_leftovers):
+    env = doom_env(name)
+    try:
+        space = env.observation_space
+        image = space["obs"] if hasattr(space, "spaces") and "obs" in space.spaces else space
+        assert image.shape == (3, 72, 128) and image.dtype == np.uint8
+        run_random(env, 60)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("name", ["doom_duel_bots", "doom_deathmatch_bots"])
+def test_one_agent_against_bots(name, no_leftovers):
+    env = doom_env(name)
+    try:
+        assert env.num_agents == 1
+        run_random(env, 40)
+        obs, *_, infos = env.step([env.action_space.sample()])
+        expected_players = 1 + SCENARIOS[name].num_bots
+        assert infos[0]["game_variables"]["PLAYER_COUNT"] == expected_players
+        assert obs[0]["measurements"].shape == (23,)
+    finally:
+        env.close()
+
+
+def test_multiplayer_duel_two_agents_and_a_bot(no_leftovers):
+    env = doom_env(
+        "doom_duel", "--num_bots=1", "--timelimit=0.05"
+    )  # a 3-second match: it ends and auto-resets
+    try:
+        assert env.num_agents == 2
+        ends = run_random(env, 60)
+        _, _, _, _, infos = env.step([env.action_space.sample() for _ in range(2)])
+        assert [i["game_variables"]["PLAYER_COUNT"] for i in infos] == [3, 3]  # two agents and the bot
+        assert {i["game_variables"]["PLAYER_NUMBER"] for i in infos} == {0, 1}
+        assert len(ends) >= 2, "the match should have ended for both agents within 60 steps"
+    finally:
+        env.close()
+
+
+def test_deathmatch_full_four_agents_four_bots(no_leftovers):
+    env = doom_env("doom_deathmatch_full")
+    try:
+        assert env.num_agents == 4
+        run_random(env, 20)
+        _, _, _, _, infos = env.step([env.action_space.sample() for _ in range(4)])
+        assert {i["game_variables"]["PLAYER_COUNT"] for i in infos} == {8}
+    finally:
+        env.close()
+
+
+def test_timeout_is_truncation_and_return_is_the_game_score(no_leftovers):
+    env = doom_env("doom_basic")  # 300 tics: 75 steps of 4; no-ops never kill the monster
+    try:
+        env.reset(seed=1)
+        total = 0.0
+        for t in range(1, 200):
+            _, rewards, terminated, truncated, infos = env.step([0])
+            total += rewards[0]
+            if terminated[0] or truncated[0]:
+                break
+        assert truncated[0] and not terminated[0]
+        assert t == 75
+        # the agent trains on the scaled reward (0.01); the reported return is the game's (-1 per tic)
+        assert total == pytest.approx(-0.01 * 4 * 74 - 0.01 * 3, abs=0.05)
+        assert infos[0]["episode"]["r"] == pytest.approx(total * 100, abs=0.5)
+    finally:
+        env.close()
+
+
+def test_reward_shaping_flag_and_bad_values():
+    env = doom_env("doom_battle", '--doom_reward_shaping={"delta": {"HEALTH": [0.5, -0.5]}}')
+    try:
+        scheme = env.env.get_wrapper_attr("reward_shaping")
+        assert scheme["delta"]["HEALTH"] == [0.5, -0.5]
+        assert scheme["delta"]["KILLCOUNT"] == [1.0, 0.0]  # the rest of the default stays
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="doom_reward_shaping"):
+        doom_env("doom_battle", "--doom_reward_shaping={not json")
+    with pytest.raises(ConfigError, match="did you mean"):
+        doom_env("doom_basik")
+    with pytest.raises(EnvError, match="no such file"):
+        doom_env("doom_basic", "--doom_scenario_path=/nonexistent/x.cfg").reset()
+
+
+def test_user_scenario_path_loads_a_cfg(tmp_path, no_leftovers):
+    import vizdoom
+
+    import shutil
+
+    src = Path(vizdoom.scenarios_path)
+    shutil.copy(src / "defend_the_center.wad", tmp_path / "mine.wad")  # a user's map beside its cfg
+    cfg = tmp_path / "mine.cfg"
+    cfg.write_text((src / "defend_the_center.cfg").read_text().replace("defend_the_center.wad", "mine.wad"))
+    env = doom_env("doom_basic", f"--doom_scenario_path={cfg}")
+    try:
+        obs, _ = env.reset(seed=0)
+        assert obs[0].shape == (3, 72, 128)
+        env.step([3])
+    finally:
+        env.close()
+
+
+KILLED_CHILD = textwrap.dedent(
+    """
+    import sys, time
+    from surge.cfg.cli import parse_cfg
+    from surge.envs.registry import make_env
+    if __name__ == "__main__":
+        env = make_env(parse_cfg(["--env=" + sys.argv[1], "--experiment=x"]))
+        env.reset(seed=0)
+        for _ in range(5):
+            env.step([env.action_space.sample() for _ in range(env.num_agents)])
+        print("ready", flush=True)
+        time.sleep(600)
+    """
+)
+
+
+@pytest.mark.parametrize("name", ["doom_basic", "doom_duel"])
+def test_sigkill_leaves_no_engine_and_no_shared_memory(name, tmp_path, no_leftovers):
+    script = tmp_path / "child.py"
+    script.write_text(KILLED_CHILD)
+    before = doom_shm()
+    p = subprocess.Popen(
+        [sys.executable, str(script), name], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert doom_shm() - before, "the game should hold shared memory while it runs"
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(10)
+    # no_leftovers checks, within 10 s, that the engines are gone and their segments unlinked
