@@ -133,7 +133,7 @@ def test_timeout_is_truncation_and_return_is_the_game_score(no_leftovers):
     try:
         env.reset(seed=1)
         total = 0.0
-        for t in range(1, 200):
+        for t in range(1, 200):  # noqa: B007  (t is the episode length after the loop)
             _, rewards, terminated, truncated, infos = env.step([0])
             total += rewards[0]
             if terminated[0] or truncated[0]:
@@ -164,9 +164,9 @@ def test_reward_shaping_flag_and_bad_values():
 
 
 def test_user_scenario_path_loads_a_cfg(tmp_path, no_leftovers):
-    import vizdoom
-
     import shutil
+
+    import vizdoom
 
     src = Path(vizdoom.scenarios_path)
     shutil.copy(src / "defend_the_center.wad", tmp_path / "mine.wad")  # a user's map beside its cfg

@@ -8,10 +8,10 @@ import pytest
 pytest.importorskip("vizdoom")
 pytest.importorskip("cv2")
 
+from test_doom_env import doom_shm, engine_pids  # noqa: E402  (same folder, on sys.path)
+
 from surge.cfg.cli import parse_cfg  # noqa: E402
 from surge.runtime.training_run import train  # noqa: E402
-
-from test_doom_env import doom_shm, engine_pids  # noqa: E402  (same folder, on sys.path)
 
 SMALL = [
     "--decorrelate_experience_max_seconds=0",
