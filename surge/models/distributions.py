@@ -1,4 +1,5 @@
-"""Action distributions for Discrete, MultiDiscrete / Tuple-of-Discrete and Box action spaces.
+"""Action distributions for Discrete, MultiDiscrete / Tuple-of-Discrete, Box, and Tuples mixing
+Discrete and Box.
 
 All are built from a flat `logits` tensor `[B, num_action_logits]` (float32), which is also what
 rollouts store as the behavior policy's parameters (for the KL penalty). Built on
@@ -30,6 +31,20 @@ def _discrete_sizes(space: gym.Space) -> list[int] | None:
     return None
 
 
+def _mixed_parts(space: gym.Space) -> list[tuple[bool, int]] | None:
+    """For a Tuple mixing Discrete and Box: (is_discrete, n or dim) per sub-space, else None."""
+    if not isinstance(space, gym.spaces.Tuple):
+        return None
+    if not all(isinstance(s, (gym.spaces.Discrete, gym.spaces.Box)) for s in space.spaces):
+        return None
+    if not any(isinstance(s, gym.spaces.Box) for s in space.spaces):
+        return None
+    return [
+        (True, int(s.n)) if isinstance(s, gym.spaces.Discrete) else (False, int(np.prod(s.shape)))
+        for s in space.spaces
+    ]
+
+
 def num_action_logits(space: gym.Space) -> int:
     """Width of the flat logits vector for `space` (2 × dim for Box: mean and log-std)."""
     sizes = _discrete_sizes(space)
@@ -37,19 +52,27 @@ def num_action_logits(space: gym.Space) -> int:
         return sum(sizes)
     if isinstance(space, gym.spaces.Box):
         return 2 * int(np.prod(space.shape))
+    mixed = _mixed_parts(space)
+    if mixed is not None:
+        return sum(n if discrete else 2 * n for discrete, n in mixed)
     raise EnvError(
-        f"action space {space} is not supported: use Discrete, MultiDiscrete, a Tuple of Discrete, or Box"
+        f"action space {space} is not supported: use Discrete, MultiDiscrete, Box, or a Tuple of "
+        "Discrete and Box"
     )
 
 
 def action_shape(space: gym.Space) -> tuple[tuple[int, ...], torch.dtype]:
     """Per-agent shape and dtype of a stored action: `()` int64 for Discrete, `(n,)` int64 for
-    MultiDiscrete/Tuple, `(dim,)` float32 for Box."""
+    MultiDiscrete/Tuple, `(dim,)` float32 for Box, `(heads + box dims,)` float32 for a Tuple mixing
+    Discrete and Box (discrete indices stored as floats)."""
     sizes = _discrete_sizes(space)
     if sizes is not None:
         return ((), torch.int64) if isinstance(space, gym.spaces.Discrete) else ((len(sizes),), torch.int64)
     if isinstance(space, gym.spaces.Box):
         return (int(np.prod(space.shape)),), torch.float32
+    mixed = _mixed_parts(space)
+    if mixed is not None:  # one float per discrete head (its index), then each Box's values
+        return (sum(1 if discrete else n for discrete, n in mixed),), torch.float32
     raise EnvError(f"action space {space} is not supported")
 
 
@@ -148,9 +171,57 @@ class GaussianDistribution(ActionDistribution):
         return -self.entropy()  # no uniform prior on an unbounded space; fall back to entropy
 
 
+class MixedDistribution(ActionDistribution):
+    """A Tuple of Discrete and Box heads (Doom: buttons plus continuous turning), independent.
+
+    Logits: each head's in order (n for Discrete, 2·dim for Box). Actions `[B, heads + box dims]`
+    float32: a discrete head's index as a float, then each Box's values. log_prob / entropy / kl
+    are sums over heads; the exploration loss is the categorical heads' symmetric KL with uniform
+    plus the Gaussian heads' negative entropy.
+    """
+
+    def __init__(self, logits: Tensor, parts: list[tuple[bool, int]]):
+        widths = [n if discrete else 2 * n for discrete, n in parts]
+        self.parts = parts
+        self.heads: list[ActionDistribution] = [
+            CategoricalDistribution(chunk, [n], True) if discrete else GaussianDistribution(chunk)
+            for (discrete, n), chunk in zip(parts, torch.split(logits, widths, dim=-1), strict=True)
+        ]
+
+    def _split(self, actions: Tensor) -> list[Tensor]:
+        widths = [1 if discrete else n for discrete, n in self.parts]
+        chunks = torch.split(actions, widths, dim=-1)
+        return [c[..., 0].long() if d else c for (d, _), c in zip(self.parts, chunks, strict=True)]
+
+    def _join(self, values: list[Tensor]) -> Tensor:
+        return torch.cat([v.unsqueeze(-1).float() if v.dim() == 1 else v for v in values], dim=-1)
+
+    def sample(self) -> Tensor:
+        return self._join([h.sample() for h in self.heads])
+
+    def mode(self) -> Tensor:
+        return self._join([h.mode() for h in self.heads])
+
+    def log_prob(self, actions: Tensor) -> Tensor:
+        return sum(h.log_prob(a) for h, a in zip(self.heads, self._split(actions), strict=True))
+
+    def entropy(self) -> Tensor:
+        return sum(h.entropy() for h in self.heads)
+
+    def kl(self, other: ActionDistribution) -> Tensor:
+        assert isinstance(other, MixedDistribution)
+        return sum(a.kl(b) for a, b in zip(self.heads, other.heads, strict=True))
+
+    def symmetric_kl_with_uniform(self) -> Tensor:
+        return sum(h.symmetric_kl_with_uniform() for h in self.heads)
+
+
 def make_distribution(space: gym.Space, logits: Tensor) -> ActionDistribution:
     """The action distribution of `space` parameterised by `logits` `[B, num_action_logits(space)]`."""
     sizes = _discrete_sizes(space)
     if sizes is not None:
         return CategoricalDistribution(logits, sizes, isinstance(space, gym.spaces.Discrete))
+    mixed = _mixed_parts(space)
+    if mixed is not None:
+        return MixedDistribution(logits, mixed)
     return GaussianDistribution(logits)

@@ -37,6 +37,15 @@ def _checkpoints(tmp_path):
     [
         ("doom_battle", ["--num_workers=2", "--num_envs_per_worker=2", "--train_for_env_steps=3000"]),
         (
+            "doom_battle",
+            [
+                "--doom_continuous_turning=True",
+                "--num_workers=1",
+                "--worker_num_splits=1",
+                "--train_for_env_steps=1500",
+            ],
+        ),
+        (
             "doom_duel",
             [
                 "--num_workers=1",

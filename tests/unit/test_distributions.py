@@ -65,3 +65,25 @@ def test_sampling_frequencies_follow_probabilities():
     d = make_distribution(space, probs.log().expand(20000, 3))
     freq = torch.bincount(d.sample(), minlength=3).float() / 20000
     torch.testing.assert_close(freq, probs, atol=0.02, rtol=0)
+
+
+def test_tuple_of_discrete_and_box_is_the_sum_of_its_heads():
+    space = gym.spaces.Tuple(
+        [gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (1,), np.float32), gym.spaces.Discrete(2)]
+    )
+    assert num_action_logits(space) == 3 + 2 + 2
+    assert action_shape(space) == ((3,), torch.float32)
+    logits = torch.randn(6, 7)
+    d = make_distribution(space, logits)
+    a = d.sample()
+    assert a.shape == (6, 3) and a.dtype == torch.float32
+    assert set(a[:, 0].tolist()) <= {0.0, 1.0, 2.0} and set(a[:, 2].tolist()) <= {0.0, 1.0}
+    cat0 = torch.distributions.Categorical(logits=logits[:, :3])
+    normal = torch.distributions.Normal(logits[:, 3:4], logits[:, 4:5].exp())
+    cat2 = torch.distributions.Categorical(logits=logits[:, 5:])
+    ref = cat0.log_prob(a[:, 0].long()) + normal.log_prob(a[:, 1:2]).sum(-1) + cat2.log_prob(a[:, 2].long())
+    torch.testing.assert_close(d.log_prob(a), ref)
+    torch.testing.assert_close(d.entropy(), cat0.entropy() + normal.entropy().sum(-1) + cat2.entropy())
+    torch.testing.assert_close(d.kl(d), torch.zeros(6), atol=1e-6, rtol=0)
+    mode = d.mode()
+    assert torch.equal(mode[:, 0], logits[:, :3].argmax(-1).float()) and torch.equal(mode[:, 1], logits[:, 3])

@@ -98,3 +98,27 @@ def test_merge_scheme_overrides_one_level_into_sections():
     assert merged["delta"]["HEALTH"] == [1, 2]
     assert merged["delta"]["FRAGCOUNT"] == REWARD_SHAPING_DEATHMATCH_V0["delta"]["FRAGCOUNT"]
     assert REWARD_SHAPING_DEATHMATCH_V0["delta"]["HEALTH"] != [1, 2]  # the default is not modified
+
+
+def test_continuous_turning_replaces_the_delta_head_with_a_box():
+    from surge.envs.doom.actions import discretized_no_weapons, with_continuous_turning
+
+    a = DoomActions(with_continuous_turning(discretized_no_weapons()))
+    assert isinstance(a.space, gym.spaces.Tuple)
+    assert a.space.spaces[-1] == gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    row = np.array([1.0, 0.0, 1.0, 0.0, -0.5], np.float32)  # forward, attack, turn half left
+    buttons = a.to_buttons(row)
+    assert buttons[:2] == [1, 0] and buttons[-1] == pytest.approx(-0.5 * 7.5)
+    assert a.to_buttons(np.array([0, 0, 0, 0, 3.0], np.float32))[-1] == pytest.approx(7.5)  # clipped to 1
+    with pytest.raises(ValueError, match="no turning-delta head"):
+        with_continuous_turning(turn_and_attack())
+
+
+def test_space_samples_convert_too():
+    from surge.envs.doom.actions import full_discretized, with_continuous_turning
+
+    for heads in (full_discretized(), with_continuous_turning(full_discretized())):
+        a = DoomActions(heads)
+        a.space.seed(0)
+        for _ in range(20):
+            assert len(a.to_buttons(a.space.sample())) == len(a.buttons)

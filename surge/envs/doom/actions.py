@@ -4,7 +4,9 @@ A head is one discrete choice. A `ButtonHead` picks at most one of its buttons (
 k = press button k-1): `(TURN_LEFT, TURN_RIGHT)` is `Discrete(3)`. A `DeltaHead` drives one delta
 button (`TURN_LEFT_RIGHT_DELTA`: degrees per tic) with one of `n` evenly spaced values in
 `[low, high]` (Sample Factory's `Discretized` turning). One head gives a `Discrete` space, several
-a `Tuple` of `Discrete`, one sub-action per head.
+a `Tuple` of `Discrete`, one sub-action per head. With `--doom_continuous_turning` the turning head
+is a `ContinuousHead` (`Box(-1, 1, (1,))`, times 7.5 degrees per tic) and the space a Tuple mixing
+Discrete and Box; its actions arrive as one float row (discrete indices as floats).
 
 The VizDoom button vector is the concatenation of every head's buttons, in head order; surge sets
 it with `DoomGame.set_available_buttons`, so a scenario's `.cfg` button list does not matter.
@@ -50,7 +52,31 @@ class DeltaHead:
         return np.linspace(self.low, self.high, self.n).reshape(self.n, 1)
 
 
-Head = ButtonHead | DeltaHead
+@dataclass(frozen=True)
+class ContinuousHead:
+    """One delta button driven continuously: `Box(-1, 1, (1,))` times `scale` (Sample Factory's
+    continuous turning: 7.5 degrees per tic at ±1)."""
+
+    button: str
+    scale: float = 7.5
+
+    @property
+    def buttons(self) -> tuple[str, ...]:
+        return (self.button,)
+
+
+Head = ButtonHead | DeltaHead | ContinuousHead
+
+
+def with_continuous_turning(heads: tuple[Head, ...]) -> tuple[Head, ...]:
+    """`heads` with every discretised delta head replaced by a continuous one.
+
+    Raises:
+        ValueError: when `heads` has no delta head to replace.
+    """
+    if not any(isinstance(h, DeltaHead) for h in heads):
+        raise ValueError("this scenario has no turning-delta head to make continuous")
+    return tuple(ContinuousHead(h.button) if isinstance(h, DeltaHead) else h for h in heads)
 
 
 class DoomActions:
@@ -69,8 +95,13 @@ class DoomActions:
             raise ValueError("a Doom action space needs at least one head")
         self.heads = heads
         self.buttons: tuple[str, ...] = tuple(b for h in heads for b in h.buttons)
-        self._tables = [h.table() for h in heads]
-        spaces = [gym.spaces.Discrete(h.n) for h in heads]
+        self._tables = [None if isinstance(h, ContinuousHead) else h.table() for h in heads]
+        spaces = [
+            gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+            if isinstance(h, ContinuousHead)
+            else gym.spaces.Discrete(h.n)
+            for h in heads
+        ]
         self.space: gym.Space = spaces[0] if len(spaces) == 1 else gym.spaces.Tuple(spaces)
 
     def to_buttons(self, action) -> list[float]:
@@ -81,10 +112,19 @@ class DoomActions:
         """
         if len(self._tables) == 1:
             return self._tables[0][int(np.asarray(action).reshape(-1)[0])].tolist()
-        parts = np.asarray(action).reshape(-1)
+        if isinstance(action, (tuple, list)):  # a space sample: ints and (1,) arrays
+            parts = np.concatenate([np.asarray(x, np.float64).reshape(-1) for x in action])
+        else:  # a row from the trajectory buffers
+            parts = np.asarray(action).reshape(-1)
         if len(parts) != len(self._tables):
             raise ValueError(f"expected {len(self._tables)} sub-actions, got {len(parts)}: {action!r}")
-        return np.concatenate([t[int(a)] for t, a in zip(self._tables, parts, strict=True)]).tolist()
+        out: list[float] = []
+        for head, table, a in zip(self.heads, self._tables, parts, strict=True):
+            if table is None:  # continuous: a value in [-1, 1]
+                out.append(float(np.clip(a, -1.0, 1.0)) * head.scale)
+            else:
+                out.extend(table[int(a)].tolist())
+        return out
 
 
 # --- the heads of Sample Factory's Doom action spaces (sf_examples/vizdoom/doom/action_space.py) ---

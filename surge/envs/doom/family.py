@@ -30,6 +30,7 @@ import gymnasium as gym
 from gymnasium.wrappers import RecordEpisodeStatistics, TransformReward
 
 from surge.cfg.config import param
+from surge.envs.doom.actions import DeltaHead
 from surge.envs.doom.game import DoomGameEnv, NetGame, doom_available
 from surge.envs.doom.measurements import DoomMeasurements
 from surge.envs.doom.reward_shaping import DoomRewardShaping, merge_scheme
@@ -50,6 +51,9 @@ class DoomParams:
     wide_aspect_ratio: bool = param(False, "Render 256x144 (16:9, wider view, slower) instead of 160x120.")
     fps: int = param(
         35, "Tics per second when playing in real time (enjoy, --doom_async_player) and of videos."
+    )
+    doom_continuous_turning: bool = param(
+        False, "Continuous turning (a Box head) instead of the discretised one (battle, duel, deathmatch)."
     )
     doom_async_player: bool = param(
         False, "Real-time play at --fps (VizDoom ASYNC_PLAYER); for watching only."
@@ -115,6 +119,7 @@ def make_player_env(s: DoomScenario, cfg: Any, net: NetGame | None, render_mode:
         async_player=bool(getattr(cfg, "doom_async_player", False)),
         fps=int(getattr(cfg, "fps", 35) or 35),
         render_mode=render_mode,
+        continuous_turning=bool(getattr(cfg, "doom_continuous_turning", False)),
     )
     env = RecordEpisodeStatistics(env)
     if s.measurements:
@@ -145,6 +150,12 @@ def make_doom_env(full_env_name: str, cfg: Any, render_mode: str | None = None) 
     num_bots = int(getattr(cfg, "num_bots", -1))
     num_bots = s.num_bots if num_bots < 0 else num_bots
     timelimit = float(getattr(cfg, "timelimit", 0.0) or 0.0) or s.timelimit_minutes
+    if getattr(cfg, "doom_continuous_turning", False) and not any(isinstance(h, DeltaHead) for h in s.heads):
+        raise ConfigError(
+            "doom_continuous_turning",
+            f"{full_env_name} has no turning-delta head.",
+            "use it with doom_battle, doom_battle2, doom_duel*, doom_deathmatch*.",
+        )
     if num_agents > 1 and not s.multiplayer:
         raise ConfigError(
             "num_agents", f"{full_env_name} is a single-player scenario.", "leave --num_agents at -1."

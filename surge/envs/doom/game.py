@@ -25,7 +25,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from surge.envs.doom.actions import DoomActions
+from surge.envs.doom.actions import DoomActions, with_continuous_turning
 from surge.envs.doom.engine_launcher import launcher_path
 from surge.envs.doom.scenarios import DoomScenario
 from surge.errors import EnvError
@@ -80,6 +80,10 @@ class DoomGameEnv(gym.Env):
         async_player: real-time play at `fps` tics per second (VizDoom's ASYNC_PLAYER mode).
         fps: tic rate in async mode and the rendering rate.
         render_mode: None, "rgb_array" (the full-resolution frame) or "human".
+        continuous_turning: a continuous turning head instead of the discretised one.
+
+    Raises:
+        ValueError: `continuous_turning` for a scenario without a turning-delta head.
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 35}
@@ -96,6 +100,7 @@ class DoomGameEnv(gym.Env):
         async_player: bool = False,
         fps: int = 35,
         render_mode: str | None = None,
+        continuous_turning: bool = False,
     ):
         self.scenario = scenario
         self.frameskip = int(frameskip)
@@ -106,7 +111,9 @@ class DoomGameEnv(gym.Env):
         self.async_player = async_player
         self.fps = int(fps)
         self.render_mode = render_mode
-        self.actions = DoomActions(scenario.heads)
+        self.actions = DoomActions(
+            with_continuous_turning(scenario.heads) if continuous_turning else scenario.heads
+        )
         self.action_space = self.actions.space
         self.observation_space = gym.spaces.Box(0, 255, (3, self.res_h, self.res_w), np.uint8)
         self.variables = tuple(scenario.variables)
