@@ -194,7 +194,10 @@ class MixedDistribution(ActionDistribution):
         return [c[..., 0].long() if d else c for (d, _), c in zip(self.parts, chunks, strict=True)]
 
     def _join(self, values: list[Tensor]) -> Tensor:
-        return torch.cat([v.unsqueeze(-1).float() if v.dim() == 1 else v for v in values], dim=-1)
+        return torch.cat(
+            [v.unsqueeze(-1).float() if d else v for (d, _), v in zip(self.parts, values, strict=True)],
+            dim=-1,
+        )
 
     def sample(self) -> Tensor:
         return self._join([h.sample() for h in self.heads])

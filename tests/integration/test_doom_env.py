@@ -212,3 +212,30 @@ def test_sigkill_leaves_no_engine_and_no_shared_memory(name, tmp_path, no_leftov
         os.kill(p.pid, signal.SIGKILL)
         p.wait(10)
     # no_leftovers checks, within 10 s, that the engines are gone and their segments unlinked
+
+
+def test_a_match_that_cannot_start_reports_the_engine_error(tmp_path, no_leftovers):
+    bad = tmp_path / "broken.cfg"
+    bad.write_text("doom_scenario_path = missing.wad\n")  # the engine refuses: no such map file
+    env = doom_env("doom_duel", f"--doom_scenario_path={bad}")
+    try:
+        with pytest.raises(EnvError, match="failed to start") as e:
+            env.reset(seed=0)
+        assert "Traceback" in str(e.value)  # the failing agent's own traceback, not only a timeout
+    finally:
+        env.close()
+
+
+def test_launcher_refuses_a_folder_other_users_can_write(tmp_path, monkeypatch):
+    import tempfile
+
+    from surge.envs.doom.engine_launcher import launcher_path
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    shared = tmp_path / f"surge-{os.getuid()}"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(PermissionError, match="not private"):
+        launcher_path()
+    shared.chmod(0o700)
+    assert launcher_path().parent == shared

@@ -24,13 +24,14 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 LAUNCHER_SOURCE = r"""
 import ctypes, os, signal, subprocess, sys
 
 REAL_ENGINE = {real!r}
-PARENT = os.getppid()
+STOP = []
 PR_SET_PDEATHSIG = 1
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -51,8 +52,23 @@ def _cleanup_shm(args):
 
 def main():
     args = sys.argv[1:]
+    engine = None
+
+    def stop(signum, frame):
+        STOP.append(signum)
+        if engine is not None:
+            try:
+                engine.kill()
+            except OSError:
+                pass
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent(signal.SIGTERM)
-    if os.getppid() != PARENT or os.getppid() == 1:
+    expected = os.environ.get("SURGE_VIZDOOM_PARENT")
+    if STOP or os.getppid() == 1 or (expected and os.getppid() != int(expected)):
+        _cleanup_shm(args)
         return 1
     engine = subprocess.Popen(
         [REAL_ENGINE, *args],
@@ -62,15 +78,8 @@ def main():
         cwd=os.path.dirname(os.path.abspath(__file__)),  # the engine writes _vizdoom.ini here, not in the user's cwd
     )
 
-    def stop(signum, frame):
-        try:
-            engine.kill()
-        except OSError:
-            pass
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGHUP, stop)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if STOP:  # told to stop while the engine was starting
+        engine.kill()
     while True:
         try:
             code = engine.wait()
@@ -85,11 +94,29 @@ sys.exit(main())
 """
 
 
+#: environment variable holding the pid of the process that starts the engine (checked by the launcher)
+PARENT_PID_ENV = "SURGE_VIZDOOM_PARENT"
+
+
 def real_engine_path() -> Path:
     """The `vizdoom` engine binary of the installed vizdoom package."""
     import vizdoom
 
     return Path(vizdoom.__file__).resolve().parent / "vizdoom"
+
+
+def _check_private(p: Path) -> None:
+    """Refuses a launcher folder or file that another user owns or could write (a planted script).
+
+    Raises:
+        PermissionError: naming the path and what is wrong with it.
+    """
+    st = p.lstat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o022 or p.is_symlink():
+        raise PermissionError(
+            f"{p} is not private to this user (owner uid {st.st_uid}, mode {oct(st.st_mode & 0o777)}): "
+            "remove it, or set TMPDIR to a private folder"
+        )
 
 
 def launcher_path() -> Path:
@@ -104,9 +131,12 @@ def launcher_path() -> Path:
     digest = hashlib.sha1(body.encode()).hexdigest()[:12]
     folder = Path(tempfile.gettempdir()) / f"surge-{os.getuid()}"
     path = folder / f"vizdoom_launcher_{digest}"
-    if not path.exists():
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = folder / f".{path.name}.{os.getpid()}"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_private(folder)
+    if path.exists():
+        _check_private(path)
+    else:
+        tmp = folder / f".{path.name}.{os.getpid()}.{threading.get_ident()}"
         tmp.write_text(body)
         tmp.chmod(0o755)
         os.replace(tmp, path)

@@ -4,11 +4,14 @@
 Each agent's env, innermost first:
 
 1. `DoomGameEnv`: the game, headless, `env_frameskip` tics per step, `[3, res_h, res_w]` uint8.
-2. `RecordEpisodeStatistics`: the reported episode return is the game's own reward (before shaping
-   and scaling; e.g. doom_basic: +100 for the kill, -1 per tic, -6 per missed shot).
-3. `DoomMeasurements` for scenarios with `measurements`: `Dict(obs, measurements)`.
-4. `DoomRewardShaping` for scenarios with a shaping scheme (`--doom_reward_shaping` JSON overrides
-   its coefficients; `set_reward_shaping` changes them while training).
+2. `DoomMeasurements` for scenarios with `measurements`: `Dict(obs, measurements)`.
+3. `DoomRewardShaping` for scenarios with a shaping scheme (`--doom_reward_shaping` JSON overrides
+   its coefficients; `set_reward_shaping` changes them while training). With
+   `--doom_scenario_path` the battle scheme's KILLCOUNT term is dropped (the original map pays kills).
+4. `RecordEpisodeStatistics`: the reported episode return is the game's reward plus the shaping,
+   before scaling (as Sample Factory reports it, less its scaling): doom_basic's is the game score
+   (+100 for the kill, -1 per tic, -6 per missed shot); the arena and multiplayer maps pay nothing
+   themselves, so theirs is the shaped return (kills, frags, deaths, health, weapons...).
 5. `TransformReward(x * reward_scaling)` when the scenario scales its reward (doom_basic: 0.01).
 
 Scenarios with several agents become a `DoomMultiAgentEnv` (one game per agent over a local UDP
@@ -103,7 +106,16 @@ def _shaping_scheme(s: DoomScenario, cfg: Any) -> dict | None:
             ) from e
         if not isinstance(override, dict):
             raise ConfigError("doom_reward_shaping", "must be a JSON object.", 'e.g. {"delta": {...}}')
-    return merge_scheme(s.reward_shaping, override)
+    scheme = merge_scheme(s.reward_shaping, override)
+    if (
+        scheme
+        and getattr(cfg, "doom_scenario_path", "")
+        and not (override or {}).get("delta", {}).get("KILLCOUNT")
+    ):
+        # the KILLCOUNT term stands in for the kill reward of Sample Factory's battle.wad script;
+        # with the original map (or a user's) the map pays kills itself
+        scheme.get("delta", {}).pop("KILLCOUNT", None)
+    return scheme
 
 
 def make_player_env(s: DoomScenario, cfg: Any, net: NetGame | None, render_mode: str | None) -> gym.Env:
@@ -121,12 +133,12 @@ def make_player_env(s: DoomScenario, cfg: Any, net: NetGame | None, render_mode:
         render_mode=render_mode,
         continuous_turning=bool(getattr(cfg, "doom_continuous_turning", False)),
     )
-    env = RecordEpisodeStatistics(env)
     if s.measurements:
         env = DoomMeasurements(env)
     scheme = _shaping_scheme(s, cfg)
     if scheme:
         env = DoomRewardShaping(env, scheme)
+    env = RecordEpisodeStatistics(env)  # returns: game reward + shaping, before scaling
     if s.reward_scaling != 1.0:
         scale = float(s.reward_scaling)
         env = TransformReward(env, lambda r: r * scale)
@@ -172,11 +184,7 @@ def make_doom_env(full_env_name: str, cfg: Any, render_mode: str | None = None) 
         probe.close()
         return DoomMultiAgentEnv(s.name, values, num_agents, net, *spaces)
     if s.multiplayer:  # one agent against bots: a hosting game with no one to wait for
-        from surge.envs.doom.multiplayer import free_udp_port
-
-        return make_player_env(
-            s, cfg, NetGame(0, 1, free_udp_port(), num_bots, s.respawn_delay, timelimit), render_mode
-        )
+        return make_player_env(s, cfg, NetGame(0, 1, 0, num_bots, s.respawn_delay, timelimit), render_mode)
     return make_player_env(s, cfg, None, render_mode)
 
 

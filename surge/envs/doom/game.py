@@ -18,6 +18,7 @@ through surge's launcher (`engine_launcher`), so a killed process leaves no engi
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from surge.envs.doom.actions import DoomActions, with_continuous_turning
-from surge.envs.doom.engine_launcher import launcher_path
+from surge.envs.doom.engine_launcher import PARENT_PID_ENV, launcher_path
 from surge.envs.doom.scenarios import DoomScenario
 from surge.errors import EnvError
 
@@ -165,11 +166,16 @@ class DoomGameEnv(gym.Env):
             g.set_seed(self._seed % (2**32))
         if self.net is not None:
             self._add_network_args(g)
+        os.environ[PARENT_PID_ENV] = str(os.getpid())  # the launcher checks it still has this parent
         return g
 
     def _add_network_args(self, g: Any) -> None:
         n = self.net
         assert n is not None
+        if n.port == 0:  # a hosting game with no one joining: take a free port now, at init
+            from surge.envs.doom.multiplayer import free_udp_port
+
+            n.port = free_udp_port()
         if n.player_id == 0:
             g.add_game_args(
                 f"-host {n.num_players} -port {n.port} -deathmatch +timelimit {n.timelimit_minutes} "
@@ -208,6 +214,7 @@ class DoomGameEnv(gym.Env):
         if self._episodes > 0:  # the first episode starts with init(), seeded before it
             self.game.new_episode()
         self._episodes += 1
+        self._prev_vars: dict[str, float] = {}
         if self.net is not None and self.net.player_id == 0 and self.net.num_bots > 0:
             self.game.send_game_command("removebots")
             for _ in range(self.net.num_bots):
@@ -234,9 +241,14 @@ class DoomGameEnv(gym.Env):
             self._prev_vars = info["game_variables"]
             obs = self._frame(state)
         else:
-            info["game_variables"] = getattr(self, "_prev_vars", {})
+            info["game_variables"] = dict(self._prev_vars)  # the last ones seen in this episode
             obs = self._black
-        truncated = finished and self.net is None and self.game.is_episode_timeout_reached()
+        truncated = (
+            finished
+            and self.net is None
+            and self.game.is_episode_timeout_reached()
+            and not self.game.is_player_dead()
+        )
         terminated = finished and not truncated
         return obs, float(reward), terminated, truncated, info
 

@@ -22,6 +22,7 @@ once (time limit); then every agent is reset (auto-reset) and its episode statis
 from __future__ import annotations
 
 import multiprocessing as mp
+import multiprocessing.connection as mp_connection
 import socket
 import time
 import traceback
@@ -31,8 +32,8 @@ from typing import Any
 from surge.envs.doom.game import NetGame
 from surge.errors import EnvError
 
-START_TIMEOUT_S = 60.0
-STEP_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 30.0  # x START_ATTEMPTS stays under a rollout worker's reset_timeout_seconds (120)
+STEP_TIMEOUT_S = 90.0  # longer than a player's wait at the tic barrier (game.TIC_BARRIER_TIMEOUT_S)
 START_ATTEMPTS = 3
 
 
@@ -71,6 +72,7 @@ def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_b
     except (EOFError, KeyboardInterrupt):
         pass
     except BaseException:
+        tic_barrier.abort()  # the other players stop waiting for this one at once
         try:
             conn.send(("error", traceback.format_exc()))
         except Exception:
@@ -95,20 +97,33 @@ class _Player:
         )
         self.proc.start()
         child.close()
+        self.value: Any = None
+        self.error = ""
 
     def send(self, cmd: str, arg: Any = None) -> None:
         self.conn.send((cmd, arg))
 
+    def answer(self) -> None:
+        """Reads the answer that is ready into `value`, or `error`."""
+        self.value, self.error = None, ""
+        try:
+            status, value = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(1)
+            self.error = f"Doom agent {self.player_id} exited (code {self.proc.exitcode})"
+            return
+        if status == "error":
+            self.error = f"Doom agent {self.player_id} failed:\n{value}"
+        else:
+            self.value = value
+
     def recv(self, timeout: float) -> Any:
         if not self.conn.poll(timeout):
             raise EnvError(f"Doom agent {self.player_id} did not answer within {timeout:.0f} s")
-        try:
-            status, value = self.conn.recv()
-        except EOFError:
-            raise EnvError(f"Doom agent {self.player_id} exited (code {self.proc.exitcode})") from None
-        if status == "error":
-            raise EnvError(f"Doom agent {self.player_id} failed:\n{value}")
-        return value
+        self.answer()
+        if self.error:
+            raise EnvError(self.error)
+        return self.value
 
     def close(self) -> None:
         try:
@@ -150,10 +165,31 @@ class DoomMultiAgentEnv:
         return NetGame(player_id, self.num_agents, port, n.num_bots, n.respawn_delay, n.timelimit_minutes)
 
     def _all(self, cmd: str, args: list, timeout: float) -> list:
+        """Sends `cmd` to every player and returns their answers; on any failure tears the match
+        down (a broken barrier and stale answers make it unusable) and raises one EnvError with
+        every player's error, the real traceback first."""
         assert self._players is not None
-        for p, a in zip(self._players, args, strict=True):
-            p.send(cmd, a)
-        return [p.recv(timeout) for p in self._players]
+        players = self._players
+        try:
+            for p, a in zip(players, args, strict=True):
+                p.send(cmd, a)
+        except OSError as e:
+            self._close_players()
+            raise EnvError(f"a Doom agent process is gone: {e!r}") from e
+        deadline = time.time() + timeout
+        pending = {p.conn: p for p in players}
+        while pending and time.time() < deadline:
+            for conn in mp_connection.wait(list(pending), timeout=max(0.0, deadline - time.time())):
+                pending.pop(conn).answer()
+        errors = [p.error for p in players if p.error]
+        errors += [
+            f"Doom agent {p.player_id} did not answer within {timeout:.0f} s" for p in pending.values()
+        ]
+        if errors:
+            self._close_players()
+            tracebacks = sorted(errors, key=lambda e: "Traceback" not in e)
+            raise EnvError("Doom match failed:\n" + "\n".join(tracebacks))
+        return [p.value for p in players]
 
     def _start(self, seed: int | None) -> list:
         errors = []
@@ -167,7 +203,7 @@ class DoomMultiAgentEnv:
                     self._players.append(_Player(self._ctx, self._scenario, self._cfg, net, barrier))
                 seeds = [None if seed is None else seed + i for i in range(self.num_agents)]
                 return self._all("reset", seeds, START_TIMEOUT_S)
-            except EnvError as e:  # a failed start: tear down, new port
+            except Exception as e:  # a failed start: tear down, new port
                 errors.append(str(e))
                 self._close_players()
                 time.sleep(0.5)
