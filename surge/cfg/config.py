@@ -98,7 +98,10 @@ class Config:
         0.0, "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8)."
     )
     normalize_advantage: bool = param(True, "Normalise advantages to zero mean and unit std per minibatch.")
-    normalize_input: bool = param(False, "Normalise vector observations with a running mean and std.")
+    normalize_input: bool = param(
+        False,
+        "Normalise observations with running mean and std (vectors per element, images per pixel, Dict per key).",
+    )
     normalize_returns: bool = param(
         False,
         "The critic learns returns normalised by their running mean and std "

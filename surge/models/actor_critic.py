@@ -7,6 +7,7 @@ Two entry points share all weights:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from surge.errors import ConfigError
 from surge.models.cores import make_core
 from surge.models.distributions import ActionDistribution, make_distribution, num_action_logits
 from surge.models.encoders import make_encoder
-from surge.models.normalization import RunningMeanStd
+from surge.models.normalization import RunningMeanStd, make_obs_normalizer
 
 Obs = Tensor | dict[str, Tensor]
 
@@ -56,9 +57,9 @@ class ActorCritic(nn.Module):
                 "leave it True (the default).",
             )
         self.action_space = action_space
-        self.obs_normalizer = None
-        if cfg.normalize_input and isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1:
-            self.obs_normalizer = RunningMeanStd(tuple(obs_space.shape))
+        self.obs_normalizer = make_obs_normalizer(obs_space) if cfg.normalize_input else None
+        if self.obs_normalizer is not None:  # images arrive standardised: no scaling in the encoder
+            cfg = dataclasses.replace(cfg, obs_subtract_mean=0.0, obs_scale=1.0)
         self.returns_normalizer = RunningMeanStd((), clip=1e9) if cfg.normalize_returns else None
         self.encoder = make_encoder(cfg, obs_space)
         self.core = make_core(

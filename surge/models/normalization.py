@@ -26,11 +26,13 @@ class RunningMeanStd(nn.Module):
     @torch.no_grad()
     def update(self, x: Tensor) -> None:
         """Folds a batch `[N, *shape]` into the statistics (parallel variance, Chan et al. 1979)."""
-        x = x.detach().double().reshape(-1, *self.mean.shape)
+        x = x.detach().reshape(-1, *self.mean.shape)
         n = x.shape[0]
         if n == 0:
             return
-        b_mean, b_var = x.mean(0), x.var(0, unbiased=False)
+        # batch moments in one float32 pass (images: no float64 copy of the whole batch), folded in float64
+        b_var, b_mean = torch.var_mean(x.float(), dim=0, unbiased=False)
+        b_var, b_mean = b_var.double(), b_mean.double()
         delta = b_mean - self.mean
         total = self.count + n
         self.mean += delta * n / total
@@ -46,3 +48,49 @@ class RunningMeanStd(nn.Module):
     def denormalize(self, x: Tensor) -> Tensor:
         """Inverse of the normalisation (without clipping): `x · sqrt(var + eps) + mean`."""
         return x * (self.var.float() + self.epsilon).sqrt() + self.mean.float()
+
+
+class ImageNormalizer(RunningMeanStd):
+    """Per-pixel running standardisation of image observations (Sample Factory 2's
+    `normalize_input` on images). It replaces the encoder's `(x - obs_subtract_mean) / obs_scale`
+    (standardisation is invariant to that affine map), so the model builds its image encoders with
+    scale 1 when this normaliser is on; `forward` is one float copy and three in-place passes."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        z = x.float()
+        if z.data_ptr() == x.data_ptr():
+            z = z.clone()
+        inv_std = (self.var.float() + self.epsilon).rsqrt()
+        return z.sub_(self.mean.float()).mul_(inv_std).clamp_(-self.clip, self.clip)
+
+
+class DictNormalizer(nn.Module):
+    """One normaliser per key of a Dict observation; keys it does not hold pass through."""
+
+    def __init__(self, normalizers: dict[str, nn.Module]):
+        super().__init__()
+        self.normalizers = nn.ModuleDict(normalizers)
+
+    @torch.no_grad()
+    def update(self, obs: dict[str, Tensor]) -> None:
+        for k, n in self.normalizers.items():
+            n.update(obs[k])
+
+    def forward(self, obs: dict[str, Tensor]) -> dict[str, Tensor]:
+        return {k: self.normalizers[k](v) if k in self.normalizers else v for k, v in obs.items()}
+
+
+def make_obs_normalizer(space) -> nn.Module | None:
+    """The input normaliser of `normalize_input` for `space`: vectors (1-D Box) standardised,
+    images (Box with ≥ 2 dims) standardised per pixel (`ImageNormalizer`), a Dict per key.
+    None for spaces with nothing to normalise."""
+    import gymnasium as gym
+
+    if isinstance(space, gym.spaces.Dict):
+        parts = {k: make_obs_normalizer(s) for k, s in space.spaces.items()}
+        parts = {k: n for k, n in parts.items() if n is not None}
+        return DictNormalizer(parts) if parts else None
+    if isinstance(space, gym.spaces.Box):
+        shape = tuple(space.shape)
+        return RunningMeanStd(shape) if len(shape) == 1 else ImageNormalizer(shape)
+    return None

@@ -120,3 +120,26 @@ def test_spectral_norm_bounds_the_largest_singular_value():
         model.act(torch.randn(4, 6), torch.zeros(4, 0))
     lin = model.encoder.net[0]
     assert torch.linalg.matrix_norm(lin.weight.detach(), ord=2) <= 1.05
+
+
+def test_normalize_input_standardises_images_per_pixel_and_dict_keys():
+    import gymnasium as gym
+
+    from surge.models.normalization import DictNormalizer, ImageNormalizer, make_obs_normalizer
+
+    image = gym.spaces.Box(0, 255, (3, 4, 5), np.uint8)
+    space = gym.spaces.Dict({"obs": image, "measurements": gym.spaces.Box(-1, 1, (6,), np.float32)})
+    norm = make_obs_normalizer(space)
+    assert isinstance(norm, DictNormalizer) and isinstance(norm.normalizers["obs"], ImageNormalizer)
+    g = torch.Generator().manual_seed(0)
+    pixels = torch.randint(0, 256, (500, 3, 4, 5), generator=g).float() * torch.linspace(
+        0.1, 1, 5
+    )  # per-pixel scales
+    vectors = torch.randn(500, 6, generator=g) * 3 + 1
+    norm.update({"obs": pixels, "measurements": vectors})
+    out = norm({"obs": pixels, "measurements": vectors})
+    z = out["obs"]  # standardised; the model builds its image encoder with scale 1
+    expected = ((pixels - pixels.mean(0)) / pixels.std(0, unbiased=False)).clamp(-5, 5)
+    torch.testing.assert_close(z, expected, atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(out["measurements"].mean(0), torch.zeros(6), atol=1e-4, rtol=0)
+    torch.testing.assert_close(out["measurements"].std(0, unbiased=False), torch.ones(6), atol=1e-3, rtol=0)
