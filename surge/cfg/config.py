@@ -166,6 +166,11 @@ class Config:
         "orthogonal", "Weight initialisation.", ("orthogonal", "xavier_uniform")
     )
     policy_init_gain: float = param(1.0, "Gain of the weight initialisation.")
+    action_head_init_gain: float = param(
+        0.01,
+        "Gain of the action-logits layer's orthogonal init: 0.01 starts near-uniform (CleanRL, SB3); "
+        "Sample Factory uses policy_init_gain (1.0), the Doom family's default.",
+    )
     actor_critic_share_weights: bool = param(True, "Actor and critic share the encoder and core.")
     use_spectral_norm: bool = param(False, "Spectral normalisation of fully connected layers.")
     adaptive_stddev: bool = param(

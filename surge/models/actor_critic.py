@@ -90,7 +90,7 @@ class ActorCritic(nn.Module):
                 else:
                     nn.init.xavier_uniform_(weight, gain=cfg.policy_init_gain)
                 nn.init.zeros_(m.bias)
-        nn.init.orthogonal_(self.policy_head.weight, gain=0.01)
+        nn.init.orthogonal_(self.policy_head.weight, gain=cfg.action_head_init_gain)
         nn.init.orthogonal_(self.value_head.weight, gain=1.0)
         if self.is_gaussian and self.adaptive_stddev:
             with torch.no_grad():

@@ -143,3 +143,15 @@ def test_normalize_input_standardises_images_per_pixel_and_dict_keys():
     torch.testing.assert_close(z, expected, atol=1e-3, rtol=1e-3)
     torch.testing.assert_close(out["measurements"].mean(0), torch.zeros(6), atol=1e-4, rtol=0)
     torch.testing.assert_close(out["measurements"].std(0, unbiased=False), torch.ones(6), atol=1e-3, rtol=0)
+
+
+def test_action_head_init_gain_sets_how_far_from_uniform_the_policy_starts():
+    space = gym.spaces.Box(-1, 1, (8,), np.float32)
+    obs = torch.randn(256, 8)
+    spread = {}
+    for gain in (0.01, 1.0):
+        torch.manual_seed(0)
+        model = ActorCritic(_cfg(use_rnn=False, action_head_init_gain=gain), space, gym.spaces.Discrete(4))
+        logits = model.act(obs, torch.zeros(256, model.rnn_state_size)).logits
+        spread[gain] = float(logits.std())
+    assert spread[0.01] < 0.01 < 0.1 < spread[1.0]
