@@ -132,10 +132,10 @@ def test_normalize_input_standardises_images_per_pixel_and_dict_keys():
     norm = make_obs_normalizer(space)
     assert isinstance(norm, DictNormalizer) and isinstance(norm.normalizers["obs"], ImageNormalizer)
     g = torch.Generator().manual_seed(0)
-    pixels = torch.randint(0, 256, (500, 3, 4, 5), generator=g).float() * torch.linspace(
+    pixels = torch.randint(0, 256, (200, 3, 4, 5), generator=g).float() * torch.linspace(
         0.1, 1, 5
     )  # per-pixel scales
-    vectors = torch.randn(500, 6, generator=g) * 3 + 1
+    vectors = torch.randn(200, 6, generator=g) * 3 + 1
     norm.update({"obs": pixels, "measurements": vectors})
     out = norm({"obs": pixels, "measurements": vectors})
     z = out["obs"]  # standardised; the model builds its image encoder with scale 1
