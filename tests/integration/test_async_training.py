@@ -100,7 +100,11 @@ def test_sigint_stops_every_child_saves_and_leaves_no_shared_memory(tmp_path):
     shm_before = _shm()
     proc = _start(tmp_path, "int")
     log = tmp_path / "int" / "surge_log.txt"
-    content = _wait_for_log(log, "Env frames/s")
+    _wait_for_log(log, "Env frames/s")
+    deadline = time.time() + 60  # a first report can come before any frame is counted
+    while time.time() < deadline and not re.search(r"Total env frames: [1-9]", log.read_text()):
+        time.sleep(0.3)
+    content = log.read_text()
     pids = _child_pids(content)
     assert len(pids) == 4  # learner, inference, 2 rollout workers
     proc.send_signal(signal.SIGINT)
