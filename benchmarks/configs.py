@@ -40,6 +40,19 @@ _COMMON = ["--num_workers=2", "--device=cpu", "--seed=1"]
 # Sample Factory 2's core default (GAE, no V-trace), which its VizDoom example keeps; surge's own
 # default is V-trace, so the doom rows spell it out for both frameworks.
 _DOOM_CORE = ["--with_vtrace=False"]
+# the seed's benchmark flags (same spelling in both; SF2 only renamed ppo_epochs -> num_epochs)
+_DOOM_BENCH = [
+    "--env_frameskip=4",
+    "--use_rnn=True",
+    "--rollout=32",
+    "--recurrence=32",
+    "--res_w=128",
+    "--res_h=72",
+    "--wide_aspect_ratio=False",
+    "--num_envs_per_worker=16",
+    "--worker_num_splits=2",
+    "--batch_size=1024",
+]
 
 CONFIGS: dict[str, BenchConfig] = {
     # Sample Factory's gym example command line (sf_examples/train_gym_env.py docstring)
@@ -155,39 +168,9 @@ CONFIGS: dict[str, BenchConfig] = {
     # the seed's VizDoom throughput benchmark (doom_battle's map, 9 flat actions, 128x72, frameskip 4,
     # GRU, 1 epoch, rollout 32), scaled from 20 workers to 2: 16 envs per worker in 2 splits, batch 1024
     "doom_benchmark": BenchConfig(
-        surge_args=[
-            "--env=doom_benchmark",
-            *_COMMON,
-            *_DOOM_CORE,
-            "--env_frameskip=4",
-            "--use_rnn=True",
-            "--ppo_epochs=1",
-            "--rollout=32",
-            "--recurrence=32",
-            "--res_w=128",
-            "--res_h=72",
-            "--wide_aspect_ratio=False",
-            "--num_envs_per_worker=16",
-            "--worker_num_splits=2",
-            "--batch_size=1024",
-        ],
+        surge_args=["--env=doom_benchmark", *_COMMON, *_DOOM_CORE, *_DOOM_BENCH, "--ppo_epochs=1"],
         sf_module="sf_examples.vizdoom.train_vizdoom",
-        sf_args=[
-            "--env=doom_benchmark",
-            *_COMMON,
-            *_DOOM_CORE,
-            "--env_frameskip=4",
-            "--use_rnn=True",
-            "--num_epochs=1",
-            "--rollout=32",
-            "--recurrence=32",
-            "--res_w=128",
-            "--res_h=72",
-            "--wide_aspect_ratio=False",
-            "--num_envs_per_worker=16",
-            "--worker_num_splits=2",
-            "--batch_size=1024",
-        ],
+        sf_args=["--env=doom_benchmark", *_COMMON, *_DOOM_CORE, *_DOOM_BENCH, "--num_epochs=1"],
         frames=150_000,
     ),
 }

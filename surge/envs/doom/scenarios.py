@@ -98,6 +98,22 @@ _ARENA_NOTE = (
     "kill through the shaping's KILLCOUNT term). Pass the original with --doom_scenario_path."
 )
 
+
+def _health_gathering(name: str, cfg: str) -> DoomScenario:
+    """Sample Factory's gathering settings: 4 movement buttons, +1 per medkit, living reward 0.01,
+    no death penalty, 2100 tics, no HUD."""
+    return DoomScenario(
+        name,
+        cfg,
+        (A.ButtonHead(("TURN_LEFT", "TURN_RIGHT", "MOVE_FORWARD", "MOVE_BACKWARD")),),
+        reward_shaping=REWARD_SHAPING_GATHERING,
+        render_hud=False,
+        living_reward=0.01,
+        death_penalty=0.0,
+        episode_timeout_tics=2100,
+    )
+
+
 SCENARIOS: dict[str, DoomScenario] = {
     s.name: s
     for s in [
@@ -119,26 +135,8 @@ SCENARIOS: dict[str, DoomScenario] = {
         DoomScenario("doom_deadly_corridor", "deadly_corridor.cfg", A.extended(), reward_scaling=0.01),
         DoomScenario("doom_defend_the_center", "defend_the_center.cfg", A.turn_and_attack()),
         DoomScenario("doom_defend_the_line", "defend_the_line.cfg", A.turn_and_attack()),
-        DoomScenario(
-            "doom_health_gathering",
-            "health_gathering.cfg",
-            (A.ButtonHead(("TURN_LEFT", "TURN_RIGHT", "MOVE_FORWARD", "MOVE_BACKWARD")),),
-            reward_shaping=REWARD_SHAPING_GATHERING,
-            render_hud=False,
-            living_reward=0.01,
-            death_penalty=0.0,
-            episode_timeout_tics=2100,
-        ),
-        DoomScenario(
-            "doom_health_gathering_supreme",
-            "health_gathering_supreme.cfg",
-            (A.ButtonHead(("TURN_LEFT", "TURN_RIGHT", "MOVE_FORWARD", "MOVE_BACKWARD")),),
-            reward_shaping=REWARD_SHAPING_GATHERING,
-            render_hud=False,
-            living_reward=0.01,
-            death_penalty=0.0,
-            episode_timeout_tics=2100,
-        ),
+        _health_gathering("doom_health_gathering", "health_gathering.cfg"),
+        _health_gathering("doom_health_gathering_supreme", "health_gathering_supreme.cfg"),
         DoomScenario(
             "doom_battle",
             _ARENA,
