@@ -70,7 +70,7 @@ def learner_process_main(
                 stats = learner.train_batch(item[1], env_frames=int(env_frames[0]))
                 stats["train_seconds"] = time.monotonic() - t0
                 weights.publish(model, learner.policy_version)
-                for first_slot in item[2]:  # synchronous mode: blocks come back only after training
+                for first_slot in item[2]:  # blocks come back only after training
                     block_pool.release(first_slot)
                 report_queue.put(("train", stats))
             elif item[0] == "save":
@@ -151,10 +151,15 @@ class TrainerThread:
 
 
 def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, drop) -> None:
-    """The learner's main loop: gather finished blocks into batches, free the blocks as soon as the
-    batch is copied out (after training when `num_minibatches_to_accumulate=0`: synchronous PPO,
-    collection waits), and submit training and checkpoint work in arrival order; return on ("stop",)."""
-    sync = cfg.num_minibatches_to_accumulate == 0
+    """The learner's main loop: gather finished blocks into batches and submit training and
+    checkpoint work in arrival order; return on ("stop",).
+
+    A batch's blocks go back to the pool only once it is trained, as Sample Factory's batcher stops
+    collection while all `num_batches_to_accumulate` batch slots are taken: the pool
+    (`blocks_per_split`) then bounds the batches the learner holds, so collection pauses when the
+    learner falls behind instead of queueing stale experience. This keeps the policy lag at 1-2
+    versions when the learner is the bottleneck (4-5 when blocks were freed on copy, doom_basic).
+    With `num_minibatches_to_accumulate=0` the pool holds one batch: synchronous PPO."""
     block = block_pool.block_size
     blocks_per_batch = -(-traj_per_iteration(cfg) // block)  # one iteration's worth, rounded up to blocks
     pending: list[int] = []
@@ -186,7 +191,4 @@ def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, dro
         while len(pending) >= blocks_per_batch:
             take, pending = pending[:blocks_per_batch], pending[blocks_per_batch:]
             batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in take]))
-            if not sync:
-                for f in take:
-                    block_pool.release(f)
-            submit(("train", batch, take if sync else []))
+            submit(("train", batch, take))

@@ -62,9 +62,10 @@ def traj_per_iteration(cfg: Any) -> int:
 
 
 def blocks_per_split(cfg: Any, num_agents: int) -> int:
-    """Trajectory blocks each (worker, split) owns. The learner may hold an iteration's worth of
-    blocks, times the accumulation Sample Factory allows (`num_minibatches_to_accumulate`, -1 =
-    2 x num_batches_per_iteration, 0 = none), while each split keeps one in progress."""
+    """Trajectory blocks each (worker, split) owns. The learner holds a batch's blocks until it has
+    trained on it, up to an iteration's worth times the accumulation Sample Factory allows
+    (`num_minibatches_to_accumulate`, -1 = 2 x num_batches_per_iteration, 0 = none), while each
+    split keeps one in progress; with every block held, collection pauses."""
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split)

@@ -172,3 +172,17 @@ def test_a_crashing_env_is_reported_with_its_traceback_and_the_run_stops(tmp_pat
     log = (tmp_path / "boom" / "surge_log.txt").read_text()
     assert "env exploded on purpose" in log and "Traceback" in log
     assert _wait_dead(_child_pids(log)) == []
+
+
+def test_collection_pauses_while_the_learner_is_behind(tmp_path):
+    """A learner-bound run (10 epochs per batch, fast env): the learner holds a batch's blocks until
+    it has trained on it, so collection waits instead of queueing stale experience and the policy
+    lag stays within the two accumulated iterations (4-5 iterations when blocks were freed on copy)."""
+    args = ["--env=cartpole", "--experiment=lag", f"--train_dir={tmp_path}", *FAST]
+    args += ["--ppo_epochs=10", "--report_interval_sec=1", "--train_for_env_steps=30000"]
+    assert train(parse_cfg(args)) == "done"
+    log = (tmp_path / "lag" / "surge_log.txt").read_text()
+    lags = [int(m) for m in re.findall(r"Policy lag \(min/avg/max\): \S+/\S+/(\d+)", log)]
+    assert lags, log[-2000:]
+    versions_per_iteration = 10 * 4  # SGD steps: ppo_epochs x cartpole's num_batches_per_iteration
+    assert max(lags) <= 2 * versions_per_iteration, lags
