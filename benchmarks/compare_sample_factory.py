@@ -218,6 +218,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="CONFIG=FPS",
         help="compute bound from compute_bound.py, e.g. pong_example=1700",
     )
+    p.add_argument(
+        "--placement",
+        action="append",
+        choices=["async", "serial"],
+        help="run only these placements of both frameworks (default: both)",
+    )
+    p.add_argument(
+        "--seed-per-round",
+        action="store_true",
+        help="round r runs every framework with --seed=r (default: the config's seed, 1), so the "
+        "return columns come from independent seeds",
+    )
     args = p.parse_args(argv)
     bounds = {k: float(v) for k, v in (b.split("=") for b in args.bound)}
     rows = []
@@ -227,22 +239,26 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[float]] = {}
         returns: dict[str, list[float]] = {"surge": [], "sf": []}
         for r in range(args.rounds):
-            order = [("surge", m) for m in cfg.surge_modes] + [("sf", m) for m in cfg.sf_modes]
+            modes = [m for m in cfg.surge_modes if not args.placement or m in args.placement]
+            order = [("surge", m) for m in modes] + [("sf", m) for m in modes]
+            seed = [f"--seed={r + 1}"] if args.seed_per_round else []
             if r % 2:
                 order.reverse()
             for fw, mode in order:
                 work = Path(tempfile.mkdtemp(prefix=f"bench_{name}_{fw}_"))
                 try:
                     if fw == "surge":
-                        fps, ret = run_surge(cfg, cfg.surge_modes[mode], frames, work, args.timeout)
+                        fps, ret = run_surge(cfg, [*cfg.surge_modes[mode], *seed], frames, work, args.timeout)
                     else:
-                        fps, ret = run_sf(cfg, cfg.sf_modes[mode], frames, work, args.sf_python, args.timeout)
+                        run_args = [*cfg.sf_modes[mode], *seed]
+                        fps, ret = run_sf(cfg, run_args, frames, work, args.sf_python, args.timeout)
                 finally:
                     shutil.rmtree(work, ignore_errors=True)
                 results.setdefault(f"{fw}/{mode}", []).append(fps)
                 returns[fw].append(ret)
                 print(
-                    f"[{name}] round {r + 1}: {fw} {mode}: {fps:.0f} env frames/s, return {_fmt(ret)}",
+                    f"[{name}] round {r + 1}{' ' + seed[0] if seed else ''}: {fw} {mode}: "
+                    f"{fps:.0f} env frames/s, return {_fmt(ret)}",
                     flush=True,
                 )
         med = {k: statistics.median(v) for k, v in results.items()}
