@@ -3,6 +3,9 @@
 Flags as Sample Factory 2's enjoy: --max_num_episodes, --max_num_frames, --no_render,
 --save_video, --video_frames, --video_name, --fps, --eval_deterministic, --load_checkpoint_kind.
 Training-only wrappers are switched off (Atari's episodic life), so returns are whole episodes.
+With --eval_env_frameskip (Doom: 1) the env runs at that frameskip and each action repeats
+env_frameskip / eval_env_frameskip times, every frame rendered, as Sample Factory's enjoy does;
+episode lengths are then in steps of the eval env.
 """
 
 from __future__ import annotations
@@ -62,6 +65,10 @@ def enjoy(cfg: Any) -> dict[str, Any]:
     env_name = family.eval_env_name(cfg.env) if family.eval_env_name else cfg.env
     if env_name != cfg.env:
         log.info("Playing %s on %s (same observations, one env that renders)", cfg.env, env_name)
+    action_repeat = 1
+    if cfg.eval_env_frameskip is not None and hasattr(cfg, "env_frameskip"):
+        action_repeat = env_frameskip(cfg) // cfg.eval_env_frameskip  # validate_cfg: a divisor
+        cfg.env_frameskip = cfg.eval_env_frameskip
     env = make_env(cfg, render_mode=render_mode, env_name=env_name)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
     model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
@@ -91,19 +98,22 @@ def enjoy(cfg: Any) -> dict[str, Any]:
         actions = out.actions.cpu().numpy()
         if isinstance(env.action_space, gym.spaces.Box):
             actions = np.clip(actions, env.action_space.low, env.action_space.high)
-        obs, rew, term, trunc, infos = env.step(list(actions))
         rnn = out.rnn_states
-        num_frames += frameskip
-        ep_ret += np.asarray(rew, dtype=np.float64)
-        ep_len += 1
-        if cfg.save_video and len(frames) < cfg.video_frames:
-            frame = env.render()
-            if frame is not None:
-                frames.append(np.asarray(frame))
-        elif render_mode == "human":
-            env.render()
-        if delay:
-            time.sleep(delay)
+        for _ in range(action_repeat):  # the policy acts every env_frameskip frames, as in training
+            obs, rew, term, trunc, infos = env.step(list(actions))
+            num_frames += frameskip
+            ep_ret += np.asarray(rew, dtype=np.float64)
+            ep_len += 1
+            if cfg.save_video and len(frames) < cfg.video_frames:
+                frame = env.render()
+                if frame is not None:
+                    frames.append(np.asarray(frame))
+            elif render_mode == "human":
+                env.render()
+            if delay:
+                time.sleep(delay)
+            if any(term) or any(trunc):
+                break
         for a in range(n):
             if term[a] or trunc[a]:
                 ep = infos[a].get("episode")

@@ -46,6 +46,12 @@ class Config:
     )
     device: str = param("cpu", "Device for inference and learning.", ("cpu", "gpu"))
     seed: int | None = param(None, "Random seed for torch, numpy and the envs (None: random).")
+    eval_env_frameskip: int | None = param(
+        None,
+        "Frameskip of the env `surge enjoy` plays (None: env_frameskip). A divisor of env_frameskip: "
+        "each action then repeats env_frameskip / eval_env_frameskip times and every frame is shown, "
+        "so videos play at game speed (Sample Factory's flag; the Doom family sets 1).",
+    )
     serial_mode: bool = param(False, "Run envs, inference and learning in one process (debugging, CI).")
 
     # --- stopping ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from surge.cfg.config import env_frameskip
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
@@ -53,6 +54,13 @@ def validate_cfg(cfg: Any) -> None:
             f"use a multiple of {cfg.worker_num_splits} (e.g. --num_envs_per_worker="
             f"{cfg.worker_num_splits * max(1, round(cfg.num_envs_per_worker / cfg.worker_num_splits))}) "
             "or --worker_num_splits=1.",
+        )
+    eval_skip = cfg.eval_env_frameskip
+    if eval_skip is not None and (eval_skip < 1 or env_frameskip(cfg) % eval_skip):
+        raise ConfigError(
+            "eval_env_frameskip",
+            f"must be a positive divisor of env_frameskip={env_frameskip(cfg)}, got {eval_skip}.",
+            "pass --eval_env_frameskip=1 (every frame) or leave it unset (the training frameskip).",
         )
     if cfg.rollout % cfg.recurrence:
         raise ConfigError(

@@ -81,10 +81,33 @@ def test_serial_doom_basic_then_enjoy_video(tmp_path):
     )
     assert cfg.fps == 35  # the Doom family's default
     result = enjoy(cfg)
-    assert len(result["returns"]) == 1 and 0 < result["lengths"][0] <= 75
+    assert len(result["returns"]) == 1 and 0 < result["lengths"][0] <= 300  # tics: eval frameskip 1
     import imageio.v2 as imageio
 
     with imageio.get_reader(str(result["video"])) as r:
         frames = [f for f in r]  # list(r) asks len(), which is inf for a stream
         fps = r.get_meta_data()["fps"]
     assert len(frames) == result["lengths"][0] and frames[0].shape == (120, 160, 3) and fps == 35
+
+
+def test_enjoy_shows_every_tic_and_plays_the_same_game(tmp_path):
+    """--eval_env_frameskip=1 (the Doom default) steps the game one tic at a time and repeats each
+    action env_frameskip times: every tic is a video frame, and with deterministic actions the game
+    is the one the training frameskip plays (same return, 4x the steps)."""
+    from surge.enjoy import enjoy
+    from surge.errors import ConfigError
+
+    train(_cfg(tmp_path, "doom_basic", "--serial_mode=True", "--num_workers=1", "--train_for_env_steps=1500"))
+    base = ["--env=doom_basic", "--experiment=exp", f"--train_dir={tmp_path}", "--no_render=True"]
+    base += ["--max_num_episodes=2", "--eval_deterministic=True", "--seed=3"]
+    per_tic = enjoy(parse_cfg([*base, "--save_video=True"], evaluation=True))
+    per_step = enjoy(parse_cfg([*base, "--eval_env_frameskip=4"], evaluation=True))
+    assert per_tic["returns"] == pytest.approx(per_step["returns"])
+    for tics, steps in zip(per_tic["lengths"], per_step["lengths"], strict=True):
+        assert 4 * (steps - 1) < tics <= 4 * steps  # the last action may end the game mid-repeat
+    import imageio.v2 as imageio
+
+    with imageio.get_reader(str(per_tic["video"])) as r:
+        assert sum(1 for _ in r) == sum(per_tic["lengths"])
+    with pytest.raises(ConfigError, match="eval_env_frameskip"):
+        parse_cfg([*base, "--eval_env_frameskip=3"], evaluation=True)

@@ -84,6 +84,7 @@ DOOM_DEFAULTS: dict[str, Any] = {
     # Sample Factory initialises the action head like every layer (orthogonal, gain 1): with one SGD
     # step per 1024 samples a 0.01-gain head barely leaves the uniform policy in the first 200k frames
     "action_head_init_gain": 1.0,
+    "eval_env_frameskip": 1,  # enjoy shows every tic: videos at --fps play at game speed
 }
 
 
