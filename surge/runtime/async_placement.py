@@ -56,6 +56,7 @@ class AsyncPlacement:
         self.cfg, self.ckpt, self.resume_state = cfg, ckpt, resume_state
         self.random_actions = random_actions
         self.procs: dict[str, Any] = {}
+        self.incarnations: dict[int, int] = {}  # rollout worker index -> processes started for it
         self.stopping = False
 
     # ---------------------------------------------------------------------------------------
@@ -154,7 +155,10 @@ class AsyncPlacement:
         log.info("Started process %s (pid %d)", name, p.pid)
 
     def _spawn_worker(self, w: int) -> None:
+        """Starts rollout worker `w`, or a replacement: each process for index `w` has its own
+        incarnation number, so messages of the one it replaces are told apart."""
         cfg = self.cfg
+        self.incarnations[w] = self.incarnations.get(w, -1) + 1
         k = self.block_pool.blocks_per_owner
         for s in range(cfg.worker_num_splits):  # a replaced worker starts with all its blocks free
             o = w * cfg.worker_num_splits + s
@@ -173,6 +177,7 @@ class AsyncPlacement:
                 self.learner_queue,
                 self.report_queue,
                 self.stop_event,
+                self.incarnations[w],
             ),
             daemon=False,
         )
@@ -187,7 +192,8 @@ class AsyncPlacement:
         while len(done) < cfg.num_workers:
             for msg in self._drain(timeout=0.5):
                 if msg[0] == "reset_done":
-                    done.add(msg[1])
+                    if msg[2] == self.incarnations[msg[1]]:  # not from a process already replaced
+                        done.add(msg[1])
                 elif msg[0] == "error" and msg[1].startswith("rollout worker"):
                     log.error("%s failed during its first reset:\n%s", msg[1], msg[2])
                 else:

@@ -186,3 +186,50 @@ def test_collection_pauses_while_the_learner_is_behind(tmp_path):
     assert lags, log[-2000:]
     versions_per_iteration = 10 * 4  # SGD steps: ppo_epochs x cartpole's num_batches_per_iteration
     assert max(lags) <= 2 * versions_per_iteration, lags
+
+
+_FIRST_RESET_FAILS = """
+import os, sys, time
+import gymnasium as gym
+from surge.envs.registry import register_env
+
+MARKER, HOW = os.environ["FLAKY_MARKER"], os.environ["FLAKY_HOW"]  # spawned children see them too
+
+
+class FirstResetFails(gym.Wrapper):
+    def reset(self, **kwargs):
+        try:  # only the first env reset of the run, in whichever worker gets there first
+            fd = os.open(MARKER, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return self.env.reset(**kwargs)
+        os.write(fd, str(os.getpid()).encode())
+        os.close(fd)
+        if HOW == "hang":
+            time.sleep(3600)
+        raise RuntimeError("reset failed on purpose")
+
+
+register_env("flaky", lambda name, cfg, render_mode=None: FirstResetFails(gym.make("CartPole-v1")))
+if __name__ == "__main__":
+    from surge.train import main
+    sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("how", ["hang", "crash"])
+def test_a_worker_stuck_or_crashed_in_its_first_reset_is_replaced(tmp_path, how):
+    script = tmp_path / "flaky.py"
+    script.write_text(_FIRST_RESET_FAILS)
+    marker = tmp_path / "first_reset_pid"
+    cmd = [sys.executable, str(script), "--env=flaky", "--experiment=flaky"]
+    cmd += [f"--train_dir={tmp_path}", "--train_for_env_steps=3000", "--reset_timeout_seconds=20"]
+    cmd += ["--use_rnn=False", "--recurrence=1", "--with_vtrace=False", *FAST]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FLAKY_MARKER": str(marker), "FLAKY_HOW": how}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env)
+    log = (tmp_path / "flaky" / "surge_log.txt").read_text()
+    assert proc.returncode == 0, log[-3000:]
+    word = "stuck" if how == "hang" else "dead"
+    assert re.search(rf"Rollout worker \d is {word} in its first reset: replacing it", log), log[-3000:]
+    assert not _alive(int(marker.read_text()))  # the stuck process was killed, not left behind
+    assert _wait_dead(_child_pids(log)) == []
+    assert (tmp_path / "flaky" / "done").exists()
