@@ -69,7 +69,8 @@ def ppo_loss(
 
     entropy = dist.entropy()
     if cfg.exploration_loss == "symmetric_kl":
-        exploration = masked_mean(dist.symmetric_kl_with_uniform(), valids, count)
+        # clamped at 30 as in Sample Factory 2 (a near-deterministic head cannot blow up the loss)
+        exploration = masked_mean(dist.symmetric_kl_with_uniform(), valids, count).clamp(max=30.0)
     else:
         exploration = -masked_mean(entropy, valids, count)
     exploration_loss = exploration * cfg.exploration_loss_coeff

@@ -57,8 +57,12 @@ class ActorCritic(nn.Module):
                 "leave it True (the default).",
             )
         self.action_space = action_space
-        self.obs_normalizer = make_obs_normalizer(obs_space) if cfg.normalize_input else None
-        if self.obs_normalizer is not None:  # images arrive standardised: no scaling in the encoder
+        self.obs_normalizer = (
+            make_obs_normalizer(obs_space, cfg.obs_subtract_mean, cfg.obs_scale)
+            if cfg.normalize_input
+            else None
+        )
+        if self.obs_normalizer is not None:  # images arrive scaled and standardised
             cfg = dataclasses.replace(cfg, obs_subtract_mean=0.0, obs_scale=1.0)
         self.returns_normalizer = RunningMeanStd((), clip=1e9) if cfg.normalize_returns else None
         self.encoder = make_encoder(cfg, obs_space)

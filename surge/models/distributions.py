@@ -99,7 +99,9 @@ class ActionDistribution:
         raise NotImplementedError
 
     def symmetric_kl_with_uniform(self) -> Tensor:
-        """`[B]` KL(u||p) + KL(p||u) against the uniform prior u (Sample Factory's exploration loss)."""
+        """`[B]` float32: the symmetric KL divergence 0.5·(KL(p||u) + KL(u||p)) against the uniform prior
+        u, summed over heads (Sample Factory 2's `symmetric_kl_with_uniform_prior`, its
+        `exploration_loss=symmetric_kl`)."""
         raise NotImplementedError
 
 
@@ -140,7 +142,7 @@ class CategoricalDistribution(ActionDistribution):
             log_u = -math.log(n)
             kl_pu = (h.probs * (log_p - log_u)).sum(-1)
             kl_up = ((log_u - log_p) / n).sum(-1)
-            total = total + kl_pu + kl_up
+            total = total + 0.5 * (kl_pu + kl_up)
         return total
 
 

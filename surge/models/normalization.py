@@ -12,15 +12,20 @@ class RunningMeanStd(nn.Module):
 
     Args:
         shape: per-sample shape.
-        epsilon: initial pseudo-count and variance floor.
+        epsilon: variance floor, added to the variance before the square root.
         clip: normalised values are clipped to [-clip, clip].
+        prior_count: the statistics start as this many pseudo-samples of mean 0 and variance 1
+            (1, as Sample Factory 2 and rl_games: early on, features that barely vary are damped
+            rather than blown up to the clip).
     """
 
-    def __init__(self, shape: tuple[int, ...], epsilon: float = 1e-5, clip: float = 5.0):
+    def __init__(
+        self, shape: tuple[int, ...], epsilon: float = 1e-5, clip: float = 5.0, prior_count: float = 1.0
+    ):
         super().__init__()
         self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
         self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
-        self.register_buffer("count", torch.tensor(epsilon, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(prior_count, dtype=torch.float64))
         self.epsilon, self.clip = epsilon, clip
 
     @torch.no_grad()
@@ -52,9 +57,16 @@ class RunningMeanStd(nn.Module):
 
 class ImageNormalizer(RunningMeanStd):
     """Per-pixel running standardisation of image observations (Sample Factory 2's
-    `normalize_input` on images). It replaces the encoder's `(x - obs_subtract_mean) / obs_scale`
-    (standardisation is invariant to that affine map), so the model builds its image encoders with
-    scale 1 when this normaliser is on; `forward` is one float copy and three in-place passes."""
+    `normalize_input` on images): `x` `[N, C, H, W]` (uint8 or float) becomes
+    `((x - subtract_mean) / scale - mean) / sqrt(var + eps)` clipped to ±5, float32, with the
+    statistics kept on the scaled pixels (Sample Factory applies `obs_subtract_mean` and `obs_scale`
+    first, so its prior and variance floor act on [0, 1] pixels). It takes over the encoder's
+    scaling: the model builds its image encoders with scale 1 when this normaliser is on. `forward`
+    is one float copy and four in-place passes."""
+
+    def __init__(self, shape: tuple[int, ...], subtract_mean: float = 0.0, scale: float = 1.0):
+        super().__init__(shape)
+        self.subtract_mean, self.inv_scale = float(subtract_mean), 1.0 / float(scale)
 
     #: statistics come from at most this many samples of a batch (an even stride over it): the
     #: full update cost 16% of the learner's time on doom_basic (py-spy), this one a quarter of it
@@ -64,14 +76,19 @@ class ImageNormalizer(RunningMeanStd):
     def update(self, x: Tensor) -> None:
         x = x.reshape(-1, *self.mean.shape)
         stride = -(-x.shape[0] // self.max_update_samples)
-        super().update(x[::stride] if stride > 1 else x)
+        super().update(self._scaled(x[::stride] if stride > 1 else x))
 
-    def forward(self, x: Tensor) -> Tensor:
+    def _scaled(self, x: Tensor) -> Tensor:
         z = x.float()
         if z.data_ptr() == x.data_ptr():
             z = z.clone()
+        if self.subtract_mean:
+            z.sub_(self.subtract_mean)
+        return z.mul_(self.inv_scale) if self.inv_scale != 1.0 else z
+
+    def forward(self, x: Tensor) -> Tensor:
         inv_std = (self.var.float() + self.epsilon).rsqrt()
-        return z.sub_(self.mean.float()).mul_(inv_std).clamp_(-self.clip, self.clip)
+        return self._scaled(x).sub_(self.mean.float()).mul_(inv_std).clamp_(-self.clip, self.clip)
 
 
 class DictNormalizer(nn.Module):
@@ -90,17 +107,18 @@ class DictNormalizer(nn.Module):
         return {k: self.normalizers[k](v) if k in self.normalizers else v for k, v in obs.items()}
 
 
-def make_obs_normalizer(space) -> nn.Module | None:
+def make_obs_normalizer(space, subtract_mean: float = 0.0, scale: float = 1.0) -> nn.Module | None:
     """The input normaliser of `normalize_input` for `space`: vectors (1-D Box) standardised,
-    images (Box with ≥ 2 dims) standardised per pixel (`ImageNormalizer`), a Dict per key.
+    images (Box with ≥ 2 dims) scaled by `(x - subtract_mean) / scale` (`obs_subtract_mean`,
+    `obs_scale`) and standardised per pixel (`ImageNormalizer`), a Dict per key.
     None for spaces with nothing to normalise."""
     import gymnasium as gym
 
     if isinstance(space, gym.spaces.Dict):
-        parts = {k: make_obs_normalizer(s) for k, s in space.spaces.items()}
+        parts = {k: make_obs_normalizer(s, subtract_mean, scale) for k, s in space.spaces.items()}
         parts = {k: n for k, n in parts.items() if n is not None}
         return DictNormalizer(parts) if parts else None
     if isinstance(space, gym.spaces.Box):
         shape = tuple(space.shape)
-        return RunningMeanStd(shape) if len(shape) == 1 else ImageNormalizer(shape)
+        return RunningMeanStd(shape) if len(shape) == 1 else ImageNormalizer(shape, subtract_mean, scale)
     return None

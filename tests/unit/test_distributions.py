@@ -54,8 +54,13 @@ def test_symmetric_kl_with_uniform_is_zero_for_uniform_and_grows():
     space = gym.spaces.Discrete(5)
     uniform = make_distribution(space, torch.zeros(2, 5))
     torch.testing.assert_close(uniform.symmetric_kl_with_uniform(), torch.zeros(2), atol=1e-6, rtol=0)
-    peaked = make_distribution(space, torch.tensor([[10.0, 0, 0, 0, 0]]))
-    assert peaked.symmetric_kl_with_uniform().item() > 5.0
+    logits = torch.tensor([[10.0, 0, 0, 0, 0], [1.0, -2.0, 0.5, 0, 3.0]])
+    p = torch.distributions.Categorical(logits=logits)
+    u = torch.distributions.Categorical(logits=torch.zeros(2, 5))
+    kl = torch.distributions.kl_divergence
+    # Sample Factory's symmetric KL: the mean of the two directions
+    expected = 0.5 * (kl(p, u) + kl(u, p))
+    torch.testing.assert_close(make_distribution(space, logits).symmetric_kl_with_uniform(), expected)
 
 
 def test_sampling_frequencies_follow_probabilities():

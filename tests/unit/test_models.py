@@ -103,11 +103,13 @@ def test_gaussian_policy_and_input_normalisation():
         cfg, gym.spaces.Box(-10, 10, (4,), np.float32), gym.spaces.Box(-1, 1, (2,), np.float32)
     )
     data = torch.randn(1000, 4) * 3 + 5
-    model.obs_normalizer.update(data)
-    torch.testing.assert_close(model.obs_normalizer.mean.float(), data.mean(0), atol=1e-3, rtol=0)
-    torch.testing.assert_close(
-        model.obs_normalizer.var.float(), data.var(0, unbiased=False), atol=1e-2, rtol=1e-3
-    )
+    model.obs_normalizer.update(data[:400])
+    model.obs_normalizer.update(data[400:])
+    # the statistics of the data and one prior pseudo-sample (mean 0, variance 1), as SF / rl_games
+    n, m, v = 1000, data.mean(0), data.var(0, unbiased=False)
+    torch.testing.assert_close(model.obs_normalizer.mean.float(), m * n / (n + 1), atol=1e-4, rtol=0)
+    expected_var = (1 + n * v + m.pow(2) * n / (n + 1)) / (n + 1)
+    torch.testing.assert_close(model.obs_normalizer.var.float(), expected_var, atol=1e-4, rtol=1e-4)
     out = model.act(data[:8], torch.zeros(8, 0))
     assert out.actions.shape == (8, 2) and out.actions.dtype == torch.float32
     torch.testing.assert_close(out.logits[:, 2:].exp(), torch.full((8, 2), 0.5))
@@ -129,20 +131,49 @@ def test_normalize_input_standardises_images_per_pixel_and_dict_keys():
 
     image = gym.spaces.Box(0, 255, (3, 4, 5), np.uint8)
     space = gym.spaces.Dict({"obs": image, "measurements": gym.spaces.Box(-1, 1, (6,), np.float32)})
-    norm = make_obs_normalizer(space)
+    norm = make_obs_normalizer(space, 0.0, 255.0)
     assert isinstance(norm, DictNormalizer) and isinstance(norm.normalizers["obs"], ImageNormalizer)
     g = torch.Generator().manual_seed(0)
-    pixels = torch.randint(0, 256, (200, 3, 4, 5), generator=g).float() * torch.linspace(
-        0.1, 1, 5
-    )  # per-pixel scales
-    vectors = torch.randn(200, 6, generator=g) * 3 + 1
-    norm.update({"obs": pixels, "measurements": vectors})
+    scales = torch.linspace(0.1, 1, 5)  # a different spread per pixel column
+    batches = [
+        (
+            torch.randint(0, 256, (200, 3, 4, 5), generator=g).float() * scales,
+            torch.randn(200, 6, generator=g) * 3 + 1,
+        )
+        for _ in range(20)
+    ]
+    for pixels, vectors in batches:
+        norm.update({"obs": pixels, "measurements": vectors})
+    pixels = torch.cat([p for p, _ in batches])
+    vectors = torch.cat([v for _, v in batches])
     out = norm({"obs": pixels, "measurements": vectors})
-    z = out["obs"]  # standardised; the model builds its image encoder with scale 1
-    expected = ((pixels - pixels.mean(0)) / pixels.std(0, unbiased=False)).clamp(-5, 5)
-    torch.testing.assert_close(z, expected, atol=1e-3, rtol=1e-3)
-    torch.testing.assert_close(out["measurements"].mean(0), torch.zeros(6), atol=1e-4, rtol=0)
-    torch.testing.assert_close(out["measurements"].std(0, unbiased=False), torch.ones(6), atol=1e-3, rtol=0)
+    # per pixel: the statistics of the scaled pixels and one prior pseudo-sample (mean 0, variance 1)
+    x, n = pixels / 255.0, pixels.shape[0]
+    mean = x.mean(0) * n / (n + 1)
+    var = (1 + n * x.var(0, unbiased=False) + x.mean(0).pow(2) * n / (n + 1)) / (n + 1)
+    expected = ((x - mean) / (var + 1e-5).sqrt()).clamp(-5, 5)
+    torch.testing.assert_close(out["obs"], expected, atol=1e-3, rtol=1e-3)
+    torch.testing.assert_close(out["measurements"].mean(0), torch.zeros(6), atol=1e-2, rtol=0)
+    torch.testing.assert_close(out["measurements"].std(0, unbiased=False), torch.ones(6), atol=1e-2, rtol=0)
+
+
+def test_image_normalizer_scales_first_and_its_prior_damps_pixels_that_barely_vary():
+    from surge.models.normalization import ImageNormalizer
+
+    frames = torch.full((200, 1, 2, 2), 100, dtype=torch.uint8)
+    frames[:, 0, 1, 1] = torch.randint(0, 256, (200,), dtype=torch.uint8)
+    norm = ImageNormalizer((1, 2, 2), subtract_mean=0.0, scale=255.0)
+    norm.update(frames)
+    # statistics live on [0, 1] pixels (Sample Factory applies obs_scale before normalising)
+    assert (
+        0.3 < float(norm.mean[0, 1, 1]) < 0.7
+        and abs(float(norm.mean[0, 0, 0]) - 100 / 255 * 200 / 201) < 1e-6
+    )
+    changed = frames[:1].clone()
+    changed[0, 0, 0, 0] = 110  # ten grey levels on a pixel that never moved
+    z = norm(changed)[0, 0, 0, 0]
+    # the prior keeps its std near sqrt(1/201) of the [0, 1] range instead of 0: no jump to the clip
+    assert 0.3 < float(z - norm(frames[:1])[0, 0, 0, 0]) < 1.0
 
 
 def test_action_head_init_gain_sets_how_far_from_uniform_the_policy_starts():
