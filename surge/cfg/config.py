@@ -169,7 +169,16 @@ class Config:
     rnn_type: str = param("gru", "Type of the recurrent core.", ("gru", "lstm"))
     rnn_num_layers: int = param(1, "Layers of the recurrent core.")
     policy_initialization: str = param(
-        "orthogonal", "Weight initialisation.", ("orthogonal", "xavier_uniform")
+        "orthogonal",
+        "Weight initialisation (biases start at 0); torch_default keeps PyTorch's own, heads included.",
+        ("orthogonal", "xavier_uniform", "torch_default"),
+    )
+    encoder_initialization: str = param(
+        "policy_initialization",
+        "Weight initialisation of the encoder: as policy_initialization, or torch_default (PyTorch's "
+        "own). Sample Factory 2's conv and MLP encoders are TorchScript modules that its "
+        "initialisation skips, so they keep PyTorch's; the Doom family does the same.",
+        ("policy_initialization", "torch_default"),
     )
     policy_init_gain: float = param(1.0, "Gain of the weight initialisation.")
     action_head_init_gain: float = param(

@@ -82,6 +82,11 @@ class ActorCritic(nn.Module):
         self._initialize(cfg)
 
     def _initialize(self, cfg: Any) -> None:
+        """Biases start at 0; weights as `policy_initialization` (the encoder's as
+        `encoder_initialization`); the action and value heads orthogonal with gains
+        `action_head_init_gain` and 1, unless `policy_initialization=torch_default`."""
+        encoder_default = cfg.encoder_initialization == "torch_default"
+        encoder_layers = {id(m) for m in self.encoder.modules()}
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):
                 weight = (
@@ -89,13 +94,18 @@ class ActorCritic(nn.Module):
                     if parametrize.is_parametrized(m, "weight")
                     else m.weight
                 )
+                nn.init.zeros_(m.bias)
+                if cfg.policy_initialization == "torch_default" or (
+                    encoder_default and id(m) in encoder_layers
+                ):
+                    continue
                 if cfg.policy_initialization == "orthogonal":
                     nn.init.orthogonal_(weight, gain=cfg.policy_init_gain)
                 else:
                     nn.init.xavier_uniform_(weight, gain=cfg.policy_init_gain)
-                nn.init.zeros_(m.bias)
-        nn.init.orthogonal_(self.policy_head.weight, gain=cfg.action_head_init_gain)
-        nn.init.orthogonal_(self.value_head.weight, gain=1.0)
+        if cfg.policy_initialization != "torch_default":
+            nn.init.orthogonal_(self.policy_head.weight, gain=cfg.action_head_init_gain)
+            nn.init.orthogonal_(self.value_head.weight, gain=1.0)
         if self.is_gaussian and self.adaptive_stddev:
             with torch.no_grad():
                 half = self.num_logits // 2

@@ -186,3 +186,21 @@ def test_action_head_init_gain_sets_how_far_from_uniform_the_policy_starts():
         logits = model.act(obs, torch.zeros(256, model.rnn_state_size)).logits
         spread[gain] = float(logits.std())
     assert spread[0.01] < 0.01 < 0.1 < spread[1.0]
+
+
+def test_encoder_initialization_torch_default_keeps_pytorchs_init_in_the_encoder_only():
+    space = gym.spaces.Box(0, 255, (3, 72, 128), np.uint8)
+    stds = {}
+    for how in ("policy_initialization", "torch_default"):
+        torch.manual_seed(0)
+        cfg = _cfg(encoder_type="conv", encoder_subtype="convnet_simple", encoder_initialization=how)
+        model = ActorCritic(cfg, space, gym.spaces.Discrete(4))
+        conv = next(m for m in model.encoder.modules() if isinstance(m, torch.nn.Conv2d))
+        stds[how] = float(conv.weight.std())
+        assert float(conv.bias.abs().max()) == 0.0
+        w = model.value_head.weight.detach()  # the heads stay orthogonal (gain 1) either way
+        torch.testing.assert_close(w @ w.T, torch.ones(1, 1))
+    fan_in = 3 * 8 * 8
+    # PyTorch's kaiming_uniform(a=sqrt(5)) has std 1/sqrt(3 fan_in); orthogonal rows have norm 1
+    assert abs(stds["torch_default"] * (3 * fan_in) ** 0.5 - 1) < 0.05
+    assert abs(stds["policy_initialization"] * fan_in**0.5 - 1) < 0.05
