@@ -158,7 +158,7 @@ def _collect(cfg, learner, block_pool, learner_queue, command_queue, submit, dro
     collection while all `num_batches_to_accumulate` batch slots are taken: the pool
     (`blocks_per_split`) then bounds the batches the learner holds, so collection pauses when the
     learner falls behind instead of queueing stale experience. This keeps the policy lag at 1-2
-    versions when the learner is the bottleneck (4-5 when blocks were freed on copy, doom_basic).
+    iterations when the learner is the bottleneck (4-5 when blocks were freed on copy, doom_basic).
     With `num_minibatches_to_accumulate=0` the pool holds one batch: synchronous PPO."""
     block = block_pool.block_size
     blocks_per_batch = -(-traj_per_iteration(cfg) // block)  # one iteration's worth, rounded up to blocks
