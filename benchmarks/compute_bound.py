@@ -6,7 +6,8 @@ the env, one inference pass and `ppo_epochs` training passes per agent step, and
 For each config it measures, on one core (torch with 1 thread, env in this process):
   env      core-seconds per env step of the env alone (random actions, standard preprocessing),
   infer    core-seconds per sample of one forward pass at the inference batch size,
-  train    core-seconds per sample of `ppo_epochs` passes (forward, backward, Adam) at batch_size,
+  train    core-seconds per sample of `ppo_epochs` passes (forward, backward, the learner's Adam) at
+           batch_size,
 and prints `bound = cores / (env + infer + train)` in env frames/s (× frameskip).
 """
 
@@ -27,6 +28,7 @@ from configs import CONFIGS  # noqa: E402
 from surge.cfg.cli import parse_cfg  # noqa: E402
 from surge.cfg.config import env_frameskip  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
+from surge.learning.learner import make_adam  # noqa: E402
 from surge.models.actor_critic import make_actor_critic  # noqa: E402
 
 
@@ -61,7 +63,7 @@ def model_seconds(cfg, env_info) -> tuple[float, float]:
     """Core-seconds per sample of inference (batch = agents of one split) and of training."""
     obs_space, action_space, n_agents = env_info
     model = make_actor_critic(cfg, obs_space, action_space)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+    opt = make_adam(model, cfg, torch.device("cpu"))  # the learner's own optimizer
     per_split = max(1, cfg.num_envs_per_worker // cfg.worker_num_splits) * n_agents
     infer_batch = per_split * (cfg.num_workers if cfg.serial_mode else 1)
 

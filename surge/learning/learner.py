@@ -37,6 +37,24 @@ def learning_rate(cfg: Any, env_frames: int) -> float:
     return cfg.learning_rate
 
 
+def _adam_impl(device: torch.device) -> dict[str, Any]:
+    """The fused Adam kernel where torch has one (CPU, CUDA). torch's default on CPU is the
+    per-tensor loop: 15-18 ms per step for the Nature CNN actor-critic (1.7M parameters, 2 threads)
+    vs 0.5 ms fused, i.e. ~7% of an Atari learner's time. Same update rule (Kingma & Ba 2015, Alg. 1)."""
+    return {"fused": True, "foreach": None} if device.type in ("cpu", "cuda") else {"fused": None}
+
+
+def make_adam(model: nn.Module, cfg: Any, device: torch.device) -> torch.optim.Adam:
+    """Adam over `model`'s parameters with `learning_rate`, `adam_beta1/2`, `adam_eps`."""
+    return torch.optim.Adam(
+        model.parameters(),
+        lr=cfg.learning_rate,
+        betas=(cfg.adam_beta1, cfg.adam_beta2),
+        eps=cfg.adam_eps,
+        **_adam_impl(device),
+    )
+
+
 class Learner:
     """Owns the optimizer and `policy_version`; trains `model` on trajectories from `buffers`.
 
@@ -49,9 +67,7 @@ class Learner:
 
     def __init__(self, cfg: Any, model: nn.Module, buffers: TrajectoryBuffers, device: torch.device):
         self.cfg, self.model, self.buffers, self.device = cfg, model, buffers, device
-        self.optimizer = torch.optim.Adam(
-            model.parameters(), lr=cfg.learning_rate, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps
-        )
+        self.optimizer = make_adam(model, cfg, device)
         self.policy_version = 0
         self.loss_cfg = PPOLossConfig(
             cfg.ppo_clip_ratio,
@@ -68,6 +84,8 @@ class Learner:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
+        for group in self.optimizer.param_groups:  # a checkpoint's own flags would undo `make_adam`'s
+            group.update(_adam_impl(self.device))
         self.policy_version = int(state["policy_version"])
 
     # ---------------------------------------------------------------------------------------

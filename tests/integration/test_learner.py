@@ -106,3 +106,34 @@ def test_samples_older_than_max_policy_lag_are_masked(tmp_path):
     # all samples masked: only the (zero) masked losses flow, parameters do not move
     assert all(torch.equal(a, p) for a, p in zip(before, c.model.parameters(), strict=True))
     c.close()
+
+
+def test_adam_is_fused_on_cpu_and_matches_the_reference_update(tmp_path):
+    """The learner's Adam uses torch's fused kernel (also after loading a checkpoint whose optimizer
+    state was saved without it) and takes the same step as torch's reference per-tensor Adam."""
+    cfg, comps = _components(tmp_path, *ESTIMATORS["gae"])
+    learner = comps.learner
+    assert all(g["fused"] for g in learner.optimizer.param_groups)
+
+    reference = torch.optim.Adam(
+        [p.detach().clone().requires_grad_() for p in comps.model.parameters()],
+        lr=cfg.learning_rate,
+        betas=(cfg.adam_beta1, cfg.adam_beta2),
+        eps=cfg.adam_eps,
+        foreach=False,
+    )
+    torch.manual_seed(0)
+    for _ in range(3):
+        grads = [torch.randn_like(p) for p in comps.model.parameters()]
+        for p, q, g in zip(comps.model.parameters(), reference.param_groups[0]["params"], grads, strict=True):
+            p.grad, q.grad = g.clone(), g.clone()
+        learner.optimizer.step()
+        reference.step()
+    for p, q in zip(comps.model.parameters(), reference.param_groups[0]["params"], strict=True):
+        torch.testing.assert_close(p.detach(), q.detach(), rtol=1e-5, atol=1e-6)
+
+    old_style = reference.state_dict()  # saved by a per-tensor Adam
+    assert not old_style["param_groups"][0]["fused"]
+    learner.load_state_dict({"optimizer": old_style, "policy_version": 7})
+    assert all(g["fused"] for g in learner.optimizer.param_groups)
+    assert learner.policy_version == 7
