@@ -82,10 +82,12 @@ class _ImageEncoder(Encoder):
 
     def _scale(self, obs: Tensor) -> Tensor:
         x = obs.float()
+        fresh = x is not obs  # a uint8 -> float copy of our own: scale it in place (one pass less)
         if self.obs_subtract_mean != 0.0:
-            x = x - self.obs_subtract_mean
+            x = x.sub_(self.obs_subtract_mean) if fresh else x - self.obs_subtract_mean
+            fresh = True
         if self.obs_scale != 1.0:
-            x = x * (1.0 / self.obs_scale)
+            x = x.mul_(1.0 / self.obs_scale) if fresh else x * (1.0 / self.obs_scale)
         return x
 
     def _head(self, conv_out: int, cfg: Any, act: type[nn.Module]) -> int:

@@ -204,3 +204,18 @@ def test_encoder_initialization_torch_default_keeps_pytorchs_init_in_the_encoder
     # PyTorch's kaiming_uniform(a=sqrt(5)) has std 1/sqrt(3 fan_in); orthogonal rows have norm 1
     assert abs(stds["torch_default"] * (3 * fan_in) ** 0.5 - 1) < 0.05
     assert abs(stds["policy_initialization"] * fan_in**0.5 - 1) < 0.05
+
+
+@pytest.mark.parametrize("subtract_mean,scale", [(0.0, 255.0), (128.0, 128.0), (0.0, 1.0)])
+def test_image_encoder_input_scaling_leaves_the_caller_s_tensor_alone(subtract_mean, scale):
+    from surge.models.encoders import ConvEncoder
+
+    enc = ConvEncoder(
+        _cfg(obs_subtract_mean=subtract_mean, obs_scale=scale), (3, 36, 36), "convnet_simple", torch.nn.ELU
+    )
+    u8 = torch.randint(0, 256, (2, 3, 36, 36), dtype=torch.uint8)
+    as_float = u8.float()
+    for obs in (u8, as_float):
+        before = obs.clone()
+        torch.testing.assert_close(enc._scale(obs), (u8.float() - subtract_mean) / scale)
+        assert torch.equal(obs, before)  # a float input must not be scaled in place
