@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from surge.errors import ConfigError, EnvError
+from surge.models.normalization import scale_pixels
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh}
 
@@ -81,14 +82,7 @@ class _ImageEncoder(Encoder):
         self.obs_scale = float(cfg.obs_scale)
 
     def _scale(self, obs: Tensor) -> Tensor:
-        x = obs.float()
-        fresh = x is not obs  # a uint8 -> float copy of our own: scale it in place (one pass less)
-        if self.obs_subtract_mean != 0.0:
-            x = x.sub_(self.obs_subtract_mean) if fresh else x - self.obs_subtract_mean
-            fresh = True
-        if self.obs_scale != 1.0:
-            x = x.mul_(1.0 / self.obs_scale) if fresh else x * (1.0 / self.obs_scale)
-        return x
+        return scale_pixels(obs, self.obs_subtract_mean, 1.0 / self.obs_scale)
 
     def _head(self, conv_out: int, cfg: Any, act: type[nn.Module]) -> int:
         fc_sizes = [cfg.hidden_size] * cfg.encoder_extra_fc_layers

@@ -55,6 +55,24 @@ class RunningMeanStd(nn.Module):
         return x * (self.var.float() + self.epsilon).sqrt() + self.mean.float()
 
 
+def float_copy(x: Tensor) -> Tensor:
+    """`x` as a float32 tensor of its own (same shape), safe to modify in place: the uint8 -> float
+    conversion when there is one, else a clone."""
+    z = x.float()
+    return z.clone() if z.data_ptr() == x.data_ptr() else z
+
+
+def scale_pixels(x: Tensor, subtract_mean: float = 0.0, inv_scale: float = 1.0) -> Tensor:
+    """`(x - subtract_mean) * inv_scale` as float32 (same shape; pixels of uint8 or float images),
+    in place on a copy of our own; `x` is left as it is."""
+    if not subtract_mean and inv_scale == 1.0:
+        return x.float()
+    z = float_copy(x)
+    if subtract_mean:
+        z.sub_(subtract_mean)
+    return z.mul_(inv_scale) if inv_scale != 1.0 else z
+
+
 class ImageNormalizer(RunningMeanStd):
     """Per-pixel running standardisation of image observations (Sample Factory 2's
     `normalize_input` on images): `x` `[N, C, H, W]` (uint8 or float) becomes
@@ -75,22 +93,12 @@ class ImageNormalizer(RunningMeanStd):
     def update(self, x: Tensor) -> None:
         x = x.reshape(-1, *self.mean.shape)
         stride = -(-x.shape[0] // self.max_update_samples)
-        super().update(self._scaled(x[::stride] if stride > 1 else x))
-
-    def _scaled(self, x: Tensor) -> Tensor:
-        z = x.float()
-        if z.data_ptr() == x.data_ptr():
-            z = z.clone()
-        if self.subtract_mean:
-            z.sub_(self.subtract_mean)
-        return z.mul_(self.inv_scale) if self.inv_scale != 1.0 else z
+        super().update(scale_pixels(x[::stride] if stride > 1 else x, self.subtract_mean, self.inv_scale))
 
     def forward(self, x: Tensor) -> Tensor:
         # ((x - sub) / scale - mean) / std folded into (x - (sub + mean·scale)) · (1 / (scale·std)):
         # one float copy and two in-place passes before the clip, per inference step and batch
-        z = x.float()
-        if z.data_ptr() == x.data_ptr():
-            z = z.clone()
+        z = float_copy(x)
         offset = self.mean.float() / self.inv_scale + self.subtract_mean
         factor = (self.var.float() + self.epsilon).rsqrt() * self.inv_scale
         return z.sub_(offset).mul_(factor).clamp_(-self.clip, self.clip)
