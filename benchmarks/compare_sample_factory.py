@@ -3,7 +3,8 @@
     bash benchmarks/sf_setup.sh /work/sf-venv          # once: Sample Factory in its own venv
     python benchmarks/compare_sample_factory.py --rounds 3 --config pong_example
 
-Every round runs each framework in each of its placements (async, serial) on the config for a fixed
+Every round runs each framework in each of its placements (async, serial; for Sample Factory also
+`async_rl` where its example learns synchronously, see configs.py) on the config for a fixed
 number of env frames, alternating frameworks so that machine noise hits both alike. A run's
 throughput is the slope of env frames over wall time from its first progress report to its last,
 start-up and shut-down excluded. The table gives the median over rounds of each framework's best
@@ -239,8 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[float]] = {}
         returns: dict[str, list[float]] = {"surge": [], "sf": []}
         for r in range(args.rounds):
-            modes = [m for m in cfg.surge_modes if not args.placement or m in args.placement]
-            order = [("surge", m) for m in modes] + [("sf", m) for m in modes]
+            order = [("surge", m) for m in cfg.surge_modes] + [("sf", m) for m in cfg.sf_modes]
+            if args.placement:  # "async" also selects SF's async_rl mode (an async placement)
+                order = [(fw, m) for fw, m in order if m.split("_")[0] in args.placement]
             seed = [f"--seed={r + 1}"] if args.seed_per_round else []
             if r % 2:
                 order.reverse()
@@ -267,16 +269,16 @@ def main(argv: list[str] | None = None) -> int:
         dummy = run_dummy(cfg, frames, args.timeout)
         rows.append((name, med, best, dummy, bounds.get(name), ret_med))
     print(
-        "\n| config | surge async | surge serial | SF async | SF serial | surge best / SF best | "
-        "dummy sampler | bound | surge / bound | surge return | SF return |"
+        "\n| config | surge async | surge serial | SF async | SF serial | SF async_rl | "
+        "surge best / SF best | dummy sampler | bound | surge / bound | surge return | SF return |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, med, best, dummy, bound, ret_med in rows:
         ratio = best["surge"][0] / best["sf"][0] if best["sf"][0] == best["sf"][0] else float("nan")
         frac = f"{best['surge'][0] / bound:.0%}" if bound else "-"
         cells = [
-            f"{med.get(k, float('nan')):.0f}"
-            for k in ("surge/async", "surge/serial", "sf/async", "sf/serial")
+            f"{med[k]:.0f}" if k in med else "-"
+            for k in ("surge/async", "surge/serial", "sf/async", "sf/serial", "sf/async_rl")
         ]
         print(
             f"| {name} | {' | '.join(cells)} | {ratio:.2f}x | {dummy:.0f} | {bound or '-'} | {frac} | "

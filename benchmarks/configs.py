@@ -29,7 +29,8 @@ class BenchConfig:
     surge_modes: dict[str, list[str]] = field(
         default_factory=lambda: {"async": ["--serial_mode=False"], "serial": ["--serial_mode=True"]}
     )
-    # placements only; async_rl (sync vs async learning) stays as each example sets it
+    # placements; async_rl (sync vs async learning) stays as each example sets it, except where
+    # a config adds SF's async_rl=True as a mode of its own (_SF_MODES_WITH_ASYNC_RL)
     sf_modes: dict[str, list[str]] = field(
         default_factory=lambda: {"async": ["--serial_mode=False"], "serial": ["--serial_mode=True"]}
     )
@@ -37,6 +38,17 @@ class BenchConfig:
 
 
 _COMMON = ["--num_workers=2", "--device=cpu", "--seed=1"]
+# Settings Sample Factory 2 turns on (core defaults, or its example's) that surge's defaults leave
+# off; surge gets them spelled out so both frameworks do the same work and learn the same way.
+_SF_NORMALIZE = ["--normalize_input=True", "--normalize_returns=True"]
+_SF_ATARI = [*_SF_NORMALIZE, "--adam_eps=1e-5"]  # sf_examples/atari/atari_params.py
+# SF's Atari and MuJoCo examples learn synchronously (async_rl=False: collection waits while the
+# learner trains); the seed's APPO and surge's default learn asynchronously. SF gets both.
+_SF_MODES_WITH_ASYNC_RL = {
+    "async": ["--serial_mode=False"],
+    "serial": ["--serial_mode=True"],
+    "async_rl": ["--serial_mode=False", "--async_rl=True"],
+}
 # Sample Factory 2's core default (GAE, no V-trace), which its VizDoom example keeps; surge's own
 # default is V-trace, so the doom rows spell it out for both frameworks.
 _DOOM_CORE = ["--with_vtrace=False"]
@@ -67,7 +79,7 @@ CONFIGS: dict[str, BenchConfig] = {
             "--policy_workers_per_policy=2",
             "--batch_size=512",
             "--reward_scale=0.1",
-            "--normalize_input=True",
+            *_SF_NORMALIZE,
             "--encoder_type=mlp",
             "--encoder_subtype=mlp",
         ],
@@ -88,16 +100,24 @@ CONFIGS: dict[str, BenchConfig] = {
     ),
     # Sample Factory's Atari example (= CleanRL PPO): Nature CNN, rollout 128, 4 epochs x 4 x 256
     "pong_example": BenchConfig(
-        surge_args=["--env=atari_pong", *_COMMON, "--num_envs_per_worker=4", "--worker_num_splits=1"],
+        surge_args=[
+            "--env=atari_pong",
+            *_COMMON,
+            *_SF_ATARI,
+            "--num_envs_per_worker=4",
+            "--worker_num_splits=1",
+        ],
         sf_module="sf_examples.atari.train_atari",
         sf_args=["--env=atari_pong", *_COMMON, "--num_envs_per_worker=4", "--worker_num_splits=1"],
         frames=200_000,
+        sf_modes=_SF_MODES_WITH_ASYNC_RL,
     ),
     # the seed's paper settings: 1 epoch, rollout 32, batch 512
     "pong_1epoch": BenchConfig(
         surge_args=[
             "--env=atari_pong",
             *_COMMON,
+            *_SF_ATARI,
             "--num_envs_per_worker=8",
             "--worker_num_splits=2",
             "--rollout=32",
@@ -117,12 +137,14 @@ CONFIGS: dict[str, BenchConfig] = {
             "--num_epochs=1",
         ],
         frames=400_000,
+        sf_modes=_SF_MODES_WITH_ASYNC_RL,
     ),
     # EnvPool batched sampling, Atari example learning settings
     "breakout_envpool": BenchConfig(
         surge_args=[
             "--env=envpool_breakout",
             *_COMMON,
+            "--adam_eps=1e-5",  # SF's EnvPool Atari example; it normalises neither input nor returns
             "--env_agents=16",
             "--num_envs_per_worker=1",
             "--worker_num_splits=1",
@@ -148,10 +170,16 @@ CONFIGS: dict[str, BenchConfig] = {
     ),
     # Sample Factory's MuJoCo example
     "halfcheetah": BenchConfig(
-        surge_args=["--env=mujoco_halfcheetah", *_COMMON, "--num_envs_per_worker=8"],
+        surge_args=[
+            "--env=mujoco_halfcheetah",
+            *_COMMON,
+            "--normalize_returns=True",  # SF's MuJoCo example (surge's family normalises input only)
+            "--num_envs_per_worker=8",
+        ],
         sf_module="sf_examples.mujoco.train_mujoco",
         sf_args=["--env=mujoco_halfcheetah", *_COMMON, "--num_envs_per_worker=8"],
         frames=300_000,
+        sf_modes=_SF_MODES_WITH_ASYNC_RL,
     ),
     # Sample Factory's VizDoom example on doom_basic. The doom family's defaults (128x72, frameskip 4,
     # normalize_input, symmetric_kl exploration, ...) come from SF's doom_override_defaults and from

@@ -21,8 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.algo == "DUMMY_SAMPLER" and run.summary:
         s = run.summary
         print(
-            f"DUMMY_SAMPLER {cfg.env}: {s['env_frames']:.0f} env frames in {s['seconds']:.1f} s = "
-            f"{s['env_frames_per_sec']:.1f} env frames/s"
+            f"DUMMY_SAMPLER {cfg.env}: {s['total_env_frames']:.0f} env frames sampled; "
+            f"{s['env_frames']:.0f} env frames in {s['seconds']:.2f} s = "
+            f"{s['env_frames_per_sec']:.1f} env frames/s (start-up excluded)"
         )
     return 1 if status == "failed" else 0
 

@@ -127,6 +127,12 @@ class Config:
         "Max minibatches the learner accumulates before collection pauses (-1: 2 x "
         "num_batches_per_iteration; 0: synchronous, collection halts during training).",
     )
+    num_batches_to_accumulate: int | None = param(
+        None,
+        "Sample Factory 2's spelling of the same limit, in training iterations (batch_size x "
+        "num_batches_per_iteration samples each): N means num_minibatches_to_accumulate = N x "
+        "num_batches_per_iteration; 0: synchronous. None: use num_minibatches_to_accumulate.",
+    )
     num_workers: int = param(
         os.cpu_count() or 1, "Rollout workers (processes in async mode); default: one per CPU."
     )
@@ -219,3 +225,13 @@ class Config:
 def env_frameskip(cfg: Config) -> int:
     """Frames per env step of this config's env (1 unless the family sets `env_frameskip`)."""
     return int(getattr(cfg, "env_frameskip", 1) or 1)
+
+
+def minibatches_to_accumulate(cfg: Config) -> int:
+    """Minibatches the learner may hold before collection pauses (`num_minibatches_to_accumulate`
+    semantics: -1 = 2 x num_batches_per_iteration, 0 = synchronous PPO), whichever of the seed's
+    `num_minibatches_to_accumulate` or Sample Factory 2's `num_batches_to_accumulate` (iterations)
+    was given; `validate_cfg` refuses the two when they disagree."""
+    if cfg.num_batches_to_accumulate is not None:
+        return cfg.num_batches_to_accumulate * cfg.num_batches_per_iteration
+    return cfg.num_minibatches_to_accumulate

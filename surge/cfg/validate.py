@@ -25,6 +25,7 @@ _POSITIVE_INTS = (
     "hidden_size",
     "rnn_num_layers",
     "keep_checkpoints",
+    "sample_env_frames",
 )
 
 
@@ -55,6 +56,7 @@ def validate_cfg(cfg: Any) -> None:
             f"{cfg.worker_num_splits * max(1, round(cfg.num_envs_per_worker / cfg.worker_num_splits))}) "
             "or --worker_num_splits=1.",
         )
+    _check_accumulation(cfg)
     eval_skip = cfg.eval_env_frameskip
     if eval_skip is not None and (eval_skip < 1 or env_frameskip(cfg) % eval_skip):
         raise ConfigError(
@@ -117,3 +119,31 @@ def validate_cfg(cfg: Any) -> None:
             raise ConfigError("device", "no CUDA device is available to this process.", "pass --device=cpu.")
     if cfg.train_for_env_steps < 0 or cfg.train_for_seconds < 0:
         raise ConfigError("train_for_env_steps", "budgets must be >= 0.", "")
+
+
+def _check_accumulation(cfg: Any) -> None:
+    """The back-pressure limit: the seed's `num_minibatches_to_accumulate` (>= -1) or Sample Factory
+    2's `num_batches_to_accumulate` (>= 0 iterations), not both with different values."""
+    mini, iters = cfg.num_minibatches_to_accumulate, cfg.num_batches_to_accumulate
+    if mini < -1:
+        raise ConfigError(
+            "num_minibatches_to_accumulate",
+            f"must be >= -1, got {mini}.",
+            "pass -1 (two iterations' worth), 0 (synchronous PPO) or a number of minibatches.",
+        )
+    if iters is None:
+        return
+    if iters < 0:
+        raise ConfigError(
+            "num_batches_to_accumulate",
+            f"must be >= 0 training iterations, got {iters}.",
+            "pass 0 (synchronous PPO) or N >= 1, e.g. --num_batches_to_accumulate=2.",
+        )
+    if mini != -1 and mini != iters * cfg.num_batches_per_iteration:
+        raise ConfigError(
+            "num_batches_to_accumulate",
+            f"{iters} iterations x num_batches_per_iteration={cfg.num_batches_per_iteration} disagrees "
+            f"with num_minibatches_to_accumulate={mini}.",
+            "pass only one of --num_batches_to_accumulate (Sample Factory 2, iterations) and "
+            "--num_minibatches_to_accumulate (minibatches).",
+        )

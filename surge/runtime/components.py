@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from surge.cfg.config import env_frameskip
+from surge.cfg.config import env_frameskip, minibatches_to_accumulate
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.registry import make_env
 from surge.learning.learner import Learner
@@ -64,12 +64,12 @@ def traj_per_iteration(cfg: Any) -> int:
 def blocks_per_split(cfg: Any, num_agents: int) -> int:
     """Trajectory blocks each (worker, split) owns. The learner holds a batch's blocks until it has
     trained on it, up to an iteration's worth times the accumulation Sample Factory allows
-    (`num_minibatches_to_accumulate`, -1 = 2 x num_batches_per_iteration, 0 = none), while each
+    (`minibatches_to_accumulate`: -1 = 2 x num_batches_per_iteration, 0 = none), while each
     split keeps one in progress; with every block held, collection pauses."""
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split)
-    acc = cfg.num_minibatches_to_accumulate
+    acc = minibatches_to_accumulate(cfg)
     if acc == 0:  # synchronous PPO: collection waits while the learner holds every block
         return max(1, math.ceil(per_iteration_blocks / owners))
     iterations = 2 if acc < 0 else math.ceil(acc / cfg.num_batches_per_iteration)

@@ -113,6 +113,7 @@ class TrainingRun:
         t0, f0 = self.first_frames
         seconds = max(1e-9, getattr(self, "end_time", time.time()) - t0)
         self.summary = {
+            "total_env_frames": m.env_frames,
             "env_frames": m.env_frames - f0,
             "seconds": seconds,
             "env_frames_per_sec": (m.env_frames - f0) / seconds,

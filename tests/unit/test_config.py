@@ -5,8 +5,9 @@ import json
 import pytest
 
 from surge.cfg.cli import parse_cfg, save_cfg
-from surge.cfg.config import Config
+from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.errors import ConfigError
+from surge.runtime.components import blocks_per_split
 
 
 def test_sample_factory_flags_parse_with_their_spelling(tmp_path):
@@ -60,12 +61,42 @@ def test_seed_004_defaults_are_kept():
         (["--env=cartpole", "--with_vtrace=True", "--rollout=32", "--recurrence=8"], "recurrence"),
         (["--env=cartpole", "--batch_size=0"], "batch_size"),
         (["--env=cartpole", "--rnn_type=transformer"], "rnn_type"),
+        (["--env=cartpole", "--num_minibatches_to_accumulate=-2"], "num_minibatches_to_accumulate"),
+        (["--env=cartpole", "--num_batches_to_accumulate=-1"], "num_batches_to_accumulate"),
+        (
+            ["--env=cartpole", "--num_batches_to_accumulate=1", "--num_minibatches_to_accumulate=3"],
+            "num_batches_to_accumulate",
+        ),
     ],
 )
 def test_invalid_values_are_refused_naming_the_field(argv, field, tmp_path):
     with pytest.raises(ConfigError) as e:
         parse_cfg(argv + [f"--train_dir={tmp_path}"])
     assert f"--{field}" in str(e.value)
+
+
+def test_sample_factory_2_accumulation_flag_counts_training_iterations(tmp_path):
+    base = [
+        "--env=cartpole",
+        "--num_workers=2",
+        "--num_envs_per_worker=4",
+        "--worker_num_splits=2",
+        "--rollout=32",
+        "--recurrence=32",
+        "--batch_size=256",
+        "--num_batches_per_iteration=2",
+        f"--train_dir={tmp_path}",
+    ]
+    sf2 = parse_cfg(base + ["--num_batches_to_accumulate=3"])
+    seed = parse_cfg(base + ["--num_minibatches_to_accumulate=6"])
+    default = parse_cfg(base)
+    sync = parse_cfg(base + ["--num_batches_to_accumulate=0"])
+    assert minibatches_to_accumulate(sf2) == 6 and minibatches_to_accumulate(sync) == 0
+    # 16 trajectories per iteration in blocks of 2 agents over 4 (worker, split) owners: 2 blocks
+    # each per iteration held, plus one in progress
+    assert blocks_per_split(sf2, 1) == blocks_per_split(seed, 1) == 3 * 2 + 1
+    assert blocks_per_split(default, 1) == 2 * 2 + 1
+    assert blocks_per_split(sync, 1) == 2
 
 
 def test_misspelled_flag_suggests_the_right_one(tmp_path):
