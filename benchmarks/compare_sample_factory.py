@@ -82,16 +82,24 @@ def _kill_group(pgid: int) -> None:
 
 def _run(cmd: list[str], timeout: float, cwd: Path, out: Path) -> int | None:
     """Runs `cmd` in its own session, stdout to `out` and stderr to `out` + ".err"; its exit code, or
-    None on timeout. Sample Factory can hang on errors and at exit, hence the wall-clock limit."""
+    None on timeout. Sample Factory can hang on errors and at exit, hence the wall-clock limit. The
+    run's process group is killed however this returns, Ctrl+C and SIGTERM of this script included
+    (a killed Sample Factory leaves its spawned children running otherwise)."""
     with open(out, "w") as f, open(f"{out}.err", "w") as e:
         proc = subprocess.Popen(cmd, stdout=f, stderr=e, cwd=cwd, start_new_session=True)
+        code: int | None = None
         try:
-            code: int | None = proc.wait(timeout=timeout)
+            code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            code = None
-        _kill_group(proc.pid)
-        proc.wait()
+            pass
+        finally:
+            _kill_group(proc.pid)
+            proc.wait()
     return code
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through _run's cleanup
 
 
 def _slope(points: list[tuple[float, int]]) -> float:
@@ -232,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         "return columns come from independent seeds",
     )
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     bounds = {k: float(v) for k, v in (b.split("=") for b in args.bound)}
     rows = []
     for name in args.config or list(CONFIGS):

@@ -93,9 +93,12 @@ class AtariParams:
     atari_full_action_space: bool = param(False, "Use all 18 ALE actions instead of the game's minimal set.")
 
 
-#: Family defaults for Atari. They mirror Sample Factory 2's Atari example (sf_examples/atari), whose
+#: Family defaults for Atari. They follow Sample Factory 2's Atari example (sf_examples/atari), whose
 #: parameters were chosen to match CleanRL's ppo_atari.py: Nature CNN, no RNN, GAE, 128-step rollouts,
-#: 4 epochs over 4 minibatches of 256, clip 0.1, lr 2.5e-4, entropy 0.01, grad norm 0.5.
+#: 4 epochs over 4 minibatches of 256, clip 0.1, lr 2.5e-4, entropy 0.01, grad norm 0.5. Unlike SF's
+#: example, and like CleanRL, they normalise neither input nor returns and keep Adam's eps at 1e-6 (SF:
+#: normalize_input, normalize_returns, adam_eps=1e-5); SF's example also learns synchronously
+#: (async_rl=False), surge asynchronously. benchmarks/configs.py spells SF's settings out for surge.
 ATARI_DEFAULTS: dict[str, Any] = {
     "encoder_type": "conv",
     "encoder_subtype": "convnet_deepmind",

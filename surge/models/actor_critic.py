@@ -80,6 +80,11 @@ class ActorCritic(nn.Module):
             init = float(torch.tensor(cfg.initial_stddev).log())
             self.log_std = nn.Parameter(torch.full((self.num_logits // 2,), init))
         self._initialize(cfg)
+        # Conv weights in channels-last (NHWC) memory order, as the image encoders give their
+        # input: oneDNN's NHWC convolutions train the Nature CNN 25-30% faster per sample on CPU
+        # than NCHW (benchmarks/conv_layout.py). Only 4-D tensors change; logical shapes,
+        # state_dict keys and values do not, so checkpoints load either way.
+        self.to(memory_format=torch.channels_last)
 
     def _initialize(self, cfg: Any) -> None:
         """Biases start at 0; weights as `policy_initialization` (the encoder's as

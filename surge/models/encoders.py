@@ -82,7 +82,10 @@ class _ImageEncoder(Encoder):
         self.obs_scale = float(cfg.obs_scale)
 
     def _scale(self, obs: Tensor) -> Tensor:
-        return scale_pixels(obs, self.obs_subtract_mean, 1.0 / self.obs_scale)
+        """`[B, C, H, W]` pixels -> scaled float32 in channels-last (NHWC) memory order, same
+        logical shape; `ActorCritic` keeps the conv weights in that order too."""
+        x = scale_pixels(obs, self.obs_subtract_mean, 1.0 / self.obs_scale)
+        return x.contiguous(memory_format=torch.channels_last)
 
     def _head(self, conv_out: int, cfg: Any, act: type[nn.Module]) -> int:
         fc_sizes = [cfg.hidden_size] * cfg.encoder_extra_fc_layers

@@ -219,3 +219,28 @@ def test_image_encoder_input_scaling_leaves_the_caller_s_tensor_alone(subtract_m
         before = obs.clone()
         torch.testing.assert_close(enc._scale(obs), (u8.float() - subtract_mean) / scale)
         assert torch.equal(obs, before)  # a float input must not be scaled in place
+
+
+@pytest.mark.parametrize("subtype", ["convnet_deepmind", "resnet_impala"])
+def test_channels_last_conv_weights_compute_what_nchw_ones_do_and_checkpoints_load_both_ways(subtype):
+    space = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    kw = {"encoder_type": "resnet" if subtype == "resnet_impala" else "conv", "encoder_subtype": subtype}
+    torch.manual_seed(0)
+    model = ActorCritic(_cfg(obs_scale=255.0, use_rnn=False, **kw), space, gym.spaces.Discrete(6))
+    convs = [m.weight for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs and all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)
+    assert not all(w.is_contiguous() for w in convs)  # the NHWC order really is in use
+    nchw = ActorCritic(_cfg(obs_scale=255.0, use_rnn=False, **kw), space, gym.spaces.Discrete(6))
+    nchw = nchw.to(memory_format=torch.contiguous_format)
+    nchw.load_state_dict(model.state_dict())  # an NHWC checkpoint into NCHW weights
+    obs = torch.randint(0, 256, (5, 4, 84, 84), dtype=torch.uint8)
+    h = torch.zeros(5, model.rnn_state_size)
+    with torch.no_grad():
+        a, b = model.encoder(obs), nchw.encoder(obs)
+    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    model2 = ActorCritic(_cfg(obs_scale=255.0, use_rnn=False, **kw), space, gym.spaces.Discrete(6))
+    model2.load_state_dict(nchw.state_dict())  # and an NCHW one into NHWC weights
+    with torch.no_grad():
+        got, ref = model2.act(obs, h, deterministic=True), model.act(obs, h, deterministic=True)
+    for field in ("actions", "log_probs", "values", "logits"):
+        torch.testing.assert_close(getattr(got, field), getattr(ref, field), rtol=1e-4, atol=1e-5)
