@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -73,21 +74,30 @@ def model_seconds(cfg, env_info) -> tuple[float, float]:
     obs = sample_obs(infer_batch)
     h = torch.zeros(infer_batch, model.rnn_state_size)
     t_inf = _time(lambda: model.act(obs, h)) / infer_batch
+    train_step, samples = make_train_step(cfg, model, opt, obs_space)
+    t_train = _time(train_step) / samples * cfg.ppo_epochs
+    return t_inf, t_train
+
+
+def make_train_step(cfg, model, opt, obs_space) -> tuple[Callable[[], None], int]:
+    """One training step on a random minibatch of `batch_size` samples (`[T, B, *obs_shape]`, T =
+    rollout with V-trace, else recurrence): forward over the sequence, a stand-in loss, backward,
+    `opt.step()`. Returns the step and its number of samples T x B."""
     T = cfg.recurrence if not cfg.with_vtrace else cfg.rollout
     B = max(1, cfg.batch_size // T)
-    tobs = sample_obs(T * B).reshape(T, B, *obs_space.shape)
+    tobs = torch.as_tensor(np.stack([obs_space.sample() for _ in range(T * B)]))
+    tobs = tobs.reshape(T, B, *obs_space.shape)
     states = torch.zeros(T, B, model.rnn_state_size)
     dones = torch.zeros(T, B)
 
-    def train_step():
+    def train_step() -> None:
         logits, values = model.evaluate(tobs, states, dones, T)
         loss = logits.pow(2).mean() + values.pow(2).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
 
-    t_train = _time(train_step) / (T * B) * cfg.ppo_epochs
-    return t_inf, t_train
+    return train_step, T * B
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,10 +15,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compute_bound import make_train_step  # noqa: E402
 from configs import CONFIGS  # noqa: E402
 
 from surge.cfg.cli import parse_cfg  # noqa: E402
@@ -39,20 +39,7 @@ def _step_seconds(cfg, space, action_space, layout: str, steps: int) -> float:
     model = make_actor_critic(cfg, space, action_space)
     if layout == "nchw":
         model = model.to(memory_format=torch.contiguous_format)
-    opt = make_adam(model, cfg, torch.device("cpu"))
-    T = cfg.rollout if cfg.with_vtrace else cfg.recurrence
-    B = max(1, cfg.batch_size // T)
-    obs = torch.as_tensor(np.stack([space.sample() for _ in range(T * B)])).reshape(T, B, *space.shape)
-    states = torch.zeros(T, B, model.rnn_state_size)
-    dones = torch.zeros(T, B)
-
-    def step():
-        logits, values = model.evaluate(obs, states, dones, T)
-        loss = logits.pow(2).mean() + values.pow(2).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-
+    step, _ = make_train_step(cfg, model, make_adam(model, cfg, torch.device("cpu")), space)
     step()
     times = []
     for _ in range(steps):

@@ -83,7 +83,9 @@ class _ImageEncoder(Encoder):
 
     def _scale(self, obs: Tensor) -> Tensor:
         """`[B, C, H, W]` pixels -> scaled float32 in channels-last (NHWC) memory order, same
-        logical shape; `ActorCritic` keeps the conv weights in that order too."""
+        logical shape; `ActorCritic` keeps the conv weights in that order too. (Converting uint8
+        straight into a channels-last float tensor measured slower than this contiguous float copy
+        plus a reorder: 8.6-9.6 vs 7.1-7.3 ms per 256 Atari frames.)"""
         x = scale_pixels(obs, self.obs_subtract_mean, 1.0 / self.obs_scale)
         return x.contiguous(memory_format=torch.channels_last)
 

@@ -15,29 +15,28 @@ LINE = re.compile(
 )
 
 
-@pytest.mark.parametrize("serial_mode", ["False", "True"])
-def test_surge_bench_samples_the_asked_frames_and_trains_nothing(tmp_path, serial_mode):
-    frames = 100_000
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "surge.cli",
-            "bench",
-            "--env=cartpole",
-            "--experiment=b",
-            f"--train_dir={tmp_path}",
-            f"--serial_mode={serial_mode}",
-            f"--sample_env_frames={frames}",
-            "--num_workers=2",
-            "--num_envs_per_worker=4",
-            "--decorrelate_experience_max_seconds=0",
-            "--set_workers_cpu_affinity=False",
-        ],
+def _bench(tmp_path, *flags, timeout=180):
+    return subprocess.run(
+        [sys.executable, "-m", "surge.cli", "bench", "--env=cartpole", f"--train_dir={tmp_path}", *flags],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize("serial_mode", ["False", "True"])
+def test_surge_bench_samples_the_asked_frames_and_trains_nothing(tmp_path, serial_mode):
+    frames = 100_000
+    out = _bench(
+        tmp_path,
+        "--experiment=b",
+        f"--serial_mode={serial_mode}",
+        f"--sample_env_frames={frames}",
+        "--num_workers=2",
+        "--num_envs_per_worker=4",
+        "--decorrelate_experience_max_seconds=0",
+        "--set_workers_cpu_affinity=False",
     )
     assert out.returncode == 0, out.stderr[-3000:]
     m = LINE.search(out.stdout)
@@ -51,20 +50,6 @@ def test_surge_bench_samples_the_asked_frames_and_trains_nothing(tmp_path, seria
 
 
 def test_dummy_sampler_refuses_a_bad_frame_count_before_starting(tmp_path):
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "surge.cli",
-            "bench",
-            "--env=cartpole",
-            f"--train_dir={tmp_path}",
-            "--sample_env_frames=-5",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = _bench(tmp_path, "--sample_env_frames=-5", timeout=60)
     assert out.returncode == 2
     assert "--sample_env_frames" in out.stderr
