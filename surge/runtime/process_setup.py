@@ -1,6 +1,6 @@
 """What every child process of the async placement does first: die with its parent, ignore
-Ctrl+C (the main process coordinates the stop), set niceness, CPU affinity and thread counts, and
-report a crash with its traceback instead of dying silently."""
+Ctrl+C (the main process coordinates the stop), keep freed tensor memory for reuse, set niceness,
+CPU affinity and thread counts, and report a crash with its traceback instead of dying silently."""
 
 from __future__ import annotations
 
@@ -14,6 +14,44 @@ from typing import Any
 import torch
 
 _PR_SET_PDEATHSIG = 1
+# glibc mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+_MALLOC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX")
+#: allocations up to this size come from the heap, and up to this much freed memory at the heap's
+#: top stays with the process (mallopt takes a C int: below 2 GiB)
+MALLOC_MMAP_THRESHOLD = MALLOC_TRIM_THRESHOLD = 1 << 30  # bytes
+
+
+def retain_freed_memory() -> bool:
+    """Linux glibc: keeps tensor memory that torch frees inside the process for reuse.
+
+    torch's CPU allocator is plain malloc, and glibc serves every allocation above its mmap
+    threshold (at most 32 MiB by default) with a fresh `mmap` and unmaps it on free, so each
+    training step pays a page fault per 4 KiB of every large activation, gradient and
+    observation batch (a `[512, 4, 84, 84]` uint8 -> float32 conversion: 26.6 ms with, 3.0 ms
+    without). This raises the mmap threshold and the trim threshold to 1 GiB and puts all
+    threads on the main arena (a background thread's arena cannot hold blocks above 64 MiB): the
+    memory reuse PyTorch's performance tuning guide gets from jemalloc or TCMalloc, with glibc's
+    own `mallopt`. The process keeps its peak heap instead of returning it to the system (the
+    pong_1epoch learner: 765 MB resident against 705 MB without) and trains faster (pong_1epoch
+    async: 3773 / 3907 / 3505 env frames/s against 3370 / 3556 / 3167 without, alternating runs).
+
+    Does nothing where a MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_ or MALLOC_ARENA_MAX
+    environment variable is set (the user's choice wins) and off glibc. Returns whether it applied.
+    """
+    if any(k in os.environ for k in _MALLOC_ENV):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    except (OSError, AttributeError):
+        return False
+    return bool(
+        mallopt(_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)
+        & mallopt(_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD)
+        & mallopt(_M_ARENA_MAX, 1)
+    )
 
 
 def die_with_parent() -> None:
@@ -34,6 +72,7 @@ def setup_child(
 ) -> None:
     """Prepares a child process (see the module docstring)."""
     die_with_parent()
+    retain_freed_memory()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if niceness:

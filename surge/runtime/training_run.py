@@ -14,6 +14,7 @@ from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.experiment.monitor import Monitor
 from surge.runtime.placement import Placement, SerialPlacement
+from surge.runtime.process_setup import retain_freed_memory
 
 log = logging.getLogger("surge")
 
@@ -22,6 +23,7 @@ def make_placement(cfg: Any, ckpt: CheckpointManager, resume_state: dict[str, An
     """`SerialPlacement` for `--serial_mode=True`, else the multi-process `AsyncPlacement`."""
     random_actions = cfg.algo == "DUMMY_SAMPLER"
     if cfg.serial_mode:
+        retain_freed_memory()  # this process samples and learns (the async children do it themselves)
         return SerialPlacement(cfg, ckpt, resume_state, random_actions)
     from surge.runtime.async_placement import AsyncPlacement
 

@@ -4,6 +4,7 @@
 import multiprocessing as mp
 import os
 import signal
+import sys
 
 import numpy  # noqa: F401 - loads its BLAS, so threadpoolctl has a pool to limit
 import pytest
@@ -56,3 +57,39 @@ def test_child_keeps_its_defaults_when_nothing_is_asked():
     assert out["nice"] == os.nice(0)
     assert out["cpus"] == cores
     assert out["torch_threads"] == 2
+
+
+_FAULTS = """
+import resource, sys, torch
+from surge.runtime.process_setup import retain_freed_memory
+applied = retain_freed_memory() if sys.argv[1] == "tune" else False
+def faults(n):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(n):
+        torch.ones(16 << 20)  # 64 MiB of float32, freed at once
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+faults(20)  # the heap grows to its working size (glibc bins aligned blocks for a while first)
+print(applied, faults(5))
+"""
+
+
+def _page_faults(mode: str, env: dict[str, str] | None = None) -> tuple[bool, int]:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _FAULTS, mode], capture_output=True, text=True, check=True, env=env
+    ).stdout.split()
+    return out[0] == "True", int(out[1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc")
+def test_retained_memory_spares_the_page_faults_of_large_tensors_unless_the_user_set_malloc_env():
+    pages = (64 << 20) // 4096  # per 64 MiB tensor
+    _, plain = _page_faults("plain")
+    applied, tuned = _page_faults("tune")
+    assert plain > 4 * pages  # each tensor is a fresh mmap: a fault per page
+    assert applied and tuned < pages // 10  # the heap's pages are reused
+    env = {**os.environ, "MALLOC_ARENA_MAX": "2"}
+    applied, faults = _page_faults("tune", env)
+    assert not applied and faults > 4 * pages  # the user's MALLOC_* setting wins: nothing changed
