@@ -8,7 +8,8 @@ For each config it measures, on one core (torch with 1 thread, env in this proce
   infer    core-seconds per sample of one forward pass at the inference batch size,
   train    core-seconds per sample of `ppo_epochs` passes (forward, backward, the learner's Adam) at
            batch_size,
-and prints `bound = cores / (env + infer + train)` in env frames/s (× frameskip).
+and prints `bound = cores / (env + infer + train)` in env frames/s (× frameskip). The process keeps
+freed memory as surge's processes do (`retain_freed_memory`), unless `--plain-malloc`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from surge.cfg.config import env_frameskip  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
 from surge.learning.learner import make_adam  # noqa: E402
 from surge.models.actor_critic import make_actor_critic  # noqa: E402
+from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
 
 
 def _time(fn, min_seconds: float = 2.0) -> float:
@@ -104,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", action="append", help="config name (default: all)", choices=sorted(CONFIGS))
     p.add_argument("--cores", type=int, default=os.cpu_count())
+    p.add_argument("--plain-malloc", action="store_true", help="glibc's default malloc settings")
     args = p.parse_args(argv)
+    if not args.plain_malloc:
+        retain_freed_memory()
     torch.set_num_threads(1)
     print(
         f"| config | env ms/step | infer ms/sample | train ms/sample | bound env frames/s ({args.cores} cores) |"

@@ -4,7 +4,8 @@ config's model with its image encoder in channels-last order (surge's) and in pl
     python benchmarks/conv_layout.py --config pong_example --config doom_basic --threads 1 --threads 2
 
 Prints the median milliseconds per minibatch of `batch_size` samples of each layout, alternating
-the layouts over `--rounds` rounds so machine noise hits both alike, and their ratio.
+the layouts over `--rounds` rounds so machine noise hits both alike, and their ratio. The process
+keeps freed memory as surge's processes do (`retain_freed_memory`), unless `--plain-malloc`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from surge.envs.registry import make_env  # noqa: E402
 from surge.learning.learner import make_adam  # noqa: E402
 from surge.models import encoders  # noqa: E402
 from surge.models.actor_critic import make_actor_critic  # noqa: E402
+from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
 
 _CHANNELS_LAST_SCALE = encoders._ImageEncoder._scale
 
@@ -55,7 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", action="append", type=int, help="torch threads (default: 1)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--steps", type=int, default=5, help="timed steps per layout and round")
+    p.add_argument("--plain-malloc", action="store_true", help="glibc's default malloc settings")
     args = p.parse_args(argv)
+    if not args.plain_malloc:
+        retain_freed_memory()
     print("| config | threads | samples | NCHW ms | channels-last ms | NCHW / channels-last |")
     print("|---|---|---|---|---|---|")
     for name in args.config or ["pong_example"]:
