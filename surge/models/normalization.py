@@ -35,9 +35,13 @@ class RunningMeanStd(nn.Module):
         n = x.shape[0]
         if n == 0:
             return
-        # batch moments in one float32 pass (images: no float64 copy of the whole batch), folded in float64
-        b_var, b_mean = torch.var_mean(x.float(), dim=0, unbiased=False)
-        b_var, b_mean = b_var.double(), b_mean.double()
+        # batch moments in float32 (images: no float64 copy of the whole batch), folded in float64.
+        # Two passes (mean, then the mean square deviation) rather than torch.var_mean(dim=0), which
+        # on CPU took 5-10x as long: 45.0 vs 8.8 ms for [256, 4·84·84], 0.40 vs 0.04 ms for [4096, 17]
+        x = x.float()
+        b_mean = x.mean(0)
+        b_var = (x - b_mean).square_().mean(0).double()
+        b_mean = b_mean.double()
         delta = b_mean - self.mean
         total = self.count + n
         self.mean += delta * n / total
@@ -87,6 +91,7 @@ class ImageNormalizer(RunningMeanStd):
 
     #: statistics come from at most this many samples of a batch (an even stride over it): the
     #: full update cost 16% of the learner's time on doom_basic (py-spy), this one a quarter of it
+    #: (before the update's two-pass moments, which cut it by 5x again)
     max_update_samples = 256
 
     @torch.no_grad()
