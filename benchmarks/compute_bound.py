@@ -62,6 +62,11 @@ def env_seconds_per_step(cfg) -> float:
     return per_call / (n if batched else 1)
 
 
+def _sample_obs(space, n: int) -> torch.Tensor:
+    """`n` random observations of `space`, stacked `[n, *shape]` in its dtype."""
+    return torch.as_tensor(np.stack([space.sample() for _ in range(n)]))
+
+
 def model_seconds(cfg, env_info) -> tuple[float, float]:
     """Core-seconds per sample of inference (batch = agents of one split) and of training."""
     obs_space, action_space, n_agents = env_info
@@ -69,11 +74,7 @@ def model_seconds(cfg, env_info) -> tuple[float, float]:
     opt = make_adam(model, cfg, torch.device("cpu"))  # the learner's own optimizer
     per_split = max(1, cfg.num_envs_per_worker // cfg.worker_num_splits) * n_agents
     infer_batch = per_split * (cfg.num_workers if cfg.serial_mode else 1)
-
-    def sample_obs(b):
-        return torch.as_tensor(np.stack([obs_space.sample() for _ in range(b)]))
-
-    obs = sample_obs(infer_batch)
+    obs = _sample_obs(obs_space, infer_batch)
     h = torch.zeros(infer_batch, model.rnn_state_size)
     t_inf = _time(lambda: model.act(obs, h)) / infer_batch
     train_step, samples = make_train_step(cfg, model, opt, obs_space)
@@ -87,8 +88,7 @@ def make_train_step(cfg, model, opt, obs_space) -> tuple[Callable[[], None], int
     `opt.step()`. Returns the step and its number of samples T x B."""
     T = cfg.recurrence if not cfg.with_vtrace else cfg.rollout
     B = max(1, cfg.batch_size // T)
-    tobs = torch.as_tensor(np.stack([obs_space.sample() for _ in range(T * B)]))
-    tobs = tobs.reshape(T, B, *obs_space.shape)
+    tobs = _sample_obs(obs_space, T * B).reshape(T, B, *obs_space.shape)
     states = torch.zeros(T, B, model.rnn_state_size)
     dones = torch.zeros(T, B)
 

@@ -22,6 +22,11 @@ _MALLOC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA
 MALLOC_MMAP_THRESHOLD = MALLOC_TRIM_THRESHOLD = 1 << 30  # bytes
 
 
+def _libc() -> ctypes.CDLL:
+    """The C library (glibc on Linux); OSError where there is none by that name."""
+    return ctypes.CDLL("libc.so.6", use_errno=True)
+
+
 def retain_freed_memory() -> bool:
     """Linux glibc: keeps tensor memory that torch frees inside the process for reuse.
 
@@ -42,23 +47,22 @@ def retain_freed_memory() -> bool:
     if any(k in os.environ for k in _MALLOC_ENV):
         return False
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        mallopt = libc.mallopt
+        mallopt = _libc().mallopt
         mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     except (OSError, AttributeError):
         return False
-    return bool(
-        mallopt(_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)
-        & mallopt(_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD)
-        & mallopt(_M_ARENA_MAX, 1)
+    settings = (
+        (_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD),
+        (_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD),
+        (_M_ARENA_MAX, 1),
     )
+    return all([mallopt(param, value) == 1 for param, value in settings])  # every one is applied
 
 
 def die_with_parent() -> None:
     """Linux: the kernel sends SIGKILL to this process when its parent dies (even by SIGKILL)."""
     try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
 

@@ -4,6 +4,7 @@
 import multiprocessing as mp
 import os
 import signal
+import subprocess
 import sys
 
 import numpy  # noqa: F401 - loads its BLAS, so threadpoolctl has a pool to limit
@@ -74,9 +75,6 @@ print(applied, faults(5))
 
 
 def _page_faults(mode: str, env: dict[str, str] | None = None) -> tuple[bool, int]:
-    import subprocess
-    import sys
-
     out = subprocess.run(
         [sys.executable, "-c", _FAULTS, mode], capture_output=True, text=True, check=True, env=env
     ).stdout.split()
