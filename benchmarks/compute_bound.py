@@ -10,6 +10,10 @@ For each config it measures, on one core (torch with 1 thread, env in this proce
            batch_size,
 and prints `bound = cores / (env + infer + train)` in env frames/s (× frameskip). The process keeps
 freed memory as surge's processes do (`retain_freed_memory`), unless `--plain-malloc`.
+
+On this shared machine one measurement of a conv config varies by up to ±15%, so each component is
+measured `--repeats` times (default 3) and the bound uses the median of each; the last column gives
+the lowest and highest bound of the single repeats.
 """
 
 from __future__ import annotations
@@ -107,24 +111,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--config", action="append", help="config name (default: all)", choices=sorted(CONFIGS))
     p.add_argument("--cores", type=int, default=os.cpu_count())
     p.add_argument("--plain-malloc", action="store_true", help="glibc's default malloc settings")
+    p.add_argument("--repeats", type=int, default=3, help="measurements per component; the median is used")
     args = p.parse_args(argv)
     if not args.plain_malloc:
         retain_freed_memory()
     torch.set_num_threads(1)
     print(
-        f"| config | env ms/step | infer ms/sample | train ms/sample | bound env frames/s ({args.cores} cores) |"
+        f"| config | env ms/step | infer ms/sample | train ms/sample | bound env frames/s ({args.cores} cores) "
+        "| range of single repeats |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     for name in args.config or sorted(CONFIGS):
         c = CONFIGS[name]
         cfg = parse_cfg([*c.surge_args, "--train_dir=/tmp/surge_compute_bound", "--experiment=cb"])
         env = make_env(cfg)
         info = (env.observation_space, env.action_space, env.num_agents)
         env.close()
-        t_env = env_seconds_per_step(cfg)
-        t_inf, t_train = model_seconds(cfg, info)
-        bound = args.cores / (t_env + t_inf + t_train) * env_frameskip(cfg)
-        print(f"| {name} | {t_env * 1e3:.3f} | {t_inf * 1e3:.3f} | {t_train * 1e3:.3f} | {bound:.0f} |")
+        frames_per_core_second = args.cores * env_frameskip(cfg)
+        times = np.array(
+            [(env_seconds_per_step(cfg), *model_seconds(cfg, info)) for _ in range(args.repeats)]
+        )
+        t_env, t_inf, t_train = np.median(times, axis=0)
+        bound = frames_per_core_second / (t_env + t_inf + t_train)
+        single = frames_per_core_second / times.sum(axis=1)
+        print(
+            f"| {name} | {t_env * 1e3:.3f} | {t_inf * 1e3:.3f} | {t_train * 1e3:.3f} | {bound:.0f} "
+            f"| {single.min():.0f}-{single.max():.0f} |"
+        )
     return 0
 
 
