@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plain-malloc", action="store_true", help="glibc's default malloc settings")
     p.add_argument("--repeats", type=int, default=3, help="measurements per component; the median is used")
     args = p.parse_args(argv)
+    if args.repeats < 1:
+        p.error(f"--repeats must be at least 1 (got {args.repeats})")
     if not args.plain_malloc:
         retain_freed_memory()
     torch.set_num_threads(1)

@@ -56,7 +56,8 @@ def retain_freed_memory() -> bool:
         (_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD),
         (_M_ARENA_MAX, 1),
     )
-    return all([mallopt(param, value) == 1 for param, value in settings])  # every one is applied
+    # a list, not a generator: every setting is tried even when an earlier one is refused
+    return all([mallopt(param, value) == 1 for param, value in settings])
 
 
 def die_with_parent() -> None:
