@@ -5,6 +5,7 @@ Precedence, lowest to highest: `Config` defaults < the env family's overrides < 
 `--restart_behavior=resume` (the default), the saved config replaces the defaults and the family's
 overrides; what the YAML file and the flags give still wins, and each value they change is logged
 as a warning naming its source. YAML values go through the same type conversion as flags.
+`--restart_behavior` is the command's own choice: it is not saved, and a saved value is ignored.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from surge.envs.registry import EnvFamily, find_family
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
+
+#: fields that belong to one command, not to the experiment: never written to cfg.json, and ignored
+#: when an older cfg.json holds them (a saved `restart_behavior=restart` would wipe every rerun)
+COMMAND_ONLY = ("restart_behavior",)
 
 
 @dataclasses.dataclass
@@ -251,12 +256,12 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     saved_path = experiment_path(train_dir, experiment) / "cfg.json"
     restart = overrides.get("restart_behavior", defaults["restart_behavior"])
     if saved_path.is_file() and (evaluation or restart == "resume"):
-        saved = json.loads(saved_path.read_text())
+        saved = {k: v for k, v in json.loads(saved_path.read_text()).items() if k not in COMMAND_ONLY}
         for k, v in saved.items():
             if k in values:
                 values[k] = v
         for k, v in overrides.items():
-            if k in saved and saved[k] != v and k not in ("restart_behavior",) and not evaluation:
+            if k in saved and saved[k] != v and not evaluation:
                 source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"
                 log.warning("Parameter %s changed on resume: %r (saved) -> %r (%s)", k, saved[k], v, source)
     values.update(overrides)
@@ -266,10 +271,12 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
 
 
 def save_cfg(cfg: Config, path: Path) -> None:
-    """Writes the resolved config as JSON (the file resume reads)."""
+    """Writes the resolved config as JSON (the file resume reads), without the `COMMAND_ONLY`
+    fields: what to do with an existing folder is decided by each command, never by a saved file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(cfg.to_dict(), indent=2))
+    values = {k: v for k, v in cfg.to_dict().items() if k not in COMMAND_ONLY}
+    tmp.write_text(json.dumps(values, indent=2))
     tmp.replace(path)
 
 

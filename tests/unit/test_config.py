@@ -143,7 +143,7 @@ def test_round_trip_through_saved_cfg_and_resume_warns_on_changes(tmp_path, capl
     assert again.gamma == 0.97  # from the saved config
     assert again.learning_rate == 0.002
     assert any("learning_rate" in r.message for r in caplog.records)
-    assert again.to_dict() == {**saved, "learning_rate": 0.002}
+    assert again.to_dict() == {**saved, "learning_rate": 0.002, "restart_behavior": "resume"}
 
 
 def test_help_lists_family_parameters(capsys):

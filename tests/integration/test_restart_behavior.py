@@ -1,0 +1,55 @@
+"""What to do with an existing experiment folder is the command's choice, never the saved config's."""
+
+import json
+from pathlib import Path
+
+from surge.cfg.cli import parse_cfg
+from surge.runtime.training_run import train
+
+
+def _cfg(tmp_path, *extra):
+    return parse_cfg(
+        [
+            "--env=cartpole",
+            "--experiment=exp",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            "--num_workers=1",
+            "--num_envs_per_worker=2",
+            "--seed=0",
+            "--train_for_env_steps=1000",
+            *extra,
+        ]
+    )
+
+
+def _checkpoints(folder: Path) -> list[str]:
+    return sorted(p.name for p in (folder / "checkpoint_p0").glob("checkpoint_*.pth"))
+
+
+def test_restart_is_not_saved_and_a_plain_rerun_keeps_the_run(tmp_path):
+    exp = tmp_path / "exp"
+    assert train(_cfg(tmp_path, "--restart_behavior=restart")) == "done"
+    before = _checkpoints(exp)
+    log_before = (exp / "surge_log.txt").read_text()
+    assert before
+
+    assert train(_cfg(tmp_path)) == "already_done"
+    assert _checkpoints(exp) == before
+    assert (exp / "surge_log.txt").read_text().startswith(log_before)
+    assert "restart_behavior" not in json.loads((exp / "cfg.json").read_text())
+
+
+def test_saved_overwrite_does_not_make_a_plain_rerun_ignore_done(tmp_path):
+    assert train(_cfg(tmp_path, "--restart_behavior=overwrite")) == "done"
+    assert train(_cfg(tmp_path)) == "already_done"
+
+
+def test_an_old_cfg_json_holding_restart_behavior_is_ignored(tmp_path):
+    exp = tmp_path / "exp"
+    exp.mkdir()
+    saved = _cfg(tmp_path).to_dict()
+    saved["restart_behavior"] = "restart"
+    (exp / "cfg.json").write_text(json.dumps(saved))
+    assert _cfg(tmp_path).restart_behavior == "resume"
+    assert _cfg(tmp_path, "--restart_behavior=overwrite").restart_behavior == "overwrite"
