@@ -40,8 +40,9 @@ class Config:
     cfg: str = param("", "YAML file of parameter values; flags given on the command line win over it.")
     restart_behavior: str = param(
         "resume",
-        "What to do when the experiment folder exists: resume it, restart it (wipe), or "
-        "overwrite the config and start from scratch.",
+        "What to do when the experiment folder exists: resume it, restart it (delete the whole "
+        "folder), or overwrite (start from scratch with this command's config: the previous run's "
+        "checkpoints, summaries and done marker are deleted, its log is kept). Never saved in cfg.json.",
         ("resume", "restart", "overwrite"),
     )
     device: str = param("cpu", "Device for inference and learning.", ("cpu", "gpu"))

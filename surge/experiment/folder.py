@@ -47,6 +47,27 @@ class ExperimentFolder:
         if self.root.exists():
             shutil.rmtree(self.root)
 
+    def clear_previous_run(self) -> list[Path]:
+        """Removes what a previous run left that a new run from scratch must not mix with or
+        resume from: every `checkpoint_p*/` folder, `summaries/` and the `done` marker
+        (restart_behavior=overwrite). The log and cfg.json stay (the new run appends to the log
+        and rewrites cfg.json).
+
+        Returns:
+            The paths removed (empty when there was nothing to remove).
+        """
+        removed = []
+        if not self.root.is_dir():
+            return removed
+        for p in sorted(self.root.glob("checkpoint_p*")) + [self.root / "summaries"]:
+            if p.is_dir():
+                shutil.rmtree(p)
+                removed.append(p)
+        if self.done_file.exists():
+            self.done_file.unlink()
+            removed.append(self.done_file)
+        return removed
+
 
 def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> None:
     """Logs to stderr and, when given, to `log_file` (appending, so resumed runs keep one log)."""

@@ -50,9 +50,17 @@ class TrainingRun:
     def run(self) -> str:
         """Trains until the budget, a stop signal or a crash of a child process; see the class doc."""
         cfg, folder = self.cfg, self.folder
+        removed = []
         if cfg.restart_behavior == "restart":
             folder.wipe()
+        elif cfg.restart_behavior == "overwrite":
+            removed = folder.clear_previous_run()
         setup_logging(None if cfg.benchmark else folder.log_file)
+        if removed:
+            log.info(
+                "--restart_behavior=overwrite: removed the previous run's %s",
+                ", ".join(str(p.relative_to(folder.root)) for p in removed),
+            )
         if folder.done_file.exists() and cfg.restart_behavior == "resume":
             log.info(
                 "Experiment %s already finished (%s exists); nothing to do. Pass --restart_behavior=restart "

@@ -18,6 +18,9 @@ def _cfg(tmp_path, *extra):
             "--num_envs_per_worker=2",
             "--seed=0",
             "--train_for_env_steps=1000",
+            "--ppo_epochs=1",
+            "--hidden_size=16",
+            "--encoder_mlp_layers=16",
             *extra,
         ]
     )
@@ -53,3 +56,30 @@ def test_an_old_cfg_json_holding_restart_behavior_is_ignored(tmp_path):
     (exp / "cfg.json").write_text(json.dumps(saved))
     assert _cfg(tmp_path).restart_behavior == "resume"
     assert _cfg(tmp_path, "--restart_behavior=overwrite").restart_behavior == "overwrite"
+
+
+def _all_checkpoints(folder: Path) -> dict[str, int]:
+    import torch
+
+    return {
+        p.name: int(torch.load(p, weights_only=True)["env_frames"])
+        for p in (folder / "checkpoint_p0").glob("*.pth")
+    }
+
+
+def test_overwrite_removes_the_previous_runs_checkpoints_and_a_resume_continues_the_new_run(tmp_path):
+    exp = tmp_path / "exp"
+    assert train(_cfg(tmp_path, "--train_for_env_steps=2000")) == "done"
+    old = _all_checkpoints(exp)
+    old_events = set((exp / "summaries" / "0").iterdir())
+    assert max(old.values()) >= 2000 and old_events
+
+    assert train(_cfg(tmp_path, "--restart_behavior=overwrite", "--train_for_env_steps=500")) == "done"
+    new = _all_checkpoints(exp)
+    assert new and not set(new) & set(old)
+    assert max(new.values()) < 2000
+    assert not old_events & set((exp / "summaries" / "0").iterdir())
+
+    (exp / "done").unlink()
+    assert train(_cfg(tmp_path, "--train_for_env_steps=1000")) == "done"
+    assert f"Resumed from env frame {max(new.values())}," in (exp / "surge_log.txt").read_text()
