@@ -1,0 +1,96 @@
+"""A task that needs memory: a cue shown once, an answer asked for many steps later.
+
+`--env=memory_cue` (delay set by `--memory_delay`, default 8). It is the smallest test of a
+recurrent core end to end: acting must carry the hidden state from step to step, learning must
+back-propagate through the delay, and a feed-forward policy cannot do better than chance.
+
+Episode (fixed length `memory_delay + 2` env steps, always `terminated` at the end, never truncated):
+
+- step 0: the observation shows the cue c ∈ {0, 1} (uniformly random): `[c == 0, c == 1, 0]`;
+- steps 1 .. memory_delay: blank observations `[0, 0, 0]`;
+- step memory_delay + 1: the query `[0, 0, 1]`; the action taken on it is the answer.
+
+Spaces: observation `Box(0, 1, (3,), float32)`; action `Discrete(2)`. Reward: +1 when the answer
+equals the cue, -1 otherwise, 0 for every action before the query (which is ignored).
+Returns therefore lie in {-1, +1}: a policy that has not seen the cue (any feed-forward policy)
+is right half the time, so its expected return, the chance level, is **0**; a perfect policy gets 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from surge.cfg.config import param
+from surge.envs.registry import register_env
+
+#: the expected episode return of any policy that cannot remember the cue
+CHANCE_RETURN = 0.0
+
+
+class CueMemoryEnv(gym.Env):
+    """See the module docstring. `delay`: blank steps between the cue and the query (>= 0)."""
+
+    metadata = {"render_modes": []}
+    observation_space = gym.spaces.Box(0.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, delay: int = 8):
+        if delay < 0:
+            raise ValueError(f"memory_delay must be >= 0, got {delay}")
+        self.delay = delay
+        self.cue = 0
+        self.t = 0
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros(3, np.float32)
+        if self.t == 0:
+            obs[self.cue] = 1.0
+        elif self.t == self.delay + 1:
+            obs[2] = 1.0
+        return obs
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        self.cue = int(self.np_random.integers(2))
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any):
+        if self.t == self.delay + 1:
+            reward = 1.0 if int(action) == self.cue else -1.0
+            self.t += 1
+            return np.zeros(3, np.float32), reward, True, False, {}
+        self.t += 1
+        return self._obs(), 0.0, False, False, {}
+
+
+@dataclass
+class MemoryParams:
+    """Parameters of the memory_cue env."""
+
+    memory_delay: int = param(8, "memory_cue: blank steps between the cue and the query.")
+
+
+#: a small recurrent policy; recurrence = rollout so that most episodes are back-propagated whole
+MEMORY_DEFAULTS = {
+    "encoder_type": "mlp",
+    "encoder_subtype": "mlp",
+    "encoder_mlp_layers": [32],
+    "hidden_size": 32,
+    "use_rnn": True,
+    "rollout": 32,
+    "recurrence": 32,
+    "nonlinearity": "tanh",
+}
+
+
+def make_memory_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
+    """Makes `memory_cue` with `cfg.memory_delay` blank steps."""
+    return CueMemoryEnv(int(getattr(cfg, "memory_delay", 8)))
+
+
+register_env("memory_cue", make_memory_env, extra_params=MemoryParams, default_overrides=MEMORY_DEFAULTS)
