@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
+import os
 from typing import Any
 
 from surge.cfg.config import env_frameskip
@@ -36,12 +39,50 @@ NO_EFFECT = {
 }
 
 
-def validate_cfg(cfg: Any) -> None:
-    """Raises `ConfigError` naming the first invalid field and how to fix it; warns about accepted
-    Sample Factory parameters that have no effect here."""
+#: flags read only by the processes of the multi-process placement: no effect with --serial_mode=True
+ASYNC_ONLY = {
+    "policy_workers_per_policy": "inference runs in the main process",
+    "decorrelate_experience_max_seconds": "there are no rollout processes to start at different times",
+    "set_workers_cpu_affinity": "there are no rollout processes to pin to cores",
+    "force_envs_single_thread": "the envs run in the main process, with its threads",
+    "reset_timeout_seconds": "there are no rollout processes to restart",
+    "default_niceness": "there are no child processes to renice",
+    "train_in_background_thread": "training runs in the main loop, between rollouts",
+    "num_torch_threads": "the main process keeps torch's own thread count",
+}
+
+
+def config_notes(cfg: Any) -> list[str]:
+    """Flags that are accepted but have no effect in this run, one sentence each with the reason:
+    Sample Factory parameters surge does not use (`NO_EFFECT`) and, with --serial_mode=True, flags
+    only the multi-process placement reads (`ASYNC_ONLY`). A flag is named only when its value
+    differs from its default. The run logs these once, after its log file is set up."""
+    notes = []
     for name, (default, why) in NO_EFFECT.items():
         if getattr(cfg, name, default) != default:
-            log.warning("--%s has no effect in surge (%s)", name, why)
+            notes.append(f"--{name} has no effect in surge ({why}).")
+    if getattr(cfg, "serial_mode", False):
+        defaults = _field_defaults(cfg)
+        for name, why in ASYNC_ONLY.items():
+            if name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect with --serial_mode=True ({why}).")
+    return notes
+
+
+def _field_defaults(cfg: Any) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(cfg):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def validate_cfg(cfg: Any) -> None:
+    """Raises `ConfigError` naming the first invalid field and how to fix it. Accepted flags
+    without effect are not errors: `config_notes` lists them for the run's log."""
+    _check_numbers(cfg)
     for name in _POSITIVE_INTS:
         v = getattr(cfg, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -112,6 +153,16 @@ def validate_cfg(cfg: Any) -> None:
                 "Weights & Biases is not installed.",
                 "pip install wandb, or --with_wandb=False.",
             )
+        problem = wandb_login_problem()
+        if problem:
+            raise ConfigError(
+                "with_wandb",
+                problem,
+                "run `wandb login` (or set WANDB_API_KEY), or log offline with WANDB_MODE=offline "
+                "(`wandb sync` uploads later), or pass --with_wandb=False.",
+            )
+    _check_encoder(cfg)
+    _check_memory(cfg)
     if cfg.device == "gpu":
         import torch
 
@@ -147,3 +198,251 @@ def _check_accumulation(cfg: Any) -> None:
             "pass only one of --num_batches_to_accumulate (Sample Factory 2, iterations) and "
             "--num_minibatches_to_accumulate (minibatches).",
         )
+
+
+# ------------------------------------------------------------------------------- value ranges
+
+#: coefficients and limits where a negative value inverts or disables what the flag is for
+_NON_NEGATIVE = {
+    "max_grad_norm": "0 turns clipping off; a negative norm would scale every gradient to 0",
+    "value_loss_coeff": "a negative coefficient trains the critic away from the returns",
+    "kl_loss_coeff": "a negative coefficient rewards moving away from the behaviour policy",
+    "exploration_loss_coeff": "a negative coefficient punishes exploration",
+    "max_policy_lag": "a negative lag masks every sample, so nothing is learned",
+}
+
+
+def _check_numbers(cfg: Any) -> None:
+    """Non-finite floats anywhere, and the ranges of single fields (see `validate_cfg`)."""
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        for x in value if isinstance(value, list) else [value]:
+            if isinstance(x, float) and not math.isfinite(x):
+                raise ConfigError(
+                    f.name,
+                    f"must be a finite number, got {x!r} (a value beyond ±1.8e308 reads as inf).",
+                    f"pass a finite --{f.name}.",
+                )
+    for name, why in _NON_NEGATIVE.items():
+        v = getattr(cfg, name)
+        if v < 0:
+            raise ConfigError(name, f"must be >= 0, got {v} ({why}).", f"pass --{name} >= 0.")
+    if cfg.obs_scale <= 0:
+        raise ConfigError(
+            "obs_scale",
+            f"image observations are divided by it, got {cfg.obs_scale}.",
+            "pass --obs_scale > 0 (255 for uint8 frames, 1 to leave them as they are).",
+        )
+    if cfg.report_interval_sec <= 0:
+        raise ConfigError(
+            "report_interval_sec",
+            f"must be > 0 seconds, got {cfg.report_interval_sec}.",
+            "pass --report_interval_sec > 0 (finite), e.g. 5.",
+        )
+    for name in ("adam_beta1", "adam_beta2"):
+        v = getattr(cfg, name)
+        if not 0.0 <= v < 1.0:
+            raise ConfigError(
+                name,
+                f"Adam's decay rates lie in [0, 1), got {v}.",
+                f"pass --{name} in [0, 1), e.g. 0.9 or 0.999.",
+            )
+    if cfg.stats_avg < 1:
+        raise ConfigError(
+            "stats_avg",
+            f"episodes averaged in reports, got {cfg.stats_avg}.",
+            "pass --stats_avg >= 1, e.g. 100.",
+        )
+    if cfg.seed is not None and not 0 <= cfg.seed < 2**32:
+        raise ConfigError(
+            "seed",
+            f"numpy seeds lie in [0, 2**32), got {cfg.seed}.",
+            "pass --seed in [0, 2**32) (0 <= seed <= 4294967295), or leave it unset for a random run.",
+        )
+    bad = [s for s in cfg.encoder_mlp_layers if s < 1]
+    if bad:
+        raise ConfigError(
+            "encoder_mlp_layers",
+            f"layer sizes must be positive, got {cfg.encoder_mlp_layers}.",
+            "pass sizes >= 1, e.g. --encoder_mlp_layers 64 64.",
+        )
+
+
+# ------------------------------------------------------------------------------- encoder
+
+#: the subtypes each encoder_type builds (surge.models.encoders.make_encoder)
+ENCODER_SUBTYPES = {
+    "conv": ("convnet_simple", "convnet_deepmind", "convnet_impala"),
+    "resnet": ("resnet_impala",),
+    "mlp": ("mlp", "mlp_mujoco"),
+}
+
+
+def _check_encoder(cfg: Any) -> None:
+    """An encoder_subtype that belongs to another encoder_type would be ignored in silence
+    (`--encoder_type=conv --encoder_subtype=resnet_impala` builds convnet_simple). The default
+    subtype, convnet_simple, goes with every type, so `--encoder_type=resnet` (or mlp) alone works."""
+    etype, sub = cfg.encoder_type, cfg.encoder_subtype
+    if cfg.encoder_custom or sub in ENCODER_SUBTYPES.get(etype, (sub,)):
+        return
+    if sub == "convnet_simple" and etype != "conv":
+        return
+    owner = next((t for t, subs in ENCODER_SUBTYPES.items() if sub in subs), None)
+    if owner is None:
+        return
+    raise ConfigError(
+        "encoder_subtype",
+        f"{sub} is an encoder of --encoder_type={owner}; --encoder_type={etype} builds "
+        f"{' / '.join(ENCODER_SUBTYPES[etype])} and would ignore it.",
+        f"pass --encoder_type={owner} for {sub}, or --encoder_type={etype} with "
+        f"--encoder_subtype one of {', '.join(ENCODER_SUBTYPES[etype])}.",
+    )
+
+
+# ------------------------------------------------------------------------------- W&B
+
+
+def wandb_login_problem() -> str | None:
+    """Why W&B would fail to start a run, or None: no API key is configured (WANDB_API_KEY, the
+    netrc file or wandb's settings files) and W&B is not in offline or disabled mode (WANDB_MODE,
+    or `wandb offline`). Reads files and the environment only, no network."""
+    mode = os.environ.get("WANDB_MODE", "").strip().lower()
+    disabled = os.environ.get("WANDB_DISABLED", "").strip().lower() in ("true", "1", "yes")
+    if mode in ("offline", "dryrun", "disabled") or disabled:
+        return None
+    if os.environ.get("WANDB_API_KEY") or os.environ.get("WANDB_IDENTITY_TOKEN_FILE"):
+        return None
+    try:  # wandb's own lookup: settings files (mode, api_key) and the netrc entry of its host
+        from wandb.sdk.lib import wbauth
+        from wandb.sdk.wandb_setup import _WandbSetup
+
+        settings = _WandbSetup(pid=os.getpid()).settings
+        if settings._offline or settings._noop or settings.api_key:
+            return None
+        try:
+            if wbauth.read_netrc_auth(host=settings.base_url):
+                return None
+        except Exception as e:  # noqa: BLE001 - e.g. an API key of the wrong length in .netrc
+            return f"the W&B API key in the netrc file is not usable: {e}"
+        host = settings.base_url
+    except Exception:  # noqa: BLE001 - another wandb version: read the netrc file ourselves
+        import netrc
+
+        host = "api.wandb.ai"
+        try:
+            path = os.environ.get("NETRC") or os.path.expanduser("~/.netrc")
+            if any("wandb" in m for m in netrc.netrc(path).hosts):
+                return None
+        except (OSError, netrc.NetrcParseError):
+            pass
+    return f"no W&B login: no API key in WANDB_API_KEY, the netrc file or wandb's settings (host {host})."
+
+
+# ------------------------------------------------------------------------------- memory
+
+#: bytes per agent step of the trajectory fields other than obs and rnn states (actions >= 4,
+#: behavior_log_probs, values, action_logits >= 4, rewards, policy_version 8, three bools)
+_STEP_BYTES = 4 + 4 + 4 + 4 + 4 + 8 + 3
+
+
+def physical_memory_bytes() -> int | None:
+    """This machine's RAM in bytes (`SC_PHYS_PAGES` x `SC_PAGE_SIZE`, else /proc/meminfo's
+    MemTotal), or None where neither can be read."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def rnn_state_floats(cfg: Any) -> int:
+    """Floats of one agent's recurrent state (0 without an RNN)."""
+    if not cfg.use_rnn:
+        return 0
+    return cfg.hidden_size * cfg.rnn_num_layers * (2 if cfg.rnn_type == "lstm" else 1)
+
+
+def estimate_memory(
+    cfg: Any, obs_bytes: int = 1, obs_floats: int | None = None, num_agents: int = 1
+) -> list[tuple[str, int, str]]:
+    """A lower bound of the memory a run of `cfg` allocates, in parts: [(field to blame, bytes,
+    what it is)]. Without the env's spaces an observation counts as 1 byte and the encoder's input
+    as 1 float, so what this reports is certainly needed.
+
+    Args:
+        obs_bytes: bytes of one agent's observation (all keys of a Dict).
+        obs_floats: length of a flat vector observation (the MLP's input), None when unknown
+            or an image.
+        num_agents: agents per env.
+    """
+    per_worker = cfg.num_workers * cfg.num_envs_per_worker * num_agents
+    per_iteration = -(-cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
+    slots = max(per_worker, per_iteration) * cfg.num_policies
+    step = obs_bytes + 4 * rnn_state_floats(cfg) + _STEP_BYTES
+    buffers = slots * (cfg.rollout + 1) * step
+    parts = [
+        (
+            "rollout",
+            buffers,
+            f"trajectory buffers ({slots} trajectories x {cfg.rollout + 1} steps x {step} bytes)",
+        )
+    ]
+    # model: weights, gradients and Adam's two moments, 4 copies of 4 bytes per parameter
+    sizes = [64, 64] if cfg.encoder_subtype == "mlp_mujoco" else list(cfg.encoder_mlp_layers)
+    widths = [obs_floats or 1, *sizes]
+    mlp = sum(a * b for a, b in zip(widths, widths[1:], strict=False))
+    vector_obs = obs_floats is not None or cfg.encoder_type == "mlp"
+    encoder_out = sizes[-1] if sizes and vector_obs else 1
+    if vector_obs and mlp:
+        parts.append(("encoder_mlp_layers", 16 * mlp, f"MLP encoder ({mlp:.3g} parameters x 16 bytes)"))
+        parts.append(
+            ("encoder_mlp_layers", 4 * cfg.batch_size * max(sizes), "MLP activations of one minibatch")
+        )
+    h = cfg.hidden_size
+    core = 0
+    if cfg.use_rnn:
+        gates = 4 if cfg.rnn_type == "lstm" else 3
+        core = gates * (encoder_out * h + h * h) + (cfg.rnn_num_layers - 1) * gates * 2 * h * h
+    if core:
+        parts.append(("hidden_size", 16 * core, f"recurrent core ({core:.3g} parameters x 16 bytes)"))
+    return parts
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.1f} GB"
+
+
+def check_memory(parts: list[tuple[str, int, str]], available: int | None = None) -> None:
+    """Refuses a run whose `estimate_memory` parts add up to more than this machine's RAM.
+
+    Raises:
+        ConfigError: naming the field of the largest part, its size and the machine's memory.
+    """
+    available = physical_memory_bytes() if available is None else available
+    total = sum(b for _, b, _ in parts)
+    if available is None or total <= available:
+        return
+    field, size, what = max(parts, key=lambda p: p[1])
+    raise ConfigError(
+        field,
+        f"the run needs at least {_gb(total)} of memory, more than this machine's {_gb(available)}; "
+        f"the largest part is {what}: {_gb(size)}.",
+        f"lower --{field}"
+        + (
+            " (or --num_workers, --num_envs_per_worker, --batch_size, --hidden_size with an RNN)"
+            if field == "rollout"
+            else ""
+        )
+        + ".",
+    )
+
+
+def _check_memory(cfg: Any) -> None:
+    check_memory(estimate_memory(cfg))

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from surge.cfg.cli import save_cfg
+from surge.cfg.validate import config_notes
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
@@ -56,6 +57,8 @@ class TrainingRun:
         elif cfg.restart_behavior == "overwrite":
             removed = folder.clear_previous_run()
         setup_logging(None if cfg.benchmark else folder.log_file)
+        for note in config_notes(cfg):
+            log.warning(note)
         if removed:
             log.info(
                 "--restart_behavior=overwrite: removed the previous run's %s",

@@ -1,6 +1,7 @@
 """What to do with an existing experiment folder is the command's choice, never the saved config's."""
 
 import json
+import re
 from pathlib import Path
 
 from surge.cfg.cli import parse_cfg
@@ -82,4 +83,6 @@ def test_overwrite_removes_the_previous_runs_checkpoints_and_a_resume_continues_
 
     (exp / "done").unlink()
     assert train(_cfg(tmp_path, "--train_for_env_steps=1000")) == "done"
-    assert f"Resumed from env frame {max(new.values())}," in (exp / "surge_log.txt").read_text()
+    log = (exp / "surge_log.txt").read_text()
+    assert re.search(rf"[Rr]esumed (from|at) env frame {max(new.values())}\b", log)
+    assert not re.search(rf"[Rr]esumed (from|at) env frame {max(old.values())}\b", log)

@@ -152,3 +152,124 @@ def test_help_lists_family_parameters(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert "--env_frameskip" in out and "--rollout" in out and "--atari_episodic_life" in out
+
+
+@pytest.mark.parametrize(
+    "argv,field,fix",
+    [
+        (["--reward_scale=nan"], "reward_scale", "finite"),
+        (["--policy_init_gain=-inf"], "policy_init_gain", "finite"),
+        (["--value_loss_coeff=1e400"], "value_loss_coeff", "finite"),
+        (["--max_grad_norm=-1"], "max_grad_norm", ">= 0"),
+        (["--value_loss_coeff=-0.5"], "value_loss_coeff", ">= 0"),
+        (["--kl_loss_coeff=-0.1"], "kl_loss_coeff", ">= 0"),
+        (["--exploration_loss_coeff=-0.01"], "exploration_loss_coeff", ">= 0"),
+        (["--obs_scale=-255"], "obs_scale", "> 0"),
+        (["--obs_scale=0"], "obs_scale", "> 0"),
+        (["--max_policy_lag=-1"], "max_policy_lag", ">= 0"),
+        (["--report_interval_sec=inf"], "report_interval_sec", "finite"),
+        (["--report_interval_sec=0"], "report_interval_sec", "> 0"),
+        (["--adam_beta1=1.0"], "adam_beta1", "[0, 1)"),
+        (["--adam_beta2=-0.5"], "adam_beta2", "[0, 1)"),
+        (["--adam_beta2=nan"], "adam_beta2", "finite"),
+        (["--stats_avg=-7"], "stats_avg", ">= 1"),
+        (["--stats_avg=0"], "stats_avg", ">= 1"),
+        (["--seed=99999999999999999999"], "seed", "2**32"),
+        (["--seed=-1"], "seed", "2**32"),
+        (["--encoder_mlp_layers", "64", "0"], "encoder_mlp_layers", ">= 1"),
+    ],
+)
+def test_harmful_values_are_refused_naming_the_field_and_the_fix(argv, field, fix, tmp_path):
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", *argv])
+    assert e.value.field == field and fix in e.value.fix, str(e.value)
+
+
+def test_largest_valid_seed_is_accepted(tmp_path):
+    assert parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", f"--seed={2**32 - 1}"]).seed == 2**32 - 1
+
+
+@pytest.mark.parametrize(
+    "etype,subtype,ok",
+    [
+        ("conv", "convnet_simple", True),
+        ("conv", "convnet_deepmind", True),
+        ("conv", "convnet_impala", True),
+        ("conv", "resnet_impala", False),
+        ("conv", "mlp_mujoco", False),
+        ("conv", "mlp", False),
+        ("resnet", "resnet_impala", True),
+        ("resnet", "convnet_simple", True),  # the default subtype: --encoder_type=resnet alone
+        ("resnet", "convnet_deepmind", False),
+        ("resnet", "mlp", False),
+        ("mlp", "mlp", True),
+        ("mlp", "mlp_mujoco", True),
+        ("mlp", "convnet_simple", True),  # the default subtype: --encoder_type=mlp alone
+        ("mlp", "convnet_impala", False),
+        ("mlp", "resnet_impala", False),
+    ],
+)
+def test_encoder_type_and_subtype_must_go_together(etype, subtype, ok, tmp_path):
+    argv = [
+        "--env=atari_pong",
+        f"--train_dir={tmp_path}",
+        f"--encoder_type={etype}",
+        f"--encoder_subtype={subtype}",
+    ]
+    if ok:
+        parse_cfg(argv)
+        return
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(argv)
+    assert e.value.field == "encoder_subtype" and "--encoder_type=" in e.value.fix
+
+
+@pytest.mark.parametrize(
+    "argv,field",
+    [
+        (["--rollout=1e9", "--recurrence=1e9", "--batch_size=1e9"], "rollout"),
+        (["--encoder_mlp_layers", "1e9"], "encoder_mlp_layers"),
+        (["--hidden_size=1e6", "--use_rnn=True"], "hidden_size"),
+    ],
+)
+def test_sizes_that_cannot_fit_in_memory_are_refused(argv, field, tmp_path, monkeypatch):
+    import surge.cfg.validate
+
+    monkeypatch.setattr(surge.cfg.validate, "physical_memory_bytes", lambda: 64 * 10**9)
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", *argv])
+    assert e.value.field == field and "GB" in e.value.problem and "memory" in e.value.problem
+
+
+def test_physical_memory_is_read_and_sizes_that_fit_are_accepted(tmp_path):
+    from surge.cfg.validate import physical_memory_bytes
+
+    with open("/proc/meminfo") as f:
+        total_kb = int(next(line for line in f if line.startswith("MemTotal:")).split()[1])
+    assert abs(physical_memory_bytes() - total_kb * 1024) < 0.05 * total_kb * 1024
+    parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", "--rollout=4096", "--recurrence=1"])
+
+
+def _no_wandb_login(monkeypatch, tmp_path):
+    for var in ("WANDB_API_KEY", "WANDB_MODE", "WANDB_DISABLED", "WANDB_IDENTITY_TOKEN_FILE", "WANDB_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NETRC", str(tmp_path / "home" / ".netrc"))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "home" / "wandb_config"))
+    monkeypatch.chdir(tmp_path)
+
+
+def test_with_wandb_without_a_login_is_refused_and_offline_mode_is_allowed(monkeypatch, tmp_path):
+    pytest.importorskip("wandb")
+    _no_wandb_login(monkeypatch, tmp_path)
+    argv = ["--env=cartpole", f"--train_dir={tmp_path}", "--with_wandb=True"]
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(argv)
+    assert (
+        e.value.field == "with_wandb" and "wandb login" in e.value.fix and "WANDB_MODE=offline" in e.value.fix
+    )
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert parse_cfg(argv).with_wandb is True
+    monkeypatch.delenv("WANDB_MODE")
+    monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
+    assert parse_cfg(argv).with_wandb is True
