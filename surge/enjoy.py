@@ -11,6 +11,7 @@ episode lengths are then in steps of the eval env.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -48,6 +49,25 @@ def _write_video(frames: list[np.ndarray], path: Path, fps: int) -> None:
     log.info("Wrote %d frames to %s", len(frames), path)
 
 
+def render_mode(cfg: Any) -> str | None:
+    """The render mode enjoy makes its env with: "rgb_array" with --save_video, None with
+    --no_render, else "human" (a window), unless Linux has no display (neither DISPLAY nor
+    WAYLAND_DISPLAY set): then None, with a warning naming the flags."""
+    if cfg.save_video:
+        return "rgb_array"
+    if cfg.no_render:
+        return None
+    if sys.platform.startswith("linux") and not (
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    ):
+        log.warning(
+            "No display (DISPLAY and WAYLAND_DISPLAY are unset): playing without rendering. "
+            "Pass --no_render to silence this, or --save_video to record an mp4 instead."
+        )
+        return None
+    return "human"
+
+
 def enjoy(cfg: Any) -> dict[str, Any]:
     """Plays `cfg.max_num_episodes` episodes with the experiment's checkpoint.
 
@@ -60,7 +80,7 @@ def enjoy(cfg: Any) -> dict[str, Any]:
     if hasattr(cfg, "atari_episodic_life"):
         cfg.atari_episodic_life = False
     cfg.batched_sampling = False
-    render_mode = "rgb_array" if cfg.save_video else (None if cfg.no_render else "human")
+    mode = render_mode(cfg)
     family = find_family(cfg.env)
     env_name = family.eval_env_name(cfg.env) if family.eval_env_name else cfg.env
     if env_name != cfg.env:
@@ -69,7 +89,7 @@ def enjoy(cfg: Any) -> dict[str, Any]:
     if cfg.eval_env_frameskip is not None and hasattr(cfg, "env_frameskip"):
         action_repeat = env_frameskip(cfg) // cfg.eval_env_frameskip  # validate_cfg: a divisor
         cfg.env_frameskip = cfg.eval_env_frameskip
-    env = make_env(cfg, render_mode=render_mode, env_name=env_name)
+    env = make_env(cfg, render_mode=mode, env_name=env_name)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
     model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
     ckpt = CheckpointManager(folder.checkpoints(0))
@@ -108,7 +128,7 @@ def enjoy(cfg: Any) -> dict[str, Any]:
                 frame = env.render()
                 if frame is not None:
                     frames.append(np.asarray(frame))
-            elif render_mode == "human":
+            elif mode == "human":
                 env.render()
             if delay:
                 time.sleep(delay)

@@ -131,7 +131,8 @@ def field_defaults(cls: type, family: EnvFamily | None) -> dict[str, Any]:
 
 
 def build_parser(cls: type, defaults: dict[str, Any], prog: str = "surge train") -> argparse.ArgumentParser:
-    """An argparse parser with one `--flag` per field; values not given stay absent (SUPPRESS)."""
+    """An argparse parser with one `--flag` per field; values not given stay absent (SUPPRESS).
+    Boolean flags take `--flag=True/False`, `--flag False` or the bare `--flag` (True)."""
     p = _Parser(
         prog=prog,
         argument_default=argparse.SUPPRESS,
@@ -146,6 +147,8 @@ def build_parser(cls: type, defaults: dict[str, Any], prog: str = "surge train")
             kw.update(nargs="*", type=_int if item is int else item)
         else:
             kw["type"] = _converter(f, d)
+            if kw["type"] is str2bool:  # Sample Factory's bare form: --no_render means True
+                kw.update(nargs="?", const=True, metavar="True|False")
         if "choices" in f.metadata:
             kw["choices"] = f.metadata["choices"]
         p.add_argument(f"--{f.name}", **kw)
