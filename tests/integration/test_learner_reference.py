@@ -149,7 +149,9 @@ class LossSpy:
 
     def __call__(self, *args, **kwargs):
         bound = self.signature.bind(*args, **kwargs)
-        self.calls.append({k: v.detach().clone() if torch.is_tensor(v) else v for k, v in bound.arguments.items()})
+        self.calls.append(
+            {k: v.detach().clone() if torch.is_tensor(v) else v for k, v in bound.arguments.items()}
+        )
         return self.real(*args, **kwargs)
 
 
@@ -178,7 +180,9 @@ def _fresh_outputs(model, data):
 
 
 def _rewards_and_dones(cfg, data):
-    r = np.clip(data["rewards"].numpy().astype(np.float64) * cfg.reward_scale, -cfg.reward_clip, cfg.reward_clip)
+    r = np.clip(
+        data["rewards"].numpy().astype(np.float64) * cfg.reward_scale, -cfg.reward_clip, cfg.reward_clip
+    )
     term, trunc = data["terminated"].numpy(), data["truncated"].numpy()
     return r, term | trunc, trunc & ~term
 
@@ -198,7 +202,9 @@ def naive_vtrace(cfg, data, logp, values):
             total, disc, trace = values[n, s], 1.0, 1.0
             for t in range(s, T):
                 nxt = 0.0 if done[n, t] else values[n, t + 1]
-                total += disc * trace * min(cfg.vtrace_rho, rho[n, t]) * (rew[t] + cfg.gamma * nxt - values[n, t])
+                total += (
+                    disc * trace * min(cfg.vtrace_rho, rho[n, t]) * (rew[t] + cfg.gamma * nxt - values[n, t])
+                )
                 if done[n, t]:
                     break
                 disc *= cfg.gamma
@@ -248,7 +254,13 @@ def test_vtrace_targets_and_advantages_match_the_paper_on_off_policy_multistep_e
     """Guards the learner's V-trace call: importance weights from its own log-probs, traces c,
     truncation bootstrap. Zeroing log-ratios, c̄ = 0, or truncation taken as termination fail."""
     data = _batch()
-    cfg = _cfg(tmp_path, *VTRACE[:-2], f"--vtrace_rho={rho_bar}", f"--vtrace_c={c_bar}", "--normalize_advantage=False")
+    cfg = _cfg(
+        tmp_path,
+        *VTRACE[:-2],
+        f"--vtrace_rho={rho_bar}",
+        f"--vtrace_c={c_bar}",
+        "--normalize_advantage=False",
+    )
     learner = _learner(cfg, data)
     logp, values = _fresh_outputs(learner.model, data)
     ratios = np.exp(logp - data["behavior_log_probs"].numpy())
@@ -299,7 +311,9 @@ def test_a_truncated_step_is_bootstrapped_and_a_terminated_one_is_not(tmp_path, 
             expected = r + GAMMA * v * truncated
         else:
             v = values[agent, 3]
-            rho = min(cfg.vtrace_rho, float(np.exp(logp[agent, 3] - data["behavior_log_probs"][agent, 3].item())))
+            rho = min(
+                cfg.vtrace_rho, float(np.exp(logp[agent, 3] - data["behavior_log_probs"][agent, 3].item()))
+            )
             expected = v + rho * (r + GAMMA * v * truncated - v)
             if truncated:
                 assert rho * GAMMA * abs(v) > 0.02  # the bootstrap term is not vacuous
@@ -365,7 +379,9 @@ def test_one_update_applies_the_gradient_of_the_reference_ppo_loss(tmp_path, est
 
     learner.train(torch.arange(N))
     for (name, p), q in zip(learner.model.named_parameters(), reference.parameters(), strict=True):
-        torch.testing.assert_close(p.grad, q.grad, rtol=2e-3, atol=1e-5, msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(
+            p.grad, q.grad, rtol=2e-3, atol=1e-5, msg=lambda m, name=name: f"{name}: {m}"
+        )
 
 
 @pytest.mark.parametrize("schedule", ["constant", "linear_decay"])
@@ -378,7 +394,9 @@ def test_learning_rate_schedule_sets_the_step_size(tmp_path, schedule):
     learner = _learner(cfg, data)
     before = [p.detach().clone() for p in learner.model.parameters()]
     stats = learner.train(torch.arange(N), env_frames=30000)
-    step = max(float((p.detach() - b).abs().max()) for p, b in zip(learner.model.parameters(), before, strict=True))
+    step = max(
+        float((p.detach() - b).abs().max()) for p, b in zip(learner.model.parameters(), before, strict=True)
+    )
     expected = cfg.learning_rate * (1.0 - 30000 / 40000) if schedule == "linear_decay" else cfg.learning_rate
     assert step == pytest.approx(expected, rel=1e-3)
     assert stats["lr"] == pytest.approx(expected)
