@@ -14,7 +14,8 @@ commands:
   bench       env frames/s of random actions through the sampler (surge bench --env=atari_pong --num_workers=2)
   check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
 
-`surge train --env=ENV --help` lists every parameter, including those the env family adds.
+`surge train --env=ENV --help` lists every parameter by section, including those the env family adds.
+`surge --version` prints the version.
 """
 
 
@@ -22,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
+        return 0
+    if argv[0] == "--version":
+        from surge.cfg.cli import version_text
+
+        print(version_text())
         return 0
     command, rest = argv[0], argv[1:]
     try:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import inspect
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -130,16 +132,57 @@ def field_defaults(cls: type, family: EnvFamily | None) -> dict[str, Any]:
     return out
 
 
-def build_parser(cls: type, defaults: dict[str, Any], prog: str = "surge train") -> argparse.ArgumentParser:
+def config_sections() -> dict[str, str]:
+    """Field name -> section of `Config` ("experiment", "sampling", ...): the `# --- title ---`
+    comment headers of its source, without a parenthesis; {} where the source cannot be read."""
+    try:
+        source = inspect.getsource(Config)
+    except (OSError, TypeError):
+        return {}
+    out: dict[str, str] = {}
+    section = ""
+    for line in source.splitlines():
+        header = re.match(r"\s*# -+ (.+?) -+\s*$", line)
+        if header:
+            section = re.sub(r"\s*\(.*\)", "", header.group(1)).strip()
+            continue
+        name = re.match(r"    (\w+)\s*:", line)
+        if name and section:
+            out[name.group(1)] = section
+    return out
+
+
+def _help_group(name: str, family: EnvFamily | None, sections: dict[str, str]) -> str:
+    """The `--help` section of field `name`: its `Config` section, the family's, or enjoy's."""
+    if name in sections:
+        return sections[name]
+    if family and family.extra_params and name in {f.name for f in dataclasses.fields(family.extra_params)}:
+        return f"env family {family.prefix}"
+    if name in {f.name for f in dataclasses.fields(EvalParams)}:
+        return "enjoy"
+    return "other"
+
+
+def build_parser(
+    cls: type, defaults: dict[str, Any], prog: str = "surge train", family: EnvFamily | None = None
+) -> argparse.ArgumentParser:
     """An argparse parser with one `--flag` per field; values not given stay absent (SUPPRESS).
-    Boolean flags take `--flag=True/False`, `--flag False` or the bare `--flag` (True)."""
+    Boolean flags take `--flag=True/False`, `--flag False` or the bare `--flag` (True). `--help`
+    lists the flags by section (`config_sections`), then the family's (`family`) and enjoy's."""
     p = _Parser(
         prog=prog,
+        usage=f"{prog} --env=ENV [--experiment=NAME] [--flag=value ...]",
         argument_default=argparse.SUPPRESS,
         allow_abbrev=False,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Flags take --name=value; booleans also the bare --name (True). --version prints the version.",
     )
+    sections = config_sections()
+    groups: dict[str, argparse._ArgumentGroup] = {}
     for f in dataclasses.fields(cls):
+        title = _help_group(f.name, family, sections)
+        if title not in groups:
+            groups[title] = p.add_argument_group(title)
         d = defaults[f.name]
         kw: dict[str, Any] = {"help": f"{f.metadata.get('help', '')} (default: {d!r})"}
         if isinstance(d, list):
@@ -151,7 +194,7 @@ def build_parser(cls: type, defaults: dict[str, Any], prog: str = "surge train")
                 kw.update(nargs="?", const=True, metavar="True|False")
         if "choices" in f.metadata:
             kw["choices"] = f.metadata["choices"]
-        p.add_argument(f"--{f.name}", **kw)
+        groups[title].add_argument(f"--{f.name}", **kw)
     return p
 
 
@@ -211,6 +254,13 @@ def _check_known(values: dict[str, Any], known: set[str], source: str) -> None:
             raise ConfigError(k, f"unknown parameter in {source}.", hint)
 
 
+def version_text() -> str:
+    """`surge <version>`, what `--version` prints."""
+    from surge import __version__
+
+    return f"surge {__version__}"
+
+
 def experiment_path(train_dir: str, experiment: str) -> Path:
     """`train_dir/experiment`."""
     return Path(train_dir) / experiment
@@ -228,7 +278,11 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     pre.add_argument("--env", default=None)
     pre.add_argument("--cfg", default="")
     pre.add_argument("-h", "--help", action="store_true")
+    pre.add_argument("--version", action="store_true")
     pre_args, _ = pre.parse_known_args(argv)
+    if pre_args.version:
+        print(version_text())
+        raise SystemExit(0)
     yaml_values = load_yaml(pre_args.cfg) if pre_args.cfg else {}
     env = pre_args.env or yaml_values.get("env")
     if not env and pre_args.help:
@@ -238,7 +292,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     cls = config_class(family, evaluation)
     defaults = field_defaults(cls, family)
     prog = "surge enjoy" if evaluation else "surge train"
-    parser = build_parser(cls, defaults, prog)
+    parser = build_parser(cls, defaults, prog, family)
     if pre_args.help:
         parser.print_help()
         raise SystemExit(0)

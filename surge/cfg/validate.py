@@ -36,6 +36,19 @@ _POSITIVE_INTS = (
 NO_EFFECT = {
     "actor_worker_gpus": ([], "rollout workers do not render on GPUs"),
     "learner_main_loop_num_cores": (1, "the learner uses --num_torch_threads threads"),
+    **{
+        name: (default, "population-based training is not available yet")
+        for name, default in (
+            ("pbt_period_env_steps", int(5e6)),
+            ("pbt_start_mutation", int(2e7)),
+            ("pbt_replace_fraction", 0.3),
+            ("pbt_mutation_rate", 0.15),
+            ("pbt_replace_reward_gap", 0.1),
+            ("pbt_replace_reward_gap_absolute", 1e-6),
+            ("pbt_optimize_batch_size", False),
+            ("pbt_target_objective", "true_reward"),
+        )
+    },
 }
 
 
@@ -58,11 +71,11 @@ def config_notes(cfg: Any) -> list[str]:
     only the multi-process placement reads (`ASYNC_ONLY`). A flag is named only when its value
     differs from its default. The run logs these once, after its log file is set up."""
     notes = []
+    defaults = _field_defaults(cfg)
     for name, (default, why) in NO_EFFECT.items():
-        if getattr(cfg, name, default) != default:
+        if getattr(cfg, name, default) != defaults.get(name, default):
             notes.append(f"--{name} has no effect in surge ({why}).")
     if getattr(cfg, "serial_mode", False):
-        defaults = _field_defaults(cfg)
         for name, why in ASYNC_ONLY.items():
             if name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect with --serial_mode=True ({why}).")

@@ -597,6 +597,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--env", required=True, help="Env name (atari_breakout, cartpole, a gymnasium id).")
     parser.add_argument("--num_steps", type=int, default=50, help="Random steps to take (default 50).")
+    if "--version" in (argv if argv is not None else sys.argv[1:]):
+        from surge.cfg.cli import version_text
+
+        print(version_text())
+        return 0
     args, rest = parser.parse_known_args(argv)
     try:
         cfg = config_for_env(args.env, rest)

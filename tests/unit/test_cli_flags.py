@@ -2,6 +2,8 @@
 
 import logging
 
+import pytest
+
 from surge.cfg.cli import parse_cfg
 from surge.cli import main as surge_main
 
@@ -40,3 +42,49 @@ def test_headless_enjoy_falls_back_to_no_rendering_naming_the_flags(tmp_path, mo
     assert render_mode(ev) == "rgb_array"
     ev.save_video, ev.no_render = False, True
     assert render_mode(ev) is None
+
+
+def test_version_is_printed_by_surge_and_its_commands(capsys):
+    import surge
+
+    for argv in (["--version"], ["train", "--version"], ["enjoy", "--version"], ["check-env", "--version"]):
+        try:
+            code = surge_main(argv)
+        except SystemExit as e:
+            code = e.code
+        assert code == 0 and capsys.readouterr().out.strip() == f"surge {surge.__version__}", argv
+
+
+def _help(argv, evaluation=False):
+    with pytest.raises(SystemExit) as e:
+        parse_cfg([*argv, "--help"], evaluation=evaluation)
+    assert e.value.code == 0
+
+
+def test_help_is_grouped_by_section(capsys):
+    _help(["--env=atari_pong"])
+    out = capsys.readouterr().out
+    sections = [
+        "experiment:",
+        "stopping:",
+        "checkpoints and summaries:",
+        "optimisation:",
+        "sampling:",
+        "model:",
+        "PBT:",
+        "debugging and benchmarking:",
+        "env family atari_:",
+    ]
+    starts = [out.index(f"\n{s}\n") for s in sections]
+    assert starts == sorted(starts)
+
+    def section_of(flag):
+        at = out.index(f"  --{flag} ")
+        return max((s for s, i in zip(sections, starts, strict=True) if i < at), key=lambda s: out.index(s))
+
+    assert section_of("rollout") == "sampling:" and section_of("learning_rate") == "optimisation:"
+    assert section_of("hidden_size") == "model:" and section_of("train_for_env_steps") == "stopping:"
+    assert section_of("env_frameskip") == "env family atari_:"
+    _help(["--env=cartpole"], evaluation=True)
+    out = capsys.readouterr().out
+    assert out.index("\nenjoy:\n") < out.index("  --no_render ")
