@@ -34,7 +34,17 @@ class Config:
     algo: str = param(
         "APPO", "Algorithm: APPO (asynchronous PPO with V-trace) or DUMMY_SAMPLER.", ("APPO", "DUMMY_SAMPLER")
     )
-    env: str = param("", "Env name with its family prefix (atari_breakout, cartpole) or any gymnasium id.")
+    env: str = param(
+        "",
+        "Env name with its family prefix (atari_breakout, cartpole), any gymnasium id, or "
+        "package.module:EnvId (gymnasium's form: the module is imported, in every process, then the id made).",
+    )
+    env_wrappers: list = param(
+        [],
+        "Gymnasium wrappers applied to each env, in order, each called with the env only: names in "
+        "gymnasium.wrappers (FlattenObservation) or package.module:Class. Single-agent envs only.",
+        item_type=str,
+    )
     experiment: str = param("default_experiment", "Name of the experiment folder inside --train_dir.")
     train_dir: str = param("./train_dir", "Root folder of all experiment folders.")
     cfg: str = param("", "YAML file of parameter values; flags given on the command line win over it.")

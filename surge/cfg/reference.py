@@ -92,6 +92,8 @@ def reference() -> str:
     ]
     groups: dict[tuple, list] = {}
     for fam in _FAMILIES:
+        if not getattr(fam.make_env, "__module__", "").startswith("surge."):
+            continue  # surge's own families only, not those a user's (or a test's) code registered
         key = (fam.extra_params, repr(sorted(fam.default_overrides.items(), key=str)))
         groups.setdefault(key, []).append(fam)
     for fams in groups.values():

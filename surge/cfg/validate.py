@@ -175,6 +175,7 @@ def validate_cfg(cfg: Any) -> None:
                 "(`wandb sync` uploads later), or pass --with_wandb=False.",
             )
     _check_encoder(cfg)
+    _check_env_wrappers(cfg)
     _check_memory(cfg)
     if cfg.device == "gpu":
         import torch
@@ -310,6 +311,14 @@ def _check_encoder(cfg: Any) -> None:
         f"pass --encoder_type={owner} for {sub}, or --encoder_type={etype} with "
         f"--encoder_subtype one of {', '.join(ENCODER_SUBTYPES[etype])}.",
     )
+
+
+def _check_env_wrappers(cfg: Any) -> None:
+    """Every `--env_wrappers` entry names an importable wrapper (ConfigError otherwise)."""
+    from surge.envs.registry import resolve_wrapper
+
+    for name in getattr(cfg, "env_wrappers", None) or []:
+        resolve_wrapper(name)
 
 
 # ------------------------------------------------------------------------------- W&B

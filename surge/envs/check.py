@@ -131,15 +131,15 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
 
 
 def _make_named_env(env_name: str, cfg: Any) -> tuple[Any, Any]:
-    from surge.envs.registry import find_family
+    from surge.envs.registry import find_family, make_single_env
 
     if cfg is None:
         cfg = config_for_env(env_name)
     family = find_family(env_name)  # ConfigError for unknown names
     try:
-        # The family's factory, not registry.make_env: the raw env gives clearer messages than the
-        # SingleAgentAsMultiAgent wrapper that make_env adds (checked too, after the raw env).
-        env = family.make_env(env_name, cfg, None)
+        # The family's factory (and --env_wrappers), not registry.make_env: the raw env gives clearer
+        # messages than the SingleAgentAsMultiAgent wrapper that make_env adds (checked too, after).
+        env = make_single_env(family, env_name, cfg, None)
     except SurgeError:
         raise
     except Exception as e:

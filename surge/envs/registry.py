@@ -8,6 +8,9 @@ fields the family adds (`env_frameskip`) and the defaults it overrides for the w
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
-from surge.errors import ConfigError
+from surge.errors import ConfigError, EnvError, SurgeError
 
 #: factory(full_env_name, cfg, render_mode) -> gymnasium.Env or a multi-agent env
 EnvFactory = Callable[[str, Any, "str | None"], Any]
@@ -110,17 +113,59 @@ def _make_gym_env(full_env_name: str, cfg: Any, render_mode: str | None = None) 
     return gym.make(full_env_name, **kwargs)
 
 
+def _make_with_family(make: EnvFactory, env_id: str, full_env_name: str, cfg: Any, render_mode: str | None):
+    return make(env_id, cfg, render_mode)
+
+
+def _module_family(env_name: str) -> EnvFamily:
+    """The family of `package.module:EnvId`: imports the module (which registers the id with
+    gymnasium, or a surge family), then finds `EnvId`."""
+    module, _, env_id = env_name.partition(":")
+    if not module or not env_id:
+        raise ConfigError(
+            "env",
+            f"{env_name!r} is not of the form package.module:EnvId.",
+            "e.g. --env=my_package.envs:MyEnv-v0.",
+        )
+    try:
+        importlib.import_module(module)
+    except ImportError as e:
+        raise ConfigError(
+            "env",
+            f"cannot import module {module!r} of {env_name!r}: {e}.",
+            f"install the package that provides {module} (pip install ...), or add its folder to PYTHONPATH.",
+        ) from e
+    except Exception as e:  # noqa: BLE001 - the module's own code failed
+        raise EnvError(f"importing {module!r} (for --env={env_name}) failed: {type(e).__name__}: {e}") from e
+    try:
+        family = find_family(env_id)
+    except ConfigError:
+        raise ConfigError(
+            "env",
+            f"importing {module!r} registered no env {env_id!r}.",
+            "use the id the module registers (gymnasium.register(id=...) or surge's register_env_family).",
+        ) from None
+    if family.prefix == "" and not family.exact:  # a gymnasium id: gym.make takes "module:EnvId" itself
+        return family
+    return dataclasses.replace(family, make_env=functools.partial(_make_with_family, family.make_env, env_id))
+
+
 def find_family(env_name: str) -> EnvFamily:
-    """The family that makes `env_name`: exact names first, then the longest prefix, then gymnasium.
+    """The family that makes `env_name`: exact names first, then the longest prefix, then gymnasium;
+    `package.module:EnvId` imports the module first (in every process that calls this).
 
     Raises:
-        ConfigError: if no family claims the name and gymnasium does not know it either.
+        ConfigError: if no family claims the name and gymnasium does not know it either, or the
+            module of `package.module:EnvId` cannot be imported.
+        EnvError: importing that module raised something other than ImportError.
     """
     _load_builtins()
     if not env_name:
         raise ConfigError(
             "env", "no env given.", "pass --env=NAME, e.g. --env=atari_breakout or --env=CartPole-v1."
         )
+    if ":" in env_name:
+        return _module_family(env_name)
     exact = [f for f in _FAMILIES if f.exact and f.matches(env_name)]
     if exact:
         return exact[-1]
@@ -131,23 +176,102 @@ def find_family(env_name: str) -> EnvFamily:
         return prefixed[0]
     if env_name in gym.registry:
         return _gym_family()
-    import difflib
-
     known = [n for f in _FAMILIES for n in f.names] + list(gym.registry.keys())
     close = difflib.get_close_matches(env_name, known, n=3, cutoff=0.6)
     hint = f"did you mean {', '.join(close)}?" if close else "use a registered family name or a gymnasium id."
     raise ConfigError("env", f"unknown env {env_name!r}.", hint)
 
 
+def resolve_wrapper(name: str) -> Callable[[gym.Env], gym.Env]:
+    """The wrapper class of an `--env_wrappers` entry: `gymnasium.wrappers.NAME`, or the class at
+    `package.module:Class` (or `package.module.Class`).
+
+    Raises:
+        ConfigError: the module cannot be imported or has no such class (with close matches).
+    """
+    if ":" in name:
+        module, _, attr = name.partition(":")
+    elif "." in name:
+        module, _, attr = name.rpartition(".")
+    else:
+        module, attr = "gymnasium.wrappers", name
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        raise ConfigError(
+            "env_wrappers",
+            f"cannot import {module!r} for wrapper {name!r}: {e}.",
+            "give a gymnasium.wrappers name (FlattenObservation) or package.module:Class of an installed package.",
+        ) from e
+    obj = getattr(mod, attr, None)
+    if obj is None or not callable(obj):
+        names = [n for n in dir(mod) if not n.startswith("_") and isinstance(getattr(mod, n), type)]
+        close = difflib.get_close_matches(attr, names, n=3)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise ConfigError(
+            "env_wrappers",
+            f"{module} has no wrapper class {attr!r}.",
+            hint + "see https://gymnasium.farama.org/api/wrappers/ for gymnasium's wrappers.",
+        )
+    return obj
+
+
+def apply_env_wrappers(env: Any, cfg: Any) -> Any:
+    """`env` wrapped in `cfg.env_wrappers`, in order (the first is innermost).
+
+    Raises:
+        ConfigError: wrappers were given for an env that is not a single-agent `gymnasium.Env`,
+            or a wrapper cannot be built from the env alone (it needs arguments).
+        EnvError: a wrapper raised for this env (e.g. its observation space).
+    """
+    names = list(getattr(cfg, "env_wrappers", None) or [])
+    if not names:
+        return env
+    if not isinstance(env, gym.Env):
+        raise ConfigError(
+            "env_wrappers",
+            f"gymnasium wrappers need a single-agent gymnasium.Env; {cfg.env!r} makes a {type(env).__name__}.",
+            "remove --env_wrappers, or wrap the env in its family's factory.",
+        )
+    for name in names:
+        wrapper = resolve_wrapper(name)
+        try:
+            env = wrapper(env)
+        except TypeError as e:
+            raise ConfigError(
+                "env_wrappers",
+                f"{name}(env) failed: {e}.",
+                "a wrapper given by name gets only the env: for one that needs arguments, subclass it "
+                "with the arguments set in a module of yours and pass package.module:Class.",
+            ) from e
+        except SurgeError:
+            raise
+        except Exception as e:  # noqa: BLE001 - name the wrapper and the env
+            raise EnvError(f"wrapper {name} failed on env {cfg.env!r}: {type(e).__name__}: {e}") from e
+    return env
+
+
+def make_single_env(family: EnvFamily, name: str, cfg: Any, render_mode: str | None = None) -> Any:
+    """One env of `family` (its factory's output) wrapped in `cfg.env_wrappers`."""
+    return apply_env_wrappers(family.make_env(name, cfg, render_mode), cfg)
+
+
 def make_env(cfg: Any, render_mode: str | None = None, env_name: str | None = None) -> Any:
-    """Makes the env of `cfg.env` and returns it as a multi-agent env (see `multi_agent`)."""
+    """Makes the env of `cfg.env` (wrapped in `cfg.env_wrappers`) and returns it as a multi-agent
+    env (see `multi_agent`). Every process makes its envs here.
+
+    Raises:
+        ConfigError, EnvError: see `find_family` and `apply_env_wrappers`.
+    """
     name = env_name or cfg.env
     family = find_family(name)
     if getattr(cfg, "batched_sampling", False) and not family.batched:
         from surge.envs.batched import GymVectorAsMultiAgent
 
-        return GymVectorAsMultiAgent(lambda: family.make_env(name, cfg, render_mode), int(cfg.env_agents))
-    env = family.make_env(name, cfg, render_mode)
+        return GymVectorAsMultiAgent(
+            lambda: make_single_env(family, name, cfg, render_mode), int(cfg.env_agents)
+        )
+    env = make_single_env(family, name, cfg, render_mode)
     if not is_multi_agent_env(env):
         env = SingleAgentAsMultiAgent(env)
     return env
