@@ -231,7 +231,12 @@ def _check_action_space(space: gym.Space) -> None:
     elif not isinstance(space, gym.spaces.Box):
         raise EnvError(
             f"action_space {space} is not supported: surge's policies output {SUPPORTED_ACTIONS}. "
-            "Fix: convert the actions in a gymnasium.ActionWrapper."
+            "Fix: convert the actions in a gymnasium.ActionWrapper"
+            + (
+                " (a Dict of Discrete becomes a Tuple of Discrete, a Dict of Box one flat Box)."
+                if isinstance(space, gym.spaces.Dict)
+                else "."
+            )
         )
     for d in discretes:
         if np.any(np.asarray(d.start) != 0):
@@ -239,6 +244,105 @@ def _check_action_space(space: gym.Space) -> None:
                 f"action_space {space} has start={d.start}: surge samples actions from 0 to n-1. Fix: use "
                 "start=0 and add the offset inside the env's step()."
             )
+
+
+def _conv_min_size(layers: list[tuple[int, int, int]]) -> int:
+    """The smallest height (and width) a stack of (channels, kernel, stride) convolutions accepts."""
+    size = 1
+    for _, k, s in reversed(layers):
+        size = (size - 1) * s + k
+    return size
+
+
+def _conv_out(size: int, layers: list[tuple[int, int, int]]) -> int:
+    for _, k, s in layers:
+        size = (size - k) // s + 1
+    return size
+
+
+def check_env_spaces(
+    cfg: Any, observation_space: gym.Space, action_space: gym.Space, num_agents: int = 1
+) -> None:
+    """Refuses, before anything is allocated, an env whose spaces this config cannot train on:
+    observation spaces the encoders do not take (a Dict entry that is not a Box is named), action
+    spaces the policy heads do not output (Dict), images in height-width-channel order or too small
+    for the conv encoder of `cfg.encoder_subtype`, and buffers and model larger than this machine's
+    memory (`surge.cfg.validate.estimate_memory` with the real observation size).
+
+    Args:
+        cfg: the run's config (encoder_type, encoder_subtype, encoder_custom, sizes).
+        observation_space, action_space: one agent's spaces, as the env reports them.
+        num_agents: agents per env object.
+
+    Raises:
+        EnvError: a space this config cannot handle; the message names the observation key and
+            says what to pass (a flag or a wrapper) to fix it.
+        ConfigError: the run would need more memory than this machine has (see `check_memory`).
+    """
+    from surge.cfg.validate import check_memory, estimate_memory
+    from surge.envs.wrappers import is_channels_last
+    from surge.models.encoders import CONV_LAYERS
+
+    custom = bool(getattr(cfg, "encoder_custom", ""))
+    if not custom:
+        _refuse_unsupported_obs(observation_space)
+    _check_action_space(action_space)
+    boxes = _boxes(observation_space)
+    images = cfg.encoder_type != "mlp" and not custom
+    for path, box in boxes:
+        shape = tuple(box.shape)
+        if not images or len(shape) != 3:
+            continue
+        where = f"observation{path}"
+        if is_channels_last(shape):
+            raise EnvError(
+                f"{where} has shape {shape}, height-width-channel order; surge's conv encoders take "
+                f"channels first (C, H, W). Fix: --env_wrappers surge.envs.wrappers:ChannelsFirst "
+                f"(then --encoder_type=resnet for images smaller than "
+                f"{_conv_min_size(CONV_LAYERS['convnet_simple'])}x{_conv_min_size(CONV_LAYERS['convnet_simple'])}), "
+                "or --encoder_type=mlp to flatten the image into an MLP (fine for small images)."
+            )
+        if cfg.encoder_type == "conv":
+            subtype = cfg.encoder_subtype if cfg.encoder_subtype in CONV_LAYERS else "convnet_simple"
+            layers = CONV_LAYERS[subtype]
+            if min(_conv_out(shape[1], layers), _conv_out(shape[2], layers)) < 1:
+                need = _conv_min_size(layers)
+                fits = [s for s, ls in CONV_LAYERS.items() if min(shape[1:]) >= _conv_min_size(ls)]
+                raise EnvError(
+                    f"{where} is a {shape[1]}x{shape[2]} image (shape {shape}), smaller than the "
+                    f"{need}x{need} that --encoder_subtype={subtype} needs. Fix: --encoder_type=resnet "
+                    "(any size)"
+                    + (f", --encoder_subtype={fits[0]}" if fits else "")
+                    + ", --encoder_type=mlp (flattens the image), or a larger image (e.g. gymnasium's "
+                    "ResizeObservation in a wrapper of yours)."
+                )
+    obs_bytes = sum(int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize for _, b in boxes) or 1
+    vector = boxes and all(len(b.shape) <= 1 for _, b in boxes) and len(boxes) == 1
+    obs_floats = int(np.prod(boxes[0][1].shape)) if vector else None
+    if cfg.encoder_type == "mlp" and len(boxes) == 1 and not custom:
+        obs_floats = int(np.prod(boxes[0][1].shape))
+    check_memory(estimate_memory(cfg, obs_bytes=obs_bytes, obs_floats=obs_floats, num_agents=num_agents))
+
+
+def _refuse_unsupported_obs(space: gym.Space, path: str = "") -> None:
+    """EnvError naming the first part of `space` that is neither a Box nor a Dict of them."""
+    if isinstance(space, gym.spaces.Box):
+        return
+    if isinstance(space, gym.spaces.Dict) and space.spaces:
+        for k, s in space.spaces.items():
+            if not isinstance(s, (gym.spaces.Box, gym.spaces.Dict)):
+                raise EnvError(
+                    f"observation key {path}[{k!r}] is {s}: surge's encoders take Box entries. Fix: "
+                    "--env_wrappers FlattenObservation (the whole Dict becomes one vector, Discrete "
+                    f"entries one-hot), or a wrapper of yours that turns {k!r} into a Box (e.g. one-hot)."
+                )
+            _refuse_unsupported_obs(s, f"{path}[{k!r}]")
+        return
+    raise EnvError(
+        f"observation_space {space} is not supported: surge's encoders take {SUPPORTED_OBS}. Fix: "
+        "--env_wrappers FlattenObservation (Discrete/Tuple/MultiDiscrete become a Box), or register a "
+        "custom encoder (surge.models.register_encoder, --encoder_custom)."
+    )
 
 
 # --------------------------------------------------------------------------------------------- values

@@ -251,9 +251,34 @@ def apply_env_wrappers(env: Any, cfg: Any) -> Any:
     return env
 
 
+#: pip installs of optional env dependencies, by the top-level module that is missing
+_EXTRAS = {
+    "Box2D": 'pip install swig "gymnasium[box2d]"',
+    "ale_py": 'pip install "surge-rl[atari]"',
+    "cv2": 'pip install "surge-rl[atari]"',
+    "vizdoom": 'pip install "surge-rl[doom]"',
+    "mujoco": 'pip install "surge-rl[mujoco]"',
+    "envpool": 'pip install "surge-rl[envpool]"',
+    "pygame": 'pip install "surge-rl[video]"',
+}
+
+
 def make_single_env(family: EnvFamily, name: str, cfg: Any, render_mode: str | None = None) -> Any:
-    """One env of `family` (its factory's output) wrapped in `cfg.env_wrappers`."""
-    return apply_env_wrappers(family.make_env(name, cfg, render_mode), cfg)
+    """One env of `family` (its factory's output) wrapped in `cfg.env_wrappers`.
+
+    Raises:
+        EnvError: the env needs a package that is not installed (the message names the pip install).
+    """
+    try:
+        env = family.make_env(name, cfg, render_mode)
+    except (gym.error.DependencyNotInstalled, ModuleNotFoundError) as e:
+        missing = getattr(e, "name", None) or next((m for m in _EXTRAS if m in str(e)), None)
+        fix = _EXTRAS.get((missing or "").split(".")[0]) or (f"pip install {missing}" if missing else "")
+        raise EnvError(
+            f"env {name!r} needs a package that is not installed: {e}"
+            + (f" Fix: {fix}" if fix and fix not in str(e) else "")
+        ) from e
+    return apply_env_wrappers(env, cfg)
 
 
 def make_env(cfg: Any, render_mode: str | None = None, env_name: str | None = None) -> Any:

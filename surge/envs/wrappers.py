@@ -114,3 +114,40 @@ def needs_fire_reset(env: gym.Env) -> bool:
     """True when the game of this ALE env has a FIRE action (and at least 3 actions)."""
     meanings = list(env.unwrapped.get_action_meanings())
     return "FIRE" in meanings and len(meanings) >= 3
+
+
+def is_channels_last(shape: tuple[int, ...]) -> bool:
+    """True for a 3-D image shape that looks height-width-channel: at most 4 channels last and
+    height and width above 4 ((84, 84, 4), (7, 7, 3)); (4, 84, 84) is channels first."""
+    return len(shape) == 3 and shape[2] <= 4 < min(shape[0], shape[1])
+
+
+class ChannelsFirst(gym.ObservationWrapper):
+    """Transposes height-width-channel images (`is_channels_last`) to channels first (C, H, W),
+    the layout of surge's conv encoders, in a Box observation or in the Box entries of a Dict;
+    other observations pass unchanged. Usable from the command line:
+    `--env_wrappers surge.envs.wrappers:ChannelsFirst`."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        self.observation_space = self._space(env.observation_space)
+
+    @staticmethod
+    def _space(space: gym.Space) -> gym.Space:
+        if isinstance(space, gym.spaces.Dict):
+            return gym.spaces.Dict({k: ChannelsFirst._space(s) for k, s in space.spaces.items()})
+        if isinstance(space, gym.spaces.Box) and is_channels_last(space.shape):
+            return gym.spaces.Box(
+                np.transpose(space.low, (2, 0, 1)), np.transpose(space.high, (2, 0, 1)), dtype=space.dtype
+            )
+        return space
+
+    def _transpose(self, obs: Any, space: gym.Space) -> Any:
+        if isinstance(space, gym.spaces.Dict):
+            return {k: self._transpose(obs[k], s) for k, s in space.spaces.items()}
+        if isinstance(space, gym.spaces.Box) and is_channels_last(space.shape):
+            return np.ascontiguousarray(np.transpose(obs, (2, 0, 1)))
+        return obs
+
+    def observation(self, observation: Any) -> Any:
+        return self._transpose(observation, self.env.observation_space)
