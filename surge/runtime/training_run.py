@@ -49,7 +49,28 @@ class TrainingRun:
         self.summary: dict[str, float] = {}
 
     def run(self) -> str:
-        """Trains until the budget, a stop signal or a crash of a child process; see the class doc."""
+        """Trains until the budget, a stop signal or a crash of a child process; see the class doc.
+        A start that fails (raises, or a child crashes) before the first env step, in a folder that
+        had no cfg.json, removes the cfg.json and checkpoints it wrote (the log stays): the next
+        start begins afresh instead of resuming the failed start's config."""
+        had_cfg = self.folder.cfg_file.exists()
+        status = "failed"
+        try:
+            status = self._run()
+            return status
+        finally:
+            if status == "failed" and self.first_frames is None and not had_cfg:
+                removed = self.folder.clear_previous_run()
+                if self.folder.cfg_file.exists():
+                    self.folder.cfg_file.unlink()
+                    removed.append(self.folder.cfg_file)
+                if removed:
+                    log.info(
+                        "The start failed before the first env step: removed %s, so the next start begins afresh.",
+                        ", ".join(str(p.relative_to(self.folder.root)) for p in removed),
+                    )
+
+    def _run(self) -> str:
         cfg, folder = self.cfg, self.folder
         removed = []
         if cfg.restart_behavior == "restart":
