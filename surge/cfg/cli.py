@@ -112,8 +112,15 @@ def config_class(family: EnvFamily | None, evaluation: bool = False) -> type:
     return dataclasses.make_dataclass("Config", extras, bases=(Config,))
 
 
-def field_defaults(cls: type, family: EnvFamily | None) -> dict[str, Any]:
-    """Default value of every field of `cls`, with the family's overrides applied."""
+def field_defaults(cls: type, family: EnvFamily | None, algo: str = "APPO") -> dict[str, Any]:
+    """Default value of every field of `cls`, with the env family's and then the algorithm's
+    overrides applied (`EnvFamily.default_overrides`, `Algorithm.default_overrides`).
+
+    Raises:
+        ConfigError: `algo` is not a registered algorithm, or an override names no parameter.
+    """
+    from surge.learning.algorithm import get_algorithm
+
     out = {}
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
@@ -129,6 +136,7 @@ def field_defaults(cls: type, family: EnvFamily | None) -> dict[str, Any]:
                 "fix the family's default_overrides.",
             )
         out.update(family.default_overrides)
+    out.update(get_algorithm(algo).default_overrides)
     return out
 
 
@@ -276,6 +284,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     argv = list(sys.argv[1:] if argv is None else argv)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--env", default=None)
+    pre.add_argument("--algo", default=None)
     pre.add_argument("--cfg", default="")
     pre.add_argument("-h", "--help", action="store_true")
     pre.add_argument("--version", action="store_true")
@@ -290,7 +299,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     else:
         family = find_family(env or "")
     cls = config_class(family, evaluation)
-    defaults = field_defaults(cls, family)
+    defaults = field_defaults(cls, family, pre_args.algo or yaml_values.get("algo") or "APPO")
     prog = "surge enjoy" if evaluation else "surge train"
     parser = build_parser(cls, defaults, prog, family)
     if pre_args.help:

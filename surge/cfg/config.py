@@ -32,7 +32,10 @@ class Config:
 
     # --- experiment -------------------------------------------------------------------------
     algo: str = param(
-        "APPO", "Algorithm: APPO (asynchronous PPO with V-trace) or DUMMY_SAMPLER.", ("APPO", "DUMMY_SAMPLER")
+        "APPO",
+        "Algorithm: APPO (asynchronous PPO with V-trace or GAE), A2C (synchronous advantage "
+        "actor-critic), DUMMY_SAMPLER (random actions, no learning), or one registered with "
+        "surge.learning.algorithm.register_algorithm.",
     )
     env: str = param(
         "",
@@ -155,7 +158,17 @@ class Config:
         "stepped as one batch (EnvPool families are always batched).",
     )
     env_agents: int = param(16, "Sub-envs of one batched env (batched_sampling, envpool_ families).")
-    num_policies: int = param(1, "Policies trained jointly.")
+    num_policies: int = param(
+        1, "Policies trained jointly, each with its own learner, weights, checkpoints and summaries."
+    )
+    policy_mapping: str = param(
+        "random",
+        "Which policy acts for an agent, decided at each episode start: random (Sample Factory's "
+        "default: a random policy per env, or per agent with pbt_mix_policies_in_one_env), "
+        "agent_index (agent i of a multi-agent env -> policy i mod num_policies: one policy per "
+        "player), env_index (env k -> policy k mod num_policies, fixed), or a name registered with "
+        "surge.sampling.policy_mapping.register_policy_mapping.",
+    )
     policy_workers_per_policy: int = param(1, "Inference workers per policy.")
     max_policy_lag: int = param(100, "Samples older than this many policy versions are masked out.")
     min_traj_buffers_per_worker: int = param(2, "Trajectory buffers per env per worker.")

@@ -124,20 +124,6 @@ def validate_cfg(cfg: Any) -> None:
             f"rollout={cfg.rollout} is not a multiple of recurrence={cfg.recurrence}.",
             f"set --recurrence to a divisor of {cfg.rollout} (e.g. --recurrence={cfg.rollout}).",
         )
-    if cfg.with_vtrace and cfg.recurrence != cfg.rollout:
-        raise ConfigError(
-            "recurrence",
-            f"V-trace needs whole trajectories: recurrence={cfg.recurrence} != rollout={cfg.rollout}.",
-            f"pass --recurrence={cfg.rollout}, or --with_vtrace=False to use GAE.",
-        )
-    unit = cfg.rollout if cfg.with_vtrace else cfg.recurrence
-    if cfg.batch_size % unit:
-        raise ConfigError(
-            "batch_size",
-            f"batch_size={cfg.batch_size} samples is not a whole number of "
-            f"{'trajectories' if cfg.with_vtrace else 'BPTT chunks'} of {unit} steps.",
-            f"use a multiple of {unit}.",
-        )
     if not 0.0 < cfg.gamma <= 1.0:
         raise ConfigError("gamma", f"discount must be in (0, 1], got {cfg.gamma}.", "e.g. --gamma=0.99.")
     if not 0.0 <= cfg.gae_lambda <= 1.0:
@@ -147,12 +133,13 @@ def validate_cfg(cfg: Any) -> None:
     for name in ("learning_rate", "ppo_clip_ratio", "ppo_clip_value", "adam_eps", "reward_clip"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(name, f"must be > 0, got {getattr(cfg, name)}.", "")
-    if cfg.num_policies != 1:
+    if cfg.num_policies > 127:
         raise ConfigError(
-            "num_policies",
-            "training several policies lands with population-based training.",
-            "use --num_policies=1 for now.",
+            "num_policies", f"at most 127 policies (int8 policy ids), got {cfg.num_policies}.", ""
         )
+    from surge.learning.algorithm import get_algorithm
+
+    get_algorithm(cfg.algo).validate(cfg)
     if cfg.with_pbt:
         raise ConfigError(
             "with_pbt", "population-based training is not available yet.", "use --with_pbt=False."

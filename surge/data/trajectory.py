@@ -6,7 +6,8 @@ The tensors can live in shared memory (`share_memory()`), so the same layout ser
 the multi-process placements. Float fields start as NaN so that a read of a never-written value
 shows up at once.
 
-Fields (S slots, T steps; obs and rnn_states have T+1 rows, the last being the bootstrap step):
+Core fields, which every sampler writes (S slots, T steps; obs and rnn_states have T+1 rows, the
+last being the bootstrap step):
 
 ==================  =========================  =========
 field               shape                      dtype
@@ -14,20 +15,21 @@ field               shape                      dtype
 obs                 [S, T+1, *obs_shape]       obs dtype (a dict of them for Dict spaces)
 rnn_states          [S, T+1, state_size]       float32
 actions             [S, T, *action_shape]      int64 / float32
-behavior_log_probs  [S, T]                     float32
-values              [S, T]                     float32 (behavior values)
-action_logits       [S, T, num_logits]         float32
 rewards             [S, T]                     float32
 terminated          [S, T]                     bool
 truncated           [S, T]                     bool
 is_active           [S, T]                     bool
-policy_version      [S, T]                     int64
+policy_id           [S, T]                     int8 (the policy that acted at step t)
+policy_version      [S, T]                     int64 (its version when it acted)
 ==================  =========================  =========
+
+An algorithm adds the fields its inference writes (`surge.learning.algorithm.FieldSpec`, e.g. APPO's
+behavior_log_probs, values and action_logits); each is an attribute of the buffers by its name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -36,7 +38,7 @@ import torch
 from torch import Tensor
 
 from surge.errors import EnvError
-from surge.models.distributions import action_shape, num_action_logits
+from surge.models.distributions import action_shape
 
 Tree = Any  # a Tensor or a dict of Trees
 
@@ -74,40 +76,59 @@ def _obs_buffer(space: gym.Space, lead: tuple[int, ...]) -> Tree:
 
 
 class TrajectoryBuffers:
-    """The trajectory slots of one policy; see the module docstring for the fields."""
+    """The trajectory slots of a run (every policy's); see the module docstring for the fields.
 
-    FIELDS = (
+    Args:
+        num_slots: S, one agent's rollout per slot.
+        rollout: T, env steps per trajectory.
+        obs_space, action_space: one agent's spaces.
+        rnn_state_size: width of the stored recurrent state (0 without an RNN).
+        step_fields: the algorithm's own per-step fields (`FieldSpec`s: name, shape, dtype, fill).
+    Raises:
+        EnvError: the observation space is not Box or a Dict of Box.
+        ValueError: an algorithm field has the name of a core field.
+    """
+
+    CORE_FIELDS = (
         "obs",
         "rnn_states",
         "actions",
-        "behavior_log_probs",
-        "values",
-        "action_logits",
         "rewards",
         "terminated",
         "truncated",
         "is_active",
+        "policy_id",
         "policy_version",
     )
 
     def __init__(
-        self, num_slots: int, rollout: int, obs_space: gym.Space, action_space: gym.Space, rnn_state_size: int
+        self,
+        num_slots: int,
+        rollout: int,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        rnn_state_size: int,
+        step_fields: Sequence[Any] = (),
     ):
         S, T = num_slots, rollout
         self.num_slots, self.rollout = S, T
         a_shape, a_dtype = action_shape(action_space)
-        nan = float("nan")
         self.obs = _obs_buffer(obs_space, (S, T + 1))
         self.rnn_states = torch.zeros(S, T + 1, rnn_state_size)
         self.actions = torch.zeros(S, T, *a_shape, dtype=a_dtype)
-        self.behavior_log_probs = torch.full((S, T), nan)
-        self.values = torch.full((S, T), nan)
-        self.action_logits = torch.full((S, T, num_action_logits(action_space)), nan)
-        self.rewards = torch.full((S, T), nan)
+        self.rewards = torch.full((S, T), float("nan"))
         self.terminated = torch.zeros(S, T, dtype=torch.bool)
         self.truncated = torch.zeros(S, T, dtype=torch.bool)
         self.is_active = torch.ones(S, T, dtype=torch.bool)
+        self.policy_id = torch.zeros(S, T, dtype=torch.int8)
         self.policy_version = torch.zeros(S, T, dtype=torch.int64)
+        names = list(self.CORE_FIELDS)
+        for spec in step_fields:
+            if spec.name in names:
+                raise ValueError(f"algorithm field {spec.name!r} clashes with a trajectory field")
+            setattr(self, spec.name, torch.full((S, T, *spec.shape), spec.fill, dtype=spec.dtype))
+            names.append(spec.name)
+        self.FIELDS = tuple(names)
 
     def share_memory(self) -> TrajectoryBuffers:
         """Moves every tensor to shared memory (for the multi-process placement)."""

@@ -99,8 +99,13 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from surge.envs import atari, classic, envpool_family, mujoco_family  # noqa: F401  (they register themselves)
-        from surge.envs import memory  # noqa: F401  (the memory_cue task)
+        from surge.envs import (  # noqa: F401  (they register themselves)
+            atari,
+            classic,
+            envpool_family,
+            memory,  # noqa: F401  (the memory_cue task)
+            mujoco_family,
+        )
         from surge.envs.doom import family as _doom  # noqa: F401
 
 

@@ -1,8 +1,10 @@
-"""Console progress and TensorBoard summaries.
+"""Console progress and TensorBoard summaries, per policy.
 
 Metric names are namespaced and fixed (docs/metrics.md lists them): `perf/env_frames_per_sec`,
 `episode/return_mean`, `losses/policy_loss`, `policy/approx_kl`, ... Units: frames = env steps ×
-frameskip; agent steps = env steps × agents.
+frameskip; agent steps = env steps × agents. The learner's statistics are logged under the tags its
+algorithm declares (`Algorithm.metric_tags`), any other under `train/<name>`. Each policy has its
+own TensorBoard folder (`summaries/<policy_id>`) and, with several policies, its own console line.
 """
 
 from __future__ import annotations
@@ -18,60 +20,79 @@ import numpy as np
 
 log = logging.getLogger("surge")
 
-#: learner statistic -> TensorBoard tag
-TRAIN_TAGS = {
-    "loss": "losses/total",
-    "policy_loss": "losses/policy_loss",
-    "value_loss": "losses/value_loss",
-    "exploration_loss": "losses/exploration_loss",
-    "kl_loss": "losses/kl_loss",
-    "entropy": "policy/entropy",
-    "approx_kl": "policy/approx_kl",
-    "clip_fraction": "policy/clip_fraction",
-    "ratio_mean": "policy/ratio_mean",
-    "grad_norm": "losses/grad_norm",
-    "lr": "train/learning_rate",
-    "adv_mean": "train/advantage_mean",
-    "value_mean": "train/value_mean",
-    "target_mean": "train/value_target_mean",
-    "policy_lag_min": "train/policy_lag_min",
-    "policy_lag_avg": "train/policy_lag_avg",
-    "policy_lag_max": "train/policy_lag_max",
-    "policy_version": "train/policy_version",
-}
+
+class PolicyStats:
+    """One policy's recent episodes (the last `stats_avg`) and its learner's last statistics."""
+
+    def __init__(self, stats_avg: int):
+        self.returns: deque[float] = deque(maxlen=stats_avg)
+        self.lengths: deque[int] = deque(maxlen=stats_avg)
+        self.episodes = 0
+        self.train_stats: dict[str, float] = {}
+
+    def mean_return(self) -> float:
+        return float(np.mean(self.returns)) if self.returns else float("nan")
 
 
 class Monitor:
-    """Tracks throughput and episode statistics; prints progress and writes summaries.
+    """Tracks throughput and each policy's episode statistics; prints progress and writes summaries.
 
     Args:
-        cfg: run config (stats_avg, report_interval_sec, experiment_summaries_interval).
-        summary_dir: TensorBoard folder, or None to write none (benchmark mode).
+        cfg: run config (stats_avg, report_interval_sec, experiment_summaries_interval, num_policies).
+        summary_dirs: one TensorBoard folder per policy, or None to write none (benchmark mode).
+        metric_tags: learner statistic -> TensorBoard tag (the algorithm's `metric_tags`).
         env_frames, env_steps: counters restored from a checkpoint.
     """
 
     WINDOWS = (10.0, 60.0, 300.0)  # seconds: FPS over the last 10 s, 1 min, 5 min
 
-    def __init__(self, cfg: Any, summary_dir: Path | None, env_frames: int = 0, env_steps: int = 0):
+    def __init__(
+        self,
+        cfg: Any,
+        summary_dirs: list[Path] | None,
+        metric_tags: dict[str, str] | None = None,
+        env_frames: int = 0,
+        env_steps: int = 0,
+    ):
         self.cfg = cfg
         self.env_frames, self.env_steps, self.agent_steps = env_frames, env_steps, 0
-        self.returns: deque[float] = deque(maxlen=cfg.stats_avg)
-        self.lengths: deque[int] = deque(maxlen=cfg.stats_avg)
-        self.episodes = 0
+        self.policies = [PolicyStats(cfg.stats_avg) for _ in range(cfg.num_policies)]
+        self.metric_tags = dict(metric_tags or {})
         self.history: deque[tuple[float, int]] = deque()
         now = time.time()
         self.history.append((now, env_frames))
         self.last_report = now
         self.last_summary = 0.0
-        self.train_stats: dict[str, float] = {}
-        self.writer = None
+        self.writers: list[Any] = []
         self.wandb_run = None
-        if summary_dir is not None:
+        if summary_dirs is not None:
             from torch.utils.tensorboard import SummaryWriter
 
             if cfg.with_wandb:
-                self.wandb_run = init_wandb(cfg, summary_dir)
-            self.writer = SummaryWriter(str(summary_dir), flush_secs=10)
+                self.wandb_run = init_wandb(cfg, summary_dirs[0])
+            self.writers = [SummaryWriter(str(d), flush_secs=10) for d in summary_dirs]
+
+    # policy 0's statistics, for single-policy callers
+    @property
+    def returns(self) -> deque[float]:
+        return self.policies[0].returns
+
+    @property
+    def lengths(self) -> deque[int]:
+        return self.policies[0].lengths
+
+    @property
+    def episodes(self) -> int:
+        return self.policies[0].episodes
+
+    @property
+    def train_stats(self) -> dict[str, float]:
+        return self.policies[0].train_stats
+
+    def set_train_stats(self, stats: dict[int, dict[str, float]]) -> None:
+        """Stores each policy's latest learner statistics (policy id -> statistics)."""
+        for p, st in stats.items():
+            self.policies[p].train_stats = st
 
     def add_steps(self, env_steps: int, frameskip: int, num_agents: int) -> None:
         """Counts `env_steps` calls of env.step (each `frameskip` frames, `num_agents` agent steps)."""
@@ -80,13 +101,16 @@ class Monitor:
         self.agent_steps += env_steps * num_agents
 
     def add_episodes(self, episodes: list) -> None:
+        """Counts finished episodes (`EpisodeStats`) under the policy that played them."""
         for ep in episodes:
-            self.returns.append(ep.episode_return)
-            self.lengths.append(ep.episode_length)
-            self.episodes += 1
+            ps = self.policies[ep.policy_id]
+            ps.returns.append(ep.episode_return)
+            ps.lengths.append(ep.episode_length)
+            ps.episodes += 1
 
-    def mean_return(self) -> float:
-        return float(np.mean(self.returns)) if self.returns else float("nan")
+    def mean_return(self, policy_id: int = 0) -> float:
+        """Mean return of policy `policy_id`'s last `stats_avg` episodes (nan before the first)."""
+        return self.policies[policy_id].mean_return()
 
     def fps(self, window: float) -> float:
         """Env frames per second over the last `window` seconds (nan until two points exist)."""
@@ -105,42 +129,52 @@ class Monitor:
         if force or now - self.last_report >= self.cfg.report_interval_sec:
             self.last_report = now
             self._print()
-        if self.writer and (force or now - self.last_summary >= self.cfg.experiment_summaries_interval):
+        if self.writers and (force or now - self.last_summary >= self.cfg.experiment_summaries_interval):
             self.last_summary = now
             self._write_summaries()
 
+    @staticmethod
+    def _policy_text(ps: PolicyStats) -> str:
+        msg = ""
+        if ps.returns:
+            msg += (
+                f"Episode return: {ps.mean_return():.2f}, length: {np.mean(ps.lengths):.1f} env steps "
+                f"(last {len(ps.returns)}). "
+            )
+        lag = ps.train_stats
+        if "policy_lag_avg" in lag:
+            msg += f"Policy lag (min/avg/max): {lag['policy_lag_min']:.0f}/{lag['policy_lag_avg']:.1f}/{lag['policy_lag_max']:.0f}."
+        return msg
+
     def _print(self) -> None:
         f10, f60, f300 = (self.fps(w) for w in self.WINDOWS)
-        lag = self.train_stats
         msg = (
             f"Env frames/s (10 s, 1 min, 5 min): {f10:.1f}, {f60:.1f}, {f300:.1f}. Total env frames: "
             f"{self.env_frames}. "
         )
-        if self.returns:
-            msg += (
-                f"Episode return: {self.mean_return():.2f}, length: {np.mean(self.lengths):.1f} env steps "
-                f"(last {len(self.returns)}). "
-            )
-        if "policy_lag_avg" in lag:
-            msg += f"Policy lag (min/avg/max): {lag['policy_lag_min']:.0f}/{lag['policy_lag_avg']:.1f}/{lag['policy_lag_max']:.0f}."
+        if len(self.policies) == 1:
+            log.info(msg + self._policy_text(self.policies[0]))
+            return
         log.info(msg)
+        for p, ps in enumerate(self.policies):
+            log.info("Policy %d: %s", p, self._policy_text(ps) or "no episode finished yet.")
 
     def _write_summaries(self) -> None:
-        w, step = self.writer, self.env_frames
-        w.add_scalar("perf/env_frames_per_sec", self.fps(self.WINDOWS[0]), step)
-        w.add_scalar("perf/env_steps", self.env_steps, step)
-        if self.returns:
-            w.add_scalar("episode/return_mean", self.mean_return(), step)
-            w.add_scalar("episode/length_mean", float(np.mean(self.lengths)), step)
-            w.add_scalar("episode/count", self.episodes, step)
-        for k, v in self.train_stats.items():
-            if k in TRAIN_TAGS:
-                w.add_scalar(TRAIN_TAGS[k], v, step)
+        step = self.env_frames
+        for w, ps in zip(self.writers, self.policies, strict=True):
+            w.add_scalar("perf/env_frames_per_sec", self.fps(self.WINDOWS[0]), step)
+            w.add_scalar("perf/env_steps", self.env_steps, step)
+            if ps.returns:
+                w.add_scalar("episode/return_mean", ps.mean_return(), step)
+                w.add_scalar("episode/length_mean", float(np.mean(ps.lengths)), step)
+                w.add_scalar("episode/count", ps.episodes, step)
+            for k, v in ps.train_stats.items():
+                w.add_scalar(self.metric_tags.get(k, f"train/{k}"), v, step)
 
     def close(self) -> None:
-        if self.writer:
-            self.writer.flush()
-            self.writer.close()
+        for w in self.writers:
+            w.flush()
+            w.close()
         if self.wandb_run is not None:
             self.wandb_run.finish()
 

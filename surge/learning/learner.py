@@ -1,4 +1,4 @@
-"""The learner: turns a set of finished trajectory slots into PPO/APPO updates.
+"""The APPO learner: turns a set of finished trajectory slots into PPO/APPO updates.
 
 Two estimators, as in Sample Factory:
 - V-trace (`with_vtrace`, requires rollout == recurrence): the unit of a minibatch is a whole
@@ -18,8 +18,10 @@ import torch
 from torch import Tensor, nn
 
 from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
-from surge.algorithms.returns import bootstrap_truncated_rewards, gae, vtrace
+from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
+from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.learning.base import LearnerBase, learning_rate, make_adam  # noqa: F401  (re-exported)
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:
@@ -29,46 +31,18 @@ def to_chunks(x: Tensor, length: int) -> Tensor:
     return x.reshape(k, length, N, *x.shape[2:]).transpose(0, 1).reshape(length, k * N, *x.shape[2:])
 
 
-def learning_rate(cfg: Any, env_frames: int) -> float:
-    """Learning rate at `env_frames` under `cfg.lr_schedule` (constant or linear decay to 0 at
-    `train_for_env_steps`)."""
-    if cfg.lr_schedule == "linear_decay":
-        return cfg.learning_rate * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
-    return cfg.learning_rate
+class Learner(LearnerBase):
+    """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args)."""
 
-
-def _adam_impl(device: torch.device) -> dict[str, Any]:
-    """The fused Adam kernel where torch has one (CPU, CUDA). torch's default on CPU is the
-    per-tensor loop: for the Nature CNN actor-critic (1.7M parameters) 10 vs 1.1 ms per step at 1
-    thread, 6.5-7 vs 0.6-0.7 ms at 2. Same update rule (Kingma & Ba 2015, Algorithm 1)."""
-    return {"fused": True, "foreach": None} if device.type in ("cpu", "cuda") else {"fused": None}
-
-
-def make_adam(model: nn.Module, cfg: Any, device: torch.device) -> torch.optim.Adam:
-    """Adam over `model`'s parameters with `learning_rate`, `adam_beta1/2`, `adam_eps`."""
-    return torch.optim.Adam(
-        model.parameters(),
-        lr=cfg.learning_rate,
-        betas=(cfg.adam_beta1, cfg.adam_beta2),
-        eps=cfg.adam_eps,
-        **_adam_impl(device),
-    )
-
-
-class Learner:
-    """Owns the optimizer and `policy_version`; trains `model` on trajectories from `buffers`.
-
-    Args:
-        cfg: the run's config.
-        model: the actor-critic (shared with inference in the serial placement).
-        buffers: the trajectory buffers slots index into.
-        device: where learning runs.
-    """
-
-    def __init__(self, cfg: Any, model: nn.Module, buffers: TrajectoryBuffers, device: torch.device):
-        self.cfg, self.model, self.buffers, self.device = cfg, model, buffers, device
-        self.optimizer = make_adam(model, cfg, device)
-        self.policy_version = 0
+    def __init__(
+        self,
+        cfg: Config,
+        model: nn.Module,
+        buffers: TrajectoryBuffers,
+        device: torch.device,
+        policy_id: int = 0,
+    ):
+        super().__init__(cfg, model, buffers, device, policy_id)
         self.loss_cfg = PPOLossConfig(
             cfg.ppo_clip_ratio,
             cfg.ppo_clip_value,
@@ -78,76 +52,13 @@ class Learner:
             cfg.kl_loss_coeff,
         )
 
-    def state_dict(self) -> dict[str, Any]:
-        """Optimizer state and `policy_version` (the model's state is saved separately)."""
-        return {"optimizer": self.optimizer.state_dict(), "policy_version": self.policy_version}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.optimizer.load_state_dict(state["optimizer"])
-        for group in self.optimizer.param_groups:  # a checkpoint's own flags would undo `make_adam`'s
-            group.update(_adam_impl(self.device))
-        self.policy_version = int(state["policy_version"])
-
-    # ---------------------------------------------------------------------------------------
     def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
-        """Copies the trajectories in `slots` `[N]` out of the buffers into a time-major batch on the
-        learning device (`[T(+1), N, ...]`); the slots can be reused as soon as this returns.
-        Touches no model state, so it may run in another thread than `train_batch`."""
-        cfg, dev = self.cfg, self.device
-        data = self.buffers.gather(slots)
-        d = {k: tree_map(lambda x: x.transpose(0, 1).to(dev, non_blocking=True), v) for k, v in data.items()}
-        rewards = (d["rewards"] * cfg.reward_scale).clamp(-cfg.reward_clip, cfg.reward_clip)
-        terminated, truncated = d["terminated"], d["truncated"]
-        return dict(
-            obs=d["obs"],
-            rnn_states=d["rnn_states"],
-            actions=d["actions"],
-            behavior_log_probs=d["behavior_log_probs"],
-            old_values=d["values"],
-            logits=d["action_logits"],
-            rewards=rewards,
-            dones=(terminated | truncated).float(),
-            trunc=(truncated & ~terminated).float(),
-            is_active=d["is_active"],
-            behavior_version=d["policy_version"],
-        )
-
-    def _mask_stale(self, b: dict[str, Any]) -> None:
-        """Adds `lag` (learner version - acting version) and `valids` (active and lag <= max_policy_lag)."""
-        lag = self.policy_version - b.pop("behavior_version")
-        b["valids"] = (b.pop("is_active") & (lag <= self.cfg.max_policy_lag)).float()
-        b["lag"] = lag.float()
-
-    def _denormalized(self, values: Tensor) -> Tensor:
-        """Critic outputs in return units (they are normalised when `normalize_returns`)."""
-        norm = getattr(self.model, "returns_normalizer", None)
-        return values if norm is None else norm.denormalize(values)
-
-    def _normalized_targets(self, targets: Tensor, valids: Tensor) -> Tensor:
-        """Folds the valid targets into the returns statistics and normalises them (if enabled)."""
-        norm = getattr(self.model, "returns_normalizer", None)
-        if norm is None:
-            return targets
-        norm.update(targets[valids > 0])
-        return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
-
-    @torch.no_grad()
-    def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
-        """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value."""
-        cfg, T = self.cfg, b["rewards"].shape[0]
-        last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
-        zeros = torch.zeros_like(b["dones"][:1])
-        _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
-        old = self._denormalized(b["old_values"])
-        values = torch.cat([old, self._denormalized(boot)], dim=0)
-        rewards = bootstrap_truncated_rewards(b["rewards"], old, b["trunc"], cfg.gamma)
-        adv, targets = gae(rewards, values, b["dones"], cfg.gamma, cfg.gae_lambda)
-        return adv, self._normalized_targets(targets, b["valids"])
-
-    def train(self, slots: Tensor, env_frames: int = 0) -> dict[str, float]:
-        """Trains `ppo_epochs` passes over the trajectories in `slots` `[N]` int64
-        (`train_batch(prepare_batch(slots))`); the caller returns the slots to the pool afterwards."""
-        return self.train_batch(self.prepare_batch(slots), env_frames)
+        """`LearnerBase.prepare_batch` with APPO's fields named as the loss reads them: behavior
+        values as old_values `[T, N]`, action_logits as logits `[T, N, num_logits]`."""
+        b = super().prepare_batch(slots)
+        b["old_values"] = b.pop("values")
+        b["logits"] = b.pop("action_logits")
+        return b
 
     def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
         """Trains `ppo_epochs` passes over a batch from `prepare_batch`.
@@ -160,14 +71,10 @@ class Learner:
             lr, policy_lag_min/avg/max in policy versions, ...).
         """
         cfg = self.cfg
-        lr = learning_rate(cfg, env_frames)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        lr = self.set_learning_rate(env_frames)
         self._mask_stale(b)
-        if getattr(self.model, "obs_normalizer", None) is not None:
-            self.model.obs_normalizer.update(tree_map(lambda x: x[:-1], b["obs"]))
+        self._update_obs_normalizer(b)
         T, N = b["rewards"].shape
-        lag = b["lag"]
         if cfg.with_vtrace:
             units = self._vtrace_units(b)
             unit_len = T
@@ -187,10 +94,8 @@ class Learner:
         out.update(
             lr=lr,
             policy_version=float(self.policy_version),
-            policy_lag_min=float(lag.min()),
-            policy_lag_avg=float(lag.mean()),
-            policy_lag_max=float(lag.max()),
             samples=float(T * N),
+            **self.lag_stats(b),
         )
         return out
 

@@ -1,33 +1,45 @@
-"""The async placement (APPO, `--serial_mode=False`): rollout workers, inference workers and the
-learner in their own processes over trajectory buffers in shared memory.
+"""The async placement (APPO, `--serial_mode=False`): rollout workers, inference workers and one
+learner per policy in their own processes over trajectory buffers in shared memory.
 
 The main process only supervises: it collects reports (env steps, episodes, learner statistics),
-asks the learner for checkpoints, replaces a worker that is stuck or crashed in its first reset (as
+asks the learners for checkpoints, replaces a worker that is stuck or crashed in its first reset (as
 Sample Factory's `init_subset`), and stops every child within a bounded time. Children die with the
 main process even when it is killed (PR_SET_PDEATHSIG). Shared tensors use torch's file-descriptor
-strategy, so no /dev/shm file outlives the processes.
+strategy, so no /dev/shm file outlives the processes. The components are the same objects the
+serial placement builds (`surge.runtime.components`), each made inside its process.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from queue import Empty
 from typing import Any
 
 import torch
 import torch.multiprocessing as tmp
 
-from surge.data.trajectory import TrajectoryBuffers
+from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
-from surge.learning.learner_process import learner_process_main
-from surge.models.actor_critic import make_actor_critic
-from surge.runtime.components import blocks_per_split, env_info, seed_everything
+from surge.runtime.components import env_info, make_layout, make_model, seed_everything
+from surge.runtime.inference_process import inference_process_main
+from surge.runtime.learner_process import learner_process_main
+from surge.runtime.messages import (
+    ChildError,
+    LearnerReady,
+    ResetDone,
+    SaveCommand,
+    Saved,
+    Steps,
+    StopCommand,
+    TrainStats,
+)
 from surge.runtime.placement import StepReport
-from surge.runtime.shared_state import BlockPool, SharedWeights
-from surge.sampling.inference_process import inference_process_main
-from surge.sampling.rollout_process import rollout_process_main
+from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
+from surge.runtime.rollout_process import rollout_process_main
+from surge.runtime.shared_state import SharedWeights
 from surge.sampling.rollout_worker import EpisodeStats
 
 log = logging.getLogger("surge")
@@ -44,112 +56,97 @@ def _queue():
 
 
 class AsyncPlacement:
-    """Spawns and supervises the processes of an APPO run (see the module docstring)."""
+    """Spawns and supervises the processes of an async run (see the module docstring)."""
 
     def __init__(
         self,
-        cfg: Any,
-        ckpt: CheckpointManager,
-        resume_state: dict[str, Any] | None,
-        random_actions: bool = False,
+        cfg: Config,
+        ckpts: list[CheckpointManager],
+        resume_states: list[dict[str, Any] | None],
     ):
-        self.cfg, self.ckpt, self.resume_state = cfg, ckpt, resume_state
-        self.random_actions = random_actions
+        self.cfg, self.ckpts, self.resume_states = cfg, ckpts, resume_states
         self.procs: dict[str, Any] = {}
         self.incarnations: dict[int, int] = {}  # rollout worker index -> processes started for it
         self.stopping = False
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
-        """Allocates shared buffers and weights, spawns learner, inference and rollout processes,
+        """Allocates shared buffers and weights, spawns learners, inference and rollout processes,
         and waits until every worker reset its envs (replacing stuck or crashed ones)."""
         cfg = self.cfg
         seed_everything(cfg.seed)
         info = env_info(cfg)
         self.num_agents, self.frameskip = info.agents_per_step, info.frameskip
-        model = make_actor_critic(cfg, info.observation_space, info.action_space)
-        if self.resume_state is not None:
-            model.load_state_dict(self.resume_state["model"])
-        ctx = self.ctx = tmp.get_context("spawn")
-        agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * info.num_agents
-        k = blocks_per_split(cfg, info.num_agents)
-        self.block_pool = BlockPool(cfg.num_workers * cfg.worker_num_splits, k, agents_per_split)
-        self.buffers = TrajectoryBuffers(
-            self.block_pool.num_slots,
-            cfg.rollout,
-            info.observation_space,
-            info.action_space,
-            model.rnn_state_size,
-        ).share_memory()
+        model = make_model(cfg, info, torch.device("cpu"))
+        layout = make_layout(cfg, info, int(model.rnn_state_size))
+        self.algo = layout.algo
+        self.block_pool = layout.block_pool
+        buffers = layout.buffers.share_memory()
+        P = cfg.num_policies
         log.info(
-            "Async placement: %d rollout workers x %d envs, %d inference worker(s), learner; %d trajectory slots "
-            "(%.1f MB shared)",
+            "Async placement: %d rollout workers x %d envs, %d polic%s x (%d inference worker(s)%s); "
+            "%d trajectory slots (%.1f MB shared)",
             cfg.num_workers,
             cfg.num_envs_per_worker,
+            P,
+            "y" if P == 1 else "ies",
             cfg.policy_workers_per_policy,
+            ", learner" if self.algo.trains else "",
             self.block_pool.num_slots,
-            self.buffers.nbytes() / 1e6,
+            buffers.nbytes() / 1e6,
         )
-        self.weights = SharedWeights(model, ctx.Lock())
-        self.weights.publish(
-            model, 0 if self.resume_state is None else int(self.resume_state["learner"]["policy_version"])
-        )
+        ctx = self.ctx = tmp.get_context("spawn")
+        weights = [SharedWeights(model, ctx.Lock()) for _ in range(P)]
+        for w in weights:  # each learner publishes its own (resumed) weights before inference starts
+            w.publish(model, 0)
         self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
-        self.stop_event = ctx.Event()
         self.report_queue = _queue()
-        self.learner_queue = _queue()
-        self.command_queue = _queue()
-        self.request_queues = [_queue() for _ in range(cfg.policy_workers_per_policy)]
-        self.worker_queues = [_queue() for _ in range(cfg.num_workers)]
-        self.cfg_values = cfg.to_dict()
-        self.info = info
-
-        self._spawn(
-            "learner",
-            learner_process_main,
-            (
-                self.cfg_values,
-                info.observation_space,
-                info.action_space,
-                self.buffers,
-                self.block_pool,
-                self.weights,
-                self.env_frames,
-                str(self.ckpt.folder),
-                self.resume_state is not None,
-                self.learner_queue,
-                self.command_queue,
-                self.report_queue,
-            ),
+        self.shared = SharedContext(
+            cfg.to_dict(),
+            info,
+            layout.rnn_state_size,
+            buffers,
+            self.block_pool,
+            weights,
+            self.env_frames,
+            self.report_queue,
+            ctx.Event(),
         )
-        self._wait_for("learner_ready", lambda msg: True, timeout=120.0, what="the learner to start")
-        for i in range(cfg.policy_workers_per_policy):
-            self._spawn(
-                f"inference_{i}",
-                inference_process_main,
-                (
-                    self.cfg_values,
-                    i,
-                    info.observation_space,
-                    info.action_space,
-                    self.buffers,
-                    self.weights,
-                    self.request_queues[i],
-                    self.worker_queues,
-                    self.report_queue,
-                    self.stop_event,
-                    self.random_actions,
-                ),
+        self.learner_queues = [_queue() for _ in range(P)]
+        self.command_queues = [_queue() for _ in range(P)]
+        self.request_queues = [[_queue() for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)]
+        self.worker_queues = [_queue() for _ in range(cfg.num_workers)]
+
+        if self.algo.trains:
+            for p in range(P):
+                lctx = LearnerContext(
+                    self.shared,
+                    p,
+                    str(self.ckpts[p].folder),
+                    self.resume_states[p] is not None,
+                    self.learner_queues[p],
+                    self.command_queues[p],
+                )
+                self._spawn(f"learner_p{p}", learner_process_main, lctx)
+            ready: set[int] = set()
+            self._wait_for(
+                lambda m: isinstance(m, LearnerReady) and (ready.add(m.policy_id) or len(ready) == P),
+                timeout=120.0,
+                what="the learners to start",
             )
+        for p in range(P):
+            for i in range(cfg.policy_workers_per_policy):
+                ictx = InferenceContext(self.shared, p, i, self.request_queues[p][i], self.worker_queues)
+                self._spawn(f"inference_p{p}_{i}", inference_process_main, ictx)
         for w in range(cfg.num_workers):
             self._spawn_worker(w)
         self._init_workers()
 
-    def _spawn(self, name: str, fn, args: tuple, daemon: bool = True) -> None:
+    def _spawn(self, name: str, fn: Callable[[Any], None], context: Any, daemon: bool = True) -> None:
         # rollout workers are not daemonic: their envs may start processes of their own (a Doom
         # match runs one game per agent, gymnasium's AsyncVectorEnv one per env); stop() joins
         # or kills every process either way, and PR_SET_PDEATHSIG covers a killed main process
-        p = self.ctx.Process(target=fn, args=args, name=f"surge-{name}", daemon=daemon)
+        p = self.ctx.Process(target=fn, args=(context,), name=f"surge-{name}", daemon=daemon)
         p.start()
         self.procs[name] = p
         log.info("Started process %s (pid %d)", name, p.pid)
@@ -159,28 +156,17 @@ class AsyncPlacement:
         incarnation number, so messages of the one it replaces are told apart."""
         cfg = self.cfg
         self.incarnations[w] = self.incarnations.get(w, -1) + 1
-        k = self.block_pool.blocks_per_owner
-        for s in range(cfg.worker_num_splits):  # a replaced worker starts with all its blocks free
-            o = w * cfg.worker_num_splits + s
-            self.block_pool.free[o * k : (o + 1) * k] = 1
-        q = self.request_queues[w % len(self.request_queues)]
-        self._spawn(
-            f"rollout_{w}",
-            rollout_process_main,
-            (
-                self.cfg_values,
-                w,
-                self.buffers,
-                self.block_pool,
-                q,
-                self.worker_queues[w],
-                self.learner_queue,
-                self.report_queue,
-                self.stop_event,
-                self.incarnations[w],
-            ),
-            daemon=False,
+        for s in range(cfg.worker_num_splits):  # a replacement starts with the blocks it was filling free
+            self.block_pool.reset_owner(w * cfg.worker_num_splits + s)
+        rctx = RolloutContext(
+            self.shared,
+            w,
+            self.incarnations[w],
+            self.request_queues,
+            self.worker_queues[w],
+            self.learner_queues,
         )
+        self._spawn(f"rollout_{w}", rollout_process_main, rctx, daemon=False)
 
     def _init_workers(self) -> None:
         """Waits for every worker's first reset; replaces a worker stuck or crashed in it."""
@@ -191,11 +177,11 @@ class AsyncPlacement:
         self._early: list[Any] = []
         while len(done) < cfg.num_workers:
             for msg in self._drain(timeout=0.5):
-                if msg[0] == "reset_done":
-                    if msg[2] == self.incarnations[msg[1]]:  # not from a process already replaced
-                        done.add(msg[1])
-                elif msg[0] == "error" and msg[1].startswith("rollout worker"):
-                    log.error("%s failed during its first reset:\n%s", msg[1], msg[2])
+                if isinstance(msg, ResetDone):
+                    if msg.incarnation == self.incarnations[msg.worker_idx]:  # not from a replaced process
+                        done.add(msg.worker_idx)
+                elif isinstance(msg, ChildError) and msg.name.startswith("rollout worker"):
+                    log.error("%s failed during its first reset:\n%s", msg.name, msg.traceback)
                 else:
                     self._early.append(msg)
             self._check_children(allow_rollout_deaths=True)
@@ -226,14 +212,14 @@ class AsyncPlacement:
         except Empty:
             return []
 
-    def _wait_for(self, kind: str, match, timeout: float, what: str) -> Any:
+    def _wait_for(self, match: Callable[[Any], bool], timeout: float, what: str) -> None:
         deadline = time.time() + timeout
         while time.time() < deadline:
             for msg in self._drain(timeout=0.2):
-                if msg[0] == kind and match(msg):
-                    return msg
-                if msg[0] == "error":
-                    raise ChildProcessFailed(f"{msg[1]} crashed:\n{msg[2]}")
+                if isinstance(msg, ChildError):
+                    raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
+                if match(msg):
+                    return
             self._check_children()
         raise ChildProcessFailed(f"timed out after {timeout:.0f} s waiting for {what}")
 
@@ -244,8 +230,8 @@ class AsyncPlacement:
             if not p.is_alive() and not (allow_rollout_deaths and name.startswith("rollout_")):
                 tb = ""
                 for msg in self._drain(timeout=0.5):
-                    if msg[0] == "error":
-                        tb += f"\n{msg[1]}:\n{msg[2]}"
+                    if isinstance(msg, ChildError):
+                        tb += f"\n{msg.name}:\n{msg.traceback}"
                 raise ChildProcessFailed(f"process {name} exited with code {p.exitcode}{tb}")
 
     def step(self) -> StepReport:
@@ -258,39 +244,45 @@ class AsyncPlacement:
         msgs = self._early + self._drain(timeout=0.1)
         self._early = []
         for msg in msgs:
-            kind = msg[0]
-            if kind == "steps":
-                report.env_steps += msg[2]
-                report.episodes += [EpisodeStats(r, n) for r, n in msg[3]]
-            elif kind == "train":
-                report.train_stats = msg[1]
-            elif kind == "saved":
-                log.info("Saved %s", msg[2])
-            elif kind == "error":
-                raise ChildProcessFailed(f"{msg[1]} crashed:\n{msg[2]}")
+            if isinstance(msg, Steps):
+                report.env_steps += msg.env_steps
+                report.episodes += [EpisodeStats(r, n, p) for r, n, p in msg.episodes]
+            elif isinstance(msg, TrainStats):
+                report.train_stats[msg.policy_id] = msg.stats
+            elif isinstance(msg, Saved):
+                log.info("Saved %s", msg.path)
+            elif isinstance(msg, ChildError):
+                raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
         self._check_children()
         return report
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames[0] = env_frames
 
-    def save(self, kind: str, counters: dict[str, Any]) -> None:
-        """Asks the learner to write a checkpoint (asynchronously; the final one is awaited in close).
-        Kind "final" is a regular checkpoint for which the learner skips batches it has not started."""
-        if "learner" in self.procs and self.procs["learner"].is_alive():
-            self.command_queue.put(("save", kind, counters))
+    def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
+        """Asks the learners (or policy `policy_id`'s) to write a checkpoint (asynchronously; the
+        final one is awaited in close). Kind "final" is a regular checkpoint for which a learner
+        skips batches it has not started."""
+        for p in range(self.cfg.num_policies):
+            learner = self.procs.get(f"learner_p{p}")
+            if (policy_id is None or p == policy_id) and learner is not None and learner.is_alive():
+                self.command_queues[p].put(SaveCommand(kind, counters))
 
     def close(self) -> None:
-        """Stops every child within a bounded time: the learner finishes pending commands (the last
-        checkpoint) and exits; workers and inference leave their loops; stragglers are killed."""
+        """Stops every child within a bounded time: the learners finish pending commands (the last
+        checkpoint) and exit; workers and inference leave their loops; stragglers are killed."""
         self.stopping = True
         if not self.procs:
             return
-        self.stop_event.set()
-        learner = self.procs.get("learner")
-        if learner is not None and learner.is_alive():
-            self.command_queue.put(("stop",))
-            learner.join(LEARNER_STOP_TIMEOUT_SEC)  # it finishes the batch in training, then saves
+        self.shared.stop_event.set()
+        learners = [(p, self.procs.get(f"learner_p{p}")) for p in range(self.cfg.num_policies)]
+        for p, learner in learners:
+            if learner is not None and learner.is_alive():
+                self.command_queues[p].put(StopCommand())
+        deadline = time.time() + LEARNER_STOP_TIMEOUT_SEC
+        for _, learner in learners:  # each finishes the batch in training, then saves
+            if learner is not None:
+                learner.join(max(0.1, deadline - time.time()))
         deadline = time.time() + JOIN_TIMEOUT_SEC
         for p in self.procs.values():
             p.join(max(0.1, deadline - time.time()))
@@ -300,8 +292,8 @@ class AsyncPlacement:
                 p.kill()
                 p.join(5)
         for msg in self._drain(timeout=0.05):
-            if msg[0] == "saved":
-                log.info("Saved %s", msg[2])
-            elif msg[0] == "error":
-                log.error("%s crashed:\n%s", msg[1], msg[2])
+            if isinstance(msg, Saved):
+                log.info("Saved %s", msg.path)
+            elif isinstance(msg, ChildError):
+                log.error("%s crashed:\n%s", msg.name, msg.traceback)
         self.procs.clear()

@@ -1,5 +1,11 @@
-"""Builds the components of a run (envs, model, trajectory buffers, workers, learner) from a config.
-The placements only decide where these run: all here (serial), or each in its process (async)."""
+"""The one factory of a run's components: both placements build from here.
+
+`make_layout` decides and allocates what every process shares (env spaces, the algorithm, the
+trajectory buffers with the algorithm's fields, the block pool); `make_model`, `make_learner`,
+`make_inference` and `make_rollout_worker` build one component each from the layout. The serial
+placement calls them all in one process (`build_components`); the async placement puts the layout in
+shared memory and calls the same functions inside each child process.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +14,22 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
-from surge.cfg.config import env_frameskip, minibatches_to_accumulate
+from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
+from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
+from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
-from surge.learning.learner import Learner
+from surge.learning.algorithm import Algorithm, get_algorithm
+from surge.learning.base import LearnerBase
+from surge.learning.batcher import blocks_per_batch, traj_per_iteration
 from surge.models.actor_critic import make_actor_critic
-from surge.runtime.shared_state import BlockPool
 from surge.sampling.inference import InferenceWorker
+from surge.sampling.policy_mapping import PolicyMapper
 from surge.sampling.rollout_worker import RolloutWorker
 
 
@@ -25,25 +37,32 @@ from surge.sampling.rollout_worker import RolloutWorker
 class EnvInfo:
     """What the components need to know of the env before allocating anything."""
 
-    observation_space: Any
-    action_space: Any
+    observation_space: gym.Space
+    action_space: gym.Space
     num_agents: int  # agents of one env object (the sub-envs of a batched env)
     frameskip: int
     agents_per_step: int  # agent steps per env step: 1 for a batched env's sub-env, else num_agents
 
 
-def env_info(cfg: Any) -> EnvInfo:
-    """Makes one env to read its spaces and number of agents, then closes it."""
+def env_info(cfg: Config) -> EnvInfo:
+    """Makes one env to read its spaces and number of agents, then closes it.
+
+    Raises:
+        EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
+        ConfigError: buffers and model would not fit in this machine's memory.
+    """
     env = make_env(cfg)
     try:
         n = int(env.num_agents)
         per_step = 1 if getattr(env, "is_batched", False) else n
-        return EnvInfo(env.observation_space, env.action_space, n, env_frameskip(cfg), per_step)
+        info = EnvInfo(env.observation_space, env.action_space, n, env_frameskip(cfg), per_step)
     finally:
         env.close()
+    check_env_spaces(cfg, info.observation_space, info.action_space, n)
+    return info
 
 
-def torch_device(cfg: Any) -> torch.device:
+def torch_device(cfg: Config) -> torch.device:
     """`cuda` for `--device=gpu`, else `cpu`."""
     return torch.device("cuda" if cfg.device == "gpu" else "cpu")
 
@@ -56,70 +75,184 @@ def seed_everything(seed: int | None) -> None:
         torch.manual_seed(seed)
 
 
-def traj_per_iteration(cfg: Any) -> int:
-    """Trajectories (one agent's rollout each) the learner trains on per iteration."""
-    return max(1, cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
-
-
-def blocks_per_split(cfg: Any, num_agents: int) -> int:
-    """Trajectory blocks each (worker, split) owns. The learner holds a batch's blocks until it has
+def blocks_per_split(cfg: Config, num_agents: int) -> int:
+    """Trajectory blocks each (worker, split) owns. A learner holds a batch's blocks until it has
     trained on it, up to an iteration's worth times the accumulation Sample Factory allows
     (`minibatches_to_accumulate`: -1 = 2 x num_batches_per_iteration, 0 = none), while each
-    split keeps one in progress; with every block held, collection pauses."""
+    split keeps one in progress; with every block held, collection pauses. With several policies
+    each learner waits for its own batch, so the pool holds `num_policies` times as much: a learner
+    short of a batch never holds the blocks the others need."""
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
-    per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split)
+    per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split) * cfg.num_policies
     acc = minibatches_to_accumulate(cfg)
-    if acc == 0:  # synchronous PPO: collection waits while the learner holds every block
-        return max(1, math.ceil(per_iteration_blocks / owners))
+    if acc == 0:  # synchronous: collection waits while the learners hold every block
+        return max(1, math.ceil(per_iteration_blocks / owners)) + (cfg.num_policies > 1)
     iterations = 2 if acc < 0 else math.ceil(acc / cfg.num_batches_per_iteration)
     held = math.ceil(per_iteration_blocks * iterations / owners)
     return max(cfg.min_traj_buffers_per_worker, held + 1)
 
 
-def make_block_pool(cfg: Any, num_agents: int) -> BlockPool:
-    """Trajectory slots in blocks of one split's agents, `blocks_per_split` per (worker, split)."""
-    agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
-    return BlockPool(
-        cfg.num_workers * cfg.worker_num_splits, blocks_per_split(cfg, num_agents), agents_per_split
+@dataclass
+class RunLayout:
+    """What every component of a run shares: allocated once, in shared memory in the async
+    placement. `rnn_state_size` is the model's (0 without an RNN)."""
+
+    cfg: Config
+    algo: Algorithm
+    info: EnvInfo
+    rnn_state_size: int
+    block_pool: BlockPool
+    buffers: TrajectoryBuffers
+
+    @property
+    def blocks_per_batch(self) -> int:
+        return blocks_per_batch(self.cfg, self.block_pool.block_size)
+
+
+def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:
+    """Sizes the block pool and allocates the buffers for the env of `info` and a model whose
+    recurrent state is `rnn_state_size` wide."""
+    algo = get_algorithm(cfg.algo)
+    agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * info.num_agents
+    pool = BlockPool(
+        cfg.num_workers * cfg.worker_num_splits,
+        blocks_per_split(cfg, info.num_agents),
+        agents_per_split,
+        cfg.num_policies,
     )
+    buffers = TrajectoryBuffers(
+        pool.num_slots,
+        cfg.rollout,
+        info.observation_space,
+        info.action_space,
+        rnn_state_size,
+        algo.step_fields(info.action_space),
+    )
+    return RunLayout(cfg, algo, info, rnn_state_size, pool, buffers)
+
+
+def make_model(cfg: Config, info: EnvInfo, device: torch.device) -> nn.Module:
+    """A fresh actor-critic for the env's spaces on `device`."""
+    return make_actor_critic(cfg, info.observation_space, info.action_space).to(device)
+
+
+def make_learner(layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int) -> LearnerBase:
+    """The algorithm's learner of policy `policy_id`.
+
+    Raises:
+        ValueError: the algorithm does not train (e.g. DUMMY_SAMPLER).
+    """
+    if layout.algo.make_learner is None:
+        raise ValueError(f"algorithm {layout.algo.name} has no learner")
+    return layout.algo.make_learner(layout.cfg, model, layout.buffers, device, policy_id)
+
+
+def make_inference(
+    layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int
+) -> InferenceWorker:
+    """An inference worker acting with the algorithm's `act` for policy `policy_id`."""
+    return InferenceWorker(
+        model,
+        layout.buffers,
+        device,
+        layout.algo.act,
+        policy_id=policy_id,
+        num_policies=layout.cfg.num_policies,
+        reads_obs=layout.algo.act_reads_obs,
+    )
+
+
+def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
+    """Rollout worker `worker_idx` with its envs, its splits' blocks and its policy mapping."""
+    cfg = layout.cfg
+    splits = cfg.worker_num_splits
+    per_split = cfg.num_envs_per_worker // splits
+    env_splits = [[make_env(cfg) for _ in range(per_split)] for _ in range(splits)]
+    pools = [layout.block_pool.owner_view(worker_idx * splits + s) for s in range(splits)]
+    mapper = PolicyMapper(
+        cfg.policy_mapping,
+        cfg.num_policies,
+        cfg.pbt_mix_policies_in_one_env,
+        None if cfg.seed is None else cfg.seed * 7919 + worker_idx,
+    )
+    has_learners = layout.algo.trains and not cfg.sampler_only
+    return RolloutWorker(cfg, worker_idx, env_splits, layout.buffers, pools, mapper, has_learners)
 
 
 @dataclass
 class Components:
-    """The components of one policy wired to one set of trajectory buffers (serial placement)."""
+    """Every component of a run in one process (the serial placement): per policy a model, a
+    learner (None for algorithms that do not train) and an inference worker."""
 
-    cfg: Any
-    info: EnvInfo
-    model: torch.nn.Module
-    buffers: TrajectoryBuffers
-    block_pool: BlockPool
+    layout: RunLayout
+    models: list[nn.Module]
+    learners: list[LearnerBase | None]
+    inferences: list[InferenceWorker]
     workers: list[RolloutWorker]
-    inference: InferenceWorker
-    learner: Learner
     device: torch.device
+
+    @property
+    def cfg(self) -> Config:
+        return self.layout.cfg
+
+    @property
+    def info(self) -> EnvInfo:
+        return self.layout.info
+
+    @property
+    def buffers(self) -> TrajectoryBuffers:
+        return self.layout.buffers
+
+    @property
+    def block_pool(self) -> BlockPool:
+        return self.layout.block_pool
+
+    # policy 0's components, for single-policy callers
+    @property
+    def model(self) -> nn.Module:
+        return self.models[0]
+
+    @property
+    def learner(self) -> Any:
+        return self.learners[0]
+
+    @property
+    def inference(self) -> InferenceWorker:
+        return self.inferences[0]
 
     def close(self) -> None:
         for w in self.workers:
             w.close()
 
 
-def build_components(cfg: Any) -> Components:
-    """Everything the serial placement runs, wired to one set of trajectory buffers."""
+def build_components(cfg: Config) -> Components:
+    """Everything the serial placement runs, in this process."""
     seed_everything(cfg.seed)
     info = env_info(cfg)
     device = torch_device(cfg)
-    model = make_actor_critic(cfg, info.observation_space, info.action_space).to(device)
-    pool = make_block_pool(cfg, info.num_agents)
-    buffers = TrajectoryBuffers(
-        pool.num_slots, cfg.rollout, info.observation_space, info.action_space, model.rnn_state_size
-    )
-    per_split = cfg.num_envs_per_worker // cfg.worker_num_splits
-    workers = []
-    for w in range(cfg.num_workers):
-        splits = [[make_env(cfg) for _ in range(per_split)] for _ in range(cfg.worker_num_splits)]
-        owners = range(w * cfg.worker_num_splits, (w + 1) * cfg.worker_num_splits)
-        workers.append(RolloutWorker(cfg, w, splits, buffers, [pool.owner_view(o) for o in owners]))
-    inference = InferenceWorker(model, buffers, device)
-    learner = Learner(cfg, model, buffers, device)
-    return Components(cfg, info, model, buffers, pool, workers, inference, learner, device)
+    models = [make_model(cfg, info, device) for _ in range(cfg.num_policies)]
+    layout = make_layout(cfg, info, int(models[0].rnn_state_size))
+    trains = layout.algo.trains
+    learners = [make_learner(layout, m, device, p) if trains else None for p, m in enumerate(models)]
+    inferences = [make_inference(layout, m, device, p) for p, m in enumerate(models)]
+    workers = [make_rollout_worker(layout, w) for w in range(cfg.num_workers)]
+    return Components(layout, models, learners, inferences, workers, device)
+
+
+__all__ = [
+    "Components",
+    "EnvInfo",
+    "RunLayout",
+    "blocks_per_split",
+    "build_components",
+    "env_info",
+    "make_inference",
+    "make_layout",
+    "make_learner",
+    "make_model",
+    "make_rollout_worker",
+    "seed_everything",
+    "torch_device",
+    "traj_per_iteration",
+]

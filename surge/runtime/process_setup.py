@@ -102,12 +102,14 @@ def setup_child(
 
 
 def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:
-    """Runs `fn`; on an exception, puts ("error", name, traceback text) on the report queue."""
+    """Runs `fn`; on an exception, puts `ChildError(name, traceback text)` on the report queue."""
+    from surge.runtime.messages import ChildError
+
     try:
         fn()
     except BaseException:  # noqa: BLE001 - everything is reported to the main process
         try:
-            report_queue.put(("error", name, traceback.format_exc()), timeout=5.0)
+            report_queue.put(ChildError(name, traceback.format_exc()), timeout=5.0)
         except Exception:  # noqa: BLE001
             pass
         raise

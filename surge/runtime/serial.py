@@ -1,32 +1,38 @@
-"""The serial placement (`--serial_mode=True`): rollout workers, inference and learner of the
-async engine, called in turn in one process. Every split's observations go through one batched
-forward pass; finished trajectories are trained on once a learner iteration's worth is ready."""
+"""The serial placement (`--serial_mode=True`): rollout workers, inference and learners of the
+async engine, called in turn in one process. Each policy's inference acts for every split at once in
+one batched forward pass; each learner trains once its batcher has a batch."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import torch
 
-from surge.runtime.components import Components
+from surge.cfg.config import Config
+from surge.experiment.checkpoint import CheckpointManager
+from surge.learning.batcher import Batcher
+from surge.runtime.components import Components, build_components
+from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
 
 log = logging.getLogger("surge")
 
 
 class SerialSampler:
-    """Collects experience from all workers into trajectory slots, in one process."""
+    """Collects experience from all workers into trajectory slots, in one process, and groups the
+    finished blocks into each policy's batches."""
 
     def __init__(self, c: Components):
         self.c = c
-        self.pending: list[torch.Tensor] = []
-        self.num_pending = 0
+        bpb = c.layout.blocks_per_batch
+        self.batchers = [Batcher(bpb, c.block_pool.block_size) for _ in range(c.cfg.num_policies)]
         self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
         for w in c.workers:
             w.reset()
 
     def step(self) -> None:
         """One env step of every split that has slots: inference for all of them, then env stepping.
-        A split whose blocks are all with the learner (synchronous PPO) waits until `release`."""
+        A split whose blocks are all with the learners waits until they release one."""
         c = self.c
         for w_idx, s in list(self.waiting):
             if c.workers[w_idx].start_next_rollout(s):
@@ -39,27 +45,103 @@ class SerialSampler:
         ]
         if not active:
             return
-        c.inference.infer([c.workers[i].policy_request(s) for i, s in active])
+        requests = [c.workers[i].policy_request(s) for i, s in active]
+        if len(c.inferences) == 1:
+            c.inferences[0].infer(requests)
+        else:
+            for p, inference in enumerate(c.inferences):
+                mine = [
+                    r
+                    for (i, s), r in zip(active, requests, strict=True)
+                    if p in c.workers[i].request_policies(s)
+                ]
+                if mine:
+                    inference.infer(mine)
         for i, s in active:
             w = c.workers[i]
             finished = w.advance(s)
             if finished is not None:
-                self.pending.append(finished)
-                self.num_pending += len(finished)
+                for p in w.hand_over(s, finished):
+                    self.batchers[p].add(int(finished[0]))
                 if not w.start_next_rollout(s):
                     self.waiting.add((i, s))
 
-    def take(self, n: int) -> torch.Tensor | None:
-        """Every finished block of trajectories once at least `n` slots are ready, or when splits
-        wait for blocks the learner holds (else None); give them back with `release` after training."""
-        if self.num_pending < n and not (self.waiting and self.num_pending):
-            return None
-        slots = torch.cat(self.pending)
-        self.pending, self.num_pending = [], 0
-        return slots
+    def take(self, policy_id: int = 0) -> torch.Tensor | None:
+        """The slots `[N]` int64 of policy `policy_id`'s next batch (exactly one iteration's worth of
+        blocks), or None; give them back with `release` after training."""
+        blocks = self.batchers[policy_id].take()
+        return None if blocks is None else self._slots(blocks)
 
-    def release(self, slots: torch.Tensor) -> None:
-        """Returns the blocks of `slots` (as returned by `take`) to their owners."""
+    def _slots(self, blocks: list[int]) -> torch.Tensor:
+        n = self.c.block_pool.block_size
+        return torch.cat([torch.arange(f, f + n) for f in blocks])
+
+    def release(self, slots: torch.Tensor, policy_id: int = 0) -> None:
+        """Returns the blocks of `slots` (as returned by `take`) from policy `policy_id`'s learner."""
         pool = self.c.block_pool
         for first in slots[:: pool.block_size].tolist():
-            pool.release(first)
+            pool.release(first, policy_id)
+
+
+class SerialPlacement:
+    """All components in this process."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        ckpts: list[CheckpointManager],
+        resume_states: list[dict[str, Any] | None],
+    ):
+        self.cfg, self.ckpts, self.resume_states = cfg, ckpts, resume_states
+        self.c: Components | None = None
+
+    def start(self) -> None:
+        self.c = c = build_components(self.cfg)
+        self.num_agents, self.frameskip = c.info.agents_per_step, c.info.frameskip
+        for p, state in enumerate(self.resume_states):
+            if state is not None and c.learners[p] is not None:
+                restore_policy(c.models[p], c.learners[p], state)
+                c.inferences[p].policy_version = c.learners[p].policy_version
+        self.sampler = SerialSampler(c)
+        self.trains = c.layout.algo.trains and not self.cfg.sampler_only
+        self.env_frames = 0
+
+    def step(self) -> StepReport:
+        c = self.c
+        assert c is not None
+        self.sampler.step()
+        report = StepReport()
+        if self.trains:  # else the workers free their blocks themselves
+            for p, learner in enumerate(c.learners):
+                slots = self.sampler.take(p)
+                if slots is not None:
+                    report.train_stats[p] = learner.train(slots, env_frames=self.env_frames)
+                    self.sampler.release(slots, p)
+                    c.inferences[p].policy_version = learner.policy_version
+        for w in c.workers:
+            report.env_steps += w.pop_env_steps()
+            report.episodes += w.pop_episodes()
+        return report
+
+    def set_env_frames(self, env_frames: int) -> None:
+        self.env_frames = env_frames
+
+    def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
+        c = self.c
+        if c is None or not c.layout.algo.trains:
+            return
+        kind = "checkpoint" if kind == "final" else kind
+        for p, learner in enumerate(c.learners):
+            if policy_id is not None and p != policy_id:
+                continue
+            path = self.ckpts[p].save(
+                checkpoint_state(c.models[p], learner, counters),
+                learner.policy_version,
+                counters["env_frames"],
+                kind,
+            )
+            log.info("Saved %s", path)
+
+    def close(self) -> None:
+        if self.c is not None:
+            self.c.close()

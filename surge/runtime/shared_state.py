@@ -1,11 +1,7 @@
-"""State shared between the processes of the async placement, in shared memory:
-
-- `SharedWeights`: the learner's model state as one flat float32 tensor plus `policy_version`;
-  inference copies it when the version moved (under a lock, once per learner iteration).
-- `BlockPool`: trajectory slots grouped in blocks of one split's agents; each block belongs to one
-  (worker, split) and is either free (1) or in use (0). Only its owner takes it, only the learner
-  gives it back, so a flag per block needs no lock.
-"""
+"""Weights shared between the processes of the async placement, in shared memory: one
+`SharedWeights` per policy holds its learner's model state as one flat float32 tensor plus its
+`policy_version`; inference copies it when the version moved (under a lock, once per learner
+iteration). The trajectory-slot blocks are in `surge.data.block_pool`."""
 
 from __future__ import annotations
 
@@ -55,44 +51,3 @@ class SharedWeights:
                 v.copy_(self.flat[offset : offset + n].view_as(v))
                 offset += n
             return int(self.version[0])
-
-
-class BlockPool:
-    """Free/in-use flags of trajectory-slot blocks; block b holds slots `[b·n, (b+1)·n)`.
-
-    Blocks are assigned to `(worker, split)` owners in order: owner o has blocks
-    `[o·k, (o+1)·k)` with k = `blocks_per_owner`.
-    """
-
-    def __init__(self, num_owners: int, blocks_per_owner: int, block_size: int):
-        self.block_size, self.blocks_per_owner = block_size, blocks_per_owner
-        self.free = torch.ones(num_owners * blocks_per_owner, dtype=torch.int8).share_memory_()
-
-    @property
-    def num_slots(self) -> int:
-        return len(self.free) * self.block_size
-
-    def owner_view(self, owner: int) -> OwnerBlocks:
-        return OwnerBlocks(self, owner)
-
-    def release(self, first_slot: int) -> None:
-        """Learner side: the block starting at `first_slot` is free again."""
-        self.free[first_slot // self.block_size] = 1
-
-
-class OwnerBlocks:
-    """One (worker, split)'s blocks, with the `get(n)` interface the rollout worker uses."""
-
-    def __init__(self, pool: BlockPool, owner: int):
-        self.pool = pool
-        k = pool.blocks_per_owner
-        self.blocks = list(range(owner * k, (owner + 1) * k))
-
-    def get(self, n: int) -> Tensor | None:
-        """The slots `[n]` of a free block of this owner (now in use), or None when all are in use."""
-        assert n == self.pool.block_size, (n, self.pool.block_size)
-        for b in self.blocks:
-            if self.pool.free[b]:
-                self.pool.free[b] = 0
-                return torch.arange(b * n, (b + 1) * n, dtype=torch.int64)
-        return None

@@ -9,26 +9,30 @@ import time
 from typing import Any
 
 from surge.cfg.cli import save_cfg
+from surge.cfg.config import Config
 from surge.cfg.validate import config_notes
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.experiment.monitor import Monitor
-from surge.runtime.placement import Placement, SerialPlacement
+from surge.learning.algorithm import get_algorithm
+from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
+from surge.runtime.serial import SerialPlacement
 
 log = logging.getLogger("surge")
 
 
-def make_placement(cfg: Any, ckpt: CheckpointManager, resume_state: dict[str, Any] | None) -> Placement:
+def make_placement(
+    cfg: Config, ckpts: list[CheckpointManager], resume_states: list[dict[str, Any] | None]
+) -> Placement:
     """`SerialPlacement` for `--serial_mode=True`, else the multi-process `AsyncPlacement`."""
-    random_actions = cfg.algo == "DUMMY_SAMPLER"
     if cfg.serial_mode:
         retain_freed_memory()  # this process samples and learns (the async children do it themselves)
-        return SerialPlacement(cfg, ckpt, resume_state, random_actions)
+        return SerialPlacement(cfg, ckpts, resume_states)
     from surge.runtime.async_placement import AsyncPlacement
 
-    return AsyncPlacement(cfg, ckpt, resume_state, random_actions)
+    return AsyncPlacement(cfg, ckpts, resume_states)
 
 
 class TrainingRun:
@@ -39,11 +43,11 @@ class TrainingRun:
     traceback is in the log, the last checkpoint was saved if the learner was alive).
     """
 
-    def __init__(self, cfg: Any):
+    def __init__(self, cfg: Config):
         self.cfg = cfg
         self.folder = ExperimentFolder(cfg)
         self.stop_requested = False
-        self.best_return = float("-inf")
+        self.best_returns = [float("-inf")] * cfg.num_policies
         self.train_seconds_before = 0.0
         self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
         self.summary: dict[str, float] = {}
@@ -96,12 +100,14 @@ class TrainingRun:
         if not cfg.benchmark:
             save_cfg(cfg, folder.cfg_file)
         log.info("Experiment folder: %s", folder.root)
-        self.ckpt = CheckpointManager(folder.checkpoints(0), cfg.keep_checkpoints)
-        resume_state = self.ckpt.load("latest") if cfg.restart_behavior == "resume" else None
-        self.monitor = m = Monitor(cfg, None if cfg.benchmark else folder.summaries(0))
-        if resume_state is not None:
-            self._restore_counters(resume_state)
-        self.placement = p = make_placement(cfg, self.ckpt, resume_state)
+        P = cfg.num_policies
+        self.ckpts = [CheckpointManager(folder.checkpoints(i), cfg.keep_checkpoints) for i in range(P)]
+        resume = cfg.restart_behavior == "resume"
+        resume_states = [c.load("latest") if resume else None for c in self.ckpts]
+        summaries = None if cfg.benchmark else [folder.summaries(i) for i in range(P)]
+        self.monitor = m = Monitor(cfg, summaries, get_algorithm(cfg.algo).metric_tags)
+        self._restore_counters(resume_states)
+        self.placement = p = make_placement(cfg, self.ckpts, resume_states)
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         finished = failed = False
         try:
@@ -124,7 +130,7 @@ class TrainingRun:
             try:
                 m.tick(force=True)
                 if not cfg.benchmark and hasattr(self, "start_time"):
-                    p.save("final", self._counters())
+                    self._save_all("final")
             finally:
                 p.close()
                 m.close()
@@ -165,24 +171,37 @@ class TrainingRun:
         log.warning("Signal %d received: saving a checkpoint and stopping (again to abort).", signum)
         self.stop_requested = True
 
-    def _restore_counters(self, state: dict[str, Any]) -> None:
+    def _restore_counters(self, states: list[dict[str, Any] | None]) -> None:
+        """The run's counters from the latest checkpoints: env steps and frames, seconds trained
+        (the furthest of the policies' checkpoints) and each policy's best return."""
+        found = [s for s in states if s is not None]
+        if not found:
+            return
         m = self.monitor
-        m.env_steps, m.env_frames = int(state["env_steps"]), int(state["env_frames"])
-        self.best_return = float(state["best_return"])
-        self.train_seconds_before = float(state["train_seconds"])
-        log.info(
-            "Resumed from env frame %d, policy version %d.",
-            m.env_frames,
-            int(state["learner"]["policy_version"]),
-        )
+        last = max(found, key=lambda s: int(s["env_frames"]))
+        m.env_steps, m.env_frames = int(last["env_steps"]), int(last["env_frames"])
+        self.train_seconds_before = float(last["train_seconds"])
+        for p, state in enumerate(states):
+            if state is not None:
+                self.best_returns[p] = float(state["best_return"])
+                log.info(
+                    "Policy %d resumed at env frame %d, policy version %d.",
+                    p,
+                    int(state["env_frames"]),
+                    int(state["learner"]["policy_version"]),
+                )
+            else:
+                log.warning("Policy %d has no checkpoint to resume from: it starts from scratch.", p)
+        log.info("Resumed from env frame %d.", m.env_frames)
 
-    def _counters(self) -> dict[str, Any]:
+    def _counters(self, policy_id: int = 0) -> dict[str, Any]:
+        """What a checkpoint of policy `policy_id` stores besides its model and learner."""
         m = self.monitor
         return {
             "env_steps": m.env_steps,
             "env_frames": m.env_frames,
             "train_seconds": self.train_seconds_before + time.time() - self.start_time,
-            "best_return": self.best_return,
+            "best_return": self.best_returns[policy_id],
         }
 
     def _step(self) -> bool:
@@ -194,8 +213,8 @@ class TrainingRun:
         m.add_steps(report.env_steps, p.frameskip, p.num_agents)
         m.add_episodes(report.episodes)
         p.set_env_frames(m.env_frames)
-        if report.train_stats is not None:
-            m.train_stats = report.train_stats
+        if report.train_stats:
+            m.set_train_stats(report.train_stats)
             if not cfg.benchmark:
                 self._maybe_save(time.time())
         m.tick()
@@ -204,21 +223,26 @@ class TrainingRun:
         elapsed = self.train_seconds_before + time.time() - self.start_time
         return m.env_frames < cfg.train_for_env_steps and elapsed < cfg.train_for_seconds
 
+    def _save_all(self, kind: str) -> None:
+        for i in range(self.cfg.num_policies):
+            self.placement.save(kind, self._counters(i), policy_id=i)
+
     def _maybe_save(self, now: float) -> None:
         cfg, m, p = self.cfg, self.monitor, self.placement
         if now - self.last_save >= cfg.save_every_sec:
             self.last_save = now
-            p.save("checkpoint", self._counters())
+            self._save_all("checkpoint")
         if cfg.save_milestones_sec > 0 and now - self.last_milestone >= cfg.save_milestones_sec:
             self.last_milestone = now
-            p.save("milestone", self._counters())
-        mean = m.mean_return()
-        enough = len(m.returns) >= min(10, cfg.stats_avg)
-        due = now - self.last_best >= cfg.save_best_every_sec
-        if due and m.env_frames >= cfg.save_best_after and enough and mean > self.best_return:
-            self.best_return = mean
-            self.last_best = now
-            p.save("best", self._counters())
+            self._save_all("milestone")
+        if now - self.last_best < cfg.save_best_every_sec or m.env_frames < cfg.save_best_after:
+            return
+        for i, ps in enumerate(m.policies):
+            mean = ps.mean_return()
+            if len(ps.returns) >= min(10, cfg.stats_avg) and mean > self.best_returns[i]:
+                self.best_returns[i] = mean
+                self.last_best = now
+                p.save("best", self._counters(i), policy_id=i)
 
 
 def train(cfg: Any) -> str:

@@ -1,10 +1,10 @@
 """The inference worker: one batched forward pass for many `(slots, t)` requests, reading
-observations and hidden states from the trajectory buffers and writing actions back.
-Placement-agnostic like the rollout worker."""
+observations and hidden states from the trajectory buffers and writing what the algorithm's `act`
+returns back. Placement-agnostic like the rollout worker."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import gymnasium as gym
 import torch
@@ -14,54 +14,72 @@ from surge.data.trajectory import TrajectoryBuffers, tree_map
 
 
 class InferenceWorker:
-    """Acts for batches of agents with `model.act`.
+    """Acts for batches of agents of one policy.
 
     Args:
-        model: the actor-critic (its weights are the current policy).
+        model: the policy's model (its weights are the current policy).
         buffers: the trajectory buffers requests index into.
         device: where the forward pass runs.
+        act: the algorithm's act function (`surge.learning.algorithm.ActFn`): model, obs `[B, ...]`
+            (None when `reads_obs` is False), rnn_states `[B, state]` -> {field: `[B, ...]`} with
+            "actions" and "rnn_states" among them.
+        policy_id: the policy this worker acts for.
+        num_policies: policies of the run; with more than one, a request's slots are filtered to
+            those whose `policy_id` at t is this worker's.
+        reads_obs: whether `act` needs observations.
     """
 
     def __init__(
-        self, model: nn.Module, buffers: TrajectoryBuffers, device: torch.device, random_actions: bool = False
+        self,
+        model: nn.Module,
+        buffers: TrajectoryBuffers,
+        device: torch.device,
+        act: Callable[..., dict[str, Tensor]],
+        policy_id: int = 0,
+        num_policies: int = 1,
+        reads_obs: bool = True,
     ):
         self.model, self.buffers, self.device = model, buffers, device
+        self.act, self.reads_obs = act, reads_obs
+        self.policy_id, self.num_policies = policy_id, num_policies
         self.policy_version = 0
         self.samples = 0
-        self.random_actions = random_actions
 
     @torch.no_grad()
     def infer(self, requests: list[tuple[Tensor, int]]) -> None:
         """Acts on every request `(slots [N] int64, t)` in one forward pass.
 
-        Writes `actions`, `behavior_log_probs`, `values`, `action_logits`, `policy_version` at
-        `(slots, t)` and the next hidden state at `(slots, t + 1)`.
+        Writes every field `act` returns at `(slots, t)` (the new hidden state at `(slots, t + 1)`)
+        and `policy_version` at `(slots, t)`. With several policies, only the slots whose
+        `policy_id[slot, t]` is this worker's policy are acted on.
         """
+        buf, dev = self.buffers, self.device
         if len(requests) == 1:
             slots, t = requests[0]
             ts: Tensor | int = t
         else:
             slots = torch.cat([s for s, _ in requests])
             ts = torch.cat([torch.full((len(s),), t, dtype=torch.int64) for s, t in requests])
-        buf, dev = self.buffers, self.device
-        if self.random_actions:
-            buf.actions[slots, ts] = _random_actions(self.model.action_space, len(slots))
-            buf.policy_version[slots, ts] = self.policy_version
-            self.samples += len(slots)
-            return
-        obs = tree_map(lambda x: x[slots, ts].to(dev, non_blocking=True), buf.obs)
-        out = self.model.act(obs, buf.rnn_states[slots, ts].to(dev, non_blocking=True))
-        buf.actions[slots, ts] = out.actions.cpu()
-        buf.behavior_log_probs[slots, ts] = out.log_probs.cpu()
-        buf.values[slots, ts] = out.values.cpu()
-        buf.action_logits[slots, ts] = out.logits.cpu()
+        if self.num_policies > 1:
+            mine = buf.policy_id[slots, ts] == self.policy_id
+            slots = slots[mine]
+            if isinstance(ts, Tensor):
+                ts = ts[mine]
+            if not len(slots):
+                return
+        obs = tree_map(lambda x: x[slots, ts].to(dev, non_blocking=True), buf.obs) if self.reads_obs else None
+        out = self.act(self.model, obs, buf.rnn_states[slots, ts].to(dev, non_blocking=True))
+        for name, value in out.items():
+            if name == "rnn_states":
+                if value.shape[-1]:
+                    buf.rnn_states[slots, ts + 1] = value.cpu()
+            else:
+                getattr(buf, name)[slots, ts] = value.cpu()
         buf.policy_version[slots, ts] = self.policy_version
-        if out.rnn_states.shape[-1]:
-            buf.rnn_states[slots, ts + 1] = out.rnn_states.cpu()
         self.samples += len(slots)
 
 
-def _random_actions(space: gym.Space, n: int) -> Tensor:
+def random_actions(space: gym.Space, n: int) -> Tensor:
     """`n` uniformly random actions of `space` in the buffers' layout (the dummy sampler's policy)."""
     if isinstance(space, gym.spaces.Discrete):
         return torch.randint(int(space.n), (n,)) + int(space.start)
@@ -72,8 +90,3 @@ def _random_actions(space: gym.Space, n: int) -> Tensor:
     low = torch.as_tensor(space.low, dtype=torch.float32).reshape(-1)
     high = torch.as_tensor(space.high, dtype=torch.float32).reshape(-1)
     return low + torch.rand(n, low.numel()) * (high - low)
-
-
-def set_torch_threads(cfg: Any, default: int) -> None:
-    """Sets torch's intra-op threads from `cfg.num_torch_threads` (0: `default`)."""
-    torch.set_num_threads(cfg.num_torch_threads or default)

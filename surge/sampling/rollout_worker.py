@@ -4,9 +4,13 @@ engine runs it in a process of its own.
 
 A worker owns `num_envs_per_worker` envs split into `worker_num_splits` groups; the agents of one
 split step in lockstep, so a split has one time index t and one slot per agent. The protocol per
-split is: `policy_request(split)` gives `(slots, t)` whose obs inference must act on; once
-inference has written actions at `(slots, t)`, `advance(split)` steps the envs and returns the
-finished trajectories (if t reached the rollout length).
+split is: `policy_request(split)` gives `(slots, t)` whose obs inference must act on and the policies
+that act on them; once each of those policies' inference has written actions at `(slots, t)`,
+`advance(split)` steps the envs and returns the finished trajectories (if t reached the rollout
+length), which `hand_over` passes to the learners of the policies that acted in them.
+
+With several policies, each agent has a policy for its current episode (`PolicyMapper`), written
+into `policy_id[slot, t]` before inference reads the step, and re-drawn when its episode ends.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from torch import Tensor
 
 from surge.data.trajectory import TrajectoryBuffers, tree_assign
 from surge.errors import EnvError
+from surge.sampling.policy_mapping import PolicyMapper
 
 
 @dataclass
@@ -44,9 +49,17 @@ class SplitState:
     num_agents: int = 1
     env_steps: int = 0
     episodes: list[EpisodeStats] = field(default_factory=list)
+    first_env: int = 0  # run-wide index of the split's first env object (policy mapping)
+    agent_policy: Tensor = field(init=False)  # [N] int8: the policy acting for each agent
+    agent_episode: np.ndarray = field(init=False)  # [N]: episodes each agent started so far
+    policies: list[int] = field(init=False)  # the distinct policies in agent_policy
 
     def __post_init__(self) -> None:
         self.set_slots(self.slots)
+        n = len(self.slots)
+        self.agent_policy = torch.zeros(n, dtype=torch.int8)
+        self.agent_episode = np.zeros(n, dtype=np.int64)
+        self.policies = [0]
 
     def set_slots(self, slots: Tensor) -> None:
         self.slots = slots
@@ -82,7 +95,11 @@ class RolloutWorker:
         env_splits: the envs of each split (multi-agent envs, see `surge.envs.multi_agent`).
         buffers: the trajectory buffers to write into.
         slot_pools: where each split's fresh slots come from: one object per split whose
-            `get(n)` returns n free slots `[n]` int64 or None (`surge.runtime.shared_state.OwnerBlocks`).
+            `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(first_slot,
+            policies)` passes a filled block on (`surge.data.block_pool.OwnerBlocks`).
+        policy_mapper: which policy acts for each agent (None: policy 0 for all).
+        has_learners: False when nothing trains on the trajectories (the dummy sampler,
+            `--sampler_only`): a finished block is free again at once.
     Raises:
         EnvError: when an env returns something the buffers cannot hold (wrong shape or dtype).
     """
@@ -94,9 +111,13 @@ class RolloutWorker:
         env_splits: list[list[Any]],
         buffers: TrajectoryBuffers,
         slot_pools: list[Any],
+        policy_mapper: PolicyMapper | None = None,
+        has_learners: bool = True,
     ):
+        self.has_learners = has_learners
         self.cfg, self.worker_idx = cfg, worker_idx
         self.buffers, self.slot_pools = buffers, slot_pools
+        self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
         self.rollout = cfg.rollout
         env0 = env_splits[0][0]
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
@@ -104,11 +125,12 @@ class RolloutWorker:
         self.is_box_action = isinstance(self.action_space, gym.spaces.Box)
         self.is_batched = bool(getattr(env0, "is_batched", False))
         self.splits: list[SplitState] = []
-        for envs, pool in zip(env_splits, slot_pools, strict=True):
+        for s_idx, (envs, pool) in enumerate(zip(env_splits, slot_pools, strict=True)):
             slots = pool.get(len(envs) * self.num_agents)
             if slots is None:
                 raise RuntimeError("not enough trajectory slots to start a rollout worker")
-            self.splits.append(SplitState(envs, slots, num_agents=self.num_agents))
+            first_env = (worker_idx * len(env_splits) + s_idx) * len(envs)
+            self.splits.append(SplitState(envs, slots, num_agents=self.num_agents, first_env=first_env))
 
     # ---------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -116,8 +138,12 @@ class RolloutWorker:
         (counted over workers, splits and envs) gets seed `seed·100003 + k·num_agents`, so the
         sub-envs of batched envs (seeded `s, s+1, ...` by gymnasium) never share a seed."""
         seed = self.cfg.seed
+        if seed is not None:  # the decorrelation steps' random actions repeat with the seed
+            self.action_space.seed(seed * 100003 + self.worker_idx)
         envs_per_split = len(self.splits[0].envs)
         for s_idx, split in enumerate(self.splits):
+            if self.mapper is not None:
+                self._map_policies(split, np.ones(len(split.slots), dtype=bool))
             obs_all: list = []
             for e_idx, env in enumerate(split.envs):
                 env_seed = None
@@ -153,10 +179,39 @@ class RolloutWorker:
             ) from e
 
     # ---------------------------------------------------------------------------------------
+    def _map_policies(self, split: SplitState, agents: np.ndarray) -> None:
+        """Draws the policy of each agent in the boolean mask `agents` `[N]` for its next episode."""
+        mapper, n_ag = self.mapper, self.num_agents
+        assert mapper is not None
+        for j in np.flatnonzero(agents).tolist():
+            env_index = split.first_env + j // n_ag
+            split.agent_policy[j] = mapper.policy_for(env_index, j % n_ag, int(split.agent_episode[j]))
+        split.policies = sorted(set(split.agent_policy.tolist()))
+
     def policy_request(self, split_idx: int) -> tuple[Tensor, int]:
-        """The `(slots [N] int64, t)` whose observations wait for actions."""
+        """The `(slots [N] int64, t)` whose observations wait for actions; with several policies,
+        also writes which policy acts for each at `policy_id[slots, t]`."""
         split = self.splits[split_idx]
+        if self.mapper is not None:
+            self.buffers.policy_id[split.index, split.t] = split.agent_policy
         return split.slots, split.t
+
+    def request_policies(self, split_idx: int) -> list[int]:
+        """The policies that act for the split's agents at its current step (each one's inference
+        must answer before `advance`)."""
+        return self.splits[split_idx].policies
+
+    def hand_over(self, split_idx: int, slots: Tensor) -> list[int]:
+        """Passes the finished block `slots` (from `advance`) to the learners of the policies that
+        acted in it; returns their ids (deliver the block to each of them)."""
+        if not self.has_learners:
+            policies = []
+        elif self.mapper is None:
+            policies = [0]
+        else:
+            policies = torch.unique(self.buffers.policy_id[slots]).tolist()
+        self.slot_pools[split_idx].hand_over(int(slots[0]), policies)
+        return policies
 
     def _env_actions(self, split: SplitState) -> np.ndarray:
         actions = self.buffers.actions[split.index, split.t].numpy()
@@ -194,6 +249,9 @@ class RolloutWorker:
         done = terminated | truncated
         if done.any():
             buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
+            if self.mapper is not None:
+                split.agent_episode[done] += 1
+                self._map_policies(split, done)
         split.t = t + 1
         return split.slots if split.t == self.rollout else None
 
@@ -219,7 +277,13 @@ class RolloutWorker:
                     active[lo + a] = False
                 ep = info.get("episode")
                 if ep is not None:
-                    split.episodes.append(EpisodeStats(float(np.asarray(ep["r"])), int(np.asarray(ep["l"]))))
+                    split.episodes.append(
+                        EpisodeStats(
+                            float(np.asarray(ep["r"])),
+                            int(np.asarray(ep["l"])),
+                            int(split.agent_policy[lo + a]),
+                        )
+                    )
         split.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
 
@@ -227,8 +291,11 @@ class RolloutWorker:
         """Steps each batched env of the split (see `surge.envs.batched`); arrays end to end."""
         n_ag = self.num_agents
         parts = [env.step(actions[e * n_ag : (e + 1) * n_ag]) for e, env in enumerate(split.envs)]
-        for _, _, _, _, info in parts:
-            split.episodes.extend(EpisodeStats(r, length) for _, r, length in info.episodes)
+        for e, (_, _, _, _, info) in enumerate(parts):
+            split.episodes.extend(
+                EpisodeStats(r, length, int(split.agent_policy[e * n_ag + i]))
+                for i, r, length in info.episodes
+            )
         split.env_steps += len(split.envs) * n_ag  # one call steps every sub-env
         cat = np.concatenate
         if len(parts) == 1:

@@ -7,7 +7,7 @@ import torch
 
 from surge.cfg.cli import parse_cfg
 from surge.envs.registry import register_env
-from surge.runtime.components import build_components, traj_per_iteration
+from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 
 
@@ -75,7 +75,7 @@ def test_policy_learns_the_paying_arm(tmp_path, estimator):
         slots = None
         while slots is None:
             sampler.step()
-            slots = sampler.take(traj_per_iteration(cfg))
+            slots = sampler.take()
         c.learner.train(slots)
         sampler.release(slots)
         c.inference.policy_version = c.learner.policy_version
@@ -95,7 +95,7 @@ def test_samples_older_than_max_policy_lag_are_masked(tmp_path):
     slots = None
     while slots is None:
         sampler.step()
-        slots = sampler.take(traj_per_iteration(cfg))
+        slots = sampler.take()
     c.learner.policy_version = 6  # every sample was produced by version 0: lag 6 > 5
     b = c.learner.prepare_batch(slots)
     c.learner._mask_stale(b)

@@ -2,19 +2,24 @@
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
+from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
-from surge.runtime.shared_state import BlockPool
+from surge.learning.algorithm import FieldSpec, get_algorithm
 
 
 def test_layout_nan_fill_and_start_next():
     obs_space = gym.spaces.Dict(
         {"a": gym.spaces.Box(0, 1, (2,), np.float32), "b": gym.spaces.Box(0, 9, (3,), np.uint8)}
     )
-    buf = TrajectoryBuffers(4, 5, obs_space, gym.spaces.MultiDiscrete([2, 3]), rnn_state_size=6)
+    actions = gym.spaces.MultiDiscrete([2, 3])
+    fields = get_algorithm("APPO").step_fields(actions)
+    buf = TrajectoryBuffers(4, 5, obs_space, actions, rnn_state_size=6, step_fields=fields)
     assert buf.obs["a"].shape == (4, 6, 2) and buf.obs["b"].dtype == torch.uint8
     assert buf.actions.shape == (4, 5, 2) and buf.action_logits.shape == (4, 5, 5)
+    assert buf.policy_id.shape == (4, 5) and buf.policy_id.dtype == torch.int8
     assert torch.isnan(buf.rewards).all() and torch.isnan(buf.obs["a"]).all()  # conspicuous until written
     buf.obs["a"][1, 5] = 7.0
     buf.rnn_states[1, 5] = 3.0
@@ -24,11 +29,37 @@ def test_layout_nan_fill_and_start_next():
     assert got["obs"]["a"].shape == (2, 6, 2) and got["rewards"].shape == (2, 5)
 
 
+def test_each_algorithm_allocates_only_its_own_fields():
+    obs, actions = gym.spaces.Box(0, 1, (3,), np.float32), gym.spaces.Discrete(4)
+    a2c = TrajectoryBuffers(2, 3, obs, actions, 0, get_algorithm("A2C").step_fields(actions))
+    dummy = TrajectoryBuffers(2, 3, obs, actions, 0, get_algorithm("DUMMY_SAMPLER").step_fields(actions))
+    assert "values" in a2c.FIELDS and "behavior_log_probs" not in a2c.FIELDS
+    assert set(dummy.FIELDS) == set(TrajectoryBuffers.CORE_FIELDS)
+    assert set(a2c.gather(torch.tensor([1]))) == set(a2c.FIELDS)
+    with pytest.raises(ValueError, match="clashes"):
+        TrajectoryBuffers(2, 3, obs, actions, 0, [FieldSpec("rewards", ())])
+
+
 def test_block_pool_hands_each_block_to_its_owner_once():
     pool = BlockPool(num_owners=2, blocks_per_owner=2, block_size=3)
     a, b = pool.owner_view(0), pool.owner_view(1)
     a1, a2 = a.get(3), a.get(3)
     assert a.get(3) is None  # both of owner 0's blocks are in use
     assert a1.tolist() == [0, 1, 2] and a2.tolist() == [3, 4, 5] and b.get(3).tolist() == [6, 7, 8]
-    pool.release(3)
+    a.hand_over(3, [0])  # filled: now held by policy 0's learner
+    assert a.get(3) is None
+    pool.release(3, 0)
     assert a.get(3).tolist() == [3, 4, 5]
+
+
+def test_a_block_is_free_only_once_every_learner_that_holds_it_released_it():
+    pool = BlockPool(num_owners=1, blocks_per_owner=1, block_size=2, num_policies=3)
+    owner = pool.owner_view(0)
+    slots = owner.get(2)
+    owner.hand_over(int(slots[0]), [0, 2])  # policies 0 and 2 acted in this rollout
+    pool.release(0, 2)
+    assert owner.get(2) is None  # learner 0 still holds it
+    pool.release(0, 0)
+    assert owner.get(2).tolist() == [0, 1]
+    pool.reset_owner(0)  # a restarted worker gets the blocks it was filling back
+    assert owner.get(2).tolist() == [0, 1]

@@ -1,0 +1,67 @@
+"""APPO: asynchronous PPO with V-trace or GAE (Sample Factory; Schulman et al. 2017, Espeholt et al.
+2018), the default `--algo`. Its learner is `surge.learning.learner.Learner`."""
+
+from __future__ import annotations
+
+from surge.cfg.config import Config
+from surge.errors import ConfigError
+from surge.learning.algorithm import Algorithm, policy_gradient_fields, register_algorithm, sampled_act
+from surge.learning.learner import Learner
+
+#: learner statistic -> TensorBoard tag (docs/metrics.md)
+PPO_METRIC_TAGS = {
+    "loss": "losses/total",
+    "policy_loss": "losses/policy_loss",
+    "value_loss": "losses/value_loss",
+    "exploration_loss": "losses/exploration_loss",
+    "kl_loss": "losses/kl_loss",
+    "entropy": "policy/entropy",
+    "approx_kl": "policy/approx_kl",
+    "clip_fraction": "policy/clip_fraction",
+    "ratio_mean": "policy/ratio_mean",
+    "grad_norm": "losses/grad_norm",
+    "lr": "train/learning_rate",
+    "adv_mean": "train/advantage_mean",
+    "value_mean": "train/value_mean",
+    "target_mean": "train/value_target_mean",
+    "policy_lag_min": "train/policy_lag_min",
+    "policy_lag_avg": "train/policy_lag_avg",
+    "policy_lag_max": "train/policy_lag_max",
+    "policy_version": "train/policy_version",
+}
+
+
+def validate_appo(cfg: Config) -> None:
+    """APPO's own constraints on the batch layout.
+
+    Raises:
+        ConfigError: V-trace without whole trajectories (recurrence != rollout), or a batch that is
+            not a whole number of minibatch units (trajectories for V-trace, BPTT chunks for GAE).
+    """
+    if cfg.with_vtrace and cfg.recurrence != cfg.rollout:
+        raise ConfigError(
+            "recurrence",
+            f"V-trace needs whole trajectories: recurrence={cfg.recurrence} != rollout={cfg.rollout}.",
+            f"pass --recurrence={cfg.rollout}, or --with_vtrace=False to use GAE.",
+        )
+    unit = cfg.rollout if cfg.with_vtrace else cfg.recurrence
+    if cfg.batch_size % unit:
+        raise ConfigError(
+            "batch_size",
+            f"batch_size={cfg.batch_size} samples is not a whole number of "
+            f"{'trajectories' if cfg.with_vtrace else 'BPTT chunks'} of {unit} steps.",
+            f"use a multiple of {unit}.",
+        )
+
+
+APPO = register_algorithm(
+    Algorithm(
+        name="APPO",
+        description="asynchronous PPO with V-trace or GAE (Sample Factory)",
+        step_fields=policy_gradient_fields,
+        act=sampled_act,
+        make_learner=Learner,
+        validate=validate_appo,
+        metric_tags=PPO_METRIC_TAGS,
+    )
+)

@@ -1,0 +1,175 @@
+"""What every learner shares: the optimizer and learning-rate schedule, `policy_version`, the policy
+it trains, and turning a set of finished trajectory slots into a time-major batch with the samples
+it must not learn from masked out (inactive agents, other policies' steps, samples older than
+`max_policy_lag`). Algorithms subclass `LearnerBase` (`surge.learning.learner` for APPO,
+`surge.learning.a2c`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from surge.algorithms.returns import bootstrap_truncated_rewards, gae
+from surge.cfg.config import Config
+from surge.data.trajectory import TrajectoryBuffers, tree_map
+
+
+def learning_rate(cfg: Config, env_frames: int) -> float:
+    """Learning rate at `env_frames` under `cfg.lr_schedule` (constant or linear decay to 0 at
+    `train_for_env_steps`)."""
+    if cfg.lr_schedule == "linear_decay":
+        return cfg.learning_rate * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
+    return cfg.learning_rate
+
+
+def _adam_impl(device: torch.device) -> dict[str, Any]:
+    """The fused Adam kernel where torch has one (CPU, CUDA). torch's default on CPU is the
+    per-tensor loop, several times slower per step for the Nature CNN actor-critic (timings in
+    docs/benchmarks.md). Same update rule (Kingma & Ba 2015, Algorithm 1)."""
+    return {"fused": True, "foreach": None} if device.type in ("cpu", "cuda") else {"fused": None}
+
+
+def make_adam(model: nn.Module, cfg: Config, device: torch.device) -> torch.optim.Adam:
+    """Adam over `model`'s parameters with `learning_rate`, `adam_beta1/2`, `adam_eps`."""
+    return torch.optim.Adam(
+        model.parameters(),
+        lr=cfg.learning_rate,
+        betas=(cfg.adam_beta1, cfg.adam_beta2),
+        eps=cfg.adam_eps,
+        **_adam_impl(device),
+    )
+
+
+class LearnerBase:
+    """Owns the optimizer and `policy_version` of one policy; trains `model` on trajectories from
+    `buffers`. Subclasses implement `train_batch`.
+
+    Args:
+        cfg: the run's config.
+        model: the policy's actor-critic (shared with inference in the serial placement).
+        buffers: the trajectory buffers slots index into.
+        device: where learning runs.
+        policy_id: the policy this learner trains; with several policies, steps another policy
+            acted on are masked out of its batches.
+    """
+
+    def __init__(
+        self,
+        cfg: Config,
+        model: nn.Module,
+        buffers: TrajectoryBuffers,
+        device: torch.device,
+        policy_id: int = 0,
+    ):
+        self.cfg, self.model, self.buffers, self.device = cfg, model, buffers, device
+        self.policy_id = policy_id
+        self.optimizer = make_adam(model, cfg, device)
+        self.policy_version = 0
+
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer state and `policy_version` (the model's state is saved separately)."""
+        return {"optimizer": self.optimizer.state_dict(), "policy_version": self.policy_version}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        for group in self.optimizer.param_groups:  # a checkpoint's own flags would undo `make_adam`'s
+            group.update(_adam_impl(self.device))
+        self.policy_version = int(state["policy_version"])
+
+    def set_learning_rate(self, env_frames: int) -> float:
+        """Sets the optimizer's learning rate for `env_frames` (the schedule); returns it."""
+        lr = learning_rate(self.cfg, env_frames)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    # ---------------------------------------------------------------------------------------
+    def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
+        """Copies the trajectories in `slots` `[N]` out of the buffers into a time-major batch on the
+        learning device (`[T(+1), N, ...]`); the slots can be reused as soon as this returns.
+        Touches no model state, so it may run in another thread than `train_batch`.
+
+        Returns the algorithm's own fields under their buffer names, and: obs `[T+1, N, ...]`,
+        rnn_states `[T+1, N, state]`, actions `[T, N, ...]`, rewards `[T, N]` float32 (scaled by
+        `reward_scale`, clipped to `reward_clip`), dones `[T, N]` float32 (terminated or
+        truncated), trunc `[T, N]` float32 (truncated and not terminated), is_active `[T, N]` bool,
+        behavior_version `[T, N]` int64 and, with several policies, acting_policy `[T, N]` int8.
+        """
+        cfg, dev = self.cfg, self.device
+        data = self.buffers.gather(slots)
+        d = {k: tree_map(lambda x: x.transpose(0, 1).to(dev, non_blocking=True), v) for k, v in data.items()}
+        terminated, truncated = d.pop("terminated"), d.pop("truncated")
+        d["rewards"] = (d["rewards"] * cfg.reward_scale).clamp(-cfg.reward_clip, cfg.reward_clip)
+        d["dones"] = (terminated | truncated).float()
+        d["trunc"] = (truncated & ~terminated).float()
+        d["behavior_version"] = d.pop("policy_version")
+        acting = d.pop("policy_id")
+        if cfg.num_policies > 1:
+            d["acting_policy"] = acting
+        return d
+
+    def _mask_stale(self, b: dict[str, Any]) -> None:
+        """Adds `valids` `[T, N]` float32 (active, acted on by this learner's policy, and lag <=
+        max_policy_lag) and `lag` (learner version - acting version) of this policy's samples:
+        `[T, N]`, or `[n]` with several policies."""
+        lag = self.policy_version - b.pop("behavior_version")
+        valid = b.pop("is_active") & (lag <= self.cfg.max_policy_lag)
+        if "acting_policy" in b:
+            own = b.pop("acting_policy") == self.policy_id
+            valid &= own
+            lag = lag[own] if bool(own.any()) else lag[:0]
+        b["valids"] = valid.float()
+        b["lag"] = lag.float()
+
+    @staticmethod
+    def lag_stats(b: dict[str, Any]) -> dict[str, float]:
+        """policy_lag_min/avg/max (policy versions) over the batch's samples of this policy."""
+        lag = b["lag"]
+        if not lag.numel():
+            return {}
+        return {
+            "policy_lag_min": float(lag.min()),
+            "policy_lag_avg": float(lag.mean()),
+            "policy_lag_max": float(lag.max()),
+        }
+
+    def _denormalized(self, values: Tensor) -> Tensor:
+        """Critic outputs in return units (they are normalised when `normalize_returns`)."""
+        norm = getattr(self.model, "returns_normalizer", None)
+        return values if norm is None else norm.denormalize(values)
+
+    def _normalized_targets(self, targets: Tensor, valids: Tensor) -> Tensor:
+        """Folds the valid targets into the returns statistics and normalises them (if enabled)."""
+        norm = getattr(self.model, "returns_normalizer", None)
+        if norm is None:
+            return targets
+        norm.update(targets[valids > 0])
+        return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
+
+    @torch.no_grad()
+    def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
+        """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value
+        (GAE, Schulman et al. 2016, eq. 16; a truncated step is bootstrapped with its own value)."""
+        cfg, T = self.cfg, b["rewards"].shape[0]
+        last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
+        zeros = torch.zeros_like(b["dones"][:1])
+        _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
+        old = self._denormalized(b["old_values"])
+        values = torch.cat([old, self._denormalized(boot)], dim=0)
+        rewards = bootstrap_truncated_rewards(b["rewards"], old, b["trunc"], cfg.gamma)
+        adv, targets = gae(rewards, values, b["dones"], cfg.gamma, cfg.gae_lambda)
+        return adv, self._normalized_targets(targets, b["valids"])
+
+    def _update_obs_normalizer(self, b: dict[str, Any]) -> None:
+        if getattr(self.model, "obs_normalizer", None) is not None:
+            self.model.obs_normalizer.update(tree_map(lambda x: x[:-1], b["obs"]))
+
+    def train(self, slots: Tensor, env_frames: int = 0) -> dict[str, float]:
+        """`train_batch(prepare_batch(slots))`; the caller returns the slots to the pool afterwards."""
+        return self.train_batch(self.prepare_batch(slots), env_frames)
+
+    def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
+        """Trains on a batch from `prepare_batch`; returns mean statistics (algorithm-specific)."""
+        raise NotImplementedError

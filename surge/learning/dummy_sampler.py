@@ -1,0 +1,28 @@
+"""DUMMY_SAMPLER: uniformly random actions through the full sampler and no learning: the env frames
+per second of the sampling machinery alone, the ceiling for any algorithm on the machine (Sample
+Factory's dummy sampler, `surge bench`)."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from surge.learning.algorithm import Algorithm, Obs, register_algorithm
+from surge.sampling.inference import random_actions
+
+
+def random_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
+    """Uniformly random actions `[B, *action_shape]` of the model's action space; the hidden state
+    is not advanced (width 0 for models without an RNN)."""
+    return {"actions": random_actions(model.action_space, len(rnn_states)), "rnn_states": rnn_states[:, :0]}
+
+
+DUMMY_SAMPLER = register_algorithm(
+    Algorithm(
+        name="DUMMY_SAMPLER",
+        description="random actions, no learning: measures the sampler's env frames/s",
+        step_fields=lambda action_space: [],
+        act=random_act,
+        make_learner=None,
+        act_reads_obs=False,
+    )
+)

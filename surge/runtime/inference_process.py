@@ -1,0 +1,53 @@
+"""An inference worker's process in the async placement: batch every pending request of its policy
+into one forward pass, write what the algorithm acts into the trajectory buffers, tell each worker
+its split is ready. Weights are refreshed from the policy's `SharedWeights` whenever its learner
+published a newer policy_version."""
+
+from __future__ import annotations
+
+from queue import Empty
+
+import torch
+
+from surge.runtime.components import make_inference, make_model, torch_device
+from surge.runtime.messages import ActionsReady
+from surge.runtime.process_context import InferenceContext
+from surge.runtime.process_setup import run_child, setup_child
+
+
+def inference_process_main(ctx: InferenceContext) -> None:
+    """Entry point of an inference worker process."""
+    shared, p = ctx.shared, ctx.policy_id
+    layout = shared.layout()
+    cfg = layout.cfg
+    name = f"inference_p{p}_{ctx.index}"
+    setup_child(name, niceness=cfg.default_niceness, torch_threads=cfg.num_torch_threads or 1)
+
+    def loop() -> None:
+        device = torch_device(cfg)
+        model = make_model(cfg, layout.info, device)
+        model.eval()
+        inference = make_inference(layout, model, device, p)
+        weights, stop_event, request_queue = shared.weights[p], shared.stop_event, ctx.request_queue
+        version = -1
+        aranges: dict[tuple[int, int], torch.Tensor] = {}
+        while not stop_event.is_set():
+            try:
+                msgs = request_queue.get_many(timeout=0.1)
+            except Empty:
+                continue
+            if weights.read_version() != version:
+                version = weights.load_into(model)
+                inference.policy_version = version
+            requests = []
+            for msg in msgs:
+                key = (msg.first_slot, msg.num_slots)
+                slots = aranges.get(key)
+                if slots is None:
+                    slots = aranges[key] = torch.arange(key[0], key[0] + key[1], dtype=torch.int64)
+                requests.append((slots, msg.t))
+            inference.infer(requests)
+            for msg in msgs:
+                ctx.worker_queues[msg.worker_idx].put(ActionsReady(msg.tag))
+
+    run_child(f"inference worker {p}.{ctx.index}", shared.report_queue, loop)

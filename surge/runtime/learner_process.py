@@ -1,0 +1,187 @@
+"""A learner's process in the async placement (one per policy): collect finished trajectory blocks,
+train once the batcher has a batch, give the blocks back, publish weights, save checkpoints on
+request.
+
+Commands from the main process (its command queue): `SaveCommand(kind, counters)`, `StopCommand()`.
+Reports to the main process: `TrainStats`, `Saved`, `LearnerReady` (`surge.runtime.messages`).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from queue import Empty
+from typing import Any
+
+import torch
+
+from surge.experiment.checkpoint import CheckpointManager
+from surge.learning.base import LearnerBase
+from surge.learning.batcher import Batcher
+from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
+from surge.runtime.messages import LearnerReady, SaveCommand, Saved, StopCommand, TrainStats
+from surge.runtime.placement import checkpoint_state, restore_policy
+from surge.runtime.process_context import LearnerContext
+from surge.runtime.process_setup import run_child, setup_child
+
+log = logging.getLogger("surge")
+
+
+def learner_process_main(ctx: LearnerContext) -> None:
+    """Entry point of a learner process; it exits after a `StopCommand`."""
+    shared, p = ctx.shared, ctx.policy_id
+    layout = shared.layout()
+    cfg = layout.cfg
+    setup_child(
+        f"learner_p{p}",
+        niceness=cfg.default_niceness,
+        torch_threads=cfg.num_torch_threads or torch.get_num_threads(),
+    )
+
+    def loop() -> None:
+        seed_everything(None if cfg.seed is None else cfg.seed + p)
+        device = torch_device(cfg)
+        model = make_model(cfg, layout.info, device)
+        learner = make_learner(layout, model, device, p)
+        ckpt = CheckpointManager(ctx.ckpt_folder, cfg.keep_checkpoints)
+        if ctx.resume:
+            state = ckpt.load("latest")
+            if state is not None:
+                restore_policy(model, learner, state)
+        weights = shared.weights[p]
+        weights.publish(model, learner.policy_version)
+        shared.report_queue.put(LearnerReady(p, learner.policy_version))
+        pool = layout.block_pool
+
+        def do(item: tuple) -> None:
+            """Training and checkpoints touch the model, so they run in order on one thread."""
+            if isinstance(item, SaveCommand):
+                path = ckpt.save(
+                    checkpoint_state(model, learner, item.counters),
+                    learner.policy_version,
+                    item.counters["env_frames"],
+                    item.kind,
+                )
+                shared.report_queue.put(Saved(p, item.kind, str(path)))
+                return
+            _, batch, blocks = item
+            t0 = time.monotonic()
+            stats = learner.train_batch(batch, env_frames=int(shared.env_frames[0]))
+            stats["train_seconds"] = time.monotonic() - t0
+            weights.publish(model, learner.policy_version)
+            for first_slot in blocks:  # blocks come back only after training
+                pool.release(first_slot, p)
+            shared.report_queue.put(TrainStats(p, stats))
+
+        if cfg.train_in_background_thread:
+            trainer: TrainerThread | None = TrainerThread(do)
+            submit, drop = trainer.submit, trainer.drop_pending
+        else:
+            trainer, submit, drop = None, do, list
+        try:
+            _collect(ctx, learner, Batcher(layout.blocks_per_batch, pool.block_size), submit, drop)
+        finally:
+            if trainer is not None:
+                trainer.finish()
+
+    run_child(f"learner {p}", shared.report_queue, loop)
+
+
+class TrainerThread:
+    """Runs `do(item)` for submitted items in order on a background thread, one item ahead at most:
+    while it trains on a batch, the process's main thread prepares the next one. An exception in
+    the thread is re-raised on the main thread at the next `submit` or `finish`."""
+
+    def __init__(self, do: Any):
+        self.do = do
+        self.items: queue.Queue = queue.Queue(maxsize=1)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="trainer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.items.get()
+            if item is None:
+                return
+            try:
+                self.do(item)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                self.error = e
+                return
+
+    def _check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def submit(self, item: tuple) -> None:
+        while True:
+            self._check()
+            try:
+                self.items.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def drop_pending(self) -> list[tuple]:
+        """Discards and returns the submitted items not yet started (at the final checkpoint)."""
+        dropped = []
+        while True:
+            try:
+                dropped.append(self.items.get_nowait())
+            except queue.Empty:
+                return dropped
+
+    def finish(self) -> None:
+        """Waits until every submitted item is done, then stops the thread."""
+        if self.thread.is_alive():
+            self.submit(None)  # type: ignore[arg-type]
+            self.thread.join()
+        self._check()
+
+
+def _collect(
+    ctx: LearnerContext,
+    learner: LearnerBase,
+    batcher: Batcher,
+    submit: Callable[[Any], None],
+    drop: Callable[[], list[Any]],
+) -> None:
+    """The learner's main loop: gather finished blocks into batches and submit training and
+    checkpoint work in arrival order; return on `StopCommand`.
+
+    A batch's blocks go back to the pool only once it is trained, as Sample Factory's batcher stops
+    collection while all `num_batches_to_accumulate` batch slots are taken: the pool
+    (`blocks_per_split`) then bounds the batches the learner holds, so collection pauses when the
+    learner falls behind instead of queueing stale experience. This keeps the policy lag at 1-2
+    iterations when the learner is the bottleneck (4-5 when blocks were freed on copy, doom_basic).
+    With `num_minibatches_to_accumulate=0` the pool holds one batch: synchronous PPO."""
+    pool, p = ctx.shared.block_pool, ctx.policy_id
+    block = pool.block_size
+    while True:
+        try:
+            for cmd in ctx.command_queue.get_many(block=False):
+                if isinstance(cmd, StopCommand):
+                    return
+                if cmd.kind == "final":  # stopping: skip batches not yet started
+                    dropped = [item for item in drop() if not isinstance(item, SaveCommand)]
+                    for _, _, blocks in dropped:
+                        for first_slot in blocks:
+                            pool.release(first_slot, p)
+                    if dropped:
+                        log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
+                    cmd = SaveCommand("checkpoint", cmd.counters)
+                submit(cmd)
+        except Empty:
+            pass
+        try:
+            for msg in ctx.learner_queue.get_many(timeout=0.05):
+                batcher.add(msg.first_slot)
+        except Empty:
+            continue
+        while (blocks := batcher.take()) is not None:
+            batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in blocks]))
+            submit(("train", batch, blocks))

@@ -1,0 +1,84 @@
+"""The typed messages between the processes of the async placement. Each is a small named tuple
+of ints, strings and plain values: data itself stays in shared memory, messages carry indices.
+
+Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
+Per rollout: `BlockReady` to each learner whose policy acted in the block.
+Reports to the main process: `ResetDone`, `Steps`, `TrainStats`, `Saved`, `LearnerReady`, `ChildError`.
+Commands from the main process to a learner: `SaveCommand`, `StopCommand`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+
+class PolicyRequest(NamedTuple):
+    """A split's agents wait for actions at step `t`: slots `[first_slot, first_slot + num_slots)`.
+    `tag` = incarnation x splits + split index (see `surge.runtime.rollout_process`)."""
+
+    worker_idx: int
+    tag: int
+    first_slot: int
+    num_slots: int
+    t: int
+
+
+class ActionsReady(NamedTuple):
+    """An inference worker wrote the actions of the request with this `tag`."""
+
+    tag: int
+
+
+class BlockReady(NamedTuple):
+    """A finished block of trajectories starting at `first_slot`, held for the receiving learner."""
+
+    first_slot: int
+
+
+class ResetDone(NamedTuple):
+    worker_idx: int
+    incarnation: int
+
+
+class Steps(NamedTuple):
+    """Env steps (calls of env.step) and finished episodes `[(return, length in env steps,
+    policy_id)]` of a rollout worker since its last report."""
+
+    worker_idx: int
+    env_steps: int
+    episodes: list[tuple[float, int, int]]
+
+
+class TrainStats(NamedTuple):
+    policy_id: int
+    stats: dict[str, float]
+
+
+class Saved(NamedTuple):
+    policy_id: int
+    kind: str
+    path: str
+
+
+class LearnerReady(NamedTuple):
+    policy_id: int
+    policy_version: int
+
+
+class ChildError(NamedTuple):
+    """A child process crashed; `traceback` is its formatted traceback."""
+
+    name: str
+    traceback: str
+
+
+class SaveCommand(NamedTuple):
+    """Write a checkpoint of `kind` with the run's `counters` (kind "final": the last one, for which
+    the learner skips batches it has not started)."""
+
+    kind: str
+    counters: dict[str, Any]
+
+
+class StopCommand(NamedTuple):
+    pass

@@ -1,0 +1,90 @@
+"""What each child process of the async placement is given: one context object per process,
+holding the run's shared objects (`SharedContext`) and the queues of its role. Contexts are
+pickled once, at spawn; their tensors are in shared memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from torch import Tensor
+
+from surge.cfg.cli import rebuild_cfg
+from surge.data.block_pool import BlockPool
+from surge.data.trajectory import TrajectoryBuffers
+from surge.learning.algorithm import get_algorithm
+from surge.runtime.components import EnvInfo, RunLayout
+from surge.runtime.shared_state import SharedWeights
+
+
+@dataclass
+class SharedContext:
+    """The run's shared objects, the same for every child.
+
+    Attributes:
+        cfg_values: the config as `Config.to_dict()` (the family's config class is rebuilt in the child).
+        info: the env's spaces and agent counts.
+        rnn_state_size: width of the stored recurrent state.
+        buffers, block_pool: the trajectory buffers and their blocks' holder flags.
+        weights: one `SharedWeights` per policy.
+        env_frames: `[1]` int64, the run's env frames (the learning-rate schedule reads it).
+        report_queue: children -> main process (`surge.runtime.messages`).
+        stop_event: set by the main process to stop every loop.
+    """
+
+    cfg_values: dict[str, Any]
+    info: EnvInfo
+    rnn_state_size: int
+    buffers: TrajectoryBuffers
+    block_pool: BlockPool
+    weights: list[SharedWeights]
+    env_frames: Tensor
+    report_queue: Any
+    stop_event: Any
+
+    def layout(self) -> RunLayout:
+        """The run's layout in this process (the config rebuilt from its values)."""
+        cfg = rebuild_cfg(self.cfg_values)
+        return RunLayout(
+            cfg, get_algorithm(cfg.algo), self.info, self.rnn_state_size, self.block_pool, self.buffers
+        )
+
+
+@dataclass
+class LearnerContext:
+    """A learner process: trains policy `policy_id`, reads `BlockReady` from `learner_queue` and
+    `SaveCommand`/`StopCommand` from `command_queue`; checkpoints in `ckpt_folder`, resumes from its
+    latest when `resume`."""
+
+    shared: SharedContext
+    policy_id: int
+    ckpt_folder: str
+    resume: bool
+    learner_queue: Any
+    command_queue: Any
+
+
+@dataclass
+class InferenceContext:
+    """Inference worker `index` of policy `policy_id`: `PolicyRequest`s from `request_queue`,
+    `ActionsReady` to `worker_queues[worker_idx]`."""
+
+    shared: SharedContext
+    policy_id: int
+    index: int
+    request_queue: Any
+    worker_queues: list[Any]
+
+
+@dataclass
+class RolloutContext:
+    """Rollout worker `worker_idx` (its `incarnation`-th process): requests go to
+    `request_queues[policy]`, replies come on `worker_queue`, finished blocks go to
+    `learner_queues[policy]`."""
+
+    shared: SharedContext
+    worker_idx: int
+    incarnation: int
+    request_queues: list[Any]
+    worker_queue: Any
+    learner_queues: list[Any]
