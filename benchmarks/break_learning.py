@@ -210,8 +210,10 @@ def run_pytest(
     return passed, failed, proc.returncode
 
 
-def run_tests(tree: Path, quick: bool, learning: bool, env: dict[str, str], log) -> tuple[set[str], set[str]]:
-    runs = [["-m", "not slow", *(QUICK_FILES if quick else FAST_DIRS)]]
+def run_tests(
+    tree: Path, fast: list[str], learning: bool, env: dict[str, str], log
+) -> tuple[set[str], set[str]]:
+    runs = [["-m", "not slow", *fast]]
     if learning:
         runs.append(LEARNING_FILES)
     passed, failed = set(), set()
@@ -222,11 +224,25 @@ def run_tests(tree: Path, quick: bool, learning: bool, env: dict[str, str], log)
     return passed, failed
 
 
+def group_params(test_ids: list[str]) -> list[str]:
+    """`m::t[a]`, `m::t[b]` -> `m::t[a, b]` (one entry per test function, in order)."""
+    groups: dict[str, list[str]] = {}
+    for t in test_ids:
+        base, _, param = t.partition("[")
+        groups.setdefault(base, [])
+        if param:
+            groups[base].append(param.rstrip("]"))
+    return [f"{base}[{', '.join(ps)}]" if ps else base for base, ps in groups.items()]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", nargs="*", help="run only these breakages (names from --list)")
     ap.add_argument(
         "--quick", action="store_true", help="only the learning-guard test files, not all fast tests"
+    )
+    ap.add_argument(
+        "--tests", nargs="+", help="run these test paths with -m 'not slow' instead of the fast tests"
     )
     ap.add_argument("--no-learning", action="store_true", help="skip tests/learning/test_memory.py")
     ap.add_argument(
@@ -252,6 +268,7 @@ def main() -> int:
         os.nice(10)  # the machine is shared
     except OSError:
         pass
+    fast = a.tests or (QUICK_FILES if a.quick else FAST_DIRS)
     lines: list[str] = []
 
     def log(msg: str) -> None:
@@ -279,7 +296,7 @@ def main() -> int:
     )
     log(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}, copy in {tree}")
     log(
-        f"# tests: -m 'not slow' {' '.join(QUICK_FILES if a.quick else FAST_DIRS)}"
+        f"# tests: -m 'not slow' {' '.join(fast)}"
         + ("" if a.no_learning else f"; {' '.join(LEARNING_FILES)}")
     )
 
@@ -287,7 +304,7 @@ def main() -> int:
     if not a.no_baseline:
         t0 = time.time()
         log("\n## baseline (unbroken)")
-        passed, baseline_failed = run_tests(tree, a.quick, not a.no_learning, env, log)
+        passed, baseline_failed = run_tests(tree, fast, not a.no_learning, env, log)
         log(f"  {len(passed)} passed, {len(baseline_failed)} failed ({time.time() - t0:.0f} s)")
         for t in sorted(baseline_failed):
             log(f"  FAILS UNBROKEN: {t}")
@@ -302,7 +319,7 @@ def main() -> int:
             rows.append((b, what, None))
             continue
         try:
-            _, failed = run_tests(tree, a.quick, not a.no_learning, env, log)
+            _, failed = run_tests(tree, fast, not a.no_learning, env, log)
         finally:
             for f, text in originals.items():
                 f.write_text(text)
@@ -320,7 +337,7 @@ def main() -> int:
         elif not caught:
             cell = "**NOT CAUGHT**"
         else:
-            cell = "<br>".join(f"`{t}`" for t in caught)
+            cell = "<br>".join(f"`{t}`" for t in group_params(caught))
         log(f"| {b.name} | {what if caught is not None else '-'} | {cell} |")
     if baseline_failed:
         log(f"\nFailing in the baseline (not counted): {', '.join(sorted(baseline_failed))}")

@@ -1,6 +1,6 @@
 """A task that needs memory: a cue shown once, an answer asked for many steps later.
 
-`--env=memory_cue` (delay set by `--memory_delay`, default 8). It is the smallest test of a
+`--env=memory_cue` (delay set by `--memory_delay`, default 5). It is the smallest test of a
 recurrent core end to end: acting must carry the hidden state from step to step, learning must
 back-propagate through the delay, and a feed-forward policy cannot do better than chance.
 
@@ -38,7 +38,7 @@ class CueMemoryEnv(gym.Env):
     observation_space = gym.spaces.Box(0.0, 1.0, (3,), np.float32)
     action_space = gym.spaces.Discrete(2)
 
-    def __init__(self, delay: int = 8):
+    def __init__(self, delay: int = 5):
         if delay < 0:
             raise ValueError(f"memory_delay must be >= 0, got {delay}")
         self.delay = delay
@@ -72,25 +72,29 @@ class CueMemoryEnv(gym.Env):
 class MemoryParams:
     """Parameters of the memory_cue env."""
 
-    memory_delay: int = param(8, "memory_cue: blank steps between the cue and the query.")
+    memory_delay: int = param(5, "memory_cue: blank steps between the cue and the query.")
 
 
-#: a small recurrent policy; recurrence = rollout so that most episodes are back-propagated whole
+#: a small recurrent policy. rollout = recurrence = episode length (memory_delay + 2 = 7 at the
+#: default delay) with `--decorrelate_envs_on_one_worker=False`: every trajectory is then one whole
+#: episode, back-propagated through from the query to the cue in a single BPTT chunk (and, with
+#: no episode end inside a chunk, the learner runs the core over the chunk in one call).
 MEMORY_DEFAULTS = {
     "encoder_type": "mlp",
     "encoder_subtype": "mlp",
     "encoder_mlp_layers": [32],
     "hidden_size": 32,
     "use_rnn": True,
-    "rollout": 32,
-    "recurrence": 32,
+    "rollout": 7,
+    "recurrence": 7,
+    "decorrelate_envs_on_one_worker": False,
     "nonlinearity": "tanh",
 }
 
 
 def make_memory_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
     """Makes `memory_cue` with `cfg.memory_delay` blank steps."""
-    return CueMemoryEnv(int(getattr(cfg, "memory_delay", 8)))
+    return CueMemoryEnv(int(getattr(cfg, "memory_delay", 5)))
 
 
 register_env("memory_cue", make_memory_env, extra_params=MemoryParams, default_overrides=MEMORY_DEFAULTS)

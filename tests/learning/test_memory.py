@@ -1,16 +1,15 @@
 """Learning test that needs memory: on `memory_cue` (surge.envs.memory: the cue is shown at the
-first step only, the answer is asked 8 blank steps later; return +1 right, -1 wrong, chance 0),
+first step only, the answer is asked after 5 blank steps; return +1 right, -1 wrong, chance 0),
 APPO with a GRU or an LSTM core learns to answer right, in the serial and in the async placement.
 A feed-forward policy stays at chance on the same budget, which shows the task cannot be solved
 without carrying the hidden state from the cue to the query.
 
 Guards, end to end: the hidden state written by inference and read back on the next step, its
 reset at episode starts, truncated BPTT in the learner, V-trace on recurrent trajectories. The
-return checked is that of the last 200 training episodes (as the sampler played them), not of a
+return checked is that of the last 200 training episodes (1000 for the feed-forward policy) (as the sampler played them), not of a
 separate evaluation, so a policy that acts without its memory fails even if the learner's model
 would answer right."""
 
-import numpy as np
 import pytest
 
 from surge.cfg.cli import parse_cfg
@@ -18,21 +17,34 @@ from surge.envs.memory import CHANCE_RETURN
 from surge.runtime.training_run import TrainingRun
 
 # fmt: off
+# rollout = recurrence = episode length (5 + 2) and no decorrelation: each trajectory is one episode.
+# Serial runs reach 0.9 after 19-31k frames (GRU and LSTM, seeds 1-3); the budget is twice that.
 HYPERPARAMS = [
-    "--memory_delay=8", "--num_workers=2", "--num_envs_per_worker=16", "--rollout=32", "--recurrence=32",
-    "--batch_size=512", "--ppo_epochs=2", "--learning_rate=0.003", "--with_vtrace=True",
-    "--hidden_size=32", "--encoder_mlp_layers", "32", "--train_for_env_steps=60000", "--stats_avg=200",
-    "--num_torch_threads=1", "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
+    "--memory_delay=5", "--rollout=7", "--recurrence=7", "--decorrelate_envs_on_one_worker=False",
+    "--num_workers=2", "--num_envs_per_worker=16", "--batch_size=448", "--ppo_epochs=2",
+    "--learning_rate=0.003", "--with_vtrace=True", "--hidden_size=32", "--encoder_mlp_layers", "32",
+    "--train_for_env_steps=60000", "--num_torch_threads=1",
+    "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
 ]
 PLACEMENTS = {"serial": "--serial_mode=True", "async": "--serial_mode=False"}
 # fmt: on
 
 
-def _train(tmp_path, *args) -> float:
-    cfg = parse_cfg(["--env=memory_cue", "--experiment=mem", f"--train_dir={tmp_path}", *HYPERPARAMS, *args])
+def _train(tmp_path, *args, episodes: int = 200) -> float:
+    """Trains and returns the mean return of the last `episodes` training episodes."""
+    cfg = parse_cfg(
+        [
+            "--env=memory_cue",
+            "--experiment=mem",
+            f"--train_dir={tmp_path}",
+            f"--stats_avg={episodes}",
+            *HYPERPARAMS,
+            *args,
+        ]
+    )
     run = TrainingRun(cfg)
     assert run.run() == "done"
-    assert len(run.monitor.returns) == 200
+    assert len(run.monitor.returns) == episodes
     return run.monitor.mean_return()
 
 
@@ -46,7 +58,6 @@ def test_recurrent_policy_remembers_the_cue(tmp_path, rnn_type, placement):
 
 @pytest.mark.slow
 def test_feed_forward_policy_stays_at_chance(tmp_path):
-    mean = _train(tmp_path, "--use_rnn=False", "--serial_mode=True", "--seed=1")
-    # 200 episodes of ±1 at chance: standard error 0.07; 0.3 is 4 of them
-    assert abs(mean - CHANCE_RETURN) < 0.3, mean
-    assert np.isfinite(mean)
+    mean = _train(tmp_path, "--use_rnn=False", "--serial_mode=True", "--seed=1", episodes=1000)
+    # 1000 episodes of ±1 at chance: standard error 0.032; 0.15 is over 4.5 of them, far below 0.8
+    assert abs(mean - CHANCE_RETURN) < 0.15, mean
