@@ -45,6 +45,7 @@ QUICK_FILES = [
     "tests/integration/test_learner.py",
     "tests/integration/test_learner_reference.py",
     "tests/integration/test_rnn_state_protocol.py",
+    "tests/integration/test_lr_schedule.py",
     "tests/integration/test_batched_sampling.py",
 ]
 LEARNING_FILES = ["tests/learning/test_memory.py"]

@@ -44,7 +44,10 @@ def test_gym_vector_batched_cartpole_trains(tmp_path, placement):
     )
     m = run.monitor
     assert m.env_frames >= 30000 and m.agent_steps == m.env_steps  # every sub-env step is one agent step
-    assert m.episodes > 0 and np.mean(m.returns) > 20  # episodes reported from the vector env's infos
+    assert m.episodes > 0  # episodes reported from the vector env's infos
+    # a random policy averages ~22; after 30k frames the last 100 episodes averaged 126-130 (serial)
+    # and 100-107 (async) on seeds 0-1, so 60 needs learning and leaves margin for seed noise
+    assert np.mean(m.returns) > 60, np.mean(m.returns)
 
 
 @pytest.mark.skipif(not HAS_ENVPOOL, reason="envpool not installed")
