@@ -92,13 +92,19 @@ def enjoy(cfg: Any) -> dict[str, Any]:
     env = make_env(cfg, render_mode=mode, env_name=env_name)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
     model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
-    ckpt = CheckpointManager(folder.checkpoints(0))
+    if not 0 <= cfg.policy_index < cfg.num_policies:
+        raise ConfigError(
+            "policy_index",
+            f"the experiment trained {cfg.num_policies} polic{'y' if cfg.num_policies == 1 else 'ies'}.",
+            f"pass --policy_index between 0 and {cfg.num_policies - 1}.",
+        )
+    ckpt = CheckpointManager(folder.checkpoints(cfg.policy_index))
     state = ckpt.load(
         cfg.load_checkpoint_kind, path=Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
     )
     if state is None:
         raise SurgeError(
-            f"no {cfg.load_checkpoint_kind} checkpoint in {folder.checkpoints(0)}: train first "
+            f"no {cfg.load_checkpoint_kind} checkpoint in {folder.checkpoints(cfg.policy_index)}: train first "
             f"(surge train --env={cfg.env} --experiment={cfg.experiment}) or pass --load_checkpoint_kind=latest."
         )
     model.load_state_dict(state["model"])

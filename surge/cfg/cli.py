@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,7 @@ class EvalParams:
     eval_deterministic: bool = param(False, "Take the most likely action instead of sampling.")
     load_checkpoint_kind: str = param("latest", "Which checkpoint to load.", ("latest", "best"))
     checkpoint_path: str = param("", "Load this checkpoint file instead.")
+    policy_index: int = param(0, "Which policy plays (its checkpoints are in checkpoint_p<index>).")
 
 
 def str2bool(v: str) -> bool:
@@ -126,7 +128,7 @@ def field_defaults(cls: type, family: EnvFamily | None, algo: str = "APPO") -> d
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         else:
-            out[f.name] = f.default_factory()  # type: ignore[misc]
+            out[f.name] = f.default_factory()  # type: ignore[misc,operator]
     if family:
         unknown = set(family.default_overrides) - set(out)
         if unknown:
@@ -240,11 +242,12 @@ def _convert_yaml(values: dict[str, Any], parser: argparse.ArgumentParser, path:
         if action is None or action.type is None or v is None:
             out[k] = v
             continue
+        convert: Callable[[Any], Any] = action.type  # type: ignore[assignment]
         try:
             if isinstance(v, list):
-                out[k] = [action.type(str(x)) for x in v]
+                out[k] = [convert(str(x)) for x in v]
             else:
-                out[k] = action.type(v if isinstance(v, bool) and action.type is str2bool else str(v))
+                out[k] = convert(v if isinstance(v, bool) and convert is str2bool else str(v))
         except (argparse.ArgumentTypeError, ValueError) as e:
             raise ConfigError(
                 k, f"{v!r} in {path} is not a valid value: {e}.", "fix the value in the YAML file."

@@ -8,7 +8,9 @@ parameter, so its command lines run unchanged. Env families add their own fields
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +23,7 @@ def param(default: Any, help: str, choices: tuple | None = None, item_type: type
     if choices is not None:
         meta["choices"] = choices
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        return field(default_factory=functools.partial(copy.copy, default), metadata=meta)
     return field(default=default, metadata=meta)
 
 

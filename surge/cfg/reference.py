@@ -39,7 +39,7 @@ def _rows(cls: type, names: set[str] | None = None) -> list[str]:
     for f in dataclasses.fields(cls):
         if names is not None and f.name not in names:
             continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc,operator]
         choices = f.metadata.get("choices")
         extra = f" One of: {', '.join(map(str, choices))}." if choices else ""
         out.append(f"| `--{f.name}` | `{default!r}` | {f.metadata.get('help', '')}{extra}{_note(f.name)} |")

@@ -79,6 +79,14 @@ def config_notes(cfg: Any) -> list[str]:
         for name, why in ASYNC_ONLY.items():
             if name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect with --serial_mode=True ({why}).")
+    from surge.learning.algorithm import get_algorithm
+
+    algo = get_algorithm(cfg.algo)
+    for name in algo.unused_params:
+        if name in defaults and getattr(cfg, name) != defaults[name]:
+            notes.append(f"--{name} has no effect with --algo={algo.name} ({algo.description}).")
+    if cfg.num_policies == 1 and cfg.policy_mapping != defaults.get("policy_mapping", "random"):
+        notes.append("--policy_mapping has no effect with --num_policies=1.")
     return notes
 
 

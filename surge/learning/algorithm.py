@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from surge.errors import ConfigError
+from surge.models.actor_critic import ActorCritic
 from surge.models.distributions import num_action_logits
 
 if TYPE_CHECKING:
@@ -61,8 +62,8 @@ class FieldSpec:
 #: act(model, obs `[B, ...]` or None, rnn_states `[B, state]`) -> {field: `[B, ...]`} holding at
 #: least "actions" and "rnn_states" (the state after this step); obs is None when `act_reads_obs`
 #: is False (a random policy need not read observations).
-ActFn = Callable[[nn.Module, "Obs | None", Tensor], dict[str, Tensor]]
-LearnerFactory = Callable[["Config", nn.Module, "TrajectoryBuffers", torch.device, int], Any]
+ActFn = Callable[["ActorCritic", "Obs | None", Tensor], dict[str, Tensor]]
+LearnerFactory = Callable[["Config", "ActorCritic", "TrajectoryBuffers", torch.device, int], Any]
 
 
 @dataclass(frozen=True)
@@ -124,10 +125,11 @@ def get_algorithm(name: str) -> Algorithm:
 
 
 # --- pieces several algorithms share -------------------------------------------------------------
-def sampled_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
+def sampled_act(model: ActorCritic, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
     """Samples actions from the model's policy; writes what the policy-gradient learners read:
     behavior log-probs `[B]`, behavior values `[B]` and the action-distribution parameters
     `[B, num_logits]` (used by the KL and symmetric-KL terms)."""
+    assert obs is not None  # act_reads_obs
     out = model.act(obs, rnn_states)
     return {
         "actions": out.actions,

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.models.actor_critic import ActorCritic
 
 
 def learning_rate(cfg: Config, env_frames: int) -> float:
@@ -58,7 +59,7 @@ class LearnerBase:
     def __init__(
         self,
         cfg: Config,
-        model: nn.Module,
+        model: ActorCritic,
         buffers: TrajectoryBuffers,
         device: torch.device,
         policy_id: int = 0,
@@ -163,8 +164,9 @@ class LearnerBase:
         return adv, self._normalized_targets(targets, b["valids"])
 
     def _update_obs_normalizer(self, b: dict[str, Any]) -> None:
-        if getattr(self.model, "obs_normalizer", None) is not None:
-            self.model.obs_normalizer.update(tree_map(lambda x: x[:-1], b["obs"]))
+        norm: Any = getattr(self.model, "obs_normalizer", None)
+        if norm is not None:
+            norm.update(tree_map(lambda x: x[:-1], b["obs"]))
 
     def train(self, slots: Tensor, env_frames: int = 0) -> dict[str, float]:
         """`train_batch(prepare_batch(slots))`; the caller returns the slots to the pool afterwards."""

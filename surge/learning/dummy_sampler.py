@@ -4,13 +4,14 @@ Factory's dummy sampler, `surge bench`)."""
 
 from __future__ import annotations
 
-from torch import Tensor, nn
+from torch import Tensor
 
 from surge.learning.algorithm import Algorithm, Obs, register_algorithm
+from surge.models.actor_critic import ActorCritic
 from surge.sampling.inference import random_actions
 
 
-def random_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
+def random_act(model: ActorCritic, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
     """Uniformly random actions `[B, *action_shape]` of the model's action space; the hidden state
     is not advanced (width 0 for models without an RNN)."""
     return {"actions": random_actions(model.action_space, len(rnn_states)), "rnn_states": rnn_states[:, :0]}

@@ -12,6 +12,7 @@ Every optimizer step increments `policy_version`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -22,6 +23,7 @@ from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.learning.base import LearnerBase, learning_rate, make_adam  # noqa: F401  (re-exported)
+from surge.models.actor_critic import ActorCritic
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:
@@ -31,13 +33,18 @@ def to_chunks(x: Tensor, length: int) -> Tensor:
     return x.reshape(k, length, N, *x.shape[2:]).transpose(0, 1).reshape(length, k * N, *x.shape[2:])
 
 
+def _columns(idx: Tensor) -> Callable[[Tensor], Tensor]:
+    """`x -> x[:, idx]`: the minibatch's units of a `[L, units, ...]` tensor."""
+    return lambda x: x[:, idx]
+
+
 class Learner(LearnerBase):
     """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args)."""
 
     def __init__(
         self,
         cfg: Config,
-        model: nn.Module,
+        model: ActorCritic,
         buffers: TrajectoryBuffers,
         device: torch.device,
         policy_id: int = 0,
@@ -88,7 +95,7 @@ class Learner(LearnerBase):
             perm = torch.randperm(num_units, device=self.device)
             for start in range(0, num_units, per_mb):
                 idx = perm[start : start + per_mb]
-                mb = {k: tree_map(lambda x, i=idx: x[:, i], v) for k, v in units.items()}
+                mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
                 stats.append(self._step(mb, vtrace_mode=cfg.with_vtrace))
         out = {k: float(torch.stack([s[k] for s in stats]).mean()) for k in stats[0]}
         out.update(

@@ -69,7 +69,7 @@ class ActorCritic(nn.Module):
         self.core = make_core(
             cfg.use_rnn, self.encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers
         )
-        self.rnn_state_size = self.core.state_size
+        self.rnn_state_size: int = int(self.core.state_size)
         self.num_logits = num_action_logits(action_space)
         self.is_gaussian = isinstance(action_space, gym.spaces.Box)
         self.adaptive_stddev = bool(cfg.adaptive_stddev)
@@ -158,7 +158,7 @@ class ActorCritic(nn.Module):
         return self._heads(x)
 
 
-ModelFactory = Callable[[Any, gym.Space, gym.Space], nn.Module]
+ModelFactory = Callable[[Any, gym.Space, gym.Space], "ActorCritic"]
 _CUSTOM_MODELS: dict[str, ModelFactory] = {}
 
 
@@ -168,7 +168,7 @@ def register_model(env_name_prefix: str, factory: ModelFactory) -> None:
     _CUSTOM_MODELS[env_name_prefix] = factory
 
 
-def make_actor_critic(cfg: Any, obs_space: gym.Space, action_space: gym.Space) -> nn.Module:
+def make_actor_critic(cfg: Any, obs_space: gym.Space, action_space: gym.Space) -> ActorCritic:
     """A custom model registered for `cfg.env`'s prefix, else `ActorCritic`."""
     for prefix, factory in sorted(_CUSTOM_MODELS.items(), key=lambda kv: -len(kv[0])):
         if cfg.env.startswith(prefix):

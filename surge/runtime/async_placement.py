@@ -97,8 +97,8 @@ class AsyncPlacement:
         )
         ctx = self.ctx = tmp.get_context("spawn")
         weights = [SharedWeights(model, ctx.Lock()) for _ in range(P)]
-        for w in weights:  # each learner publishes its own (resumed) weights before inference starts
-            w.publish(model, 0)
+        for shared_weights in weights:  # each learner publishes its own (resumed) weights first
+            shared_weights.publish(model, 0)
         self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
         self.report_queue = _queue()
         self.shared = SharedContext(
@@ -129,11 +129,13 @@ class AsyncPlacement:
                 )
                 self._spawn(f"learner_p{p}", learner_process_main, lctx)
             ready: set[int] = set()
-            self._wait_for(
-                lambda m: isinstance(m, LearnerReady) and (ready.add(m.policy_id) or len(ready) == P),
-                timeout=120.0,
-                what="the learners to start",
-            )
+
+            def all_ready(msg: Any) -> bool:
+                if isinstance(msg, LearnerReady):
+                    ready.add(msg.policy_id)
+                return len(ready) == P
+
+            self._wait_for(all_ready, timeout=120.0, what="the learners to start")
         for p in range(P):
             for i in range(cfg.policy_workers_per_policy):
                 ictx = InferenceContext(self.shared, p, i, self.request_queues[p][i], self.worker_queues)

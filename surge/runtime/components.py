@@ -12,12 +12,10 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import nn
 
 from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
 from surge.data.block_pool import BlockPool
@@ -27,7 +25,7 @@ from surge.envs.registry import make_env
 from surge.learning.algorithm import Algorithm, get_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import blocks_per_batch, traj_per_iteration
-from surge.models.actor_critic import make_actor_critic
+from surge.models.actor_critic import ActorCritic, make_actor_critic
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
 from surge.sampling.rollout_worker import RolloutWorker
@@ -132,12 +130,12 @@ def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:
     return RunLayout(cfg, algo, info, rnn_state_size, pool, buffers)
 
 
-def make_model(cfg: Config, info: EnvInfo, device: torch.device) -> nn.Module:
+def make_model(cfg: Config, info: EnvInfo, device: torch.device) -> ActorCritic:
     """A fresh actor-critic for the env's spaces on `device`."""
     return make_actor_critic(cfg, info.observation_space, info.action_space).to(device)
 
 
-def make_learner(layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int) -> LearnerBase:
+def make_learner(layout: RunLayout, model: ActorCritic, device: torch.device, policy_id: int) -> LearnerBase:
     """The algorithm's learner of policy `policy_id`.
 
     Raises:
@@ -149,7 +147,7 @@ def make_learner(layout: RunLayout, model: nn.Module, device: torch.device, poli
 
 
 def make_inference(
-    layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int
+    layout: RunLayout, model: ActorCritic, device: torch.device, policy_id: int
 ) -> InferenceWorker:
     """An inference worker acting with the algorithm's `act` for policy `policy_id`."""
     return InferenceWorker(
@@ -183,11 +181,11 @@ def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
 @dataclass
 class Components:
     """Every component of a run in one process (the serial placement): per policy a model, a
-    learner (None for algorithms that do not train) and an inference worker."""
+    learner (none for algorithms that do not train) and an inference worker."""
 
     layout: RunLayout
-    models: list[nn.Module]
-    learners: list[LearnerBase | None]
+    models: list[ActorCritic]
+    learners: list[LearnerBase]
     inferences: list[InferenceWorker]
     workers: list[RolloutWorker]
     device: torch.device
@@ -210,11 +208,11 @@ class Components:
 
     # policy 0's components, for single-policy callers
     @property
-    def model(self) -> nn.Module:
+    def model(self) -> ActorCritic:
         return self.models[0]
 
     @property
-    def learner(self) -> Any:
+    def learner(self) -> LearnerBase:
         return self.learners[0]
 
     @property
@@ -234,7 +232,7 @@ def build_components(cfg: Config) -> Components:
     models = [make_model(cfg, info, device) for _ in range(cfg.num_policies)]
     layout = make_layout(cfg, info, int(models[0].rnn_state_size))
     trains = layout.algo.trains
-    learners = [make_learner(layout, m, device, p) if trains else None for p, m in enumerate(models)]
+    learners = [make_learner(layout, m, device, p) for p, m in enumerate(models)] if trains else []
     inferences = [make_inference(layout, m, device, p) for p, m in enumerate(models)]
     workers = [make_rollout_worker(layout, w) for w in range(cfg.num_workers)]
     return Components(layout, models, learners, inferences, workers, device)

@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from queue import Empty
 from typing import Any
 
@@ -46,7 +47,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         device = torch_device(cfg)
         model = make_model(cfg, layout.info, device)
         learner = make_learner(layout, model, device, p)
-        ckpt = CheckpointManager(ctx.ckpt_folder, cfg.keep_checkpoints)
+        ckpt = CheckpointManager(Path(ctx.ckpt_folder), cfg.keep_checkpoints)
         if ctx.resume:
             state = ckpt.load("latest")
             if state is not None:
@@ -76,11 +77,9 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 pool.release(first_slot, p)
             shared.report_queue.put(TrainStats(p, stats))
 
-        if cfg.train_in_background_thread:
-            trainer: TrainerThread | None = TrainerThread(do)
-            submit, drop = trainer.submit, trainer.drop_pending
-        else:
-            trainer, submit, drop = None, do, list
+        trainer = TrainerThread(do) if cfg.train_in_background_thread else None
+        submit: Callable[[Any], None] = trainer.submit if trainer is not None else do
+        drop: Callable[[], list[Any]] = trainer.drop_pending if trainer is not None else list
         try:
             _collect(ctx, learner, Batcher(layout.blocks_per_batch, pool.block_size), submit, drop)
         finally:

@@ -104,9 +104,10 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
         except Empty:
             ready = []
         for msg in ready:
-            s = requester.answered(msg.tag)
-            if s is None:
+            answered = requester.answered(msg.tag)
+            if answered is None:
                 continue
+            s = answered
             finished = worker.advance(s)
             if finished is not None:
                 block = BlockReady(int(finished[0]))

@@ -98,10 +98,11 @@ class SerialPlacement:
     def start(self) -> None:
         self.c = c = build_components(self.cfg)
         self.num_agents, self.frameskip = c.info.agents_per_step, c.info.frameskip
-        for p, state in enumerate(self.resume_states):
-            if state is not None and c.learners[p] is not None:
-                restore_policy(c.models[p], c.learners[p], state)
-                c.inferences[p].policy_version = c.learners[p].policy_version
+        for p, learner in enumerate(c.learners):
+            state = self.resume_states[p]
+            if state is not None:
+                restore_policy(c.models[p], learner, state)
+                c.inferences[p].policy_version = learner.policy_version
         self.sampler = SerialSampler(c)
         self.trains = c.layout.algo.trains and not self.cfg.sampler_only
         self.env_frames = 0
@@ -128,7 +129,7 @@ class SerialPlacement:
 
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
         c = self.c
-        if c is None or not c.layout.algo.trains:
+        if c is None:
             return
         kind = "checkpoint" if kind == "final" else kind
         for p, learner in enumerate(c.learners):

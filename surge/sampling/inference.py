@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 import gymnasium as gym
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.models.actor_critic import ActorCritic
 
 
 class InferenceWorker:
@@ -31,7 +32,7 @@ class InferenceWorker:
 
     def __init__(
         self,
-        model: nn.Module,
+        model: ActorCritic,
         buffers: TrajectoryBuffers,
         device: torch.device,
         act: Callable[..., dict[str, Tensor]],

@@ -1,0 +1,32 @@
+"""Learning test: two policies trained jointly on CartPole-v1 (Sample Factory's default mapping: a
+random policy per env, re-drawn at each episode start), in the serial and the async placement. Each
+policy has its own learner, checkpoints and summaries, and each one alone reaches >= 475 in
+`surge enjoy --policy_index=i`."""
+
+import numpy as np
+import pytest
+from test_cartpole import HYPERPARAMS, PLACEMENTS
+
+from surge.cfg.cli import parse_cfg
+from surge.enjoy import enjoy
+from surge.runtime.training_run import train
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_two_policies_each_reach_475_on_cartpole(tmp_path, placement):
+    args = ["--env=CartPole-v1", "--experiment=mp", f"--train_dir={tmp_path}"]
+    hyper = [h for h in HYPERPARAMS if not h.startswith("--train_for_env_steps")]
+    cfg = parse_cfg(
+        [*args, *PLACEMENTS[placement], *hyper, "--num_policies=2", "--train_for_env_steps=600000"]
+    )
+    assert train(cfg) == "done"
+    for p in (0, 1):
+        assert list((tmp_path / "mp" / f"checkpoint_p{p}").glob("checkpoint_*.pth"))
+        assert list((tmp_path / "mp" / "summaries" / str(p)).glob("events.out.tfevents.*"))
+        ev = parse_cfg(
+            [*args, f"--policy_index={p}", "--max_num_episodes=10", "--no_render", "--eval_deterministic"],
+            evaluation=True,
+        )
+        returns = enjoy(ev)["returns"]
+        assert np.mean(returns) >= 475, (p, returns)
