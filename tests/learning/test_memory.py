@@ -4,11 +4,13 @@ APPO with a GRU or an LSTM core learns to answer right, in the serial and in the
 A feed-forward policy stays at chance on the same budget, which shows the task cannot be solved
 without carrying the hidden state from the cue to the query.
 
-Guards, end to end: the hidden state written by inference and read back on the next step, its
-reset at episode starts, truncated BPTT in the learner, V-trace on recurrent trajectories. The
-return checked is that of the last 200 training episodes (1000 for the feed-forward policy) (as the sampler played them), not of a
-separate evaluation, so a policy that acts without its memory fails even if the learner's model
-would answer right."""
+Guards, end to end: the hidden state written by inference and read back on the next step,
+truncated BPTT in the learner, V-trace on recurrent trajectories. (The reset of the state at
+episode starts is guarded by tests/integration/test_rnn_state_protocol.py: here every trajectory
+is one whole episode, and a policy can learn to overwrite a stale state with the cue.) The return
+checked is that of the last 200 training episodes (1000 for the feed-forward policy) as the
+sampler played them, not of a separate evaluation, so a policy that acts without its memory fails
+even if the learner's model would answer right."""
 
 import pytest
 
