@@ -64,6 +64,34 @@ def test_async_training_on_doom(tmp_path, env, extra):
     assert doom_shm() - shm == set() and engine_pids() - procs == set()
 
 
+def test_doom_duel_trains_one_policy_per_player(tmp_path):
+    """--num_policies=2 --policy_mapping=agent_index: player 0 is policy 0, player 1 policy 1. Each
+    policy's learner trains on its own player's steps only (every block holds both players, so both
+    learners get every block), writes its own checkpoints and summaries, and enjoy plays either."""
+    import torch
+
+    from surge.enjoy import enjoy
+
+    shm, procs = doom_shm(), engine_pids()
+    extra = ["--num_workers=1", "--num_envs_per_worker=1", "--worker_num_splits=1"]
+    extra += ["--num_policies=2", "--policy_mapping=agent_index", "--train_for_env_steps=2000"]
+    assert train(_cfg(tmp_path, "doom_duel", *extra)) == "done"
+    for p in (0, 1):
+        ckpts = sorted((tmp_path / "exp" / f"checkpoint_p{p}").glob("checkpoint_*.pth"))
+        state = torch.load(ckpts[-1], weights_only=True)
+        assert state["env_frames"] >= 2000 and state["learner"]["policy_version"] > 0
+        assert list((tmp_path / "exp" / "summaries" / str(p)).glob("events.out.tfevents.*"))
+    assert doom_shm() - shm == set() and engine_pids() - procs == set()
+    ev = [
+        "--env=doom_duel",
+        "--experiment=exp",
+        f"--train_dir={tmp_path}",
+        "--no_render",
+        "--max_num_frames=200",
+    ]
+    assert enjoy(parse_cfg([*ev, "--policy_index=1"], evaluation=True)) is not None
+
+
 def test_serial_doom_basic_then_enjoy_video(tmp_path):
     from surge.enjoy import enjoy
 
