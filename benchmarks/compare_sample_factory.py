@@ -17,6 +17,11 @@ same average), in surge's units (`BenchConfig.sf_return_scale`). The table's ret
 median over all of a framework's runs (every placement, every round) on the same frame budget, "-"
 where no run reported one.
 
+With `--surge-before PATH` (a checkout of an earlier surge commit, e.g. `git worktree add
+/tmp/surge_before <commit>`), every round also runs that checkout ("before") in the same alternating
+order, with the same Python environment, and the table gives both surge versions' ratio to Sample
+Factory: a before/after comparison of a change measured in one run.
+
 Each run is its own session; when it ends (or hits `--timeout`) whatever is left of its process
 group is killed, along with the ViZDoom shared-memory segments of its killed game processes.
 """
@@ -80,13 +85,15 @@ def _kill_group(pgid: int) -> None:
             Path(f"/dev/shm/{prefix}{inst}").unlink(missing_ok=True)
 
 
-def _run(cmd: list[str], timeout: float, cwd: Path, out: Path) -> int | None:
+def _run(
+    cmd: list[str], timeout: float, cwd: Path, out: Path, env: dict[str, str] | None = None
+) -> int | None:
     """Runs `cmd` in its own session, stdout to `out` and stderr to `out` + ".err"; its exit code, or
     None on timeout. Sample Factory can hang on errors and at exit, hence the wall-clock limit. The
     run's process group is killed however this returns, Ctrl+C and SIGTERM of this script included
     (a killed Sample Factory leaves its spawned children running otherwise)."""
     with open(out, "w") as f, open(f"{out}.err", "w") as e:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=e, cwd=cwd, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=f, stderr=e, cwd=cwd, env=env, start_new_session=True)
         code: int | None = None
         try:
             code = proc.wait(timeout=timeout)
@@ -117,9 +124,10 @@ def _ts(text: str) -> float:
 
 
 def run_surge(
-    cfg: BenchConfig, mode: list[str], frames: int, workdir: Path, timeout: float
+    cfg: BenchConfig, mode: list[str], frames: int, workdir: Path, timeout: float, root: Path = ROOT
 ) -> tuple[float, float]:
-    """One surge run: (env frames/s, mean episode return of its last report)."""
+    """One surge run of the checkout at `root`: (env frames/s, mean episode return of its last
+    report)."""
     cmd = [
         sys.executable,
         "-m",
@@ -135,7 +143,7 @@ def run_surge(
         "--save_every_sec=100000",
     ]
     out = workdir / "surge_console.txt"
-    code = _run(cmd, timeout, ROOT, out)
+    code = _run(cmd, timeout, root, out, env={**os.environ, "PYTHONPATH": str(root)})
     lines = Path(f"{out}.err").read_text(errors="replace").splitlines()  # the log goes to stderr
     points, ret = [], NAN
     for line in lines:
@@ -219,6 +227,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--frames-scale", type=float, default=1.0, help="multiply each config's frame budget")
     p.add_argument("--sf-python", default="/work/sf-venv/bin/python")
+    p.add_argument(
+        "--surge-before",
+        type=Path,
+        help="checkout of an earlier surge commit to run alongside (before/after comparison)",
+    )
     p.add_argument("--timeout", type=float, default=900.0, help="wall-clock limit of one run, seconds")
     p.add_argument(
         "--bound",
@@ -247,9 +260,12 @@ def main(argv: list[str] | None = None) -> int:
         cfg = CONFIGS[name]
         frames = int(cfg.frames * args.frames_scale)
         results: dict[str, list[float]] = {}
-        returns: dict[str, list[float]] = {"surge": [], "sf": []}
+        frameworks = ["surge", "sf"] + (["before"] if args.surge_before else [])
+        returns: dict[str, list[float]] = {fw: [] for fw in frameworks}
         for r in range(args.rounds):
             order = [("surge", m) for m in cfg.surge_modes] + [("sf", m) for m in cfg.sf_modes]
+            if args.surge_before:
+                order += [("before", m) for m in cfg.surge_modes]
             if args.placement:  # "async" also selects SF's async_rl mode (an async placement)
                 order = [(fw, m) for fw, m in order if m.split("_")[0] in args.placement]
             seed = [f"--seed={r + 1}"] if args.seed_per_round else []
@@ -258,8 +274,11 @@ def main(argv: list[str] | None = None) -> int:
             for fw, mode in order:
                 work = Path(tempfile.mkdtemp(prefix=f"bench_{name}_{fw}_"))
                 try:
-                    if fw == "surge":
-                        fps, ret = run_surge(cfg, [*cfg.surge_modes[mode], *seed], frames, work, args.timeout)
+                    if fw in ("surge", "before"):
+                        root = args.surge_before if fw == "before" else ROOT
+                        fps, ret = run_surge(
+                            cfg, [*cfg.surge_modes[mode], *seed], frames, work, args.timeout, root
+                        )
                     else:
                         run_args = [*cfg.sf_modes[mode], *seed]
                         fps, ret = run_sf(cfg, run_args, frames, work, args.sf_python, args.timeout)
@@ -273,15 +292,20 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         med = {k: statistics.median(v) for k, v in results.items()}
-        best = {fw: max((v, k) for k, v in med.items() if k.startswith(fw)) for fw in ("surge", "sf")}
+        best = {fw: max((v, k) for k, v in med.items() if k.startswith(fw)) for fw in frameworks}
         ret_med = {fw: _median(v) for fw, v in returns.items()}
         dummy = run_dummy(cfg, frames, args.timeout)
         rows.append((name, med, best, dummy, bounds.get(name), ret_med))
+    before_cols = " before async | before serial | before best / SF best |" if args.surge_before else ""
     print(
         "\n| config | surge async | surge serial | SF async | SF serial | SF async_rl | "
-        "surge best / SF best | dummy sampler | bound | surge / bound | surge return | SF return |"
+        f"surge best / SF best |{before_cols} dummy sampler | bound | surge / bound | surge return | SF return |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "|---|---|---|---|---|---|---|"
+        + ("---|---|---|" if args.surge_before else "")
+        + "---|---|---|---|---|"
+    )
     for name, med, best, dummy, bound, ret_med in rows:
         ratio = best["surge"][0] / best["sf"][0] if best["sf"][0] == best["sf"][0] else float("nan")
         frac = f"{best['surge'][0] / bound:.0%}" if bound else "-"
@@ -289,8 +313,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{med[k]:.0f}" if k in med else "-"
             for k in ("surge/async", "surge/serial", "sf/async", "sf/serial", "sf/async_rl")
         ]
+        before = ""
+        if "before" in best:
+            b_ratio = best["before"][0] / best["sf"][0] if best["sf"][0] == best["sf"][0] else float("nan")
+            b_cells = [f"{med[k]:.0f}" if k in med else "-" for k in ("before/async", "before/serial")]
+            before = f" {' | '.join(b_cells)} | {b_ratio:.2f}x |"
         print(
-            f"| {name} | {' | '.join(cells)} | {ratio:.2f}x | {dummy:.0f} | {bound or '-'} | {frac} | "
+            f"| {name} | {' | '.join(cells)} | {ratio:.2f}x |{before} {dummy:.0f} | {bound or '-'} | {frac} | "
             f"{_fmt(ret_med['surge'])} | {_fmt(ret_med['sf'])} |"
         )
     return 0
