@@ -173,5 +173,16 @@ class LearnerBase:
         return self.train_batch(self.prepare_batch(slots), env_frames)
 
     def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
-        """Trains on a batch from `prepare_batch`; returns mean statistics (algorithm-specific)."""
-        raise NotImplementedError
+        """On-policy learners: trains on a batch from `prepare_batch`; returns mean statistics
+        (algorithm-specific)."""
+        raise NotImplementedError(f"{type(self).__name__} is not an on-policy learner")
+
+    def observe(self, b: dict[str, Any]) -> None:
+        """Replay learners (`Feed.REPLAY`): copies a block's batch from `prepare_batch` into the
+        replay buffer. The placement releases the block as soon as this returns."""
+        raise NotImplementedError(f"{type(self).__name__} is not a replay learner")
+
+    def train_replay(self, env_frames: int = 0) -> dict[str, float] | None:
+        """Replay learners: the updates due after the last `observe` (the algorithm's replay ratio);
+        their mean statistics, or None when none was due."""
+        raise NotImplementedError(f"{type(self).__name__} is not a replay learner")

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from surge.experiment.checkpoint import CheckpointManager
+from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
@@ -68,20 +69,32 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 )
                 shared.report_queue.put(Saved(p, item.kind, str(path)))
                 return
-            _, batch, blocks = item
+            kind, batch, blocks = item
             t0 = time.monotonic()
-            stats = learner.train_batch(batch, env_frames=int(shared.env_frames[0]))
+            env_frames = int(shared.env_frames[0])
+            if kind == "observe":  # replay: copied out, released at once, trained at the replay ratio
+                learner.observe(batch)
+                for first_slot in blocks:
+                    pool.release(first_slot, p)
+                maybe_stats = learner.train_replay(env_frames=env_frames)
+                if maybe_stats is None:
+                    return
+                stats = maybe_stats
+            else:
+                stats = learner.train_batch(batch, env_frames=env_frames)
+                for first_slot in blocks:  # on-policy: blocks come back only after training
+                    pool.release(first_slot, p)
             stats["train_seconds"] = time.monotonic() - t0
             weights.publish(model, learner.policy_version)
-            for first_slot in blocks:  # blocks come back only after training
-                pool.release(first_slot, p)
             shared.report_queue.put(TrainStats(p, stats))
 
         trainer = TrainerThread(do) if cfg.train_in_background_thread else None
         submit: Callable[[Any], None] = trainer.submit if trainer is not None else do
         drop: Callable[[], list[Any]] = trainer.drop_pending if trainer is not None else list
         try:
-            _collect(ctx, learner, Batcher(layout.blocks_per_batch, pool.block_size), submit, drop)
+            replay = layout.algo.feed is Feed.REPLAY
+            batcher = Batcher(1 if replay else layout.blocks_per_batch, pool.block_size)
+            _collect(ctx, learner, batcher, "observe" if replay else "train", submit, drop)
         finally:
             if trainer is not None:
                 trainer.finish()
@@ -146,6 +159,7 @@ def _collect(
     ctx: LearnerContext,
     learner: LearnerBase,
     batcher: Batcher,
+    kind: str,
     submit: Callable[[Any], None],
     drop: Callable[[], list[Any]],
 ) -> None:
@@ -183,4 +197,4 @@ def _collect(
             continue
         while (blocks := batcher.take()) is not None:
             batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in blocks]))
-            submit(("train", batch, blocks))
+            submit((kind, batch, blocks))

@@ -11,6 +11,7 @@ import torch
 
 from surge.cfg.config import Config
 from surge.experiment.checkpoint import CheckpointManager
+from surge.learning.algorithm import Feed
 from surge.learning.batcher import Batcher
 from surge.runtime.components import Components, build_components
 from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
@@ -24,7 +25,7 @@ class SerialSampler:
 
     def __init__(self, c: Components):
         self.c = c
-        bpb = c.layout.blocks_per_batch
+        bpb = 1 if c.layout.algo.feed is Feed.REPLAY else c.layout.blocks_per_batch
         self.batchers = [Batcher(bpb, c.block_pool.block_size) for _ in range(c.cfg.num_policies)]
         self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
         for w in c.workers:
@@ -105,6 +106,7 @@ class SerialPlacement:
                 c.inferences[p].policy_version = learner.policy_version
         self.sampler = SerialSampler(c)
         self.trains = c.layout.algo.trains and not self.cfg.sampler_only
+        self.replay = c.layout.algo.feed is Feed.REPLAY
         self.env_frames = 0
 
     def step(self) -> StepReport:
@@ -114,10 +116,16 @@ class SerialPlacement:
         report = StepReport()
         if self.trains:  # else the workers free their blocks themselves
             for p, learner in enumerate(c.learners):
-                slots = self.sampler.take(p)
-                if slots is not None:
-                    report.train_stats[p] = learner.train(slots, env_frames=self.env_frames)
-                    self.sampler.release(slots, p)
+                while (slots := self.sampler.take(p)) is not None:
+                    if self.replay:  # copied out, released at once, trained at the replay ratio
+                        learner.observe(learner.prepare_batch(slots))
+                        self.sampler.release(slots, p)
+                        stats = learner.train_replay(env_frames=self.env_frames)
+                    else:
+                        stats = learner.train(slots, env_frames=self.env_frames)
+                        self.sampler.release(slots, p)
+                    if stats is not None:
+                        report.train_stats[p] = stats
                     c.inferences[p].policy_version = learner.policy_version
         for w in c.workers:
             report.env_steps += w.pop_env_steps()
