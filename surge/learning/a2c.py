@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-from torch import Tensor, nn
+from torch import Tensor
 
 from surge.cfg.config import Config
 from surge.errors import ConfigError
@@ -77,8 +77,9 @@ class A2CLearner(LearnerBase):
         return b
 
     def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
-        """Trains one step on a batch from `prepare_batch`; returns the loss parts, grad_norm, lr and
-        policy_lag_min/avg/max (policy versions)."""
+        """Trains one step on a batch from `prepare_batch`; returns the loss parts, grad_norm, lr,
+        policy_lag_min/avg/max (policy versions) and skipped_updates (1 when the step was skipped for
+        a non-finite loss or gradient, see `LearnerBase.apply_gradients`)."""
         cfg, model = self.cfg, self.model
         lr = self.set_learning_rate(env_frames)
         self._mask_stale(b)
@@ -89,10 +90,7 @@ class A2CLearner(LearnerBase):
         logits, values = model.evaluate(obs, b["rnn_states"][:T], b["dones"], cfg.recurrence)
         valids = b["valids"]
         if cfg.normalize_advantage:
-            count = valids.sum().clamp(min=1.0)
-            mean = (adv * valids).sum() / count
-            std = (((adv - mean) ** 2 * valids).sum() / count).sqrt()
-            adv = (adv - mean) / (std + 1e-8)
+            adv = self.normalize_advantages(adv, valids)
         dist = model.distribution(logits.reshape(-1, logits.shape[-1]))
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
         loss, stats = a2c_loss(
@@ -105,12 +103,7 @@ class A2CLearner(LearnerBase):
             cfg.value_loss_coeff,
             cfg.exploration_loss_coeff,
         )
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
-        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        self.optimizer.step()
-        self.policy_version += 1
+        grad_norm = self.apply_gradients(loss)
         out = {k: float(v) for k, v in stats.items()}
         out.update(
             loss=float(loss.detach()),
@@ -122,6 +115,7 @@ class A2CLearner(LearnerBase):
             policy_version=float(self.policy_version),
             samples=float(valids.numel()),
             **self.lag_stats(b),
+            **self.skip_stats(int(self.last_step_skipped)),
         )
         return out
 

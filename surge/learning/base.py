@@ -68,6 +68,8 @@ class LearnerBase:
         self.policy_id = policy_id
         self.optimizer = make_adam(model, cfg, device)
         self.policy_version = 0
+        self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
+        self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
 
     def state_dict(self) -> dict[str, Any]:
         """Optimizer state and `policy_version` (the model's state is saved separately)."""
@@ -146,7 +148,7 @@ class LearnerBase:
         norm = getattr(self.model, "returns_normalizer", None)
         if norm is None:
             return targets
-        norm.update(targets[valids > 0])
+        norm.update(targets[(valids > 0) & torch.isfinite(targets)])  # a NaN would stay in the statistics
         return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
 
     @torch.no_grad()
@@ -167,6 +169,42 @@ class LearnerBase:
         norm: Any = getattr(self.model, "obs_normalizer", None)
         if norm is not None:
             norm.update(tree_map(lambda x: x[:-1], b["obs"]))
+
+    @staticmethod
+    def normalize_advantages(adv: Tensor, valids: Tensor) -> Tensor:
+        """Advantages `[...]` standardised to zero mean and unit std over the valid samples
+        (`valids` `[...]` float32, 1 = valid), as in PPO's reference implementation (baselines)."""
+        count = valids.sum().clamp(min=1.0)
+        mean = (adv * valids).sum() / count
+        std = (((adv - mean) ** 2 * valids).sum() / count).sqrt()
+        return (adv - mean) / (std + 1e-8)
+
+    def apply_gradients(self, loss: Tensor) -> Tensor:
+        """Backpropagates `loss` (a scalar), clips the gradient's global L2 norm to
+        `max_grad_norm` (0: no clipping), takes one optimizer step and increments `policy_version`.
+        Returns the gradient norm before clipping (scalar tensor).
+
+        A non-finite loss or gradient norm (NaN or inf) skips the step instead: the weights, Adam's
+        moments and `policy_version` stay as they were, `skipped_updates` counts it and
+        `last_step_skipped` is True (the learners report it as the `skipped_updates` statistic).
+        The check costs one host synchronisation per step."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        max_norm = self.cfg.max_grad_norm if self.cfg.max_grad_norm > 0 else float("inf")
+        grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        self.last_step_skipped = not bool(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
+        if self.last_step_skipped:
+            self.optimizer.zero_grad(set_to_none=True)
+            self.skipped_updates += 1
+            return grad_norm
+        self.optimizer.step()
+        self.policy_version += 1
+        return grad_norm
+
+    def skip_stats(self, skipped: int) -> dict[str, float]:
+        """The statistics of skipped optimizer steps: `skipped_updates` in this batch and
+        `skipped_updates_total` so far (`apply_gradients`)."""
+        return {"skipped_updates": float(skipped), "skipped_updates_total": float(self.skipped_updates)}
 
     def train(self, slots: Tensor, env_frames: int = 0) -> dict[str, float]:
         """`train_batch(prepare_batch(slots))`; the caller returns the slots to the pool afterwards."""

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
@@ -74,8 +74,9 @@ class Learner(LearnerBase):
             b: the batch (consumed).
             env_frames: total env frames so far (for the learning-rate schedule).
         Returns:
-            mean statistics of the minibatches (losses, entropy, approx_kl, clip_fraction, grad_norm,
-            lr, policy_lag_min/avg/max in policy versions, ...).
+            mean statistics of the minibatches whose optimizer step was applied (losses, entropy,
+            approx_kl, clip_fraction, grad_norm, lr, policy_lag_min/avg/max in policy versions,
+            skipped_updates: steps skipped for a non-finite loss or gradient, ...).
         """
         cfg = self.cfg
         lr = self.set_learning_rate(env_frames)
@@ -91,13 +92,17 @@ class Learner(LearnerBase):
         num_units = units["valids"].shape[1]
         per_mb = max(1, cfg.batch_size // unit_len)
         stats: list[dict[str, Tensor]] = []
+        skipped: list[dict[str, Tensor]] = []  # of steps skipped for a non-finite loss or gradient
         for _ in range(cfg.ppo_epochs):
             perm = torch.randperm(num_units, device=self.device)
             for start in range(0, num_units, per_mb):
                 idx = perm[start : start + per_mb]
                 mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
-                stats.append(self._step(mb, vtrace_mode=cfg.with_vtrace))
-        out = {k: float(torch.stack([s[k] for s in stats]).mean()) for k in stats[0]}
+                step_stats = self._step(mb, vtrace_mode=cfg.with_vtrace)
+                (skipped if self.last_step_skipped else stats).append(step_stats)
+        shown = stats or skipped  # the applied steps' statistics (all NaN ones when every step was skipped)
+        out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in shown[0]}
+        out.update(self.skip_stats(len(skipped)))
         out.update(
             lr=lr,
             policy_version=float(self.policy_version),
@@ -153,10 +158,7 @@ class Learner(LearnerBase):
             targets, adv = mb["targets"], mb["advantages"]
         valids = mb["valids"]
         if cfg.normalize_advantage:
-            count = valids.sum().clamp(min=1.0)
-            mean = (adv * valids).sum() / count
-            std = (((adv - mean) ** 2 * valids).sum() / count).sqrt()
-            adv = (adv - mean) / (std + 1e-8)
+            adv = self.normalize_advantages(adv, valids)
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
         loss, stats = ppo_loss(
             model.distribution(flat(logits)),
@@ -170,12 +172,7 @@ class Learner(LearnerBase):
             flat(valids),
             self.loss_cfg,
         )
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        max_norm = cfg.max_grad_norm if cfg.max_grad_norm > 0 else float("inf")
-        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), max_norm)
-        self.optimizer.step()
-        self.policy_version += 1
+        grad_norm = self.apply_gradients(loss)
         stats.update(
             loss=loss.detach(),
             grad_norm=grad_norm.detach(),
