@@ -4,6 +4,9 @@ A checkpoint is written to a temporary file in the same folder, fsynced, then re
 final name (and the folder fsynced), so a crash at any point leaves either the previous set of
 checkpoints or the new one, never a half-written file under a checkpoint's name. Files hold only
 tensors and plain Python values, so they load with `torch.load(weights_only=True)`.
+
+A state holding a NaN or ±inf in any floating-point tensor (weights, normalisers, optimizer
+moments) is never written: resuming from it would only continue a poisoned run.
 """
 
 from __future__ import annotations
@@ -78,17 +81,38 @@ def checkpoint_name(kind: str, policy_version: int, env_frames: int) -> str:
     return f"{kind}_v{policy_version:09d}_f{env_frames:012d}.pth"
 
 
+def nonfinite_tensors(obj: Any, prefix: str = "") -> list[str]:
+    """The names (dotted paths) of the floating-point tensors in a nested dict/list of `obj` that
+    hold a NaN or ±inf; empty when all are finite."""
+    if isinstance(obj, torch.Tensor):
+        if obj.is_floating_point() and not bool(torch.isfinite(obj).all()):
+            return [prefix or "<tensor>"]
+        return []
+    items: Any = ()
+    if isinstance(obj, dict):
+        items = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    found: list[str] = []
+    for k, v in items:
+        found += nonfinite_tensors(v, f"{prefix}.{k}" if prefix else str(k))
+    return found
+
+
 class CheckpointManager:
     """Writes and finds the checkpoints of one policy in `folder`.
 
     Args:
         folder: `train_dir/experiment/checkpoint_p{policy_id}`.
         keep_checkpoints: how many `checkpoint_*` files to keep (oldest removed first).
+        policy_id: the policy whose checkpoints these are (named in errors).
     """
 
-    def __init__(self, folder: Path, keep_checkpoints: int = 3):
+    def __init__(self, folder: Path, keep_checkpoints: int = 3, policy_id: int | None = None):
         self.folder = Path(folder)
         self.keep = max(1, keep_checkpoints)
+        self.name = f"policy {policy_id}" if policy_id is not None else str(self.folder)
+        self.last_refusal = ""  # why the last refused `save` wrote nothing
 
     def _list(self, kind: str) -> list[Path]:
         if not self.folder.is_dir():
@@ -102,11 +126,24 @@ class CheckpointManager:
 
     def save(
         self, state: dict[str, Any], policy_version: int, env_frames: int, kind: str = "checkpoint"
-    ) -> Path:
+    ) -> Path | None:
         """Writes `state` atomically as a `kind` checkpoint (checkpoint, best or milestone).
 
         Keeps the latest `keep_checkpoints` regular checkpoints and only the newest `best`.
+
+        Returns:
+            the path written, or None when `state` holds a non-finite floating-point tensor: then
+            nothing is written or removed (the previous checkpoint stays the latest), an error
+            naming the policy and the tensors is logged, and `last_refusal` says why.
         """
+        bad = nonfinite_tensors(state)
+        if bad:
+            shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+            self.last_refusal = (
+                f"{len(bad)} tensor(s) hold NaN or inf ({shown}); the previous checkpoint stays the latest"
+            )
+            log.error("Not writing the %s checkpoint of %s: %s.", kind, self.name, self.last_refusal)
+            return None
         path = self.folder / checkpoint_name(kind, policy_version, env_frames)
         atomic_torch_save(state, path)
         if kind == "checkpoint":

@@ -10,6 +10,7 @@ own TensorBoard folder (`summaries/<policy_id>`) and, with several policies, its
 from __future__ import annotations
 
 import logging
+import math
 import time
 import uuid
 from collections import deque
@@ -63,6 +64,10 @@ class Monitor:
         self.history.append((now, env_frames))
         self.last_report = now
         self.last_summary = 0.0
+        # agent steps whose env reward / observation was non-finite (replaced by 0, not trained
+        # on), non-finite episode returns left out of the statistics, and what the log last said
+        self.nonfinite_rewards = self.nonfinite_obs = self.nonfinite_returns = 0
+        self._nonfinite_reported = (0, 0, 0)
         self.writers: list[Any] = []
         self.wandb_run = None
         if summary_dirs is not None:
@@ -90,9 +95,44 @@ class Monitor:
         return self.policies[0].train_stats
 
     def set_train_stats(self, stats: dict[int, dict[str, float]]) -> None:
-        """Stores each policy's latest learner statistics (policy id -> statistics)."""
+        """Stores each policy's latest learner statistics (policy id -> statistics); logs a warning
+        when the learner skipped optimizer steps of the batch (`skipped_updates`: non-finite loss or
+        gradient)."""
         for p, st in stats.items():
             self.policies[p].train_stats = st
+            skipped = int(st.get("skipped_updates", 0))
+            if skipped:
+                log.warning(
+                    "Policy %d: skipped %d optimizer step(s) of its last batch: the loss or gradient was "
+                    "not finite (NaN or inf); the weights were left as they were (%d skipped so far). "
+                    "Lower --learning_rate or --max_grad_norm, or check --reward_scale and the env's rewards.",
+                    p,
+                    skipped,
+                    int(st.get("skipped_updates_total", skipped)),
+                )
+
+    def add_nonfinite(self, rewards: int, observations: int) -> None:
+        """Counts agent steps whose reward / observation from the env was NaN or ±inf (replaced by
+        0, not trained on); the first ones are logged at once with the env's name, later ones at the
+        next progress line."""
+        self.nonfinite_rewards += rewards
+        self.nonfinite_obs += observations
+        if (rewards or observations) and self._nonfinite_reported == (0, 0, 0):
+            self._report_nonfinite()
+
+    def _report_nonfinite(self) -> None:
+        now = (self.nonfinite_rewards, self.nonfinite_obs, self.nonfinite_returns)
+        if now == self._nonfinite_reported:
+            return
+        self._nonfinite_reported = now
+        log.warning(
+            "Env %r returned non-finite values (NaN or inf) so far: %d reward(s) and %d observation(s) "
+            "(agent steps; replaced by 0 and not trained on), %d episode return(s) (left out of the "
+            "statistics). Check the env's reward and observation code (`surge check-env --env=%s`).",
+            self.cfg.env,
+            *now,
+            self.cfg.env,
+        )
 
     def add_steps(self, env_steps: int, frameskip: int, num_agents: int) -> None:
         """Counts `env_steps` calls of env.step (each `frameskip` frames, `num_agents` agent steps)."""
@@ -103,6 +143,9 @@ class Monitor:
     def add_episodes(self, episodes: list) -> None:
         """Counts finished episodes (`EpisodeStats`) under the policy that played them."""
         for ep in episodes:
+            if not math.isfinite(ep.episode_return):  # a NaN would make every mean NaN
+                self.nonfinite_returns += 1
+                continue
             ps = self.policies[ep.policy_id]
             ps.returns.append(ep.episode_return)
             ps.lengths.append(ep.episode_length)
@@ -129,6 +172,7 @@ class Monitor:
         if force or now - self.last_report >= self.cfg.report_interval_sec:
             self.last_report = now
             self._print()
+            self._report_nonfinite()
         if self.writers and (force or now - self.last_summary >= self.cfg.experiment_summaries_interval):
             self.last_summary = now
             self._write_summaries()

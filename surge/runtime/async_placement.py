@@ -29,9 +29,11 @@ from surge.runtime.learner_process import learner_process_main
 from surge.runtime.messages import (
     ChildError,
     LearnerReady,
+    NonFiniteEnvOutput,
     ResetDone,
     SaveCommand,
     Saved,
+    SaveRefused,
     Steps,
     StopCommand,
     TrainStats,
@@ -249,10 +251,15 @@ class AsyncPlacement:
             if isinstance(msg, Steps):
                 report.env_steps += msg.env_steps
                 report.episodes += [EpisodeStats(r, n, p) for r, n, p in msg.episodes]
+            elif isinstance(msg, NonFiniteEnvOutput):
+                report.nonfinite_rewards += msg.rewards
+                report.nonfinite_obs += msg.observations
             elif isinstance(msg, TrainStats):
                 report.train_stats[msg.policy_id] = msg.stats
             elif isinstance(msg, Saved):
                 log.info("Saved %s", msg.path)
+            elif isinstance(msg, SaveRefused):
+                log.error("Policy %d: %s checkpoint not written: %s", msg.policy_id, msg.kind, msg.reason)
             elif isinstance(msg, ChildError):
                 raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
         self._check_children()
@@ -296,6 +303,8 @@ class AsyncPlacement:
         for msg in self._drain(timeout=0.05):
             if isinstance(msg, Saved):
                 log.info("Saved %s", msg.path)
+            elif isinstance(msg, SaveRefused):
+                log.error("Policy %d: %s checkpoint not written: %s", msg.policy_id, msg.kind, msg.reason)
             elif isinstance(msg, ChildError):
                 log.error("%s crashed:\n%s", msg.name, msg.traceback)
         self.procs.clear()

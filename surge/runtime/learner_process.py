@@ -24,7 +24,7 @@ from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
-from surge.runtime.messages import LearnerReady, SaveCommand, Saved, StopCommand, TrainStats
+from surge.runtime.messages import LearnerReady, SaveCommand, Saved, SaveRefused, StopCommand, TrainStats
 from surge.runtime.placement import checkpoint_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import run_child, setup_child
@@ -48,7 +48,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         device = torch_device(cfg)
         model = make_model(cfg, layout.info, device)
         learner = make_learner(layout, model, device, p)
-        ckpt = CheckpointManager(Path(ctx.ckpt_folder), cfg.keep_checkpoints)
+        ckpt = CheckpointManager(Path(ctx.ckpt_folder), cfg.keep_checkpoints, p)
         if ctx.resume:
             state = ckpt.load("latest")
             if state is not None:
@@ -67,7 +67,10 @@ def learner_process_main(ctx: LearnerContext) -> None:
                     item.counters["env_frames"],
                     item.kind,
                 )
-                shared.report_queue.put(Saved(p, item.kind, str(path)))
+                if path is None:  # non-finite weights: the previous checkpoint stays the latest
+                    shared.report_queue.put(SaveRefused(p, item.kind, ckpt.last_refusal))
+                else:
+                    shared.report_queue.put(Saved(p, item.kind, str(path)))
                 return
             kind, batch, blocks = item
             t0 = time.monotonic()

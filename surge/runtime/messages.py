@@ -3,7 +3,8 @@ of ints, strings and plain values: data itself stays in shared memory, messages 
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
 Per rollout: `BlockReady` to each learner whose policy acted in the block.
-Reports to the main process: `ResetDone`, `Steps`, `TrainStats`, `Saved`, `LearnerReady`, `ChildError`.
+Reports to the main process: `ResetDone`, `Steps`, `NonFiniteEnvOutput`, `TrainStats`, `Saved`,
+`SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`.
 """
 
@@ -49,6 +50,16 @@ class Steps(NamedTuple):
     episodes: list[tuple[float, int, int]]
 
 
+class NonFiniteEnvOutput(NamedTuple):
+    """Agent steps of a rollout worker, since its last such report, whose reward (`rewards`) or
+    observation (`observations`) held a NaN or ±inf: replaced by 0 and not trained on. Sent only
+    when one of them is non-zero."""
+
+    worker_idx: int
+    rewards: int
+    observations: int
+
+
 class TrainStats(NamedTuple):
     policy_id: int
     stats: dict[str, float]
@@ -58,6 +69,15 @@ class Saved(NamedTuple):
     policy_id: int
     kind: str
     path: str
+
+
+class SaveRefused(NamedTuple):
+    """A learner did not write a checkpoint of `kind` (non-finite weights): `reason` says why; the
+    previous checkpoint stays the latest."""
+
+    policy_id: int
+    kind: str
+    reason: str
 
 
 class LearnerReady(NamedTuple):

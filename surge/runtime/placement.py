@@ -23,11 +23,14 @@ from surge.sampling.rollout_worker import EpisodeStats
 @dataclass
 class StepReport:
     """What a placement reports per `step()`: env steps (calls of env.step), finished episodes,
-    and each policy's learner statistics when one of its iterations finished."""
+    each policy's learner statistics when one of its iterations finished, and the agent steps
+    whose reward or observation was non-finite (replaced by 0, not trained on)."""
 
     env_steps: int = 0
     episodes: list[EpisodeStats] = field(default_factory=list)
     train_stats: dict[int, dict[str, float]] = field(default_factory=dict)
+    nonfinite_rewards: int = 0
+    nonfinite_obs: int = 0
 
 
 class Placement(Protocol):

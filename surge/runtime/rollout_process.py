@@ -15,7 +15,7 @@ from queue import Empty
 from typing import Any
 
 from surge.runtime.components import make_rollout_worker
-from surge.runtime.messages import BlockReady, PolicyRequest, ResetDone, Steps
+from surge.runtime.messages import BlockReady, NonFiniteEnvOutput, PolicyRequest, ResetDone, Steps
 from surge.runtime.process_context import RolloutContext
 from surge.runtime.process_setup import run_child, setup_child
 from surge.sampling.rollout_worker import RolloutWorker
@@ -122,6 +122,9 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
             last_report = now
             episodes = [(e.episode_return, e.episode_length, e.policy_id) for e in worker.pop_episodes()]
             report_queue.put(Steps(ctx.worker_idx, worker.pop_env_steps(), episodes))
+            rewards, obs = worker.pop_nonfinite()
+            if rewards or obs:
+                report_queue.put(NonFiniteEnvOutput(ctx.worker_idx, rewards, obs))
 
 
 def _drain(queue: Any) -> None:

@@ -130,6 +130,9 @@ class SerialPlacement:
         for w in c.workers:
             report.env_steps += w.pop_env_steps()
             report.episodes += w.pop_episodes()
+            rewards, obs = w.pop_nonfinite()
+            report.nonfinite_rewards += rewards
+            report.nonfinite_obs += obs
         return report
 
     def set_env_frames(self, env_frames: int) -> None:
@@ -149,7 +152,8 @@ class SerialPlacement:
                 counters["env_frames"],
                 kind,
             )
-            log.info("Saved %s", path)
+            if path is not None:  # else CheckpointManager logged why
+                log.info("Saved %s", path)
 
     def close(self) -> None:
         if self.c is not None:

@@ -101,7 +101,7 @@ class TrainingRun:
             save_cfg(cfg, folder.cfg_file)
         log.info("Experiment folder: %s", folder.root)
         P = cfg.num_policies
-        self.ckpts = [CheckpointManager(folder.checkpoints(i), cfg.keep_checkpoints) for i in range(P)]
+        self.ckpts = [CheckpointManager(folder.checkpoints(i), cfg.keep_checkpoints, i) for i in range(P)]
         resume = cfg.restart_behavior == "resume"
         resume_states = [c.load("latest") if resume else None for c in self.ckpts]
         summaries = None if cfg.benchmark else [folder.summaries(i) for i in range(P)]
@@ -212,6 +212,8 @@ class TrainingRun:
             self.first_frames = (time.time(), m.env_frames)
         m.add_steps(report.env_steps, p.frameskip, p.num_agents)
         m.add_episodes(report.episodes)
+        if report.nonfinite_rewards or report.nonfinite_obs:
+            m.add_nonfinite(report.nonfinite_rewards, report.nonfinite_obs)
         p.set_env_frames(m.env_frames)
         if report.train_stats:
             m.set_train_stats(report.train_stats)

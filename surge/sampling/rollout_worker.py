@@ -11,6 +11,16 @@ length), which `hand_over` passes to the learners of the policies that acted in 
 
 With several policies, each agent has a policy for its current episode (`PolicyMapper`), written
 into `policy_id[slot, t]` before inference reads the step, and re-drawn when its episode ends.
+
+Non-finite env outputs (NaN or ±inf rewards and floating-point observations) are caught here, where
+they enter: the value is replaced by 0 and the agent's step is marked inactive (`is_active=False`),
+so no learner trains on it, inference never sees a NaN, and the run goes on. Each is counted
+(`pop_nonfinite`) and the run's log reports the counts with the env's name. Sample Factory trains
+on them silently; SB3's `VecCheckNan` raises instead. A week-long run should not die of one bad
+step of one env among hundreds, nor carry a NaN into its weights and checkpoints, so this skips
+and reports rather than raising. The check is one `isfinite(...).all()` per split step on the
+rewards and on each floating-point observation tensor already built (integer observations such as
+Atari frames cannot be non-finite and are not checked).
 """
 
 from __future__ import annotations
@@ -53,6 +63,9 @@ class SplitState:
     agent_policy: Tensor = field(init=False)  # [N] int8: the policy acting for each agent
     agent_episode: np.ndarray = field(init=False)  # [N]: episodes each agent started so far
     policies: list[int] = field(init=False)  # the distinct policies in agent_policy
+    # [N] bool: agents whose latest observation was non-finite (replaced by 0): their next step
+    # is marked inactive
+    bad_obs: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.set_slots(self.slots)
@@ -72,6 +85,28 @@ def _stack_obs(obs_list: list, space: gym.Space):
     if isinstance(space, gym.spaces.Dict):
         return {k: _stack_obs([o[k] for o in obs_list], s) for k, s in space.spaces.items()}
     return torch.from_numpy(np.stack(obs_list).astype(space.dtype, copy=False))
+
+
+def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
+    """Finds NaN and ±inf in observations `[n, ...]` (a tensor or a dict of them).
+
+    Returns:
+        `(obs, None)` when every value is finite (the common case: one `isfinite(...).all()` per
+        floating-point tensor; integer tensors are not checked), else `(a copy of obs with the
+        non-finite values replaced by 0, [n] bool of the agents that had one)`. `obs` itself is
+        never modified (it may be the env's own array).
+    """
+    if isinstance(obs, dict):
+        out, bad = dict(obs), None
+        for k, v in obs.items():
+            out[k], sub = _clean_obs(v, n)
+            if sub is not None:
+                bad = sub if bad is None else bad | sub
+        return (obs, None) if bad is None else (out, bad)
+    if not obs.is_floating_point() or bool(torch.isfinite(obs).all()):
+        return obs, None
+    finite = torch.isfinite(obs)
+    return obs.masked_fill(~finite, 0.0), ~finite.reshape(n, -1).all(dim=1).numpy()
 
 
 def _as_tensor_tree(obs):
@@ -131,6 +166,8 @@ class RolloutWorker:
                 raise RuntimeError("not enough trajectory slots to start a rollout worker")
             first_env = (worker_idx * len(env_splits) + s_idx) * len(envs)
             self.splits.append(SplitState(envs, slots, num_agents=self.num_agents, first_env=first_env))
+        self.nonfinite_rewards = 0  # agent steps whose reward was NaN or ±inf (see the module docstring)
+        self.nonfinite_obs = 0  # agent steps whose observation held a NaN or ±inf
 
     # ---------------------------------------------------------------------------------------
     def reset(self) -> None:
@@ -157,8 +194,9 @@ class RolloutWorker:
                     obs_all.append(obs)
                 else:
                     obs_all.extend(obs)
+            split.bad_obs = None
             if self.is_batched:
-                tree_assign(self.buffers.obs, (split.index, 0), _as_tensor_tree(_cat_obs(obs_all)))
+                self._put_obs(split, 0, _as_tensor_tree(_cat_obs(obs_all)))
             else:
                 self._write_obs(split, 0, obs_all)
             self.buffers.rnn_states[split.index, 0] = 0.0
@@ -170,13 +208,39 @@ class RolloutWorker:
         return obs
 
     def _write_obs(self, split: SplitState, t: int, obs_list: list) -> None:
+        """Stacks the agents' observations and writes them at `(split.slots, t)` (see `_put_obs`).
+
+        Raises:
+            EnvError: they do not match the observation space.
+        """
         try:
-            tree_assign(self.buffers.obs, (split.index, t), _stack_obs(obs_list, self.obs_space))
+            stacked = _stack_obs(obs_list, self.obs_space)
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
-            raise EnvError(
-                f"env {self.cfg.env!r} returned observations that do not match its observation_space "
-                f"{self.obs_space}: {e}. Run `surge check-env --env={self.cfg.env}` for details."
-            ) from e
+            raise self._obs_error(e) from e
+        self._put_obs(split, t, stacked)
+
+    def _obs_error(self, e: Exception) -> EnvError:
+        return EnvError(
+            f"env {self.cfg.env!r} returned observations that do not match its observation_space "
+            f"{self.obs_space}: {e}. Run `surge check-env --env={self.cfg.env}` for details."
+        )
+
+    def _put_obs(self, split: SplitState, t: int, obs: Any) -> None:
+        """Writes the observations `[N, ...]` (a tensor or dict of tensors) at `(split.slots, t)`.
+        Non-finite values are replaced by 0 (in a copy) and their agents' step t is marked inactive
+        by the next `advance`.
+
+        Raises:
+            EnvError: they do not match the observation space.
+        """
+        try:
+            obs, bad = _clean_obs(obs, len(split.slots))
+            tree_assign(self.buffers.obs, (split.index, t), obs)
+        except (RuntimeError, ValueError, KeyError, TypeError) as e:
+            raise self._obs_error(e) from e
+        if bad is not None:
+            self.nonfinite_obs += int(bad.sum())
+            split.bad_obs = bad if split.bad_obs is None else split.bad_obs | bad
 
     # ---------------------------------------------------------------------------------------
     def _map_policies(self, split: SplitState, agents: np.ndarray) -> None:
@@ -238,12 +302,21 @@ class RolloutWorker:
         else:
             obs_all, rewards, terminated, truncated, active = self._step_envs(split, actions)
         buf, slots, idx = self.buffers, split.slots, split.index
-        buf.rewards[idx, t] = torch.from_numpy(rewards)
+        rewards_t = torch.as_tensor(rewards)
+        if not bool(torch.isfinite(rewards_t).all()):
+            finite = torch.isfinite(rewards_t)
+            self.nonfinite_rewards += int((~finite).sum())
+            rewards_t = torch.where(finite, rewards_t, 0.0)
+            active = active & finite.numpy()
+        if split.bad_obs is not None:  # this step acted on a non-finite observation (replaced by 0)
+            active = active & ~split.bad_obs
+            split.bad_obs = None
+        buf.rewards[idx, t] = rewards_t
         buf.terminated[idx, t] = torch.from_numpy(terminated)
         buf.truncated[idx, t] = torch.from_numpy(truncated)
         buf.is_active[idx, t] = torch.from_numpy(active)
         if self.is_batched:
-            tree_assign(self.buffers.obs, (idx, t + 1), _as_tensor_tree(obs_all))
+            self._put_obs(split, t + 1, _as_tensor_tree(obs_all))
         else:
             self._write_obs(split, t + 1, obs_all)
         done = terminated | truncated
@@ -329,6 +402,13 @@ class RolloutWorker:
         for split in self.splits:
             out.extend(split.episodes)
             split.episodes.clear()
+        return out
+
+    def pop_nonfinite(self) -> tuple[int, int]:
+        """`(rewards, observations)`: agent steps with a non-finite reward, and with a non-finite
+        observation, since the last call (each replaced by 0 and not trained on)."""
+        out = (self.nonfinite_rewards, self.nonfinite_obs)
+        self.nonfinite_rewards = self.nonfinite_obs = 0
         return out
 
     def pop_env_steps(self) -> int:
