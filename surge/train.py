@@ -15,15 +15,21 @@ def main(argv: list[str] | None = None) -> int:
 
     if cfg.algo == "DUMMY_SAMPLER":  # random actions through the same sampling machinery, no learning
         cfg.sampler_only, cfg.benchmark = True, True
-        cfg.train_for_env_steps = cfg.sample_env_frames
+        # the lower budget of the two (the run's log says which)
+        cfg.train_for_env_steps = min(cfg.train_for_env_steps, cfg.sample_env_frames)
     run = TrainingRun(cfg)
     status = run.run()
     if cfg.algo == "DUMMY_SAMPLER" and run.summary:
         s = run.summary
+        rate = s["env_frames_per_sec"]
         print(
             f"DUMMY_SAMPLER {cfg.env}: {s['total_env_frames']:.0f} env frames sampled; "
-            f"{s['env_frames']:.0f} env frames in {s['seconds']:.2f} s = "
-            f"{s['env_frames_per_sec']:.1f} env frames/s (start-up excluded)"
+            f"{s['env_frames']:.0f} env frames in {s['seconds']:.2f} s"
+            + (
+                f" = {rate:.1f} env frames/s (start-up excluded)"
+                if rate == rate
+                else ": too short to measure a rate (raise --sample_env_frames)"
+            )
         )
     return 1 if status == "failed" else 0
 

@@ -46,6 +46,7 @@ class Monitor:
     """
 
     WINDOWS = (10.0, 60.0, 300.0)  # seconds: FPS over the last 10 s, 1 min, 5 min
+    MIN_SPAN_SEC = 1.0  # a rate needs two points at least this far apart
 
     def __init__(
         self,
@@ -156,11 +157,13 @@ class Monitor:
         return self.policies[policy_id].mean_return()
 
     def fps(self, window: float) -> float:
-        """Env frames per second over the last `window` seconds (nan until two points exist)."""
+        """Env frames per second over the last `window` seconds: from the oldest recorded point in
+        the window to the newest. nan (printed "-") until two points at least `MIN_SPAN_SEC` apart
+        exist, so no rate is a division by ~0 s."""
         now_t, now_f = self.history[-1]
         for t, f in self.history:
             if now_t - t <= window:
-                return (now_f - f) / max(1e-6, now_t - t) if now_t > t else float("nan")
+                return (now_f - f) / (now_t - t) if now_t - t >= self.MIN_SPAN_SEC else float("nan")
         return float("nan")
 
     def tick(self, force: bool = False) -> None:
@@ -191,10 +194,9 @@ class Monitor:
         return msg
 
     def _print(self) -> None:
-        f10, f60, f300 = (self.fps(w) for w in self.WINDOWS)
+        f10, f60, f300 = (f"{x:.1f}" if math.isfinite(x) else "-" for x in map(self.fps, self.WINDOWS))
         msg = (
-            f"Env frames/s (10 s, 1 min, 5 min): {f10:.1f}, {f60:.1f}, {f300:.1f}. Total env frames: "
-            f"{self.env_frames}. "
+            f"Env frames/s (10 s, 1 min, 5 min): {f10}, {f60}, {f300}. Total env frames: {self.env_frames}. "
         )
         if len(self.policies) == 1:
             log.info(msg + self._policy_text(self.policies[0]))
@@ -205,8 +207,10 @@ class Monitor:
 
     def _write_summaries(self) -> None:
         step = self.env_frames
+        fps = self.fps(self.WINDOWS[0])
         for w, ps in zip(self.writers, self.policies, strict=True):
-            w.add_scalar("perf/env_frames_per_sec", self.fps(self.WINDOWS[0]), step)
+            if math.isfinite(fps):
+                w.add_scalar("perf/env_frames_per_sec", fps, step)
             w.add_scalar("perf/env_steps", self.env_steps, step)
             if ps.returns:
                 w.add_scalar("episode/return_mean", ps.mean_return(), step)

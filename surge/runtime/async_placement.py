@@ -28,13 +28,13 @@ from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
 from surge.runtime.messages import (
     ChildError,
+    Episodes,
     LearnerReady,
     NonFiniteEnvOutput,
     ResetDone,
     SaveCommand,
     Saved,
     SaveRefused,
-    Steps,
     StopCommand,
     TrainStats,
 )
@@ -49,6 +49,7 @@ log = logging.getLogger("surge")
 JOIN_TIMEOUT_SEC = 10.0
 LEARNER_STOP_TIMEOUT_SEC = 300.0
 QUEUE_BYTES = 10 * 1000 * 1000
+STEP_POLL_SEC = 0.1  # the main loop's period while no report arrives (the budget and stop checks)
 
 
 def _queue():
@@ -102,6 +103,9 @@ class AsyncPlacement:
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
             shared_weights.publish(model, 0)
         self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.env_steps = torch.zeros(cfg.num_workers, dtype=torch.int64).share_memory_()
+        self.env_steps_budget = torch.full((1,), torch.iinfo(torch.int64).max).share_memory_()
+        self.env_steps_counted = 0  # of sum(env_steps), reported by `step` so far
         self.report_queue = _queue()
         self.shared = SharedContext(
             cfg.to_dict(),
@@ -111,6 +115,8 @@ class AsyncPlacement:
             self.block_pool,
             weights,
             self.env_frames,
+            self.env_steps,
+            self.env_steps_budget,
             self.report_queue,
             ctx.Event(),
         )
@@ -239,17 +245,19 @@ class AsyncPlacement:
                 raise ChildProcessFailed(f"process {name} exited with code {p.exitcode}{tb}")
 
     def step(self) -> StepReport:
-        """Collects the children's reports for up to 0.1 s.
+        """Collects the children's reports for up to 0.1 s; the env steps are the workers' shared
+        counters' growth since the last call (exact, not lagging behind reports).
 
         Raises:
             ChildProcessFailed: a child crashed (its traceback in the message) or exited.
         """
         report = StepReport()
-        msgs = self._early + self._drain(timeout=0.1)
+        msgs = self._early + self._drain(timeout=STEP_POLL_SEC)
         self._early = []
+        total = int(self.env_steps.sum())
+        report.env_steps, self.env_steps_counted = total - self.env_steps_counted, total
         for msg in msgs:
-            if isinstance(msg, Steps):
-                report.env_steps += msg.env_steps
+            if isinstance(msg, Episodes):
                 report.episodes += [EpisodeStats(r, n, p) for r, n, p in msg.episodes]
             elif isinstance(msg, NonFiniteEnvOutput):
                 report.nonfinite_rewards += msg.rewards
@@ -267,6 +275,10 @@ class AsyncPlacement:
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames[0] = env_frames
+
+    def limit_env_steps(self, env_steps: int) -> None:
+        """The rollout workers step no more once they took `env_steps` more env steps in all."""
+        self.env_steps_budget[0] = self.env_steps_counted + max(0, env_steps)
 
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
         """Asks the learners (or policy `policy_id`'s) to write a checkpoint (asynchronously; the

@@ -3,7 +3,7 @@ of ints, strings and plain values: data itself stays in shared memory, messages 
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
 Per rollout: `BlockReady` to each learner whose policy acted in the block.
-Reports to the main process: `ResetDone`, `Steps`, `NonFiniteEnvOutput`, `TrainStats`, `Saved`,
+Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`.
 """
@@ -41,12 +41,12 @@ class ResetDone(NamedTuple):
     incarnation: int
 
 
-class Steps(NamedTuple):
-    """Env steps (calls of env.step) and finished episodes `[(return, length in env steps,
-    policy_id)]` of a rollout worker since its last report."""
+class Episodes(NamedTuple):
+    """Finished episodes `[(return, length in env steps, policy_id)]` of a rollout worker since its
+    last report. Env steps are not reported: they are counted in shared memory
+    (`SharedContext.env_steps`), so the main process sees them at once."""
 
     worker_idx: int
-    env_steps: int
     episodes: list[tuple[float, int, int]]
 
 

@@ -56,6 +56,11 @@ class Placement(Protocol):
         """Tells the learners the run's env frames (for the learning-rate schedule)."""
         ...
 
+    def limit_env_steps(self, env_steps: int) -> None:
+        """The samplers take at most about `env_steps` more env steps (the rest of the frame
+        budget): a run ends within one step of each split of its budget."""
+        ...
+
     def close(self) -> None:
         """Stops everything the placement started; no process or shared memory is left."""
         ...

@@ -28,6 +28,12 @@ class SharedContext:
         buffers, block_pool: the trajectory buffers and their blocks' holder flags.
         weights: one `SharedWeights` per policy.
         env_frames: `[1]` int64, the run's env frames (the learning-rate schedule reads it).
+        env_steps: `[num_workers]` int64, env steps (calls of env.step of each (sub-)env) each rollout
+            worker index took so far in this run, written by the worker after every step; the main
+            process counts frames from it (exact and current, where reports would lag).
+        env_steps_budget: `[1]` int64, the env steps (summed over `env_steps`) after which rollout
+            workers stop stepping: the frame budget, so a run ends within one step of every split
+            of it.
         report_queue: children -> main process (`surge.runtime.messages`).
         stop_event: set by the main process to stop every loop.
     """
@@ -39,6 +45,8 @@ class SharedContext:
     block_pool: BlockPool
     weights: list[SharedWeights]
     env_frames: Tensor
+    env_steps: Tensor
+    env_steps_budget: Tensor
     report_queue: Any
     stop_event: Any
 

@@ -15,12 +15,12 @@ from queue import Empty
 from typing import Any
 
 from surge.runtime.components import make_rollout_worker
-from surge.runtime.messages import BlockReady, NonFiniteEnvOutput, PolicyRequest, ResetDone, Steps
+from surge.runtime.messages import BlockReady, Episodes, NonFiniteEnvOutput, PolicyRequest, ResetDone
 from surge.runtime.process_context import RolloutContext
 from surge.runtime.process_setup import run_child, setup_child
 from surge.sampling.rollout_worker import RolloutWorker
 
-REPORT_INTERVAL_SEC = 0.5
+REPORT_INTERVAL_SEC = 0.5  # episodes and non-finite counts; env steps are counted in shared memory
 
 
 def rollout_process_main(ctx: RolloutContext) -> None:
@@ -86,15 +86,26 @@ class _Requester:
 def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
     """Steps ready splits until stopped. A split whose next rollout has no free block waits on its
     own (back-pressure from the learners) while the other splits go on: blocking the whole worker
-    would keep the other split's finished block from a learner, which may be waiting for it."""
+    would keep the other split's finished block from a learner, which may be waiting for it.
+
+    After every step the worker adds its env steps to `shared.env_steps[worker_idx]`; once the
+    workers' total reaches `shared.env_steps_budget` it steps no more (the run is over: the main
+    process stops it), so a run overshoots its budget by at most one step of each split."""
     shared = ctx.shared
-    stop_event, report_queue = shared.stop_event, shared.report_queue
+    stop_event = shared.stop_event
+    counts = shared.env_steps.numpy()  # shared memory: [num_workers] int64
+    budget = shared.env_steps_budget.numpy()
+    w_idx = ctx.worker_idx
     requester = _Requester(ctx, worker)
     for s in range(len(worker.splits)):
         requester.request(s)
     last_report = time.monotonic()
     waiting: list[int] = []
     while not stop_event.is_set():
+        if counts.sum() >= budget[0]:  # budget reached: only report until the main process stops us
+            stop_event.wait(0.05)
+            last_report = _report(ctx, worker, last_report)
+            continue
         for s in list(waiting):
             if worker.start_next_rollout(s):
                 waiting.remove(s)
@@ -109,6 +120,7 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
                 continue
             s = answered
             finished = worker.advance(s)
+            counts[w_idx] += worker.pop_env_steps()
             if finished is not None:
                 block = BlockReady(int(finished[0]))
                 for p in worker.hand_over(s, finished):
@@ -117,14 +129,22 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
                     waiting.append(s)
                     continue
             requester.request(s)
-        now = time.monotonic()
-        if now - last_report >= REPORT_INTERVAL_SEC:
-            last_report = now
-            episodes = [(e.episode_return, e.episode_length, e.policy_id) for e in worker.pop_episodes()]
-            report_queue.put(Steps(ctx.worker_idx, worker.pop_env_steps(), episodes))
-            rewards, obs = worker.pop_nonfinite()
-            if rewards or obs:
-                report_queue.put(NonFiniteEnvOutput(ctx.worker_idx, rewards, obs))
+        last_report = _report(ctx, worker, last_report)
+
+
+def _report(ctx: RolloutContext, worker: RolloutWorker, last_report: float) -> float:
+    """Sends the finished episodes and non-finite env outputs (if any) every
+    `REPORT_INTERVAL_SEC`; returns the time of the last report."""
+    now = time.monotonic()
+    if now - last_report < REPORT_INTERVAL_SEC:
+        return last_report
+    episodes = [(e.episode_return, e.episode_length, e.policy_id) for e in worker.pop_episodes()]
+    if episodes:
+        ctx.shared.report_queue.put(Episodes(ctx.worker_idx, episodes))
+    rewards, obs = worker.pop_nonfinite()
+    if rewards or obs:
+        ctx.shared.report_queue.put(NonFiniteEnvOutput(ctx.worker_idx, rewards, obs))
+    return now
 
 
 def _drain(queue: Any) -> None:

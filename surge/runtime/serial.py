@@ -138,6 +138,9 @@ class SerialPlacement:
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
 
+    def limit_env_steps(self, env_steps: int) -> None:
+        """Nothing to do: the main loop checks the budget after every step of all splits."""
+
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
         c = self.c
         if c is None:

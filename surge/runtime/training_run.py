@@ -4,6 +4,7 @@ progress, checkpoints, clean stop on Ctrl+C / SIGTERM, and the `done` marker."""
 from __future__ import annotations
 
 import logging
+import math
 import signal
 import time
 from typing import Any
@@ -21,6 +22,8 @@ from surge.runtime.process_setup import retain_freed_memory
 from surge.runtime.serial import SerialPlacement
 
 log = logging.getLogger("surge")
+
+MIN_RATE_SECONDS = 1.0  # a throughput over a shorter span is not reported (it would be noise)
 
 
 def make_placement(
@@ -84,6 +87,18 @@ class TrainingRun:
         setup_logging(None if cfg.benchmark else folder.log_file)
         for note in config_notes(cfg):
             log.warning(note)
+        if cfg.algo == "DUMMY_SAMPLER":
+            log.info(
+                "DUMMY_SAMPLER samples %d env frames: the lower of --train_for_env_steps and "
+                "--sample_env_frames (here %s)%s.",
+                cfg.train_for_env_steps,
+                "--sample_env_frames"
+                if cfg.train_for_env_steps == cfg.sample_env_frames
+                else "--train_for_env_steps",
+                f", or stops after --train_for_seconds={cfg.train_for_seconds}"
+                if cfg.train_for_seconds < 1e10
+                else "",
+            )
         if removed:
             log.info(
                 "--restart_behavior=overwrite: removed the previous run's %s",
@@ -112,6 +127,7 @@ class TrainingRun:
         finished = failed = False
         try:
             p.start()
+            p.limit_env_steps(math.ceil((cfg.train_for_env_steps - m.env_frames) / p.frameskip))
             self.start_time = time.time()
             self.last_save = self.last_milestone = self.start_time
             self.last_best = 0.0
@@ -138,7 +154,11 @@ class TrainingRun:
         if failed:
             return "failed"
         if not finished:
-            log.info("Stopped on request after %d env frames; the same command resumes.", m.env_frames)
+            log.info(
+                "Stopped on request after %d env frames%s.",
+                m.env_frames,
+                "" if cfg.benchmark else "; the same command resumes",
+            )
             return "interrupted"
         if not cfg.benchmark:
             folder.done_file.write_text(f"env_frames={m.env_frames}\n")
@@ -146,18 +166,29 @@ class TrainingRun:
         return "done"
 
     def _summarise(self) -> None:
-        """Throughput from the first env steps to the end (start-up excluded), in `self.summary`."""
+        """Throughput from the first env steps to the end (start-up excluded), in `self.summary`;
+        no rate when that span is shorter than `MIN_RATE_SECONDS` (it would not be a real one)."""
         m = self.monitor
         if self.first_frames is None:
             return
         t0, f0 = self.first_frames
-        seconds = max(1e-9, getattr(self, "end_time", time.time()) - t0)
+        seconds = getattr(self, "end_time", time.time()) - t0
+        measurable = seconds >= MIN_RATE_SECONDS
         self.summary = {
             "total_env_frames": m.env_frames,
             "env_frames": m.env_frames - f0,
             "seconds": seconds,
-            "env_frames_per_sec": (m.env_frames - f0) / seconds,
+            "env_frames_per_sec": (m.env_frames - f0) / seconds if measurable else float("nan"),
         }
+        if not measurable:
+            log.info(
+                "Throughput: %d env frames in %.2f s: too short to measure a rate (under %.0f s from the "
+                "first env steps on)",
+                self.summary["env_frames"],
+                seconds,
+                MIN_RATE_SECONDS,
+            )
+            return
         log.info(
             "Throughput: %d env frames in %.1f s = %.1f env frames/s (from the first env steps on)",
             self.summary["env_frames"],
@@ -168,7 +199,12 @@ class TrainingRun:
     def _on_signal(self, signum, frame) -> None:
         if self.stop_requested:  # second Ctrl+C: stop now
             raise KeyboardInterrupt
-        log.warning("Signal %d received: saving a checkpoint and stopping (again to abort).", signum)
+        if self.cfg.benchmark:  # benchmark mode (surge bench) writes no checkpoint
+            log.warning(
+                "Signal %d received: stopping; benchmark mode saves no checkpoint (again to abort).", signum
+            )
+        else:
+            log.warning("Signal %d received: saving a checkpoint and stopping (again to abort).", signum)
         self.stop_requested = True
 
     def _restore_counters(self, states: list[dict[str, Any] | None]) -> None:

@@ -5,6 +5,8 @@ inference answered."""
 from queue import Empty
 from types import SimpleNamespace
 
+import torch
+
 from surge.runtime.messages import ActionsReady, BlockReady, PolicyRequest
 from surge.runtime.process_context import RolloutContext
 from surge.runtime.rollout_process import _run
@@ -63,6 +65,10 @@ class Event:
     def is_set(self):
         return self.flag
 
+    def wait(self, timeout=None):  # the main process stops the run while the worker waits
+        self.flag = True
+        return True
+
 
 class Sink:
     def __init__(self):
@@ -73,7 +79,12 @@ class Sink:
 
 
 def _ctx(replies, stop, num_policies=1, incarnation=0):
-    shared = SimpleNamespace(stop_event=stop, report_queue=Sink())
+    shared = SimpleNamespace(
+        stop_event=stop,
+        report_queue=Sink(),
+        env_steps=torch.zeros(6, dtype=torch.int64),
+        env_steps_budget=torch.tensor([2**62]),
+    )
     requests = [[Sink()] for _ in range(num_policies)]
     learners = [Sink() for _ in range(num_policies)]
     return RolloutContext(shared, 5, incarnation, requests, replies, learners)  # type: ignore[arg-type]
@@ -98,3 +109,29 @@ def test_a_split_waits_for_every_acting_policy_and_its_block_goes_to_each_learne
     assert worker.advanced == [0]
     assert [len(q[0].items) for q in ctx.request_queues] == [3, 3]  # 2 first requests + 1 after advance
     assert ctx.learner_queues[0].items == ctx.learner_queues[1].items == [BlockReady(0)]
+
+
+class SteppingWorker(FakeWorker):
+    """Each advance takes 4 env steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+
+    def advance(self, s):
+        self.steps += 4
+        return super().advance(s)
+
+    def pop_env_steps(self):
+        steps, self.steps = self.steps, 0
+        return steps
+
+
+def test_env_steps_are_counted_in_shared_memory_and_the_worker_stops_at_the_budget():
+    worker, stop = SteppingWorker(), Event()
+    ctx = _ctx(Replies([[0], [1], [0], [1], [0]], stop), stop)
+    ctx.shared.env_steps[2] = 3  # another worker's steps count toward the budget too
+    ctx.shared.env_steps_budget[0] = 3 + 8
+    _run(ctx, worker)
+    assert worker.advanced == [0, 1]  # 2 advances x 4 steps reach the budget: no third one
+    assert int(ctx.shared.env_steps[5]) == 8
