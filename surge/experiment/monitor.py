@@ -22,6 +22,30 @@ import numpy as np
 log = logging.getLogger("surge")
 
 
+def log_train_notes(policy_id: int, stats: dict[str, float]) -> None:
+    """Logs what a learner's batch statistics tell that the run's log must say: optimizer steps
+    skipped for a non-finite loss or gradient (`skipped_updates`), and a batch left unfinished
+    because the run was stopping (`stopped_early`)."""
+    skipped = int(stats.get("skipped_updates", 0))
+    if skipped:
+        log.warning(
+            "Policy %d: skipped %d optimizer step(s) of its last batch: the loss or gradient was "
+            "not finite (NaN or inf); the weights were left as they were (%d skipped so far). "
+            "Lower --learning_rate or --max_grad_norm, or check --reward_scale and the env's rewards.",
+            policy_id,
+            skipped,
+            int(stats.get("skipped_updates_total", skipped)),
+        )
+    if stats.get("stopped_early"):
+        log.warning(
+            "Policy %d: stopping in the middle of a batch: %d of its %d optimizer steps taken; the final "
+            "checkpoint holds the weights after them.",
+            policy_id,
+            int(stats.get("steps_taken", 0)),
+            int(stats.get("steps_planned", 0)),
+        )
+
+
 class PolicyStats:
     """One policy's recent episodes (the last `stats_avg`) and its learner's last statistics."""
 
@@ -96,21 +120,11 @@ class Monitor:
         return self.policies[0].train_stats
 
     def set_train_stats(self, stats: dict[int, dict[str, float]]) -> None:
-        """Stores each policy's latest learner statistics (policy id -> statistics); logs a warning
-        when the learner skipped optimizer steps of the batch (`skipped_updates`: non-finite loss or
-        gradient)."""
+        """Stores each policy's latest learner statistics (policy id -> statistics); logs what the
+        run's log must say of them (`log_train_notes`)."""
         for p, st in stats.items():
             self.policies[p].train_stats = st
-            skipped = int(st.get("skipped_updates", 0))
-            if skipped:
-                log.warning(
-                    "Policy %d: skipped %d optimizer step(s) of its last batch: the loss or gradient was "
-                    "not finite (NaN or inf); the weights were left as they were (%d skipped so far). "
-                    "Lower --learning_rate or --max_grad_norm, or check --reward_scale and the env's rewards.",
-                    p,
-                    skipped,
-                    int(st.get("skipped_updates_total", skipped)),
-                )
+            log_train_notes(p, st)
 
     def add_nonfinite(self, rewards: int, observations: int) -> None:
         """Counts agent steps whose reward / observation from the env was NaN or ±inf (replaced by

@@ -6,6 +6,7 @@ it must not learn from masked out (inactive agents, other policies' steps, sampl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -15,6 +16,10 @@ from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.models.actor_critic import ActorCritic
+
+
+def _never() -> bool:
+    return False
 
 
 def learning_rate(cfg: Config, env_frames: int) -> float:
@@ -70,6 +75,9 @@ class LearnerBase:
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
+        # polled between optimizer steps: True = the run is stopping, leave the batch in training
+        # (Ctrl+C / SIGTERM; the placements set it)
+        self.should_stop: Callable[[], bool] = _never
 
     def state_dict(self) -> dict[str, Any]:
         """Optimizer state and `policy_version` (the model's state is saved separately)."""

@@ -76,7 +76,9 @@ class Learner(LearnerBase):
         Returns:
             mean statistics of the minibatches whose optimizer step was applied (losses, entropy,
             approx_kl, clip_fraction, grad_norm, lr, policy_lag_min/avg/max in policy versions,
-            skipped_updates: steps skipped for a non-finite loss or gradient, ...).
+            skipped_updates: steps skipped for a non-finite loss or gradient, ...); when
+            `should_stop()` turned True between two steps, the rest of the batch is left and
+            stopped_early = 1 with steps_taken and steps_planned.
         """
         cfg = self.cfg
         lr = self.set_learning_rate(env_frames)
@@ -93,16 +95,26 @@ class Learner(LearnerBase):
         per_mb = max(1, cfg.batch_size // unit_len)
         stats: list[dict[str, Tensor]] = []
         skipped: list[dict[str, Tensor]] = []  # of steps skipped for a non-finite loss or gradient
+        planned = cfg.ppo_epochs * -(-num_units // per_mb)
         for _ in range(cfg.ppo_epochs):
             perm = torch.randperm(num_units, device=self.device)
             for start in range(0, num_units, per_mb):
+                if self.should_stop():  # the run is stopping: leave the rest of the batch
+                    break
                 idx = perm[start : start + per_mb]
                 mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
                 step_stats = self._step(mb, vtrace_mode=cfg.with_vtrace)
                 (skipped if self.last_step_skipped else stats).append(step_stats)
+            else:
+                continue
+            break
         shown = stats or skipped  # the applied steps' statistics (all NaN ones when every step was skipped)
-        out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in shown[0]}
+        out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in (shown[0] if shown else ())}
         out.update(self.skip_stats(len(skipped)))
+        if len(stats) + len(skipped) < planned:
+            out.update(
+                stopped_early=1.0, steps_taken=float(len(stats) + len(skipped)), steps_planned=float(planned)
+            )
         out.update(
             lr=lr,
             policy_version=float(self.policy_version),

@@ -23,6 +23,7 @@ import torch.multiprocessing as tmp
 from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.monitor import log_train_notes
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
@@ -280,6 +281,10 @@ class AsyncPlacement:
         """The rollout workers step no more once they took `env_steps` more env steps in all."""
         self.env_steps_budget[0] = self.env_steps_counted + max(0, env_steps)
 
+    def interrupt(self) -> None:
+        """Nothing to do at the signal: `close` sets the stop event first, which the learners poll
+        between optimizer steps (and the rollout and inference workers in their loops)."""
+
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
         """Asks the learners (or policy `policy_id`'s) to write a checkpoint (asynchronously; the
         final one is awaited in close). Kind "final" is a regular checkpoint for which a learner
@@ -313,7 +318,9 @@ class AsyncPlacement:
                 p.kill()
                 p.join(5)
         for msg in self._drain(timeout=0.05):
-            if isinstance(msg, Saved):
+            if isinstance(msg, TrainStats):
+                log_train_notes(msg.policy_id, msg.stats)
+            elif isinstance(msg, Saved):
                 log.info("Saved %s", msg.path)
             elif isinstance(msg, SaveRefused):
                 log.error("Policy %d: %s checkpoint not written: %s", msg.policy_id, msg.kind, msg.reason)

@@ -53,6 +53,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
             state = ckpt.load("latest")
             if state is not None:
                 restore_policy(model, learner, state)
+        learner.should_stop = shared.stop_event.is_set  # the run is stopping: leave the batch
         weights = shared.weights[p]
         weights.publish(model, learner.policy_version)
         shared.report_queue.put(LearnerReady(p, learner.policy_version))
@@ -198,6 +199,6 @@ def _collect(
                 batcher.add(msg.first_slot)
         except Empty:
             continue
-        while (blocks := batcher.take()) is not None:
+        while not ctx.shared.stop_event.is_set() and (blocks := batcher.take()) is not None:
             batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in blocks]))
             submit((kind, batch, blocks))

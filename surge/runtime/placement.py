@@ -61,6 +61,11 @@ class Placement(Protocol):
         budget): a run ends within one step of each split of its budget."""
         ...
 
+    def interrupt(self) -> None:
+        """Called from the Ctrl+C / SIGTERM handler: the learners leave the batch they are training
+        at their next optimizer step, so the stop is not held up by a long batch."""
+        ...
+
     def close(self) -> None:
         """Stops everything the placement started; no process or shared memory is left."""
         ...

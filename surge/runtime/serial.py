@@ -95,6 +95,7 @@ class SerialPlacement:
     ):
         self.cfg, self.ckpts, self.resume_states = cfg, ckpts, resume_states
         self.c: Components | None = None
+        self.interrupted = False  # Ctrl+C / SIGTERM: see `interrupt`
 
     def start(self) -> None:
         self.c = c = build_components(self.cfg)
@@ -104,6 +105,8 @@ class SerialPlacement:
             if state is not None:
                 restore_policy(c.models[p], learner, state)
                 c.inferences[p].policy_version = learner.policy_version
+        for learner in c.learners:
+            learner.should_stop = self._interrupted
         self.sampler = SerialSampler(c)
         self.trains = c.layout.algo.trains and not self.cfg.sampler_only
         self.replay = c.layout.algo.feed is Feed.REPLAY
@@ -116,7 +119,7 @@ class SerialPlacement:
         report = StepReport()
         if self.trains:  # else the workers free their blocks themselves
             for p, learner in enumerate(c.learners):
-                while (slots := self.sampler.take(p)) is not None:
+                while not self.interrupted and (slots := self.sampler.take(p)) is not None:
                     if self.replay:  # copied out, released at once, trained at the replay ratio
                         learner.observe(learner.prepare_batch(slots))
                         self.sampler.release(slots, p)
@@ -137,6 +140,14 @@ class SerialPlacement:
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
+
+    def _interrupted(self) -> bool:
+        return self.interrupted
+
+    def interrupt(self) -> None:
+        """The learner training now (this process's main thread, which the signal handler
+        interrupted) leaves its batch at its next optimizer step."""
+        self.interrupted = True
 
     def limit_env_steps(self, env_steps: int) -> None:
         """Nothing to do: the main loop checks the budget after every step of all splits."""

@@ -206,6 +206,9 @@ class TrainingRun:
         else:
             log.warning("Signal %d received: saving a checkpoint and stopping (again to abort).", signum)
         self.stop_requested = True
+        placement = getattr(self, "placement", None)
+        if placement is not None:  # a batch in training is left at its next optimizer step
+            placement.interrupt()
 
     def _restore_counters(self, states: list[dict[str, Any] | None]) -> None:
         """The run's counters from the latest checkpoints: env steps and frames, seconds trained
