@@ -19,12 +19,14 @@ so no learner trains on it, inference never sees a NaN, and the run goes on. Eac
 on them silently; SB3's `VecCheckNan` raises instead. A week-long run should not die of one bad
 step of one env among hundreds, nor carry a NaN into its weights and checkpoints, so this skips
 and reports rather than raising. The check is one `isfinite(...).all()` per split step on the
-rewards and on each floating-point observation tensor already built (integer observations such as
-Atari frames cannot be non-finite and are not checked).
+rewards and one float64 sum per floating-point observation tensor already built (NaN and inf
+propagate into it; integer observations such as Atari frames cannot be non-finite and are not
+checked).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,7 +93,7 @@ def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
     """Finds NaN and ±inf in observations `[n, ...]` (a tensor or a dict of them).
 
     Returns:
-        `(obs, None)` when every value is finite (the common case: one `isfinite(...).all()` per
+        `(obs, None)` when every value is finite (the common case: one float64 sum per
         floating-point tensor; integer tensors are not checked), else `(a copy of obs with the
         non-finite values replaced by 0, [n] bool of the agents that had one)`. `obs` itself is
         never modified (it may be the env's own array).
@@ -103,10 +105,15 @@ def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
             if sub is not None:
                 bad = sub if bad is None else bad | sub
         return (obs, None) if bad is None else (out, bad)
-    if not obs.is_floating_point() or bool(torch.isfinite(obs).all()):
+    # one pass without a temporary: NaN and inf propagate into the sum, and float64 does not
+    # overflow on float32 values (6x cheaper than isfinite(...).all() on [64, 4, 84, 84])
+    if not obs.is_floating_point() or math.isfinite(obs.numpy().sum(dtype=np.float64)):
         return obs, None
     finite = torch.isfinite(obs)
-    return obs.masked_fill(~finite, 0.0), ~finite.reshape(n, -1).all(dim=1).numpy()
+    bad = ~finite.reshape(n, -1).all(dim=1).numpy()
+    if not bad.any():  # float64 values whose sum overflowed: all finite
+        return obs, None
+    return obs.masked_fill(~finite, 0.0), bad
 
 
 def _as_tensor_tree(obs):
@@ -302,12 +309,12 @@ class RolloutWorker:
         else:
             obs_all, rewards, terminated, truncated, active = self._step_envs(split, actions)
         buf, slots, idx = self.buffers, split.slots, split.index
-        rewards_t = torch.as_tensor(rewards)
-        if not bool(torch.isfinite(rewards_t).all()):
-            finite = torch.isfinite(rewards_t)
+        if not np.isfinite(rewards).all():  # numpy: a few us on [N] (torch's dispatch costs more)
+            finite = np.isfinite(rewards)
             self.nonfinite_rewards += int((~finite).sum())
-            rewards_t = torch.where(finite, rewards_t, 0.0)
-            active = active & finite.numpy()
+            rewards = np.where(finite, rewards, 0.0).astype(np.float32)
+            active = active & finite
+        rewards_t = torch.from_numpy(np.asarray(rewards))
         if split.bad_obs is not None:  # this step acted on a non-finite observation (replaced by 0)
             active = active & ~split.bad_obs
             split.bad_obs = None
