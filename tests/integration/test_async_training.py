@@ -57,6 +57,7 @@ MODES = {
 
 
 @pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.slow
 def test_async_cartpole_trains_and_resumes(tmp_path, mode):
     args = ["--env=cartpole", "--experiment=a", f"--train_dir={tmp_path}", *FAST, *MODES[mode]]
     assert train(parse_cfg([*args, "--train_for_env_steps=4000"])) == "done"
@@ -96,6 +97,7 @@ def _wait_for_log(path: Path, text: str, timeout=120.0) -> str:
     raise AssertionError(f"{text!r} not in {path}")
 
 
+@pytest.mark.slow
 def test_sigint_stops_every_child_saves_and_leaves_no_shared_memory(tmp_path):
     shm_before = _shm()
     proc = _start(tmp_path, "int")
@@ -174,6 +176,7 @@ def test_a_crashing_env_is_reported_with_its_traceback_and_the_run_stops(tmp_pat
     assert _wait_dead(_child_pids(log)) == []
 
 
+@pytest.mark.slow
 def test_collection_pauses_while_the_learner_is_behind(tmp_path):
     """A learner-bound run (10 epochs per batch, fast env): the learner holds a batch's blocks until
     it has trained on it, so collection waits instead of queueing stale experience and the policy
@@ -217,6 +220,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("how", ["hang", "crash"])
+@pytest.mark.slow
 def test_a_worker_stuck_or_crashed_in_its_first_reset_is_replaced(tmp_path, how):
     script = tmp_path / "flaky.py"
     script.write_text(_FIRST_RESET_FAILS)

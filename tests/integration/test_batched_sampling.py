@@ -31,6 +31,7 @@ def _run(tmp_path, *args):
 
 
 @pytest.mark.parametrize("placement", ["--serial_mode=True", "--serial_mode=False"])
+@pytest.mark.slow
 def test_gym_vector_batched_cartpole_trains(tmp_path, placement):
     run = _run(
         tmp_path,
@@ -79,6 +80,7 @@ def test_envpool_reset_steps_are_inactive_and_games_are_whole():
 
 
 @pytest.mark.skipif(not HAS_ENVPOOL, reason="envpool not installed")
+@pytest.mark.slow
 def test_envpool_breakout_trains_async(tmp_path):
     _run(
         tmp_path,

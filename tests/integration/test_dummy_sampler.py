@@ -26,6 +26,7 @@ def _bench(tmp_path, *flags, timeout=180):
 
 
 @pytest.mark.parametrize("serial_mode", ["False", "True"])
+@pytest.mark.slow
 def test_surge_bench_samples_the_asked_frames_and_trains_nothing(tmp_path, serial_mode):
     frames = 100_000
     out = _bench(

@@ -25,6 +25,7 @@ PLACEMENTS = {
 @pytest.mark.parametrize(
     "schedule,placement", [("constant", "serial"), ("linear_decay", "serial"), ("linear_decay", "async")]
 )
+@pytest.mark.slow
 def test_saved_learning_rate_follows_the_schedule(tmp_path, schedule, placement):
     cfg = parse_cfg(
         [

@@ -3,6 +3,7 @@ policy's episodes, checkpoints and summaries are its own, and a stopped run resu
 
 import re
 
+import pytest
 import torch
 
 from surge.cfg.cli import parse_cfg
@@ -64,6 +65,7 @@ def _versions(tmp_path):
     return out
 
 
+@pytest.mark.slow
 def test_async_run_reports_and_resumes_each_policy(tmp_path):
     args = [*BASE, f"--train_dir={tmp_path}", "--serial_mode=False", "--report_interval_sec=1"]
     assert train(parse_cfg([*args, "--train_for_env_steps=6000"])) == "done"

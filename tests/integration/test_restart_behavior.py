@@ -4,6 +4,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from surge.cfg.cli import parse_cfg
 from surge.runtime.training_run import train
 
@@ -68,6 +70,7 @@ def _all_checkpoints(folder: Path) -> dict[str, int]:
     }
 
 
+@pytest.mark.slow
 def test_overwrite_removes_the_previous_runs_checkpoints_and_a_resume_continues_the_new_run(tmp_path):
     exp = tmp_path / "exp"
     assert train(_cfg(tmp_path, "--train_for_env_steps=2000")) == "done"

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from surge.cfg.cli import parse_cfg
@@ -33,6 +34,7 @@ def _checkpoints(folder: Path):
     return sorted((folder / "checkpoint_p0").glob("checkpoint_*.pth"))
 
 
+@pytest.mark.slow
 def test_cartpole_trains_writes_folder_and_resumes(tmp_path):
     status = train(_cfg(tmp_path, "--train_for_env_steps=3000"))
     exp = tmp_path / "exp"
@@ -57,6 +59,7 @@ def test_cartpole_trains_writes_folder_and_resumes(tmp_path):
     assert "train_for_env_steps changed on resume" in log
 
 
+@pytest.mark.slow
 def test_atari_with_rnn_and_vtrace_runs_a_few_thousand_frames(tmp_path):
     status = train(
         _cfg(
@@ -79,6 +82,7 @@ def test_atari_with_rnn_and_vtrace_runs_a_few_thousand_frames(tmp_path):
     assert state["env_frames"] >= 2048  # frames = env steps x 4
 
 
+@pytest.mark.slow
 def test_sigint_saves_a_loadable_checkpoint_and_the_same_command_resumes(tmp_path):
     cmd = [
         sys.executable,
@@ -120,6 +124,7 @@ def test_sigint_saves_a_loadable_checkpoint_and_the_same_command_resumes(tmp_pat
     assert f"Resumed from env frame {frames}" in out
 
 
+@pytest.mark.slow
 def test_enjoy_writes_a_video_and_reports_returns(tmp_path):
     from surge.enjoy import enjoy
 
