@@ -10,7 +10,7 @@ from queue import Empty
 import torch
 
 from surge.runtime.components import make_inference, make_model, torch_device
-from surge.runtime.messages import ActionsReady
+from surge.runtime.messages import ActionsReady, PolicyRequest
 from surge.runtime.process_context import InferenceContext
 from surge.runtime.process_setup import run_child, setup_child
 
@@ -39,6 +39,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
             if weights.read_version() != version:
                 version = weights.load_into(model)
                 inference.policy_version = version
+            msgs = [PolicyRequest._make(raw) for raw in msgs]  # plain tuples on the wire
             requests = []
             for msg in msgs:
                 key = (msg.first_slot, msg.num_slots)
@@ -48,6 +49,6 @@ def inference_process_main(ctx: InferenceContext) -> None:
                 requests.append((slots, msg.t))
             inference.infer(requests)
             for msg in msgs:
-                ctx.worker_queues[msg.worker_idx].put(ActionsReady(msg.tag))
+                ctx.worker_queues[msg.worker_idx].put(tuple(ActionsReady(msg.tag)))
 
     run_child(f"inference worker {p}.{ctx.index}", shared.report_queue, loop)

@@ -24,7 +24,15 @@ from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
-from surge.runtime.messages import LearnerReady, SaveCommand, Saved, SaveRefused, StopCommand, TrainStats
+from surge.runtime.messages import (
+    BlockReady,
+    LearnerReady,
+    SaveCommand,
+    Saved,
+    SaveRefused,
+    StopCommand,
+    TrainStats,
+)
 from surge.runtime.placement import checkpoint_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import run_child, setup_child
@@ -196,7 +204,7 @@ def _collect(
             pass
         try:
             for msg in ctx.learner_queue.get_many(timeout=0.05):
-                batcher.add(msg.first_slot)
+                batcher.add(BlockReady._make(msg).first_slot)  # a plain tuple on the wire
         except Empty:
             continue
         while not ctx.shared.stop_event.is_set() and (blocks := batcher.take()) is not None:

@@ -2,7 +2,10 @@
 of ints, strings and plain values: data itself stays in shared memory, messages carry indices.
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
-Per rollout: `BlockReady` to each learner whose policy acted in the block.
+Per rollout: `BlockReady` to each learner whose policy acted in the block. These three travel as
+plain tuples (`tuple(msg)`) and are typed again on receipt (`PolicyRequest._make(raw)`): the queue
+pickles what it carries, and a named tuple is pickled by class reference, 5-8x the cost of a plain
+tuple's round trip (17 vs 2.2 us for a `PolicyRequest` here), paid twice per env step of a split.
 Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`.

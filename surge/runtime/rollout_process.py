@@ -15,7 +15,14 @@ from queue import Empty
 from typing import Any
 
 from surge.runtime.components import make_rollout_worker
-from surge.runtime.messages import BlockReady, Episodes, NonFiniteEnvOutput, PolicyRequest, ResetDone
+from surge.runtime.messages import (
+    ActionsReady,
+    BlockReady,
+    Episodes,
+    NonFiniteEnvOutput,
+    PolicyRequest,
+    ResetDone,
+)
 from surge.runtime.process_context import RolloutContext
 from surge.runtime.process_setup import run_child, setup_child
 from surge.sampling.rollout_worker import RolloutWorker
@@ -70,8 +77,9 @@ class _Requester:
         )
         policies = self.worker.request_policies(s)
         self.waiting_for[s] = len(policies)
+        raw = tuple(msg)  # plain on the wire (surge.runtime.messages)
         for p in policies:
-            self.queues[p].put(msg)
+            self.queues[p].put(raw)
 
     def answered(self, tag: int) -> int | None:
         """The split whose actions are all written after this reply, else None (also for a reply to
@@ -114,15 +122,15 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
             ready = ctx.worker_queue.get_many(timeout=0.001 if waiting else 0.1)
         except Empty:
             ready = []
-        for msg in ready:
-            answered = requester.answered(msg.tag)
+        for raw in ready:
+            answered = requester.answered(ActionsReady._make(raw).tag)
             if answered is None:
                 continue
             s = answered
             finished = worker.advance(s)
             counts[w_idx] += worker.pop_env_steps()
             if finished is not None:
-                block = BlockReady(int(finished[0]))
+                block = tuple(BlockReady(int(finished[0])))
                 for p in worker.hand_over(s, finished):
                     ctx.learner_queues[p].put(block)
                 if not worker.start_next_rollout(s):
