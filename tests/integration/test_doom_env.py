@@ -214,6 +214,7 @@ def test_sigkill_leaves_no_engine_and_no_shared_memory(name, tmp_path, no_leftov
     # no_leftovers checks, within 10 s, that the engines are gone and their segments unlinked
 
 
+@pytest.mark.slow
 def test_a_match_that_cannot_start_reports_the_engine_error(tmp_path, no_leftovers):
     bad = tmp_path / "broken.cfg"
     bad.write_text("doom_scenario_path = missing.wad\n")  # the engine refuses: no such map file

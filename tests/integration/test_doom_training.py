@@ -56,6 +56,7 @@ def _checkpoints(tmp_path):
         ),
     ],
 )
+@pytest.mark.slow
 def test_async_training_on_doom(tmp_path, env, extra):
     shm, procs = doom_shm(), engine_pids()
     assert train(_cfg(tmp_path, env, *extra)) == "done"
@@ -64,6 +65,7 @@ def test_async_training_on_doom(tmp_path, env, extra):
     assert doom_shm() - shm == set() and engine_pids() - procs == set()
 
 
+@pytest.mark.slow
 def test_doom_duel_trains_one_policy_per_player(tmp_path):
     """--num_policies=2 --policy_mapping=agent_index: player 0 is policy 0, player 1 policy 1. Each
     policy's learner trains on its own player's steps only (every block holds both players, so both

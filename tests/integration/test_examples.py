@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("placement", ["--serial_mode=True", "--serial_mode=False"])
+@pytest.mark.slow
 def test_custom_env_example_trains_and_learns_to_walk(tmp_path, placement):
     # fmt: off
     cmd = [sys.executable, str(ROOT / "examples" / "train_custom_env.py"), "--experiment=c", f"--train_dir={tmp_path}",
