@@ -29,7 +29,7 @@ from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.errors import ConfigError, EnvError, SurgeError
 
 SUPPORTED_OBS = "a Box (vector or image), or a Dict of Box"
-SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, a Tuple of Discrete, or Box"
+SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, Box, or a Tuple of Discrete and Box"
 
 GYMNASIUM_API_HINT = (
     "See https://gymnasium.farama.org/introduction/create_custom_env/ for the gymnasium API, or wrap "
@@ -225,9 +225,9 @@ def _check_action_space(space: gym.Space) -> None:
     elif (
         isinstance(space, gym.spaces.Tuple)
         and space.spaces
-        and all(isinstance(s, gym.spaces.Discrete) for s in space.spaces)
-    ):
-        discretes = list(space.spaces)
+        and all(isinstance(s, (gym.spaces.Discrete, gym.spaces.Box)) for s in space.spaces)
+    ):  # Discrete heads, or Discrete and Box heads mixed (Doom's continuous turning)
+        discretes = [s for s in space.spaces if isinstance(s, gym.spaces.Discrete)]
     elif not isinstance(space, gym.spaces.Box):
         raise EnvError(
             f"action_space {space} is not supported: surge's policies output {SUPPORTED_ACTIONS}. "
