@@ -24,7 +24,7 @@ from configs import CONFIGS  # noqa: E402
 
 from surge.cfg.cli import parse_cfg  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
-from surge.learning.learner import make_adam  # noqa: E402
+from surge.learning.base import make_adam  # noqa: E402
 from surge.models import encoders  # noqa: E402
 from surge.models.actor_critic import make_actor_critic  # noqa: E402
 from surge.runtime.process_setup import retain_freed_memory  # noqa: E402

@@ -22,7 +22,7 @@ from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
-from surge.learning.base import LearnerBase, learning_rate, make_adam  # noqa: F401  (re-exported)
+from surge.learning.base import LearnerBase
 from surge.models.actor_critic import ActorCritic
 
 
