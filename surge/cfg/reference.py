@@ -91,7 +91,8 @@ def reference() -> str:
         *_rows(EvalParams),
     ]
     groups: dict[tuple, list] = {}
-    for fam in _FAMILIES:
+    # by module, then prefix: the doc must not depend on which family module was imported first
+    for fam in sorted(_FAMILIES, key=lambda f: (getattr(f.make_env, "__module__", ""), f.prefix)):
         if not getattr(fam.make_env, "__module__", "").startswith("surge."):
             continue  # surge's own families only, not those a user's (or a test's) code registered
         key = (fam.extra_params, repr(sorted(fam.default_overrides.items(), key=str)))
