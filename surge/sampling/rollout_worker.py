@@ -174,6 +174,7 @@ class RolloutWorker:
         self.has_learners = has_learners
         self.env_factory = env_factory
         self.env_faults = 0  # env.step calls that raised since the last `pop_env_faults`
+        self.rebuilds = 0  # envs this worker rebuilt so far (each rebuilt env gets its own seed)
         self.last_env_fault = ""  # the latest one's exception, one line
         self.fault_streaks: dict[tuple[int, int], int] = {}  # (split, env) -> faults in a row
         self.cfg, self.worker_idx = cfg, worker_idx
@@ -426,11 +427,12 @@ class RolloutWorker:
                 split.envs[e_idx].close()
             except Exception:  # noqa: BLE001 - a crashed env may not close cleanly
                 pass
+            self.rebuilds += 1
             try:
                 env = split.envs[e_idx] = self.env_factory()
                 seed = None
                 if self.cfg.seed is not None:  # a new, repeatable seed per rebuild
-                    seed = (self.cfg.seed * 100003 + 7919 * self.env_faults + e_idx) % 2**32
+                    seed = (self.cfg.seed * 100003 + 7919 * self.rebuilds + self.worker_idx) % 2**32
                 obs, _ = env.reset(seed=seed)
                 return obs if self.is_batched else list(obs)
             except Exception as e:  # noqa: BLE001 - the rebuilt env failed too: another fault

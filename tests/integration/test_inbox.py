@@ -34,7 +34,7 @@ def test_a_reader_killed_while_waiting_leaves_the_inbox_usable():
         reader.join(10)
         done = threading.Event()
 
-        def put(r=round_) -> None:
+        def put(r=round_, done=done) -> None:
             for i in range(100):
                 inbox.put((r, i))
             done.set()
