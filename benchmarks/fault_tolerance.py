@@ -102,10 +102,11 @@ def _train(train_dir: Path, extra: list[str], log: Path) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=log.parent)
 
 
-def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float) -> bool:
+def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float, offset: int = 0) -> bool:
+    """Waits until `pattern` appears in `log` after byte `offset`; False if the run ended first."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if re.search(pattern, log.read_text(errors="replace")):
+        if re.search(pattern, log.read_text(errors="replace")[offset:]):
             return True
         if proc.poll() is not None:
             return False
@@ -209,7 +210,12 @@ def main_kills(kills: int, workdir: Path, serial: bool) -> dict:
     shm_before = _shm()
     name = "main_kills_serial" if serial else "main_kills_async"
     log = workdir / f"{name}.log"
-    extra = ["--save_every_sec=2", "--train_for_env_steps=100000000", f"--serial_mode={serial}"]
+    extra = [
+        "--save_every_sec=2",
+        "--report_interval_sec=1",
+        "--train_for_env_steps=100000000",
+        f"--serial_mode={serial}",
+    ]
     if not serial:
         extra.append("--num_workers=2")
     resumed, continuing, partial_writes, load_failures = 0, 0, 0, 0
@@ -217,11 +223,11 @@ def main_kills(kills: int, workdir: Path, serial: bool) -> dict:
     for i in range(kills):
         start = log.stat().st_size if log.exists() else 0
         proc = _train(workdir / name, extra, log)
-        if not _wait_for(log, r"Total env frames: \d+", proc, 120):
+        if not _wait_for(log, r"Total env frames: [1-9]", proc, 120, start):
             proc.kill()
             proc.wait()
             break
-        time.sleep(random.uniform(0.0, 4.0))
+        time.sleep(random.uniform(0.0, 3.0))  # saves every 2 s: some kills land in a write
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         text = log.read_text(errors="replace")[start:]
