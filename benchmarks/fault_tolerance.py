@@ -223,7 +223,8 @@ def main_kills(kills: int, workdir: Path, serial: bool) -> dict:
     for i in range(kills):
         start = log.stat().st_size if log.exists() else 0
         proc = _train(workdir / name, extra, log)
-        if not _wait_for(log, r"Total env frames: [1-9]", proc, 120, start):
+        # the first run lives until its first checkpoint, so every restart has one to resume
+        if not _wait_for(log, r"Saved " if i == 0 else r"Total env frames: [1-9]", proc, 120, start):
             proc.kill()
             proc.wait()
             break

@@ -163,3 +163,44 @@ def test_the_restart_budget_stops_a_run_whose_workers_keep_dying(tmp_path):
     text = log.read_text()
     assert "--max_worker_restarts_per_hour=1" in text and "stopping" in text
     assert sorted((tmp_path / "budget" / "checkpoint_p0").glob("checkpoint_*.pth"))  # the learner saved
+
+
+@pytest.mark.slow
+def test_a_main_process_killed_at_random_moments_always_resumes_from_a_valid_checkpoint(tmp_path):
+    """SIGKILL of the main process (serial: it writes the checkpoints itself) 5 times at random
+    moments with a 1-second save interval: each restart resumes from a checkpoint that loads, the
+    frame counter never goes back, and unfinished writes are cleaned up."""
+    args = [
+        "--serial_mode=True",
+        "--save_every_sec=1",
+        "--report_interval_sec=1",
+        "--train_for_env_steps=1000000000",
+    ]
+    log = tmp_path / "main" / "surge_log.txt"
+    rng = random.Random(0)
+    resumed: list[int] = []
+    for i in range(6):
+        start = len(log.read_text()) if log.exists() else 0
+        proc = _start(tmp_path, "main", *args)
+        deadline = time.time() + 120
+        # the first run lives until its first checkpoint, so every restart has one to resume
+        pattern = r"Saved " if i == 0 else r"Total env frames: [1-9]"
+        while time.time() < deadline and not re.search(
+            pattern, log.read_text()[start:] if log.exists() else ""
+        ):
+            time.sleep(0.1)
+        text = log.read_text()[start:]
+        if i > 0:
+            m = re.search(r"Resumed from env frame (\d+)", text)
+            assert m, text[-2000:]
+            resumed.append(int(m.group(1)))
+            assert "Could not load checkpoint" not in text
+        if i == 5:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=120)
+            break
+        time.sleep(rng.uniform(0.0, 2.0))
+        proc.kill()
+        proc.communicate(timeout=30)
+    assert resumed == sorted(resumed) and resumed[-1] > 0, resumed
+    assert not list((tmp_path / "main" / "checkpoint_p0").glob(".tmp_*"))
