@@ -2,8 +2,8 @@
 
 Scenarios (each a real `surge train` on CartPole-v1 in a subprocess; see `--help`):
 
-- `rollout-kills`: SIGKILL a random rollout worker N times during one async run; the run must
-  finish its budget, with every kill replaced and counted.
+- `rollout-kills`: SIGKILL a random rollout worker N times during one async run; every kill must
+  be replaced and counted, and the run must train on (10k more env frames) and stop cleanly.
 - `inference-kills`: the same for the inference worker.
 - `env-faults`: the env raises on 1% of its steps (`surge.envs.fault_injection:FlakyStep`); the run
   must finish, each fault counted.
@@ -122,32 +122,43 @@ def _leftovers(shm_before: set[str], workdir: Path) -> tuple[int, int]:
     return len(ours), len([n for n in _shm() - shm_before if not _held_by_others(n, ours)])
 
 
-def worker_kills(role: str, kills: int, workdir: Path) -> dict:
-    """SIGKILLs a random process whose title starts with `surge:{role}` `kills` times during one
-    async run that trains for a fixed time; returns what happened."""
+def worker_kills(role: str, kills: int, workdir: Path, frames_after: int = 10_000) -> dict:
+    """SIGKILLs a random process whose title starts with `surge:{role}` `kills` times, 0.5-1.5 s
+    apart, during one async run; then waits until the run trained `frames_after` more env frames
+    and stops it with SIGINT (a clean stop: exit code 0 and a final checkpoint)."""
     shm_before = _shm()
     log = workdir / f"{role}_kills.log"
-    seconds = 40 + 2 * kills
     proc = _train(
         workdir / f"{role}_kills",
         [
             "--num_workers=2",
-            f"--train_for_seconds={seconds}",
+            "--train_for_env_steps=100000000",
+            "--report_interval_sec=1",
             f"--max_worker_restarts_per_hour={kills + 10}",
         ],
         log,
     )
-    done = 0
-    if _wait_for(log, r"All \d+ rollout workers reset", proc, 120):
-        time.sleep(3)
-        while done < kills and proc.poll() is None:
+    done, frames_at_last_kill, frames_end = 0, 0, 0
+    if _wait_for(log, r"Total env frames: [1-9]", proc, 180):
+        deadline = time.time() + 30 * kills
+        while done < kills and proc.poll() is None and time.time() < deadline:
             victims = [p for p in _surge_processes(workdir) if _title(p).startswith(f"surge:{role}")]
             if victims:
                 os.kill(random.choice(victims), signal.SIGKILL)
                 done += 1
-            time.sleep(random.uniform(0.5, 1.5))
+                time.sleep(random.uniform(0.5, 1.5))
+            else:  # its replacement is still starting (no title yet)
+                time.sleep(0.1)
+        frames_at_last_kill = _last_frames(log.read_text(errors="replace"))
+        deadline = time.time() + 600
+        while proc.poll() is None and time.time() < deadline:
+            frames_end = _last_frames(log.read_text(errors="replace"))
+            if frames_end >= frames_at_last_kill + frames_after:
+                break
+            time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
     try:
-        rc = proc.wait(timeout=seconds + 180)
+        rc = proc.wait(timeout=180)
     except subprocess.TimeoutExpired:
         proc.kill()
         rc = "hung"
@@ -159,10 +170,11 @@ def worker_kills(role: str, kills: int, workdir: Path) -> dict:
         "scenario": f"{role} kills",
         "kills": done,
         "replaced": replaced,
-        "finished": rc == 0 and "Training finished" in text,
+        "stopped_cleanly": rc == 0 and "Stopped on request" in text,
         "rc": rc,
+        "frames_at_last_kill": frames_at_last_kill,
+        "frames_after_last_kill": _last_frames(text) - frames_at_last_kill,
         "discarded_agent_steps_bound": discarded,
-        "frames": _last_frames(text),
         "leftover_processes": procs,
         "leftover_shm": shm,
     }

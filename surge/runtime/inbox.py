@@ -11,10 +11,13 @@ never signals it; the reader sleeps in `poll()` on a pipe, which the kernel clea
 happens to its holders. What remains is a kill inside the queue's mutex itself (a few
 microseconds per call).
 
-Writers: `put(msg)` appends to the queue, then writes one byte to the doorbell (non-blocking: a
-full doorbell already wakes the reader). Reader: `get_many(timeout)` takes what is queued; when
-nothing is, it empties the doorbell, looks again, then sleeps until the doorbell rings or the
-timeout passes. A ring always follows its message, so no wake-up is lost.
+Writers: `put(msg)` appends to the queue, then, if the reader said it is about to sleep, writes
+one byte to the doorbell (non-blocking: a full doorbell already wakes the reader). Reader:
+`get_many(timeout)` takes what is queued; when nothing is, it empties the doorbell, raises its
+sleeping flag, looks again, then sleeps until the doorbell rings or the timeout passes. The flag
+spares a busy reader's writers the system call. No wake-up is lost: the queue's mutex operations
+are full memory barriers, so a writer that read the flag down had its message queued before the
+reader raised the flag and looked again.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class Inbox:
         # the descriptors' open file descriptions (and so O_NONBLOCK) are shared with every child
         os.set_blocking(self._bell_r.fileno(), False)
         os.set_blocking(self._bell_w.fileno(), False)
+        self._sleeping = get_context("spawn").RawValue("b", 0)  # the reader waits on the doorbell
         self._poller: Any = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -52,8 +56,10 @@ class Inbox:
         return state
 
     def put(self, msg: Any) -> None:
-        """Appends `msg` (pickled) and rings the doorbell."""
+        """Appends `msg` (pickled) and rings the doorbell if the reader sleeps."""
         self.queue.put(msg)
+        if not self._sleeping.value:
+            return
         try:
             os.write(self._bell_w.fileno(), b"\0")
         except BlockingIOError:  # the doorbell is full: the reader wakes anyway
@@ -84,9 +90,13 @@ class Inbox:
                 pass
         except BlockingIOError:
             pass
+        self._sleeping.value = 1
         try:
-            return q.get_many(block=False)
-        except Empty:
-            pass
-        self._poller.poll(timeout * 1000.0)
+            try:
+                return q.get_many(block=False)
+            except Empty:
+                pass
+            self._poller.poll(timeout * 1000.0)
+        finally:
+            self._sleeping.value = 0
         return q.get_many(block=False)  # raises Empty when the doorbell did not ring in time
