@@ -217,10 +217,12 @@ def env_faults(workdir: Path, frames: int = 100_000) -> dict:
     }
 
 
-def main_kills(kills: int, workdir: Path, serial: bool) -> dict:
-    """Kills the main process `kills` times at random moments, restarting the same command."""
+def main_kills(kills: int, workdir: Path, serial: bool, large: bool = False) -> dict:
+    """Kills the main process `kills` times at random moments, restarting the same command.
+    `large`: a 3 x 2048 MLP (checkpoints of ~200 MB take most of a second to write, so many kills
+    land inside a write)."""
     shm_before = _shm()
-    name = "main_kills_serial" if serial else "main_kills_async"
+    name = ("main_kills_serial" if serial else "main_kills_async") + ("_large" if large else "")
     log = workdir / f"{name}.log"
     extra = [
         "--save_every_sec=2",
@@ -230,6 +232,8 @@ def main_kills(kills: int, workdir: Path, serial: bool) -> dict:
     ]
     if not serial:
         extra.append("--num_workers=2")
+    if large:
+        extra += ["--encoder_mlp_layers", "2048", "2048", "2048"]
     resumed, continuing, partial_writes, load_failures = 0, 0, 0, 0
     last_frames = -1
     for i in range(kills):
@@ -257,7 +261,8 @@ def main_kills(kills: int, workdir: Path, serial: bool) -> dict:
         time.sleep(0.3)  # children die with the main process (PR_SET_PDEATHSIG)
     procs, shm = _leftovers(shm_before, workdir)
     return {
-        "scenario": f"SIGKILL of the main process ({'serial' if serial else 'async'})",
+        "scenario": f"SIGKILL of the main process ({'serial' if serial else 'async'}"
+        + (", ~200 MB checkpoints)" if large else ")"),
         "kills": kills,
         "restarts_resumed": resumed,
         "frame_counter_continued": continuing,
@@ -273,7 +278,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--scenario",
-        choices=("all", "rollout-kills", "inference-kills", "env-faults", "main-kills", "main-kills-async"),
+        choices=(
+            "all",
+            "rollout-kills",
+            "inference-kills",
+            "env-faults",
+            "main-kills",
+            "main-kills-large",
+            "main-kills-async",
+        ),
         default="all",
     )
     ap.add_argument(
@@ -296,6 +309,8 @@ def main() -> None:
             r = worker_kills("inference", args.kills or 50, workdir)
         elif sc == "env-faults":
             r = env_faults(workdir)
+        elif sc == "main-kills-large":
+            r = main_kills(args.kills or 30, workdir, serial=True, large=True)
         else:
             r = main_kills(args.kills or 200, workdir, serial=sc == "main-kills")
         r["seconds"] = round(time.time() - t0)
