@@ -76,17 +76,17 @@ def space_defaults(
         return []
     continuous = is_continuous_action(action_space)
     out = [
-        SpaceDefault("encoder_type", "mlp", f"{_VECTOR}: MLP encoder (the conv encoders are for images)"),
+        SpaceDefault("encoder_type", "mlp", f"{_VECTOR}: MLP encoder, the conv encoders are for images"),
         SpaceDefault("encoder_subtype", "mlp", f"{_VECTOR}: MLP encoder"),
         SpaceDefault("encoder_mlp_layers", [64, 64], f"{_SMALL}: two hidden layers of 64"),
         SpaceDefault("nonlinearity", "tanh", f"{_SMALL}: tanh activations"),
         SpaceDefault(
             "use_rnn",
             False,
-            f"{_VECTOR}: feed-forward policy (pass --use_rnn=True for a task that needs memory)",
+            f"{_VECTOR}: feed-forward policy; pass --use_rnn=True for a task that needs memory",
         ),
         SpaceDefault(
-            "hidden_size", 64, f"{_VECTOR}: a 64-unit core when --use_rnn=True (512 is sized for Doom)"
+            "hidden_size", 64, f"{_VECTOR}: a 64-unit core when --use_rnn=True; 512 is sized for Doom"
         ),
         SpaceDefault(
             "recurrence",
@@ -95,10 +95,8 @@ def space_defaults(
             if use_rnn
             else f"{_VECTOR} without an RNN: minibatches of single steps, shuffled",
         ),
-        SpaceDefault(
-            "with_vtrace", False, f"{_SMALL}: PPO with GAE (lambda 0.95), on-policy enough for small models"
-        ),
-        SpaceDefault("learning_rate", 3e-4, f"{_SMALL}: Adam lr 3e-4 (1e-4 is for conv nets)"),
+        SpaceDefault("with_vtrace", False, f"{_SMALL}: PPO with GAE"),
+        SpaceDefault("learning_rate", 3e-4, f"{_SMALL}: Adam lr 3e-4; 1e-4 is for conv nets"),
         SpaceDefault("max_grad_norm", 0.5, f"{_SMALL}: gradients clipped at norm 0.5"),
         SpaceDefault("num_envs_per_worker", 8, f"{_SMALL}: 8 envs per worker"),
         SpaceDefault("batch_size", 128, f"{_SMALL}: minibatches of 128 steps"),
@@ -114,30 +112,36 @@ def space_defaults(
         SpaceDefault(
             "reward_clip",
             1000.0,
-            f"{_VECTOR}: rewards are not clipped at ±10 (an Atari/Doom convention; LunarLander pays ±100)",
+            f"{_VECTOR}: rewards are not clipped at ±10, an Atari/Doom convention that would cut LunarLander's ±100",
         ),
     ]
     if continuous:
         out += [
-            SpaceDefault("ppo_epochs", 10, "Box actions: 10 epochs per batch (SB3/CleanRL continuous PPO)"),
-            SpaceDefault("ppo_clip_ratio", 0.2, "Box actions: PPO clip 0.2 (SB3/CleanRL continuous PPO)"),
+            SpaceDefault(
+                "ppo_epochs", 10, "Box actions: 10 epochs per batch, as SB3's and CleanRL's continuous PPO"
+            ),
+            SpaceDefault(
+                "ppo_clip_ratio", 0.2, "Box actions: PPO clip 0.2, as SB3's and CleanRL's continuous PPO"
+            ),
             SpaceDefault(
                 "adaptive_stddev",
                 False,
-                "Box actions: state-independent log-std parameters (SB3/CleanRL continuous PPO)",
+                "Box actions: state-independent log-std parameters, as SB3's and CleanRL's continuous PPO",
             ),
-            SpaceDefault("initial_stddev", 1.0, "Box actions: initial std 1 (SB3's log_std_init=0)"),
+            SpaceDefault("initial_stddev", 1.0, "Box actions: initial std 1, SB3's log_std_init=0"),
             SpaceDefault(
-                "exploration_loss_coeff", 0.0, "Box actions: no entropy bonus (SB3/CleanRL continuous PPO)"
+                "exploration_loss_coeff",
+                0.0,
+                "Box actions: no entropy bonus, as SB3's and CleanRL's continuous PPO",
             ),
         ]
     else:
         out += [
             SpaceDefault(
-                "ppo_epochs", 4, "discrete actions: 4 epochs per batch (CleanRL's classic-control PPO)"
+                "ppo_epochs", 4, "discrete actions: 4 epochs per batch, as CleanRL's classic-control PPO"
             ),
             SpaceDefault(
-                "exploration_loss_coeff", 0.01, "discrete actions: entropy bonus 0.01 (CleanRL's PPO)"
+                "exploration_loss_coeff", 0.01, "discrete actions: entropy bonus 0.01, as CleanRL's PPO"
             ),
         ]
     return out
@@ -190,11 +194,7 @@ def _fmt(value: Any) -> str:
 
 def space_default_notes(cfg: Any) -> list[str]:
     """The run's log lines for the defaults its env's spaces chose (`describe`); [] for an env of
-    a family, or one that cannot be made here (the run itself reports that).
-
-    Raises:
-        nothing: probing errors are left to the run's own env creation.
-    """
+    a family, or one that cannot be made here (the run's own env creation reports why)."""
     from surge.envs.registry import find_family
     from surge.errors import SurgeError
 

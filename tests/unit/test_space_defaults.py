@@ -63,9 +63,10 @@ def test_box_actions_get_the_gaussian_head_of_continuous_ppo():
 
 
 def test_dicts_of_vectors_and_small_grids_count_as_vectors():
-    assert as_overrides(space_defaults(Dict({"a": _vector(2), "b": _vector(5)}), Discrete(3)))[
-        "encoder_type"
-    ] == "mlp"
+    assert (
+        as_overrides(space_defaults(Dict({"a": _vector(2), "b": _vector(5)}), Discrete(3)))["encoder_type"]
+        == "mlp"
+    )
     assert as_overrides(space_defaults(Box(0, 1, (5, 5), np.float32), Discrete(3)))["encoder_type"] == "mlp"
 
 
