@@ -99,7 +99,12 @@ def space_defaults(
         SpaceDefault("learning_rate", 3e-4, f"{_SMALL}: Adam lr 3e-4; 1e-4 is for conv nets"),
         SpaceDefault("max_grad_norm", 0.5, f"{_SMALL}: gradients clipped at norm 0.5"),
         SpaceDefault("num_envs_per_worker", 8, f"{_SMALL}: 8 envs per worker"),
-        SpaceDefault("batch_size", 128, f"{_SMALL}: minibatches of 128 steps"),
+        SpaceDefault(
+            "batch_size",
+            rollout * max(1, 128 // rollout) if use_rnn else 128,
+            f"{_SMALL}: minibatches of about 128 steps"
+            + (", a whole number of rollouts (the BPTT chunks)" if use_rnn else ""),
+        ),
         SpaceDefault("num_batches_per_iteration", 4, f"{_SMALL}: 4 minibatches per iteration"),
         SpaceDefault(
             "normalize_input", True, f"{_VECTOR}: observations standardised by their running mean and std"

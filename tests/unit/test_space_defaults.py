@@ -83,7 +83,13 @@ def test_image_observations_keep_the_conv_defaults(obs):
 
 def test_with_an_rnn_the_bptt_chunk_is_the_rollout():
     assert as_overrides(space_defaults(_vector(), Discrete(2)))["recurrence"] == 1
-    assert as_overrides(space_defaults(_vector(), Discrete(2), use_rnn=True, rollout=16))["recurrence"] == 16
+    rnn = as_overrides(space_defaults(_vector(), Discrete(2), use_rnn=True, rollout=7))
+    assert rnn["recurrence"] == 7 and rnn["batch_size"] % 7 == 0  # the learner takes whole chunks
+
+
+def test_an_rnn_with_a_short_rollout_is_a_valid_config(tmp_path):
+    cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--use_rnn=True", "--rollout=7"])
+    assert (cfg.recurrence, cfg.batch_size % 7) == (7, 0)
 
 
 def test_a_plain_gymnasium_id_gets_the_defaults_of_its_spaces(tmp_path):
@@ -102,8 +108,8 @@ def test_gymnasium_module_form_gets_them_too(tmp_path):
 def test_families_keep_their_own_defaults(tmp_path):
     cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}"])
     assert (cfg.normalize_returns, cfg.reward_scale) == (False, 0.1)  # classic.VECTOR_OBS_DEFAULTS
-    cfg = parse_cfg(["--env=memory_cue", f"--train_dir={tmp_path}", "--batch_size=448"])
-    assert (cfg.use_rnn, cfg.hidden_size, cfg.learning_rate) == (True, 32, Config.learning_rate)
+    cfg = parse_cfg(["--env=memory_cue", f"--train_dir={tmp_path}"])
+    assert (cfg.use_rnn, cfg.hidden_size, cfg.normalize_input) == (True, 32, False)
 
 
 def test_yaml_and_flags_win_over_the_spaces(tmp_path):
