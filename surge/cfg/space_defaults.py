@@ -50,7 +50,7 @@ def is_continuous_action(space: gym.Space) -> bool:
 
 #: reasons shared by several rules
 _VECTOR = "vector observation"
-_SMALL = "small vector-observation task, as SB3 and CleanRL train classic control"
+_SMALL = "vector observation, SB3's and CleanRL's classic-control PPO"
 
 
 def space_defaults(
