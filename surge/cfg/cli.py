@@ -134,7 +134,7 @@ def field_defaults(
     """
     from surge.learning.algorithm import get_algorithm
 
-    out = {}
+    out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
@@ -149,8 +149,12 @@ def field_defaults(
                 "fix the family's default_overrides.",
             )
         out.update(family.default_overrides)
-    out.update({k: v for k, v in (space_overrides or {}).items() if k in out})
-    out.update(get_algorithm(algo).default_overrides)
+    algorithm = get_algorithm(algo)
+    # no default is chosen for a parameter the algorithm ignores (it would be reported as idle)
+    out.update(
+        {k: v for k, v in (space_overrides or {}).items() if k in out and k not in algorithm.unused_params}
+    )
+    out.update(algorithm.default_overrides)
     return out
 
 

@@ -17,6 +17,7 @@ import pytest
 from surge.cfg.cli import parse_cfg
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import as_overrides, probe_spaces, space_default_notes, space_defaults
+from surge.cfg.validate import config_notes
 from surge.errors import EnvError
 
 Box, Discrete, Dict = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.Dict
@@ -168,3 +169,14 @@ def test_help_works_for_an_env_that_cannot_be_made(tmp_path, monkeypatch, capsys
     finally:
         gym.registry.pop("SurgeBrokenEnv-v0")
         probe_spaces.cache_clear()
+
+
+@pytest.mark.parametrize("env", ["CartPole-v1", "Pendulum-v1", "cartpole"])
+def test_a2c_takes_the_chosen_defaults_it_can_use(tmp_path, env):
+    """A2C takes one gradient step per batch: PPO's minibatch split chosen for small envs (and by
+    the cartpole family) must not make `--algo=A2C` invalid, and parameters A2C ignores get no
+    chosen default that the run would then report as idle."""
+    cfg = parse_cfg([f"--env={env}", "--algo=A2C", f"--train_dir={tmp_path}"])
+    assert (cfg.num_batches_per_iteration, cfg.learning_rate) == (1, 1e-3)  # A2C's own (rlpyt)
+    if env != "cartpole":  # the family's overrides are not the spaces' choice
+        assert config_notes(cfg) == [] and cfg.ppo_epochs == Config.ppo_epochs
