@@ -4,9 +4,10 @@ Precedence, lowest to highest: `Config` defaults < the env family's overrides (f
 gymnasium id, which no family claims: the defaults its spaces choose, `surge.cfg.space_defaults`)
 < the algorithm's overrides < the YAML file of `--cfg` < flags on the command line. When the
 experiment folder already holds a `cfg.json` and `--restart_behavior=resume` (the default), the
-saved config replaces the defaults and the family's (or the spaces') overrides; what the YAML file and the flags give still wins, and each value they change is logged
-as a warning naming its source. YAML values go through the same type conversion as flags.
-`--restart_behavior` is the command's own choice: it is not saved, and a saved value is ignored.
+saved config replaces the defaults and the family's (or the spaces') overrides; what the YAML file
+and the flags give still wins, and each value they change is logged as a warning naming its
+source. YAML values go through the same type conversion as flags. `--restart_behavior` is the
+command's own choice: it is not saved, and a saved value is ignored.
 """
 
 from __future__ import annotations
@@ -158,9 +159,7 @@ def field_defaults(
     return out
 
 
-def env_space_defaults(
-    family: EnvFamily | None, env: str, given: dict[str, Any], rollout_default: int = 32
-) -> list[SpaceDefault]:
+def env_space_defaults(family: EnvFamily | None, env: str, given: dict[str, Any]) -> list[SpaceDefault]:
     """The defaults chosen by the spaces of `env` when no family claims it (a plain gymnasium id
     or `package.module:EnvId`): the env is made once (`probe_spaces`, with the `env_wrappers` of
     `given`) and `space_defaults` applied. [] for an env of a family.
@@ -175,7 +174,7 @@ def env_space_defaults(
         return []
     obs_space, action_space = probe_spaces(env, tuple(given.get("env_wrappers") or ()))
     return space_defaults(
-        obs_space, action_space, bool(given.get("use_rnn", False)), int(given.get("rollout", rollout_default))
+        obs_space, action_space, bool(given.get("use_rnn", False)), int(given.get("rollout", Config.rollout))
     )
 
 
