@@ -11,6 +11,7 @@ from typing import Any
 
 from surge.cfg.cli import save_cfg
 from surge.cfg.config import Config
+from surge.cfg.space_defaults import space_default_notes
 from surge.cfg.validate import config_notes
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
@@ -87,6 +88,8 @@ class TrainingRun:
         setup_logging(None if cfg.benchmark else folder.log_file)
         for note in config_notes(cfg):
             log.warning(note)
+        for note in space_default_notes(cfg):
+            log.info(note)
         if cfg.algo == "DUMMY_SAMPLER":
             log.info(
                 "DUMMY_SAMPLER samples %d env frames: the lower of --train_for_env_steps and "
