@@ -7,6 +7,7 @@ import logging
 import math
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from surge.cfg.cli import save_cfg
@@ -27,12 +28,16 @@ MIN_RATE_SECONDS = 1.0  # a throughput over a shorter span is not reported (it w
 
 
 def make_placement(
-    cfg: Config, ckpts: list[CheckpointManager], resume_states: list[dict[str, Any] | None]
+    cfg: Config,
+    ckpts: list[CheckpointManager],
+    resume_states: list[dict[str, Any] | None],
+    sampler_state_file: Path | None = None,
 ) -> Placement:
-    """`SerialPlacement` for `--serial_mode=True`, else the multi-process `AsyncPlacement`."""
+    """`SerialPlacement` for `--serial_mode=True` (saving and resuming its sampler's state in
+    `sampler_state_file` when given), else the multi-process `AsyncPlacement`."""
     if cfg.serial_mode:
         retain_freed_memory()  # this process samples and learns (the async children do it themselves)
-        return SerialPlacement(cfg, ckpts, resume_states)
+        return SerialPlacement(cfg, ckpts, resume_states, sampler_state_file)
     from surge.runtime.async_placement import AsyncPlacement
 
     return AsyncPlacement(cfg, ckpts, resume_states)
@@ -122,7 +127,9 @@ class TrainingRun:
         summaries = None if cfg.benchmark else [folder.summaries(i) for i in range(P)]
         self.monitor = m = Monitor(cfg, summaries, get_algorithm(cfg.algo).metric_tags)
         self._restore_counters(resume_states)
-        self.placement = p = make_placement(cfg, self.ckpts, resume_states)
+        self.placement = p = make_placement(
+            cfg, self.ckpts, resume_states, None if cfg.benchmark else folder.sampler_state_file
+        )
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         finished = failed = False
         try:

@@ -38,6 +38,7 @@ from torch import Tensor
 
 from surge.data.trajectory import TrajectoryBuffers, tree_assign
 from surge.errors import EnvError
+from surge.sampling.env_state import load_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
 
@@ -424,6 +425,65 @@ class RolloutWorker:
         for s in self.splits:
             s.env_steps = 0
         return total
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything of this worker that a resumed run needs to continue exactly where it stopped
+        (the serial placement saves it at a stop): per split its slots, step t, the policy of each
+        agent and the envs' whole state (`surge.sampling.env_state`, as uint8 tensors), and the policy
+        mapping's random stream. Tensors and plain values only (loads with `weights_only=True`).
+        Call it between steps (no env step half done). The trajectory buffers are not in it.
+
+        Raises:
+            EnvStateUnsupported: an env's state cannot be saved (the message says which and why).
+        """
+        splits = []
+        for split in self.splits:
+            envs = [torch.frombuffer(bytearray(save_env_state(env)), dtype=torch.uint8) for env in split.envs]
+            splits.append(
+                {
+                    "slots": split.slots.clone(),
+                    "t": split.t,
+                    "agent_policy": split.agent_policy.clone(),
+                    "agent_episode": torch.from_numpy(split.agent_episode.copy()),
+                    "bad_obs": None if split.bad_obs is None else torch.from_numpy(split.bad_obs.copy()),
+                    "envs": envs,
+                }
+            )
+        mapper = None
+        if self.mapper is not None:
+            version, internal, gauss = self.mapper.rng.getstate()
+            mapper = {"rng": [version, list(internal), gauss], "env_draw": dict(self.mapper._env_draw)}
+        return {"splits": splits, "mapper": mapper}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what `state_dict` saved, instead of `reset()`: the envs made for this worker are
+        closed and replaced by the saved ones.
+
+        Raises:
+            ValueError: the state is of a worker with other splits or envs per split.
+        """
+        saved = state["splits"]
+        if len(saved) != len(self.splits) or any(
+            len(s["envs"]) != len(split.envs) for s, split in zip(saved, self.splits, strict=True)
+        ):
+            raise ValueError(
+                f"sampler state of worker {self.worker_idx} has {[len(s['envs']) for s in saved]} envs per "
+                f"split, this run {[len(split.envs) for split in self.splits]}"
+            )
+        for s, split in zip(saved, self.splits, strict=True):
+            for env in split.envs:
+                env.close()
+            split.envs = [load_env_state(t.numpy().tobytes()) for t in s["envs"]]
+            split.set_slots(s["slots"].clone())
+            split.t = int(s["t"])
+            split.agent_policy = s["agent_policy"].clone()
+            split.agent_episode = s["agent_episode"].numpy().copy()
+            split.policies = sorted(set(split.agent_policy.tolist()))
+            split.bad_obs = None if s["bad_obs"] is None else s["bad_obs"].numpy().copy()
+        if self.mapper is not None and state["mapper"] is not None:
+            version, internal, gauss = state["mapper"]["rng"]
+            self.mapper.rng.setstate((version, tuple(internal), gauss))
+            self.mapper._env_draw = {int(k): tuple(v) for k, v in state["mapper"]["env_draw"].items()}
 
     def close(self) -> None:
         for split in self.splits:

@@ -1,0 +1,143 @@
+"""Stop + resume continues as the uninterrupted run (issue 14, defect 6): with `--seed` and the
+serial placement, a run stopped (by its budget, or by Ctrl+C in the middle of a batch or of a
+rollout) and resumed with the same command ends with the same weights, optimizer state and
+normalisers as a run that never stopped, bit for bit (CartPole's state can be saved)."""
+
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+
+from surge.cfg.cli import parse_cfg
+from surge.learning.base import LearnerBase
+from surge.runtime.training_run import train
+
+N = 3000  # env frames of the whole run; batches of 512 samples, rollouts of 8 envs x 32 steps
+
+
+def _cfg(tmp_path: Path, exp: str, budget: int):
+    return parse_cfg(
+        [
+            "--env=cartpole",
+            f"--experiment={exp}",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            "--num_workers=2",
+            "--num_envs_per_worker=4",
+            "--worker_num_splits=2",
+            "--normalize_input=True",
+            "--normalize_returns=True",
+            "--seed=7",
+            f"--train_for_env_steps={budget}",
+        ]
+    )
+
+
+def _final(tmp_path: Path, exp: str) -> dict:
+    ckpts = sorted((tmp_path / exp / "checkpoint_p0").glob("checkpoint_*.pth"))
+    return torch.load(ckpts[-1], weights_only=True)
+
+
+def _assert_same_tensors(a, b, path="") -> None:
+    """Every tensor of two nested states equal (torch.equal), every other value equal."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype, path
+        assert torch.equal(a, b), f"{path} differs"
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _assert_same_tensors(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same_tensors(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a} != {b}"
+
+
+def _assert_same_run(tmp_path: Path, exp: str) -> None:
+    a, b = _final(tmp_path, "uninterrupted"), _final(tmp_path, exp)
+    assert b["env_frames"] == a["env_frames"] >= N
+    assert b["env_steps"] == a["env_steps"]
+    assert b["learner"]["policy_version"] == a["learner"]["policy_version"]
+    _assert_same_tensors(a["model"], b["model"], "model")  # weights and normaliser statistics
+    _assert_same_tensors(a["learner"], b["learner"], "learner")  # Adam's moments and steps
+    _assert_same_tensors(a["rng"], b["rng"], "rng")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("runs")
+    assert train(_cfg(tmp_path, "uninterrupted", N)) == "done"
+    return tmp_path
+
+
+def _copy_reference(src: Path, dst: Path) -> None:
+    (dst / "uninterrupted").symlink_to(src / "uninterrupted")
+
+
+def test_a_run_stopped_by_its_budget_and_resumed_ends_as_the_uninterrupted_one(uninterrupted, tmp_path):
+    _copy_reference(uninterrupted, tmp_path)
+    assert train(_cfg(tmp_path, "halves", N // 2)) == "done"
+    half = _final(tmp_path, "halves")
+    assert N // 2 <= half["env_frames"] < N
+    # stopped in the middle of a rollout (8 env frames per step, 256 per rollout of every split)
+    assert half["env_frames"] % 256 != 0
+    (tmp_path / "halves" / "done").unlink()
+    assert train(_cfg(tmp_path, "halves", N)) == "done"
+    _assert_same_run(tmp_path, "halves")  # before: policy_version 64 != 80 (the partial data lost)
+    log = (tmp_path / "halves" / "surge_log.txt").read_text()
+    assert "Resumed the sampler where it stopped" in log
+
+
+def _sigint_at(monkeypatch, calls: int) -> None:
+    """Sends this process SIGINT (the run's real handler) at the `calls`-th optimizer step."""
+    original = LearnerBase.apply_gradients
+    count = {"n": 0}
+
+    def apply_gradients(self, loss):
+        count["n"] += 1
+        if count["n"] == calls:
+            signal.raise_signal(signal.SIGINT)
+        return original(self, loss)
+
+    monkeypatch.setattr(LearnerBase, "apply_gradients", apply_gradients)
+
+
+def test_ctrl_c_in_the_middle_of_a_batch_then_resume_ends_as_the_uninterrupted_run(
+    uninterrupted, tmp_path, monkeypatch
+):
+    _copy_reference(uninterrupted, tmp_path)
+    with monkeypatch.context() as m:
+        _sigint_at(m, calls=2 * 16 + 7)  # 16 optimizer steps per batch: 7 steps into the third
+        assert train(_cfg(tmp_path, "sigint", N)) == "interrupted"
+    log = (tmp_path / "sigint" / "surge_log.txt").read_text()
+    stopped_version = _final(tmp_path, "sigint")["learner"]["policy_version"]
+    assert train(_cfg(tmp_path, "sigint", N)) == "done"
+    _assert_same_run(tmp_path, "sigint")
+    # the 7 steps taken of the third batch were undone; the resumed run trained it whole
+    assert "stopping in the middle of a batch: 7 of its 16 optimizer steps taken" in log and "undone" in log
+    assert stopped_version == 2 * 16
+
+
+def test_ctrl_c_while_sampling_then_resume_ends_as_the_uninterrupted_run(
+    uninterrupted, tmp_path, monkeypatch
+):
+    from surge.sampling.rollout_worker import RolloutWorker
+
+    _copy_reference(uninterrupted, tmp_path)
+    original = RolloutWorker.advance
+    count = {"n": 0}
+
+    def advance(self, split_idx):
+        count["n"] += 1
+        if count["n"] == 301:  # in the middle of a step of the splits, between two batches
+            signal.raise_signal(signal.SIGINT)
+        return original(self, split_idx)
+
+    with monkeypatch.context() as m:
+        m.setattr(RolloutWorker, "advance", advance)
+        assert train(_cfg(tmp_path, "sampling", N)) == "interrupted"
+    assert train(_cfg(tmp_path, "sampling", N)) == "done"
+    _assert_same_run(tmp_path, "sampling")
