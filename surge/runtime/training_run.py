@@ -219,7 +219,9 @@ class TrainingRun:
 
     def _restore_counters(self, states: list[dict[str, Any] | None]) -> None:
         """The run's counters from the latest checkpoints: env steps and frames, seconds trained
-        (the furthest of the policies' checkpoints) and each policy's best return."""
+        (the furthest of the policies' checkpoints), each policy's best return and its recent
+        episodes (the reported means continue from the stop instead of restarting from the first
+        episodes to finish after it, which are the shortest: in Breakout the lowest-scoring)."""
         found = [s for s in states if s is not None]
         if not found:
             return
@@ -230,6 +232,10 @@ class TrainingRun:
         for p, state in enumerate(states):
             if state is not None:
                 self.best_returns[p] = float(state["best_return"])
+                ps = m.policies[p]
+                ps.returns.extend(float(r) for r in state.get("episode_returns", ()))
+                ps.lengths.extend(int(n) for n in state.get("episode_lengths", ()))
+                ps.episodes = int(state.get("episodes", 0))
                 log.info(
                     "Policy %d resumed at env frame %d, policy version %d.",
                     p,
@@ -241,13 +247,19 @@ class TrainingRun:
         log.info("Resumed from env frame %d.", m.env_frames)
 
     def _counters(self, policy_id: int = 0) -> dict[str, Any]:
-        """What a checkpoint of policy `policy_id` stores besides its model and learner."""
+        """What a checkpoint of policy `policy_id` stores besides its model and learner: the run's
+        counters, the policy's best mean return and its last `stats_avg` episodes (returns in env
+        reward units, lengths in env steps) and episode count."""
         m = self.monitor
+        ps = m.policies[policy_id]
         return {
             "env_steps": m.env_steps,
             "env_frames": m.env_frames,
             "train_seconds": self.train_seconds_before + time.time() - self.start_time,
             "best_return": self.best_returns[policy_id],
+            "episode_returns": list(ps.returns),
+            "episode_lengths": list(ps.lengths),
+            "episodes": ps.episodes,
         }
 
     def _step(self) -> bool:

@@ -69,6 +69,9 @@ class SplitState:
     # [N] bool: agents whose latest observation was non-finite (replaced by 0): their next step
     # is marked inactive
     bad_obs: np.ndarray | None = None
+    # [N] bool: agents whose current episode began with the decorrelation's random actions: its
+    # return is not the policy's, so it is left out of the episode statistics
+    random_start: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.set_slots(self.slots)
@@ -76,6 +79,7 @@ class SplitState:
         self.agent_policy = torch.zeros(n, dtype=torch.int8)
         self.agent_episode = np.zeros(n, dtype=np.int64)
         self.policies = [0]
+        self.random_start = np.zeros(n, dtype=bool)
 
     def set_slots(self, slots: Tensor) -> None:
         self.slots = slots
@@ -181,7 +185,12 @@ class RolloutWorker:
     def reset(self) -> None:
         """Resets every env and writes the first observations at t = 0. With `cfg.seed`, env object k
         (counted over workers, splits and envs) gets seed `seed·100003 + k·num_agents`, so the
-        sub-envs of batched envs (seeded `s, s+1, ...` by gymnasium) never share a seed."""
+        sub-envs of batched envs (seeded `s, s+1, ...` by gymnasium) never share a seed.
+
+        With `decorrelate_envs_on_one_worker` each env first takes a random number (< rollout) of
+        uniformly random actions; the episode they leave unfinished is not reported in the episode
+        statistics (its return is partly the random actions', e.g. Breakout lives lost before the
+        policy played)."""
         seed = self.cfg.seed
         if seed is not None:  # the decorrelation steps' random actions repeat with the seed
             self.action_space.seed(seed * 100003 + self.worker_idx)
@@ -197,7 +206,10 @@ class RolloutWorker:
                     env_seed = seed * 100003 + flat * self.num_agents
                 obs, _ = env.reset(seed=env_seed)
                 if self.cfg.decorrelate_envs_on_one_worker and not self.is_batched:
-                    obs = self._random_steps(env, obs, random.randrange(self.rollout))
+                    n_random = random.randrange(self.rollout)
+                    obs = self._random_steps(env, obs, n_random)
+                    lo = e_idx * self.num_agents
+                    split.random_start[lo : lo + self.num_agents] = n_random > 0
                 if self.is_batched:
                     obs_all.append(obs)
                 else:
@@ -329,6 +341,7 @@ class RolloutWorker:
             self._write_obs(split, t + 1, obs_all)
         done = terminated | truncated
         if done.any():
+            split.random_start[done] = False
             buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
             if self.mapper is not None:
                 split.agent_episode[done] += 1
@@ -357,7 +370,7 @@ class RolloutWorker:
                 if info.get("is_active", True) is False:
                     active[lo + a] = False
                 ep = info.get("episode")
-                if ep is not None:
+                if ep is not None and not split.random_start[lo + a]:
                     split.episodes.append(
                         EpisodeStats(
                             float(np.asarray(ep["r"])),
@@ -446,6 +459,7 @@ class RolloutWorker:
                     "agent_policy": split.agent_policy.clone(),
                     "agent_episode": torch.from_numpy(split.agent_episode.copy()),
                     "bad_obs": None if split.bad_obs is None else torch.from_numpy(split.bad_obs.copy()),
+                    "random_start": torch.from_numpy(split.random_start.copy()),
                     "envs": envs,
                 }
             )
@@ -480,6 +494,7 @@ class RolloutWorker:
             split.agent_episode = s["agent_episode"].numpy().copy()
             split.policies = sorted(set(split.agent_policy.tolist()))
             split.bad_obs = None if s["bad_obs"] is None else s["bad_obs"].numpy().copy()
+            split.random_start = s["random_start"].numpy().copy()
         if self.mapper is not None and state["mapper"] is not None:
             version, internal, gauss = state["mapper"]["rng"]
             self.mapper.rng.setstate((version, tuple(internal), gauss))

@@ -141,3 +141,73 @@ def test_ctrl_c_while_sampling_then_resume_ends_as_the_uninterrupted_run(
         assert train(_cfg(tmp_path, "sampling", N)) == "interrupted"
     assert train(_cfg(tmp_path, "sampling", N)) == "done"
     _assert_same_run(tmp_path, "sampling")
+
+
+# ---- issue 14, defect 7: "after resume the policy plays worse for a while" -----------------------
+
+
+def _last_progress(exp_dir: Path) -> str:
+    lines = [ln for ln in (exp_dir / "surge_log.txt").read_text().splitlines() if "Episode return:" in ln]
+    return lines[-1].split("Total env frames:")[1]
+
+
+def test_a_resumed_run_reports_the_episode_statistics_of_the_uninterrupted_run(uninterrupted, tmp_path):
+    """The console's mean return continues over the same last `stats_avg` episodes: before, the
+    window restarted empty at the resume and its first means were of the shortest episodes."""
+    _copy_reference(uninterrupted, tmp_path)
+    assert train(_cfg(tmp_path, "stats", N // 2)) == "done"
+    (tmp_path / "stats" / "done").unlink()
+    assert train(_cfg(tmp_path, "stats", N)) == "done"
+    # e.g. "3000. Episode return: 26.54, length: 26.5 env steps (last 100). ..." in both logs
+    # (before: the uninterrupted run "24.53, length: 24.5 env steps (last 100)", the resumed "24.17 ... (last 60)")
+    assert _last_progress(tmp_path / "stats") == _last_progress(uninterrupted / "uninterrupted")
+    a, b = _final(tmp_path, "uninterrupted"), _final(tmp_path, "stats")
+    assert b["episode_returns"] == a["episode_returns"] and len(a["episode_returns"]) == 100
+    assert b["episodes"] == a["episodes"]
+
+
+def test_the_resumed_policy_acts_as_the_saved_one(tmp_path, monkeypatch):
+    """Weights, observation and return normalisers come back as they were: the policy of the
+    resumed run, before it trains, and the checkpoint as `surge enjoy` loads it give the outputs
+    the stopped run's policy gave, on the same observations (this held before the fix too: the
+    policy never played worse, the statistics said so)."""
+    import numpy as np
+
+    from surge.envs.registry import make_env
+    from surge.models.actor_critic import make_actor_critic
+    from surge.runtime.serial import SerialPlacement
+
+    cfg = _cfg(tmp_path, "acts", N // 2)
+    env = make_env(cfg)
+    obs = torch.as_tensor(np.stack([env.reset(seed=s)[0][0] for s in range(64)]))
+    env.close()
+    outputs = {}
+
+    def forward(model):
+        with torch.no_grad():
+            out = model.act(obs, torch.zeros(len(obs), model.rnn_state_size), deterministic=True)
+        return out.actions, out.logits, out.values, model.returns_normalizer.denormalize(out.values)
+
+    original_close, original_start = SerialPlacement.close, SerialPlacement.start
+
+    def close(self):
+        outputs.setdefault("stopped", forward(self.c.models[0]))
+        original_close(self)
+
+    def start(self):
+        original_start(self)
+        outputs["resumed"] = forward(self.c.models[0])
+
+    monkeypatch.setattr(SerialPlacement, "close", close)
+    monkeypatch.setattr(SerialPlacement, "start", start)
+    assert train(cfg) == "done"
+    saved = _final(tmp_path, "acts")
+    (tmp_path / "acts" / "done").unlink()
+    assert train(_cfg(tmp_path, "acts", N // 2 + 600)) == "done"
+    assert _final(tmp_path, "acts")["env_frames"] > saved["env_frames"]
+    model = make_actor_critic(cfg, env.observation_space, env.action_space)
+    model.load_state_dict(saved["model"])
+    model.eval()
+    for name, got in (("resumed", outputs["resumed"]), ("enjoy", forward(model))):
+        for x, y in zip(outputs["stopped"], got, strict=True):
+            assert torch.equal(x, y), name
