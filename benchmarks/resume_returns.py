@@ -4,6 +4,7 @@ prints the mean return the console would report after each of the first episodes
 run, beside the same numbers for a run that never stopped (same seed, serial placement).
 
     python benchmarks/resume_returns.py --env=cartpole --stop=40000 --resume_to=60000
+    python benchmarks/resume_returns.py --env=cartpole --stop=40000 --resume_to=60000 --reset_envs
     python benchmarks/resume_returns.py --env=atari_breakout --stop=98000 --resume_to=131000 --eval_episodes=10
 
 Extra arguments go to `surge train` (e.g. `--num_workers=2`). Runs in `--train_dir` (a temporary
@@ -68,6 +69,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--eval_episodes", type=int, default=50)
     parser.add_argument("--train_dir", default=None)
+    parser.add_argument(
+        "--reset_envs",
+        action="store_true",
+        help="delete sampler_state.pth before resuming: a resume that cannot restore its envs (async, VizDoom)",
+    )
     args, extra = parser.parse_known_args()
     args.train_dir = args.train_dir or tempfile.mkdtemp(prefix="resume_returns_")
     logging.getLogger("surge").setLevel(logging.WARNING)
@@ -88,6 +94,8 @@ def main() -> None:
     )
     eval_returns = enjoy(eval_cfg)["returns"]
     (Path(args.train_dir) / "stopped" / "done").unlink(missing_ok=True)  # the same command, a larger budget
+    if args.reset_envs:
+        (Path(args.train_dir) / "stopped" / "sampler_state.pth").unlink(missing_ok=True)
     after = _run(args, extra, "stopped", args.resume_to)
     whole = _run(args, extra, "uninterrupted", args.resume_to)
     whole_after = [e for e in whole if e[0] > stop_frames]

@@ -24,6 +24,7 @@ from surge.cfg.config import Config
 from surge.data.trajectory import tree_assign
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 from surge.learning.algorithm import Feed
+from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.runtime.components import Components, build_components
 from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
@@ -148,6 +149,65 @@ class SerialSampler:
             pool.release(first, policy_id)
 
 
+class BatchSnapshot:
+    """What training one batch changes: the model's state (weights, normalisers), Adam's state,
+    `policy_version` and the RNG streams, copied into tensors allocated once (a copy per batch of
+    3x the parameters' bytes, no allocation), so a batch a stop interrupts can be undone."""
+
+    def __init__(self) -> None:
+        self.model: dict[str, torch.Tensor] = {}
+        self.optimizer: list[dict[str, Any] | None] = []  # per parameter: its Adam state, or None
+        self.param_groups: list[dict[str, Any]] = []
+        self.policy_version = self.skipped_updates = 0
+        self.rng: dict[str, Any] = {}
+
+    @staticmethod
+    def _copy(dst: torch.Tensor | None, src: torch.Tensor) -> torch.Tensor:
+        if dst is None or dst.shape != src.shape or dst.dtype != src.dtype:
+            return src.detach().clone()
+        return dst.copy_(src)
+
+    def take(self, model: torch.nn.Module, learner: LearnerBase) -> None:
+        for k, v in model.state_dict().items():
+            self.model[k] = self._copy(self.model.get(k), v)
+        opt = learner.optimizer
+        params = [p for g in opt.param_groups for p in g["params"]]
+        if len(self.optimizer) != len(params):
+            self.optimizer = [None] * len(params)
+        for i, p in enumerate(params):
+            state = opt.state.get(p)
+            if not state:
+                self.optimizer[i] = None
+                continue
+            old = self.optimizer[i] or {}
+            self.optimizer[i] = {
+                k: self._copy(old.get(k), v) if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+                for k, v in state.items()
+            }
+        self.param_groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+        self.policy_version, self.skipped_updates = learner.policy_version, learner.skipped_updates
+        self.rng = rng_state()
+
+    def restore(self, model: torch.nn.Module, learner: LearnerBase) -> None:
+        model.load_state_dict(self.model)
+        opt = learner.optimizer
+        params = [p for g in opt.param_groups for p in g["params"]]
+        for p, saved in zip(params, self.optimizer, strict=True):
+            if saved is None:
+                opt.state.pop(p, None)
+                continue
+            state = opt.state[p]
+            for k, v in saved.items():
+                if isinstance(v, torch.Tensor) and isinstance(state.get(k), torch.Tensor):
+                    state[k].copy_(v)
+                else:
+                    state[k] = v.clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+        for g, saved_group in zip(opt.param_groups, self.param_groups, strict=True):
+            g.update(saved_group)
+        learner.policy_version, learner.skipped_updates = self.policy_version, self.skipped_updates
+        set_rng_state(self.rng)
+
+
 class SerialPlacement:
     """All components in this process.
 
@@ -171,6 +231,7 @@ class SerialPlacement:
         self.c: Components | None = None
         self.interrupted = False  # Ctrl+C / SIGTERM: see `interrupt`
         self.stepping = False  # inside `step`: a save now (second Ctrl+C) cannot hold the sampler's state
+        self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
 
     def start(self) -> None:
         self.c = c = build_components(self.cfg)
@@ -271,27 +332,19 @@ class SerialPlacement:
                     report.train_stats[p] = stats
                 c.inferences[p].policy_version = learner.policy_version
 
-    def _snapshot(self, policy_id: int) -> dict[str, Any]:
-        """What training one batch changes: the model (weights, normalisers), the learner
-        (optimizer, policy_version) and the RNG streams, copied."""
+    def _snapshot(self, policy_id: int) -> BatchSnapshot:
         c = self.c
         assert c is not None
-        learner = c.learners[policy_id]
-        return {
-            "model": copy.deepcopy(c.models[policy_id].state_dict()),
-            "learner": copy.deepcopy(learner.state_dict()),
-            "skipped_updates": learner.skipped_updates,
-            "rng": rng_state(),
-        }
+        snap = self.snapshots.get(policy_id)
+        if snap is None:
+            snap = self.snapshots[policy_id] = BatchSnapshot()
+        snap.take(c.models[policy_id], c.learners[policy_id])
+        return snap
 
-    def _restore_snapshot(self, policy_id: int, snap: dict[str, Any]) -> None:
+    def _restore_snapshot(self, policy_id: int, snap: BatchSnapshot) -> None:
         c = self.c
         assert c is not None
-        learner = c.learners[policy_id]
-        c.models[policy_id].load_state_dict(snap["model"])
-        learner.load_state_dict(snap["learner"])
-        learner.skipped_updates = snap["skipped_updates"]
-        set_rng_state(snap["rng"])
+        snap.restore(c.models[policy_id], c.learners[policy_id])
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
