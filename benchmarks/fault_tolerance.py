@@ -69,7 +69,9 @@ def _title(pid: int) -> str:
 
 def _surge_processes(workdir: Path) -> list[int]:
     """Pids of this script's runs' surge child processes (titles `surge:...`)."""
-    return [p for p in _ours(workdir) if _title(p).startswith("surge:")]
+    found = [p for p in _ours(workdir) if _title(p).startswith("surge:")]
+    PIDS.update(found)
+    return found
 
 
 def _shm() -> set[str]:
@@ -99,7 +101,9 @@ def _train(train_dir: Path, extra: list[str], log: Path) -> subprocess.Popen:
         *COMMON,
         *extra,
     ]
-    return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=log.parent)
+    proc = subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=log.parent)
+    PIDS.add(proc.pid)
+    return proc
 
 
 def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float, offset: int = 0) -> bool:
@@ -114,12 +118,28 @@ def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float, o
     return False
 
 
-def _leftovers(shm_before: set[str], workdir: Path) -> tuple[int, int]:
-    """Processes of this script's runs still alive (all of them: by now every run has ended) and
-    /dev/shm entries created since `shm_before` that no other program holds."""
+#: pids of this script's runs and of their children seen alive (torch names its shared-memory files
+#: torch_<pid>_..., so a leftover file is attributed to the process that made it)
+PIDS: set[int] = set()
+
+
+def _leftovers(shm_before: set[str], workdir: Path) -> tuple[int, int, int]:
+    """`(processes, files, unattributed)`: processes of this script's runs still alive (by now
+    every run has ended), /dev/shm files created since `shm_before` by them, and new files that
+    no process holds and whose maker cannot be told (`sem.mp-*`: other programs on a shared
+    machine make them too; a run of this script makes them only in the async placement)."""
     time.sleep(1.0)
     ours = set(_ours(workdir))
-    return len(ours), len([n for n in _shm() - shm_before if not _held_by_others(n, ours)])
+    files = unattributed = 0
+    for name in _shm() - shm_before:
+        if _held_by_others(name, ours):
+            continue
+        m = re.match(r"torch_(\d+)_", name)
+        if m:
+            files += int(m.group(1)) in PIDS
+        else:
+            unattributed += 1
+    return len(ours), files, unattributed
 
 
 def worker_kills(role: str, kills: int, workdir: Path, frames_after: int = 10_000) -> dict:
@@ -165,7 +185,7 @@ def worker_kills(role: str, kills: int, workdir: Path, frames_after: int = 10_00
     text = log.read_text(errors="replace")
     replaced = len(re.findall(r"Process \S+ .*: replacing it", text))
     discarded = sum(int(x) for x in re.findall(r"at most (\d+) agent steps", text))
-    procs, shm = _leftovers(shm_before, workdir)
+    procs, shm, unattributed = _leftovers(shm_before, workdir)
     return {
         "scenario": f"{role} kills",
         "kills": done,
@@ -177,6 +197,7 @@ def worker_kills(role: str, kills: int, workdir: Path, frames_after: int = 10_00
         "discarded_agent_steps_bound": discarded,
         "leftover_processes": procs,
         "leftover_shm": shm,
+        "unattributed_new_sem_files": unattributed,
     }
 
 
@@ -205,7 +226,7 @@ def env_faults(workdir: Path, frames: int = 100_000) -> dict:
         rc = "hung"
     text = log.read_text(errors="replace")
     counted = re.findall(r"raised in env.step (\d+) time", text)
-    procs, shm = _leftovers(shm_before, workdir)
+    procs, shm, unattributed = _leftovers(shm_before, workdir)
     return {
         "scenario": "env raising on 1% of steps",
         "faults": int(counted[-1]) if counted else 0,
@@ -214,6 +235,7 @@ def env_faults(workdir: Path, frames: int = 100_000) -> dict:
         "rc": rc,
         "leftover_processes": procs,
         "leftover_shm": shm,
+        "unattributed_new_sem_files": unattributed,
     }
 
 
@@ -259,7 +281,18 @@ def main_kills(kills: int, workdir: Path, serial: bool, large: bool = False) -> 
         partial_writes += len(re.findall(r"Removed (\d+) unfinished checkpoint", text))
         load_failures += len(re.findall(r"Could not load checkpoint", text))
         time.sleep(0.3)  # children die with the main process (PR_SET_PDEATHSIG)
-    procs, shm = _leftovers(shm_before, workdir)
+    # the restart after the last kill: it must resume too; then a clean stop
+    start = log.stat().st_size if log.exists() else 0
+    proc = _train(workdir / name, extra, log)
+    if _wait_for(log, r"Total env frames: [1-9]", proc, 120, start):
+        m = re.search(r"Resumed from env frame (\d+)", log.read_text(errors="replace")[start:])
+        if m:
+            resumed += 1
+            continuing += int(m.group(1)) >= last_frames
+            last_frames = int(m.group(1))
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    procs, shm, unattributed = _leftovers(shm_before, workdir)
     return {
         "scenario": f"SIGKILL of the main process ({'serial' if serial else 'async'}"
         + (", ~200 MB checkpoints)" if large else ")"),
@@ -271,6 +304,7 @@ def main_kills(kills: int, workdir: Path, serial: bool, large: bool = False) -> 
         "last_resumed_frame": last_frames,
         "leftover_processes": procs,
         "leftover_shm": shm,
+        "unattributed_new_sem_files": unattributed,
     }
 
 
