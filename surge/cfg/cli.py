@@ -212,25 +212,51 @@ def load_yaml(path: str) -> dict[str, Any]:
     """Reads a YAML file of `name: value` pairs (a top-level `params:` mapping is also accepted).
 
     Raises:
-        ConfigError: the file is missing or is not a mapping.
+        ConfigError: the file is missing, not UTF-8 YAML, not a mapping, or has a key that is not
+            a name.
     """
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except OSError as e:
         raise ConfigError(
             "cfg", f"cannot read {path!r}: {e.strerror}.", "give the path of an existing YAML file."
         ) from e
+    except UnicodeDecodeError as e:
+        raise ConfigError("cfg", f"{path!r} is not UTF-8 text ({e.reason}).", "give a YAML file.") from e
     except yaml.YAMLError as e:
         raise ConfigError("cfg", f"{path!r} is not valid YAML: {e}", "fix the file's syntax.") from e
     if isinstance(data, dict) and isinstance(data.get("params"), dict):
         data = data["params"]
     if not isinstance(data, dict):
         raise ConfigError("cfg", f"{path!r} must hold a mapping of parameter names to values.", "")
+    for k in data:
+        if not isinstance(k, str):
+            raise ConfigError(
+                "cfg", f"{path!r} has the key {k!r}, which is not a parameter name.", "write name: value."
+            )
     return data
 
 
-def _convert_yaml(values: dict[str, Any], parser: argparse.ArgumentParser, path: str) -> dict[str, Any]:
-    """Converts YAML scalars with the flags' own converters (PyYAML reads `1e-4` as a string).
+def _yaml_name(values: dict[str, Any], key: str, path: str) -> str | None:
+    """The `env` or `algo` of a YAML file, read before the parser exists: a string or absent.
+
+    Raises:
+        ConfigError: the value is not a string.
+    """
+    v = values.get(key)
+    if v is None or isinstance(v, str):
+        return v
+    raise ConfigError(
+        key, f"{v!r} in {path} is not a name.", f"write e.g. {key}: cartpole" if key == "env" else ""
+    )
+
+
+def _convert_yaml(
+    values: dict[str, Any], parser: argparse.ArgumentParser, path: str, defaults: dict[str, Any]
+) -> dict[str, Any]:
+    """Converts YAML values with the flags' own converters (PyYAML reads `1e-4` as a string): a
+    scalar for a flag of one value, a list (or one scalar) for a list flag, null only for a flag
+    whose default is None.
 
     Raises:
         ConfigError: a value the field's type does not accept.
@@ -239,19 +265,31 @@ def _convert_yaml(values: dict[str, Any], parser: argparse.ArgumentParser, path:
     out = {}
     for k, v in values.items():
         action = actions.get(k)
-        if action is None or action.type is None or v is None:
+        if action is None or action.type is None:
             out[k] = v
             continue
+        is_list = action.nargs == "*"
+        if v is None and defaults.get(k, 0) is None:
+            out[k] = None
+            continue
+        if v is None or isinstance(v, dict) or (isinstance(v, list) and not is_list):
+            kind = "null" if v is None else "a mapping" if isinstance(v, dict) else "a list"
+            raise ConfigError(
+                k,
+                f"{kind} in {path} where the flag takes {'a list of values' if is_list else 'one value'}.",
+                f"write e.g. {k}: {defaults[k]!r}"
+                if k in defaults and not isinstance(defaults[k], list)
+                else f"fix the value in {path}.",
+            )
         convert: Callable[[Any], Any] = action.type  # type: ignore[assignment]
+        items = v if isinstance(v, list) else [v]
         try:
-            if isinstance(v, list):
-                out[k] = [convert(str(x)) for x in v]
-            else:
-                out[k] = convert(v if isinstance(v, bool) and convert is str2bool else str(v))
+            converted = [convert(x if isinstance(x, bool) and convert is str2bool else str(x)) for x in items]
         except (argparse.ArgumentTypeError, ValueError) as e:
             raise ConfigError(
                 k, f"{v!r} in {path} is not a valid value: {e}.", "fix the value in the YAML file."
             ) from e
+        out[k] = converted if is_list else converted[0]
         if action.choices is not None and out[k] not in action.choices:
             raise ConfigError(k, f"{v!r} in {path} is not one of {list(action.choices)}.", "")
     return out
@@ -285,7 +323,8 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
             inconsistent combination (e.g. rollout not a multiple of recurrence).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    pre = argparse.ArgumentParser(add_help=False)
+    # raises ConfigError too (a bare `--algo` or `--env` without a value is refused, not exited on)
+    pre = _Parser(add_help=False, allow_abbrev=False)
     pre.add_argument("--env", default=None)
     pre.add_argument("--algo", default=None)
     pre.add_argument("--cfg", default="")
@@ -296,13 +335,15 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         print(version_text())
         raise SystemExit(0)
     yaml_values = load_yaml(pre_args.cfg) if pre_args.cfg else {}
-    env = pre_args.env or yaml_values.get("env")
+    env = pre_args.env or _yaml_name(yaml_values, "env", pre_args.cfg)
     if not env and pre_args.help:
         family = None
     else:
         family = find_family(env or "")
     cls = config_class(family, evaluation)
-    defaults = field_defaults(cls, family, pre_args.algo or yaml_values.get("algo") or "APPO")
+    defaults = field_defaults(
+        cls, family, pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
+    )
     prog = "surge enjoy" if evaluation else "surge train"
     parser = build_parser(cls, defaults, prog, family)
     if pre_args.help:
@@ -312,11 +353,22 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     explicit_ns, unknown = parser.parse_known_args(argv)
     if unknown:
         flag = unknown[0].split("=")[0].lstrip("-")
-        _check_known({flag: None}, known, "the command line")
-        raise ConfigError(flag, f"unexpected argument {unknown[0]!r}.", "flags take the form --name=value.")
+        if unknown[0].startswith("--") and flag:
+            _check_known({flag: None}, known, "the command line")
+        # a stray value or a bare `--` names no flag: the message names the token instead
+        raise ConfigError(
+            flag if flag in known else "command line",
+            f"unexpected argument {unknown[0]!r}.",
+            "flags take the form --name=value (a list flag: --name v1 v2).",
+        )
     explicit = vars(explicit_ns)
+    for action in parser._actions:  # argparse turns `--flag=--` into [] even for a one-value flag
+        if action.nargs != "*" and isinstance(explicit.get(action.dest), list):
+            raise ConfigError(
+                action.dest, "expected one value, got '--'.", f"pass --{action.dest}=VALUE (see --help)."
+            )
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
-    yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg)
+    yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
     overrides = {**yaml_values, **explicit}
 
     values = dict(defaults)

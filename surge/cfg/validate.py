@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import math
 import os
+import threading
 from typing import Any
 
 from surge.cfg.config import env_frameskip
@@ -221,6 +222,16 @@ _NON_NEGATIVE = {
 }
 
 
+#: durations -> their least value; the most is what a thread can wait (`threading.TIMEOUT_MAX`)
+_SECONDS = {
+    "decorrelate_experience_max_seconds": 0,  # a rollout process waits a random time up to it
+    "reset_timeout_seconds": 1,  # below 1 s every worker counts as stuck in its first reset
+    "save_every_sec": 0,
+    "save_best_every_sec": 0,
+    "experiment_summaries_interval": 0,
+}
+
+
 def _check_numbers(cfg: Any) -> None:
     """Non-finite floats anywhere, and the ranges of single fields (see `validate_cfg`)."""
     for f in dataclasses.fields(cfg):
@@ -236,6 +247,14 @@ def _check_numbers(cfg: Any) -> None:
         v = getattr(cfg, name)
         if v < 0:
             raise ConfigError(name, f"must be >= 0, got {v} ({why}).", f"pass --{name} >= 0.")
+    for name, low in _SECONDS.items():
+        v = getattr(cfg, name)
+        if not low <= v <= threading.TIMEOUT_MAX:
+            raise ConfigError(
+                name,
+                f"a time in seconds in [{low}, {threading.TIMEOUT_MAX:.3g}], got {v}.",
+                f"pass --{name} >= {low}" + (", e.g. 120." if low > 0 else "."),
+            )
     if cfg.obs_scale <= 0:
         raise ConfigError(
             "obs_scale",
