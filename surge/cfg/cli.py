@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import inspect
 import json
 import logging
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from surge.cfg.config import Config, param
+from surge.cfg.config import SECTIONS, Config, param
 from surge.cfg.validate import validate_cfg
 from surge.envs.registry import EnvFamily, find_family
 from surge.errors import ConfigError
@@ -143,23 +141,8 @@ def field_defaults(cls: type, family: EnvFamily | None, algo: str = "APPO") -> d
 
 
 def config_sections() -> dict[str, str]:
-    """Field name -> section of `Config` ("experiment", "sampling", ...): the `# --- title ---`
-    comment headers of its source, without a parenthesis; {} where the source cannot be read."""
-    try:
-        source = inspect.getsource(Config)
-    except (OSError, TypeError):
-        return {}
-    out: dict[str, str] = {}
-    section = ""
-    for line in source.splitlines():
-        header = re.match(r"\s*# -+ (.+?) -+\s*$", line)
-        if header:
-            section = re.sub(r"\s*\(.*\)", "", header.group(1)).strip()
-            continue
-        name = re.match(r"    (\w+)\s*:", line)
-        if name and section:
-            out[name.group(1)] = section
-    return out
+    """Field name -> its section of `Config` ("experiment", "sampling", ...; `SECTIONS`)."""
+    return {f.name: title for title, cls in SECTIONS for f in dataclasses.fields(cls)}
 
 
 def _help_group(name: str, family: EnvFamily | None, sections: dict[str, str]) -> str:

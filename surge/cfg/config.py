@@ -28,11 +28,9 @@ def param(default: Any, help: str, choices: tuple | None = None, item_type: type
 
 
 @dataclass
-class Config:
-    """Every core parameter of surge. Units are in the help text: env_steps are `env.step` calls,
-    env_frames are env_steps × frameskip (Sample Factory counts frames)."""
+class ExperimentParams:
+    """Which env and algorithm, where the run lives, the device and the seed. (`--help` section "experiment")"""
 
-    # --- experiment -------------------------------------------------------------------------
     algo: str = param(
         "APPO",
         "Algorithm: APPO (asynchronous PPO with V-trace or GAE), A2C (synchronous advantage "
@@ -70,13 +68,21 @@ class Config:
     )
     serial_mode: bool = param(False, "Run envs, inference and learning in one process (debugging, CI).")
 
-    # --- stopping ---------------------------------------------------------------------------
+
+@dataclass
+class StoppingParams:
+    """When training stops. (`--help` section "stopping")"""
+
     train_for_env_steps: int = param(
         int(1e10), "Stop after this many env frames (Sample Factory counts frames: env steps x frameskip)."
     )
     train_for_seconds: int = param(int(1e10), "Stop after this many seconds of training (wall clock).")
 
-    # --- checkpoints and summaries ----------------------------------------------------------
+
+@dataclass
+class CheckpointParams:
+    """Checkpoints, TensorBoard summaries and Weights & Biases. (`--help` section "checkpoints and summaries")"""
+
     save_every_sec: int = param(120, "Seconds between checkpoints.")
     keep_checkpoints: int = param(3, "Number of latest checkpoints kept on disk.")
     save_milestones_sec: int = param(
@@ -95,7 +101,11 @@ class Config:
     wandb_job_type: str = param("SF", "W&B job type.")
     wandb_tags: list = param([], "W&B tags.", item_type=str)
 
-    # --- optimisation -----------------------------------------------------------------------
+
+@dataclass
+class OptimParams:
+    """The optimiser and the losses. (`--help` section "optimisation")"""
+
     learning_rate: float = param(1e-4, "Adam learning rate.")
     lr_schedule: str = param(
         "constant", "Learning-rate schedule over train_for_env_steps.", ("constant", "linear_decay")
@@ -132,7 +142,11 @@ class Config:
     obs_subtract_mean: float = param(0.0, "Subtracted from image observations before scaling.")
     obs_scale: float = param(1.0, "Image observations are divided by this (255 for uint8 frames).")
 
-    # --- sampling ---------------------------------------------------------------------------
+
+@dataclass
+class SamplingParams:
+    """Rollouts, batches, workers and envs: how experience is collected. (`--help` section "sampling")"""
+
     rollout: int = param(32, "Env steps per trajectory collected from each env (agent) before learning.")
     recurrence: int = param(32, "Length of BPTT chunks; rollout must be a multiple of it.")
     batch_size: int = param(1024, "Minibatch size in samples (agent steps) for one SGD step.")
@@ -185,7 +199,11 @@ class Config:
     actor_worker_gpus: list = param([], "GPUs the rollout workers may use (rendering).")
     num_torch_threads: int = param(0, "Torch intra-op threads per process (0: one per available core).")
 
-    # --- model ------------------------------------------------------------------------------
+
+@dataclass
+class ModelParams:
+    """The network: encoder, recurrent core, heads and their initialisation. (`--help` section "model")"""
+
     encoder_type: str = param("conv", "Encoder of image observations.", ("conv", "resnet", "mlp"))
     encoder_subtype: str = param(
         "convnet_simple",
@@ -225,7 +243,11 @@ class Config:
     )
     initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation.")
 
-    # --- PBT (issue: population-based training) ---------------------------------------------
+
+@dataclass
+class PbtParams:
+    """Population-based training (accepted for Sample Factory's command lines; not available yet). (`--help` section "PBT")"""
+
     with_pbt: bool = param(False, "Population-based training.")
     pbt_mix_policies_in_one_env: bool = param(True, "Multi-agent: mix policies in one env.")
     pbt_period_env_steps: int = param(int(5e6), "Env frames between PBT replacements.")
@@ -237,11 +259,45 @@ class Config:
     pbt_optimize_batch_size: bool = param(False, "PBT also mutates the batch size.")
     pbt_target_objective: str = param("true_reward", "Per-policy statistic PBT maximises.")
 
-    # --- debugging and benchmarking ---------------------------------------------------------
+
+@dataclass
+class DebugParams:
+    """Benchmarking and progress reporting. (`--help` section "debugging and benchmarking")"""
+
     benchmark: bool = param(False, "Benchmark mode: no checkpoints or summaries.")
     sampler_only: bool = param(False, "Do not train, measure sampling throughput only.")
     sample_env_frames: int = param(int(1e7), "DUMMY_SAMPLER: env frames to sample.")
     report_interval_sec: float = param(5.0, "Seconds between console progress lines.")
+
+
+#: the sections of `Config`, in `--help` order: (title, dataclass)
+SECTIONS: tuple[tuple[str, type], ...] = (
+    ("experiment", ExperimentParams),
+    ("stopping", StoppingParams),
+    ("checkpoints and summaries", CheckpointParams),
+    ("optimisation", OptimParams),
+    ("sampling", SamplingParams),
+    ("model", ModelParams),
+    ("PBT", PbtParams),
+    ("debugging and benchmarking", DebugParams),
+)
+
+
+@dataclass
+class Config(
+    DebugParams,
+    PbtParams,
+    ModelParams,
+    SamplingParams,
+    OptimParams,
+    CheckpointParams,
+    StoppingParams,
+    ExperimentParams,
+):
+    """Every core parameter of surge, one field per flag, composed of the section dataclasses of
+    `SECTIONS` (so `cfg.learning_rate` is typed; `--help` groups the flags by section). Units are in
+    the help text: env_steps are `env.step` calls, env_frames are env_steps × frameskip (Sample
+    Factory counts frames)."""
 
     def to_dict(self) -> dict[str, Any]:
         """All fields (core and env-family ones) as a JSON-serialisable dict."""
