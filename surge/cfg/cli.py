@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from surge.cfg.config import SECTIONS, Config, param
+from surge.cfg.config import SECTIONS, Config, EvalParams, core_fields
 from surge.cfg.validate import validate_cfg
 from surge.envs.registry import EnvFamily, find_family
 from surge.errors import ConfigError
@@ -32,23 +32,6 @@ log = logging.getLogger("surge")
 #: fields that belong to one command, not to the experiment: never written to cfg.json, and ignored
 #: when an older cfg.json holds them (a saved `restart_behavior=restart` would wipe every rerun)
 COMMAND_ONLY = ("restart_behavior",)
-
-
-@dataclasses.dataclass
-class EvalParams:
-    """Flags of `surge enjoy` (Sample Factory 2's enjoy spelling)."""
-
-    max_num_episodes: int = param(int(1e9), "Stop after this many episodes.")
-    max_num_frames: int = param(int(1e9), "Stop after this many env frames.")
-    no_render: bool = param(False, "Do not show the env on screen.")
-    save_video: bool = param(False, "Write an mp4 to the experiment folder instead of rendering.")
-    video_frames: int = param(int(1e9), "Max frames in the saved video.")
-    video_name: str = param("", "File name of the video (default: replay.mp4).")
-    fps: int = param(0, "Frames per second of rendering and of the video (0: as fast as possible / 30).")
-    eval_deterministic: bool = param(False, "Take the most likely action instead of sampling.")
-    load_checkpoint_kind: str = param("latest", "Which checkpoint to load.", ("latest", "best"))
-    checkpoint_path: str = param("", "Load this checkpoint file instead.")
-    policy_index: int = param(0, "Which policy plays (its checkpoints are in checkpoint_p<index>).")
 
 
 def str2bool(v: str) -> bool:
@@ -95,25 +78,25 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(field or "command line", message, "see `surge train --env=ENV --help`.")
 
 
-def config_class(family: EnvFamily | None, evaluation: bool = False) -> type:
-    """`Config` extended with the family's extra fields (and the enjoy flags when `evaluation`)."""
-    extras: list[tuple[str, Any, dataclasses.Field]] = []
-    sources = ([family.extra_params] if family and family.extra_params else []) + (
-        [EvalParams] if evaluation else []
-    )
-    seen: set[str] = set()
-    for src in sources:  # a family's field wins over an enjoy flag of the same name (doom's --fps)
-        for f in dataclasses.fields(src):
-            if f.name not in seen:
-                seen.add(f.name)
-                extras.append((f.name, f.type, f))
-    if not extras:
-        return Config
-    return dataclasses.make_dataclass("Config", extras, bases=(Config,))
+def flag_fields(family: EnvFamily | None, evaluation: bool = False) -> list[dataclasses.Field]:
+    """Every flag of a run of `family`, in `--help` order: the core `Config` fields, the family's
+    (`EnvFamily.extra_params`, the section `cfg.env_params`) and, with `evaluation`, enjoy's
+    (`EvalParams`, the section `cfg.eval_params`). A name in two sections is one flag, with the
+    first one's help and default (the Doom family's `--fps` sets enjoy's too)."""
+    sources = [core_fields()]
+    if family and family.extra_params:
+        sources.append(dataclasses.fields(family.extra_params))
+    if evaluation:
+        sources.append(dataclasses.fields(EvalParams))
+    out: dict[str, dataclasses.Field] = {}
+    for src in sources:
+        for f in src:
+            out.setdefault(f.name, f)
+    return list(out.values())
 
 
-def field_defaults(cls: type, family: EnvFamily | None, algo: str = "APPO") -> dict[str, Any]:
-    """Default value of every field of `cls`, with the env family's and then the algorithm's
+def field_defaults(family: EnvFamily | None, algo: str = "APPO", evaluation: bool = False) -> dict[str, Any]:
+    """Default value of every flag (`flag_fields`), with the env family's and then the algorithm's
     overrides applied (`EnvFamily.default_overrides`, `Algorithm.default_overrides`).
 
     Raises:
@@ -122,7 +105,7 @@ def field_defaults(cls: type, family: EnvFamily | None, algo: str = "APPO") -> d
     from surge.learning.algorithm import get_algorithm
 
     out = {}
-    for f in dataclasses.fields(cls):
+    for f in flag_fields(family, evaluation):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         else:
@@ -157,9 +140,12 @@ def _help_group(name: str, family: EnvFamily | None, sections: dict[str, str]) -
 
 
 def build_parser(
-    cls: type, defaults: dict[str, Any], prog: str = "surge train", family: EnvFamily | None = None
+    fields: list[dataclasses.Field],
+    defaults: dict[str, Any],
+    prog: str = "surge train",
+    family: EnvFamily | None = None,
 ) -> argparse.ArgumentParser:
-    """An argparse parser with one `--flag` per field; values not given stay absent (SUPPRESS).
+    """An argparse parser with one `--flag` per field of `fields` (`flag_fields`); values not given stay absent (SUPPRESS).
     Boolean flags take `--flag=True/False`, `--flag False` or the bare `--flag` (True). `--help`
     lists the flags by section (`config_sections`), then the family's (`family`) and enjoy's."""
     p = _Parser(
@@ -172,7 +158,7 @@ def build_parser(
     )
     sections = config_sections()
     groups: dict[str, argparse._ArgumentGroup] = {}
-    for f in dataclasses.fields(cls):
+    for f in fields:
         title = _help_group(f.name, family, sections)
         if title not in groups:
             groups[title] = p.add_argument_group(title)
@@ -323,12 +309,11 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         family = None
     else:
         family = find_family(env or "")
-    cls = config_class(family, evaluation)
-    defaults = field_defaults(
-        cls, family, pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
-    )
+    fields = flag_fields(family, evaluation)
+    algo = pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
+    defaults = field_defaults(family, algo, evaluation)
     prog = "surge enjoy" if evaluation else "surge train"
-    parser = build_parser(cls, defaults, prog, family)
+    parser = build_parser(fields, defaults, prog, family)
     if pre_args.help:
         parser.print_help()
         raise SystemExit(0)
@@ -369,7 +354,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
                 source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"
                 log.warning("Parameter %s changed on resume: %r (saved) -> %r (%s)", k, saved[k], v, source)
     values.update(overrides)
-    cfg = cls(**values)
+    cfg = Config.from_flat(values, family.extra_params if family else None, evaluation)
     validate_cfg(cfg)
     return cfg
 
@@ -385,16 +370,15 @@ def save_cfg(cfg: Config, path: Path) -> None:
 
 
 def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
-    """The config object of `values` (a `to_dict()`), with its family's fields: how child processes
-    get their config (the dynamic config class itself is not picklable).
+    """The config object of `values` (a `to_dict()`), its family's section included: how child
+    processes get their config (a flat dict crosses the process boundary).
 
     Raises:
         ConfigError: the env's family is not registered in this process (register user families
             at import time of a module, not inside `if __name__ == "__main__"`).
     """
     family = find_family(values["env"])
-    cls = config_class(family, evaluation)
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = {f.name for f in flag_fields(family, evaluation)}
     missing = set(values) - known
     if missing:
         raise ConfigError(
@@ -403,4 +387,4 @@ def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
             "registered differently here.",
             "register custom env families at import time of your module.",
         )
-    return cls(**values)
+    return Config.from_flat(values, family.extra_params, evaluation)

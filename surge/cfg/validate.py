@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any
 
-from surge.cfg.config import env_frameskip
+from surge.cfg.config import core_fields, env_frameskip
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
@@ -93,7 +93,10 @@ def config_notes(cfg: Any) -> list[str]:
 
 def _field_defaults(cfg: Any) -> dict[str, Any]:
     out = {}
-    for f in dataclasses.fields(cfg):
+    sections = [core_fields()] + [
+        dataclasses.fields(p) for p in (cfg.env_params, cfg.eval_params) if dataclasses.is_dataclass(p)
+    ]
+    for f in (f for fields in sections for f in fields):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:
@@ -234,14 +237,13 @@ _SECONDS = {
 
 def _check_numbers(cfg: Any) -> None:
     """Non-finite floats anywhere, and the ranges of single fields (see `validate_cfg`)."""
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
+    for name, value in cfg.to_dict().items():  # the family's and enjoy's flags too
         for x in value if isinstance(value, list) else [value]:
             if isinstance(x, float) and not math.isfinite(x):
                 raise ConfigError(
-                    f.name,
+                    name,
                     f"must be a finite number, got {x!r} (a value beyond ±1.8e308 reads as inf).",
-                    f"pass a finite --{f.name}.",
+                    f"pass a finite --{name}.",
                 )
     for name, why in _NON_NEGATIVE.items():
         v = getattr(cfg, name)

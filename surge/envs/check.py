@@ -104,22 +104,23 @@ def _check_any(env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str]
 
 
 def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
-    """The config training would start from for `env_name`: `Config` extended with the family's
-    fields, the family's default overrides applied, then the `--name=value` flags of `argv`.
+    """The config training would start from for `env_name`: `Config` with the family's section
+    (`cfg.env_params`), the family's default overrides applied, then the `--name=value` flags of `argv`.
 
     Raises:
         ConfigError: unknown env name, unknown flag or a value of the wrong type.
     """
-    from surge.cfg.cli import build_parser, config_class, field_defaults
+    from surge.cfg.cli import build_parser, field_defaults, flag_fields
+    from surge.cfg.config import Config
     from surge.envs.registry import find_family
 
     family = find_family(env_name)
-    cls = config_class(family)
-    defaults = field_defaults(cls, family)
+    defaults = field_defaults(family)
     defaults["env"] = env_name
     explicit = {}
     if argv:
-        namespace, unknown = build_parser(cls, defaults, prog="surge check-env").parse_known_args(argv)
+        parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
+        namespace, unknown = parser.parse_known_args(argv)
         if unknown:
             raise ConfigError(
                 unknown[0].split("=")[0].lstrip("-"),
@@ -127,7 +128,7 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
                 "flags take the form --name=value (see `surge train --env=ENV --help`).",
             )
         explicit = vars(namespace)
-    return cls(**{**defaults, **explicit})
+    return Config.from_flat({**defaults, **explicit}, family.extra_params)
 
 
 def _make_named_env(env_name: str, cfg: Any) -> tuple[Any, Any]:

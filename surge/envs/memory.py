@@ -24,7 +24,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from surge.cfg.config import param
+from surge.cfg.config import Config, family_params, param
 from surge.envs.registry import register_env
 
 #: the expected episode return of any policy that cannot remember the cue
@@ -92,9 +92,9 @@ MEMORY_DEFAULTS = {
 }
 
 
-def make_memory_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
-    """Makes `memory_cue` with `cfg.memory_delay` blank steps."""
-    return CueMemoryEnv(int(getattr(cfg, "memory_delay", 5)))
+def make_memory_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> gym.Env:
+    """Makes `memory_cue` with `memory_delay` blank steps (the section `cfg.env_params`)."""
+    return CueMemoryEnv(int(family_params(cfg, MemoryParams).memory_delay))
 
 
 register_env("memory_cue", make_memory_env, extra_params=MemoryParams, default_overrides=MEMORY_DEFAULTS)
