@@ -173,6 +173,9 @@ def validate_cfg(cfg: Any) -> None:
                 "run `wandb login` (or set WANDB_API_KEY), or log offline with WANDB_MODE=offline "
                 "(`wandb sync` uploads later), or pass --with_wandb=False.",
             )
+    check_family = getattr(cfg.env_params, "validate", None)
+    if callable(check_family):  # the env family's own ranges (`EnvFamily.extra_params`)
+        check_family()
     _check_encoder(cfg)
     _check_env_wrappers(cfg)
     _check_memory(cfg)

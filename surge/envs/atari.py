@@ -92,6 +92,10 @@ class AtariParams:
     )
     atari_full_action_space: bool = param(False, "Use all 18 ALE actions instead of the game's minimal set.")
 
+    def validate(self) -> None:
+        """Raises `ConfigError` for a flag out of range (`check_atari_params`)."""
+        check_atari_params(self)
+
 
 #: Family defaults for Atari. They follow Sample Factory 2's Atari example (sf_examples/atari), whose
 #: parameters were chosen to match CleanRL's ppo_atari.py: Nature CNN, no RNN, GAE, 128-step rollouts,
@@ -180,14 +184,13 @@ def atari_env_id(env_name: str) -> str:
     )
 
 
-def atari_params(cfg: Config) -> AtariParams:
-    """The Atari section of `cfg` (`cfg.env_params`), checked.
+def check_atari_params(p: Any) -> None:
+    """Ranges of the Atari flags (of `AtariParams` or `EnvPoolParams`), checked by `validate_cfg`
+    before any process starts.
 
     Raises:
-        ConfigError: `cfg` is not of the Atari family, `env_frameskip` or `env_framestack` is
-            < 1, or `atari_noop_max` < 0.
+        ConfigError: `env_frameskip` or `env_framestack` is < 1, or `atari_noop_max` < 0.
     """
-    p = family_params(cfg, AtariParams)
     for name in ("env_frameskip", "env_framestack"):
         if int(getattr(p, name)) < 1:
             raise ConfigError(
@@ -197,6 +200,16 @@ def atari_params(cfg: Config) -> AtariParams:
         raise ConfigError(
             "atari_noop_max", f"must be >= 0, got {p.atari_noop_max}.", "pass 0 to turn no-ops off."
         )
+
+
+def atari_params(cfg: Config) -> AtariParams:
+    """The Atari section of `cfg` (`cfg.env_params`), checked (`check_atari_params`).
+
+    Raises:
+        ConfigError: `cfg` is not of the Atari family, or a flag is out of range.
+    """
+    p = family_params(cfg, AtariParams)
+    p.validate()
     return p
 
 

@@ -27,6 +27,12 @@ class EnvPoolParams:
     atari_noop_max: int = param(30, "Up to this many no-op actions after each reset.")
     atari_max_episode_frames: int = param(108000, "Games are truncated after this many emulator frames.")
 
+    def validate(self) -> None:
+        """Raises `ConfigError` for a flag out of range (the Atari family's checks)."""
+        from surge.envs.atari import check_atari_params
+
+        check_atari_params(self)
+
 
 #: as the atari_ family, with one batched env per split
 ENVPOOL_DEFAULTS = {**ATARI_DEFAULTS, "num_envs_per_worker": 1, "worker_num_splits": 1}

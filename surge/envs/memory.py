@@ -26,6 +26,7 @@ import numpy as np
 
 from surge.cfg.config import Config, family_params, param
 from surge.envs.registry import register_env
+from surge.errors import ConfigError
 
 #: the expected episode return of any policy that cannot remember the cue
 CHANCE_RETURN = 0.0
@@ -73,6 +74,13 @@ class MemoryParams:
     """Parameters of the memory_cue env."""
 
     memory_delay: int = param(5, "memory_cue: blank steps between the cue and the query.")
+
+    def validate(self) -> None:
+        """Raises `ConfigError` for a negative delay."""
+        if self.memory_delay < 0:
+            raise ConfigError(
+                "memory_delay", f"must be >= 0 steps, got {self.memory_delay}.", "e.g. --memory_delay=5."
+            )
 
 
 #: a small recurrent policy. rollout = recurrence = episode length (memory_delay + 2 = 7 at the

@@ -71,6 +71,22 @@ class DoomParams:
     num_bots: int = param(-1, "Built-in bots in a multiplayer match (-1: the scenario's).")
     timelimit: float = param(0.0, "Multiplayer match length in minutes (0: the scenario's, 4).")
 
+    def validate(self) -> None:
+        """Raises `ConfigError` for a flag out of range or a `doom_reward_shaping` that is not a
+        JSON object, before any process starts."""
+        for name in ("env_frameskip", "res_w", "res_h"):
+            if getattr(self, name) < 1:
+                raise ConfigError(
+                    name,
+                    f"must be >= 1, got {getattr(self, name)}.",
+                    f"e.g. --{name}={getattr(DoomParams, name)}.",
+                )
+        if self.timelimit < 0:
+            raise ConfigError(
+                "timelimit", f"minutes, must be >= 0, got {self.timelimit}.", "0 keeps the scenario's."
+            )
+        _shaping_override(self.doom_reward_shaping)
+
 
 #: Sample Factory's `doom_override_defaults` (sf_examples/vizdoom/doom/doom_params.py)
 DOOM_DEFAULTS: dict[str, Any] = {
@@ -99,20 +115,29 @@ def _scenario(name: str) -> DoomScenario:
     raise ConfigError("env", f"unknown Doom scenario {name!r}.", hint)
 
 
+def _shaping_override(raw: str) -> dict | None:
+    """The `--doom_reward_shaping` JSON object, None when empty.
+
+    Raises:
+        ConfigError: not JSON, or not an object.
+    """
+    if not raw:
+        return None
+    try:
+        override = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            "doom_reward_shaping",
+            f"not valid JSON ({e}).",
+            'write e.g. {"delta": {"HEALTH": [0.01, -0.01]}}',
+        ) from e
+    if not isinstance(override, dict):
+        raise ConfigError("doom_reward_shaping", "must be a JSON object.", 'e.g. {"delta": {...}}')
+    return override
+
+
 def _shaping_scheme(s: DoomScenario, p: DoomParams) -> dict | None:
-    raw = p.doom_reward_shaping or ""
-    override = None
-    if raw:
-        try:
-            override = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ConfigError(
-                "doom_reward_shaping",
-                f"not valid JSON ({e}).",
-                'write e.g. {"delta": {"HEALTH": [0.01, -0.01]}}',
-            ) from e
-        if not isinstance(override, dict):
-            raise ConfigError("doom_reward_shaping", "must be a JSON object.", 'e.g. {"delta": {...}}')
+    override = _shaping_override(p.doom_reward_shaping or "")
     scheme = merge_scheme(s.reward_shaping, override)
     if scheme and p.doom_scenario_path and not (override or {}).get("delta", {}).get("KILLCOUNT"):
         # the KILLCOUNT term stands in for the kill reward of Sample Factory's battle.wad script;
