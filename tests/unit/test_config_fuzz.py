@@ -209,7 +209,6 @@ FAST = settings(
 @example(case=("cartpole", ["--env=cartpole", "--wandb_tags", "-1e400"]))
 @example(case=("cartpole", ["--env=cartpole", "--decorrelate_experience_max_seconds=1e30"]))
 @example(case=("cartpole", ["--env=cartpole", "--reset_timeout_seconds=0"]))
-@example(case=("atari_breakout", ["--env=atari_breakout", "--env_frameskip=0"]))
 def test_random_flags_parse_or_are_refused_with_one_paragraph(case, tmp_path):
     env, argv = case
     cfg = parse_or_refuse(argv, env, tmp_path)
