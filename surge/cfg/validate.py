@@ -9,7 +9,7 @@ import os
 import threading
 from typing import Any
 
-from surge.cfg.config import core_fields, env_frameskip
+from surge.cfg.config import core_fields, env_frameskip, minibatches_to_accumulate
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
@@ -192,6 +192,11 @@ def _check_accumulation(cfg: Any) -> None:
     """The back-pressure limit: the seed's `num_minibatches_to_accumulate` (>= -1) or Sample Factory
     2's `num_batches_to_accumulate` (>= 0 iterations), not both with different values."""
     mini, iters = cfg.num_minibatches_to_accumulate, cfg.num_batches_to_accumulate
+    for name, v in (("num_minibatches_to_accumulate", mini), ("num_batches_to_accumulate", iters)):
+        if v is not None and v > 2**31:  # the trajectory buffers hold that many batches
+            raise ConfigError(
+                name, f"{v} batches cannot be held in memory.", f"pass a small --{name}, e.g. 2."
+            )
     if mini < -1:
         raise ConfigError(
             "num_minibatches_to_accumulate",
@@ -423,14 +428,29 @@ def estimate_memory(
             or an image.
         num_agents: agents per env.
     """
+    from surge.runtime.components import blocks_per_split
+
     per_worker = cfg.num_workers * cfg.num_envs_per_worker * num_agents
     per_iteration = -(-cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
-    slots = max(per_worker, per_iteration) * cfg.num_policies
+    # the pool the run allocates: its blocks grow with the accumulation limit (Sample Factory 2's
+    # num_batches_to_accumulate=1e6 asked for a million iterations' worth of trajectories)
+    owners = cfg.num_workers * cfg.worker_num_splits
+    pool = (
+        owners
+        * blocks_per_split(cfg, num_agents)
+        * (cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents)
+    )
+    slots = max(per_worker * cfg.num_policies, per_iteration * cfg.num_policies, pool)
+    blame = "rollout"
+    if pool == slots and minibatches_to_accumulate(cfg) > 2 * cfg.num_batches_per_iteration:
+        blame = "num_minibatches_to_accumulate"
+        if cfg.num_batches_to_accumulate is not None:
+            blame = "num_batches_to_accumulate"
     step = obs_bytes + 4 * rnn_state_floats(cfg) + _STEP_BYTES
     buffers = slots * (cfg.rollout + 1) * step
     parts = [
         (
-            "rollout",
+            blame,
             buffers,
             f"trajectory buffers ({slots} trajectories x {cfg.rollout + 1} steps x {step} bytes)",
         )

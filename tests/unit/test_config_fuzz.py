@@ -226,6 +226,10 @@ def test_refusals_found_by_fuzzing_name_the_flag(tmp_path):
         (["--decorrelate_experience_max_seconds=1e30"], "decorrelate_experience_max_seconds"),
         (["--reset_timeout_seconds=0"], "reset_timeout_seconds"),
         (["--save_every_sec=-1"], "save_every_sec"),
+        # the buffers grow with the accumulation limit: torch.zeros overflowed, or the run hung
+        # allocating them and left a /dev/shm file when killed
+        (["--num_batches_to_accumulate=1e30"], "num_batches_to_accumulate"),
+        (["--num_minibatches_to_accumulate=3e9"], "num_minibatches_to_accumulate"),
         # a family's flags were checked only when the env was made, after the run had started
         (["--env=atari_breakout", "--env_frameskip=0"], "env_frameskip"),
         (["--env=atari_breakout", "--atari_noop_max=-1"], "atari_noop_max"),
@@ -308,6 +312,8 @@ SIZES = {
     "atari_noop_max",
     "sample_env_frames",
     "decorrelate_experience_max_seconds",
+    "num_batches_to_accumulate",  # the trajectory buffers hold that many batches
+    "num_minibatches_to_accumulate",
 }
 #: not fuzzed in started runs: the budget is the test's, W&B would need a login
 NOT_STARTED = {"train_for_env_steps", "with_wandb", "algo"}
@@ -480,3 +486,15 @@ def test_accepted_random_configs_run_or_are_refused_and_leave_nothing(case, tmp_
     env, argv = case
     outcome = start_and_check(env, argv, tmp_path_factory.mktemp("run"), uuid.uuid4().hex)
     _count(f"started runs ({'serial' if '--serial_mode=True' in argv else 'async'})", outcome)
+
+
+def test_the_memory_estimate_counts_the_batches_accumulation_holds(tmp_path):
+    from surge.cfg.validate import estimate_memory
+
+    cfg = parse_cfg(["--env=cartpole", "--num_workers=1", f"--train_dir={tmp_path}"])
+    base = estimate_memory(cfg)[0][1]
+    cfg.num_batches_to_accumulate = 1000
+    field, size, _ = estimate_memory(cfg)[0]
+    # 1000 iterations of batch_size / rollout trajectories each, (rollout + 1) steps per trajectory
+    trajectories = 1000 * cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout
+    assert field == "num_batches_to_accumulate" and size >= trajectories * (cfg.rollout + 1) > base
