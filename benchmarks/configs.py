@@ -66,6 +66,15 @@ _DOOM_BENCH = [
     "--batch_size=1024",
 ]
 
+# For a plain gymnasium id surge chooses small-MLP PPO defaults by the env's spaces
+# (docs/defaults.md); Sample Factory 2 keeps its core defaults, which surge's own Config defaults
+# match, so the gym rows spell those out for surge to do the same work as before.
+_SF_CORE_FOR_GYM = [
+    "--encoder_mlp_layers", "512", "512", "--hidden_size=512", "--nonlinearity=elu",
+    "--learning_rate=1e-4", "--max_grad_norm=4.0", "--ppo_epochs=1", "--num_batches_per_iteration=1",
+    "--exploration_loss_coeff=0.003", "--reward_clip=10",
+]  # fmt: skip
+
 CONFIGS: dict[str, BenchConfig] = {
     # Sample Factory's gym example command line (sf_examples/train_gym_env.py docstring)
     "cartpole": BenchConfig(
@@ -82,6 +91,7 @@ CONFIGS: dict[str, BenchConfig] = {
             *_SF_NORMALIZE,
             "--encoder_type=mlp",
             "--encoder_subtype=mlp",
+            *_SF_CORE_FOR_GYM,
         ],
         sf_module="sf_examples.train_gym_env",
         sf_args=[

@@ -1,11 +1,13 @@
 """The command line, derived from the config dataclasses, with Sample Factory's flag spelling.
 
-Precedence, lowest to highest: `Config` defaults < the env family's overrides < the YAML file of
-`--cfg` < flags on the command line. When the experiment folder already holds a `cfg.json` and
-`--restart_behavior=resume` (the default), the saved config replaces the defaults and the family's
-overrides; what the YAML file and the flags give still wins, and each value they change is logged
-as a warning naming its source. YAML values go through the same type conversion as flags.
-`--restart_behavior` is the command's own choice: it is not saved, and a saved value is ignored.
+Precedence, lowest to highest: `Config` defaults < the env family's overrides (for a plain
+gymnasium id, which no family claims: the defaults its spaces choose, `surge.cfg.space_defaults`)
+< the algorithm's overrides < the YAML file of `--cfg` < flags on the command line. When the
+experiment folder already holds a `cfg.json` and `--restart_behavior=resume` (the default), the
+saved config replaces the defaults and the family's (or the spaces') overrides; what the YAML file
+and the flags give still wins, and each value they change is logged as a warning naming its
+source. YAML values go through the same type conversion as flags. `--restart_behavior` is the
+command's own choice: it is not saved, and a saved value is ignored.
 """
 
 from __future__ import annotations
@@ -23,9 +25,16 @@ from typing import Any
 import yaml
 
 from surge.cfg.config import SECTIONS, Config, EvalParams, core_fields
+from surge.cfg.space_defaults import (
+    SpaceDefault,
+    as_overrides,
+    probe_spaces,
+    space_defaults,
+    uses_space_defaults,
+)
 from surge.cfg.validate import validate_cfg
 from surge.envs.registry import EnvFamily, find_family
-from surge.errors import ConfigError
+from surge.errors import ConfigError, SurgeError
 
 log = logging.getLogger("surge")
 
@@ -95,16 +104,23 @@ def flag_fields(family: EnvFamily | None, evaluation: bool = False) -> list[data
     return list(out.values())
 
 
-def field_defaults(family: EnvFamily | None, algo: str = "APPO", evaluation: bool = False) -> dict[str, Any]:
-    """Default value of every flag (`flag_fields`), with the env family's and then the algorithm's
-    overrides applied (`EnvFamily.default_overrides`, `Algorithm.default_overrides`).
+def field_defaults(
+    family: EnvFamily | None,
+    algo: str = "APPO",
+    evaluation: bool = False,
+    space_overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Default value of every flag (`flag_fields`), with the env family's overrides (or, for an
+    env no family claims, the defaults its spaces chose: `space_overrides`, see
+    `env_space_defaults`) and then the algorithm's applied (`EnvFamily.default_overrides`,
+    `Algorithm.default_overrides`).
 
     Raises:
         ConfigError: `algo` is not a registered algorithm, or an override names no parameter.
     """
     from surge.learning.algorithm import get_algorithm
 
-    out = {}
+    out: dict[str, Any] = {}
     for f in flag_fields(family, evaluation):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
@@ -119,8 +135,32 @@ def field_defaults(family: EnvFamily | None, algo: str = "APPO", evaluation: boo
                 "fix the family's default_overrides.",
             )
         out.update(family.default_overrides)
-    out.update(get_algorithm(algo).default_overrides)
+    algorithm = get_algorithm(algo)
+    # no default is chosen for a parameter the algorithm ignores (it would be reported as idle)
+    out.update(
+        {k: v for k, v in (space_overrides or {}).items() if k in out and k not in algorithm.unused_params}
+    )
+    out.update(algorithm.default_overrides)
     return out
+
+
+def env_space_defaults(family: EnvFamily | None, env: str, given: dict[str, Any]) -> list[SpaceDefault]:
+    """The defaults chosen by the spaces of `env` when no family claims it (a plain gymnasium id
+    or `package.module:EnvId`): the env is made once (`probe_spaces`, with the `env_wrappers` of
+    `given`) and `space_defaults` applied. [] for an env of a family.
+
+    Args:
+        given: values from YAML and the command line so far (`env_wrappers`, `use_rnn`, `rollout`).
+
+    Raises:
+        ConfigError, EnvError: the env cannot be made (unknown id, missing package, ...).
+    """
+    if not uses_space_defaults(family):
+        return []
+    obs_space, action_space = probe_spaces(env, tuple(given.get("env_wrappers") or ()))
+    return space_defaults(
+        obs_space, action_space, bool(given.get("use_rnn", False)), int(given.get("rollout", Config.rollout))
+    )
 
 
 def config_sections() -> dict[str, str]:
@@ -284,6 +324,22 @@ def experiment_path(train_dir: str, experiment: str) -> Path:
     return Path(train_dir) / experiment
 
 
+def _space_inputs(yaml_values: dict[str, Any], pre_args: argparse.Namespace) -> dict[str, Any]:
+    """`env_wrappers`, `use_rnn` and `rollout` as YAML and the command line give them (the flags
+    win), for `env_space_defaults`; a malformed value is left out here and reported by the full
+    parser with the flag's name."""
+    out: dict[str, Any] = {}
+    for name, convert in (("env_wrappers", list), ("use_rnn", str2bool), ("rollout", _int)):
+        for value in (yaml_values.get(name), getattr(pre_args, name)):
+            if value is None:
+                continue
+            try:
+                out[name] = convert(value)
+            except (argparse.ArgumentTypeError, ValueError, TypeError):
+                pass
+    return out
+
+
 def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config:
     """Parses and validates a full config from the command line (see the module docstring).
 
@@ -299,6 +355,10 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     pre.add_argument("--cfg", default="")
     pre.add_argument("-h", "--help", action="store_true")
     pre.add_argument("--version", action="store_true")
+    # what the spaces' defaults depend on (`env_space_defaults`), read before the full parser exists
+    pre.add_argument("--env_wrappers", nargs="*", default=None)
+    pre.add_argument("--use_rnn", nargs="?", const="True", default=None)
+    pre.add_argument("--rollout", default=None)
     pre_args, _ = pre.parse_known_args(argv)
     if pre_args.version:
         print(version_text())
@@ -311,7 +371,14 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         family = find_family(env or "")
     fields = flag_fields(family, evaluation)
     algo = pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
-    defaults = field_defaults(family, algo, evaluation)
+    given = _space_inputs(yaml_values, pre_args)
+    try:
+        rules = env_space_defaults(family, env or "", given)
+    except SurgeError:
+        if not pre_args.help:
+            raise
+        rules = []  # --help works for an env that cannot be made here
+    defaults = field_defaults(family, algo, evaluation, as_overrides(rules))
     prog = "surge enjoy" if evaluation else "surge train"
     parser = build_parser(fields, defaults, prog, family)
     if pre_args.help:

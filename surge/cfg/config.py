@@ -196,6 +196,16 @@ class SamplingParams:
     set_workers_cpu_affinity: bool = param(True, "Pin rollout workers to CPU cores.")
     force_envs_single_thread: bool = param(True, "Limit envs to one OpenMP/MKL thread (threadpoolctl).")
     reset_timeout_seconds: int = param(120, "A worker with no env reset in this time is restarted.")
+    heartbeat_timeout_sec: float = param(
+        60.0,
+        "A rollout or inference worker whose loop shows no sign of life for this many seconds is hung: "
+        "it is killed and replaced, as one that crashed.",
+    )
+    max_worker_restarts_per_hour: int = param(
+        30,
+        "Rollout and inference workers replaced after a crash or hang, at most this many in any "
+        "one-hour window; one more stops the run as failed (the learners save a final checkpoint).",
+    )
     default_niceness: int = param(0, "Niceness of the learner process.")
     train_in_background_thread: bool = param(True, "Train in a background thread of the learner.")
     learner_main_loop_num_cores: int = param(1, "Torch threads of the learner's batching loop.")

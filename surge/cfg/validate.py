@@ -60,6 +60,8 @@ ASYNC_ONLY = {
     "set_workers_cpu_affinity": "there are no rollout processes to pin to cores",
     "force_envs_single_thread": "the envs run in the main process, with its threads",
     "reset_timeout_seconds": "there are no rollout processes to restart",
+    "heartbeat_timeout_sec": "there are no worker processes to watch",
+    "max_worker_restarts_per_hour": "there are no worker processes to replace",
     "default_niceness": "there are no child processes to renice",
     "train_in_background_thread": "training runs in the main loop, between rollouts",
     "num_torch_threads": "the main process keeps torch's own thread count",
@@ -270,6 +272,19 @@ def _check_numbers(cfg: Any) -> None:
             "obs_scale",
             f"image observations are divided by it, got {cfg.obs_scale}.",
             "pass --obs_scale > 0 (255 for uint8 frames, 1 to leave them as they are).",
+        )
+    if cfg.heartbeat_timeout_sec < 1:
+        raise ConfigError(
+            "heartbeat_timeout_sec",
+            f"a worker silent this long is replaced as hung, got {cfg.heartbeat_timeout_sec} s; a worker "
+            "waiting for actions or free slots checks in every 0.1 s, but an env step may take longer.",
+            "pass --heartbeat_timeout_sec >= 1 (seconds), e.g. 60; longer than your env's slowest step.",
+        )
+    if cfg.max_worker_restarts_per_hour < 0:
+        raise ConfigError(
+            "max_worker_restarts_per_hour",
+            f"must be >= 0, got {cfg.max_worker_restarts_per_hour}.",
+            "pass --max_worker_restarts_per_hour >= 0 (0: a crashed worker stops the run).",
         )
     if cfg.report_interval_sec <= 0:
         raise ConfigError(

@@ -261,7 +261,7 @@ def apply_env_wrappers(env: Any, cfg: Any) -> Any:
 
 #: pip installs of optional env dependencies, by the top-level module that is missing
 _EXTRAS = {
-    "Box2D": 'pip install swig "gymnasium[box2d]"',
+    "Box2D": 'pip install "surge-rl[box2d]" (pip install -e ".[box2d]" in a checkout; it installs gymnasium[box2d])',
     "ale_py": 'pip install "surge-rl[atari]"',
     "cv2": 'pip install "surge-rl[atari]"',
     "vizdoom": 'pip install "surge-rl[doom]"',

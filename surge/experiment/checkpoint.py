@@ -114,6 +114,17 @@ class CheckpointManager:
         self.name = f"policy {policy_id}" if policy_id is not None else str(self.folder)
         self.last_refusal = ""  # why the last refused `save` wrote nothing
 
+    def remove_partial_writes(self) -> list[Path]:
+        """Deletes the temporary files of writes that a killed process left unfinished (never a
+        checkpoint: those are complete by construction); returns them. Call only while no process
+        writes into this folder (at the start of a run)."""
+        if not self.folder.is_dir():
+            return []
+        partial = sorted(self.folder.glob(".tmp_*.pth"))
+        for p in partial:
+            p.unlink(missing_ok=True)
+        return partial
+
     def _list(self, kind: str) -> list[Path]:
         if not self.folder.is_dir():
             return []

@@ -93,6 +93,10 @@ class Monitor:
         # on), non-finite episode returns left out of the statistics, and what the log last said
         self.nonfinite_rewards = self.nonfinite_obs = self.nonfinite_returns = 0
         self._nonfinite_reported = (0, 0, 0)
+        # env.step exceptions (env rebuilt, episode ended) and replaced worker processes
+        self.env_faults = self.worker_restarts = 0
+        self.last_env_fault = ""
+        self._faults_reported = (0, 0)
         self.writers: list[Any] = []
         self.wandb_run = None
         if summary_dirs is not None:
@@ -149,6 +153,33 @@ class Monitor:
             self.cfg.env,
         )
 
+    def add_faults(self, env_faults: int, last_env_fault: str, worker_restarts: int) -> None:
+        """Counts env faults (an env.step that raised: the env was rebuilt, its episode ended) and
+        worker processes replaced after a crash or hang; the first ones are logged at once, later
+        ones at the next progress line."""
+        self.env_faults += env_faults
+        self.worker_restarts += worker_restarts
+        if last_env_fault:
+            self.last_env_fault = last_env_fault
+        if self._faults_reported == (0, 0):
+            self._report_faults()
+
+    def _report_faults(self) -> None:
+        now = (self.env_faults, self.worker_restarts)
+        if now == self._faults_reported:
+            return
+        previous, self._faults_reported = self._faults_reported, now
+        if now[0] != previous[0]:
+            log.warning(
+                "Env %r raised in env.step %d time(s) so far (each env was rebuilt and its episode "
+                "ended; the step is not trained on); last: %s",
+                self.cfg.env,
+                now[0],
+                self.last_env_fault,
+            )
+        if now[1] != previous[1]:
+            log.warning("Worker processes replaced after a crash or hang so far: %d", now[1])
+
     def add_steps(self, env_steps: int, frameskip: int, num_agents: int) -> None:
         """Counts `env_steps` calls of env.step (each `frameskip` frames, `num_agents` agent steps)."""
         self.env_steps += env_steps
@@ -190,6 +221,7 @@ class Monitor:
             self.last_report = now
             self._print()
             self._report_nonfinite()
+            self._report_faults()
         if self.writers and (force or now - self.last_summary >= self.cfg.experiment_summaries_interval):
             self.last_summary = now
             self._write_summaries()

@@ -150,6 +150,9 @@ A2C = register_algorithm(
             "max_grad_norm": 1.0,
             "normalize_advantage": False,
             "num_minibatches_to_accumulate": 0,
+            # one gradient step per batch (validate_a2c), also where an env family or the env's
+            # spaces choose several minibatches per iteration for PPO
+            "num_batches_per_iteration": 1,
         },
         validate=validate_a2c,
         unused_params=(

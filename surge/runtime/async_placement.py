@@ -2,17 +2,28 @@
 learner per policy in their own processes over trajectory buffers in shared memory.
 
 The main process only supervises: it collects reports (env steps, episodes, learner statistics),
-asks the learners for checkpoints, replaces a worker that is stuck or crashed in its first reset (as
-Sample Factory's `init_subset`), and stops every child within a bounded time. Children die with the
-main process even when it is killed (PR_SET_PDEATHSIG). Shared tensors use torch's file-descriptor
-strategy, so no /dev/shm file outlives the processes. The components are the same objects the
-serial placement builds (`surge.runtime.components`), each made inside its process.
+asks the learners for checkpoints, and stops every child within a bounded time. Children die with
+the main process even when it is killed (PR_SET_PDEATHSIG). Shared tensors use torch's
+file-descriptor strategy, so no /dev/shm file outlives the processes. The components are the same
+objects the serial placement builds (`surge.runtime.components`), each made inside its process.
+
+Supervision. A rollout or inference worker that crashes, exits, or shows no heartbeat for
+`--heartbeat_timeout_sec` is killed and replaced, at start-up (a stuck first reset, as Sample
+Factory's `init_subset`) and at any time after, within `--max_worker_restarts_per_hour`:
+- a rollout worker's replacement gets the blocks its predecessor was filling (their partial
+  trajectories are discarded, at most one rollout per split) and the current weights through
+  inference; its env-step counter goes on, so no frame is counted twice;
+- when an inference worker is replaced, its rollout workers send the requests it had not answered
+  again (`surge.runtime.rollout_process`).
+A learner that dies ends the run: the main process then writes the final checkpoint itself, from
+the weights the learner last published in shared memory, and says so.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from queue import Empty
 from typing import Any
@@ -24,11 +35,13 @@ from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
-from surge.runtime.components import env_info, make_layout, make_model, seed_everything
+from surge.runtime.components import env_info, make_layout, make_learner, make_model, seed_everything
+from surge.runtime.inbox import Inbox
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
 from surge.runtime.messages import (
     ChildError,
+    EnvFaults,
     Episodes,
     LearnerReady,
     NonFiniteEnvOutput,
@@ -39,7 +52,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import StepReport
+from surge.runtime.placement import StepReport, checkpoint_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
@@ -51,6 +64,7 @@ JOIN_TIMEOUT_SEC = 10.0
 LEARNER_STOP_TIMEOUT_SEC = 300.0
 QUEUE_BYTES = 10 * 1000 * 1000
 STEP_POLL_SEC = 0.1  # the main loop's period while no report arrives (the budget and stop checks)
+RESTART_WINDOW_SEC = 3600.0  # --max_worker_restarts_per_hour counts replacements in this window
 
 
 def _queue():
@@ -71,7 +85,11 @@ class AsyncPlacement:
         self.cfg, self.ckpts, self.resume_states = cfg, ckpts, resume_states
         self.procs: dict[str, Any] = {}
         self.incarnations: dict[int, int] = {}  # rollout worker index -> processes started for it
+        self.spawned_at: dict[str, float] = {}  # process name -> time.monotonic() of its start
+        self.restart_times: deque[float] = deque()  # time.monotonic() of each replacement
+        self.restarts_to_report = 0
         self.stopping = False
+        self.supervising = False  # after the start-up: replace crashed or hung workers
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -81,8 +99,8 @@ class AsyncPlacement:
         seed_everything(cfg.seed)
         info = env_info(cfg)
         self.num_agents, self.frameskip = info.agents_per_step, info.frameskip
-        model = make_model(cfg, info, torch.device("cpu"))
-        layout = make_layout(cfg, info, int(model.rnn_state_size))
+        self.model = model = make_model(cfg, info, torch.device("cpu"))
+        self.layout = layout = make_layout(cfg, info, int(model.rnn_state_size))
         self.algo = layout.algo
         self.block_pool = layout.block_pool
         buffers = layout.buffers.share_memory()
@@ -100,13 +118,17 @@ class AsyncPlacement:
             buffers.nbytes() / 1e6,
         )
         ctx = self.ctx = tmp.get_context("spawn")
-        weights = [SharedWeights(model, ctx.Lock()) for _ in range(P)]
+        weights = [SharedWeights(model) for _ in range(P)]
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
             shared_weights.publish(model, 0)
         self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
         self.env_steps = torch.zeros(cfg.num_workers, dtype=torch.int64).share_memory_()
         self.env_steps_budget = torch.full((1,), torch.iinfo(torch.int64).max).share_memory_()
         self.env_steps_counted = 0  # of sum(env_steps), reported by `step` so far
+        num_inference = P * cfg.policy_workers_per_policy
+        self.heartbeats = torch.zeros(cfg.num_workers + num_inference, dtype=torch.float64).share_memory_()
+        self.inference_generation = torch.zeros(num_inference, dtype=torch.int64).share_memory_()
+        self.inference_restarts = torch.zeros(1, dtype=torch.int64).share_memory_()
         self.report_queue = _queue()
         self.shared = SharedContext(
             cfg.to_dict(),
@@ -118,13 +140,19 @@ class AsyncPlacement:
             self.env_frames,
             self.env_steps,
             self.env_steps_budget,
+            self.heartbeats,
+            self.inference_generation,
+            self.inference_restarts,
             self.report_queue,
             ctx.Event(),
         )
         self.learner_queues = [_queue() for _ in range(P)]
         self.command_queues = [_queue() for _ in range(P)]
-        self.request_queues = [[_queue() for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)]
-        self.worker_queues = [_queue() for _ in range(cfg.num_workers)]
+        # inboxes of the processes that are replaced when they crash (`surge.runtime.inbox`)
+        self.request_queues = [
+            [Inbox(QUEUE_BYTES) for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)
+        ]
+        self.worker_queues = [Inbox(QUEUE_BYTES) for _ in range(cfg.num_workers)]
 
         if self.algo.trains:
             for p in range(P):
@@ -147,11 +175,11 @@ class AsyncPlacement:
             self._wait_for(all_ready, timeout=120.0, what="the learners to start")
         for p in range(P):
             for i in range(cfg.policy_workers_per_policy):
-                ictx = InferenceContext(self.shared, p, i, self.request_queues[p][i], self.worker_queues)
-                self._spawn(f"inference_p{p}_{i}", inference_process_main, ictx)
+                self._spawn_inference(p, i)
         for w in range(cfg.num_workers):
             self._spawn_worker(w)
         self._init_workers()
+        self.supervising = True
 
     def _spawn(self, name: str, fn: Callable[[Any], None], context: Any, daemon: bool = True) -> None:
         # rollout workers are not daemonic: their envs may start processes of their own (a Doom
@@ -160,7 +188,12 @@ class AsyncPlacement:
         p = self.ctx.Process(target=fn, args=(context,), name=f"surge-{name}", daemon=daemon)
         p.start()
         self.procs[name] = p
+        self.spawned_at[name] = time.monotonic()
         log.info("Started process %s (pid %d)", name, p.pid)
+
+    def _spawn_inference(self, p: int, i: int) -> None:
+        ictx = InferenceContext(self.shared, p, i, self.request_queues[p][i], self.worker_queues)
+        self._spawn(f"inference_p{p}_{i}", inference_process_main, ictx)
 
     def _spawn_worker(self, w: int) -> None:
         """Starts rollout worker `w`, or a replacement: each process for index `w` has its own
@@ -263,6 +296,9 @@ class AsyncPlacement:
             elif isinstance(msg, NonFiniteEnvOutput):
                 report.nonfinite_rewards += msg.rewards
                 report.nonfinite_obs += msg.observations
+            elif isinstance(msg, EnvFaults):
+                report.env_faults += msg.faults
+                report.last_env_fault = msg.last
             elif isinstance(msg, TrainStats):
                 report.train_stats[msg.policy_id] = msg.stats
             elif isinstance(msg, Saved):
@@ -270,9 +306,89 @@ class AsyncPlacement:
             elif isinstance(msg, SaveRefused):
                 log.error("Policy %d: %s checkpoint not written: %s", msg.policy_id, msg.kind, msg.reason)
             elif isinstance(msg, ChildError):
-                raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
-        self._check_children()
+                if not msg.name.startswith(("rollout worker", "inference worker")):
+                    raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
+                log.error("%s crashed (it will be replaced):\n%s", msg.name, msg.traceback)
+        self._supervise()
+        report.worker_restarts, self.restarts_to_report = self.restarts_to_report, 0
         return report
+
+    # ---------------------------------------------------------------------------------------
+    def _supervise(self) -> None:
+        """Replaces rollout and inference workers that died or hung (see the module docstring);
+        any other dead child ends the run.
+
+        Raises:
+            ChildProcessFailed: a learner exited, or the restart budget is spent.
+        """
+        if self.stopping:
+            return
+        cfg, now = self.cfg, time.monotonic()
+        beats = self.heartbeats.numpy()
+        for name, proc in list(self.procs.items()):
+            if name.startswith("rollout_"):
+                index = int(name.rsplit("_", 1)[1])
+                start_grace = float(cfg.reset_timeout_seconds + cfg.decorrelate_experience_max_seconds)
+            elif name.startswith("inference_"):
+                p, i = (int(x) for x in name[len("inference_p") :].split("_"))
+                index = cfg.num_workers + self.shared.inference_index(p, i)
+                start_grace = max(cfg.heartbeat_timeout_sec, 120.0)  # imports and the model build
+            else:
+                if not proc.is_alive():
+                    raise ChildProcessFailed(f"process {name} exited with code {proc.exitcode}")
+                continue
+            beat, started = float(beats[index]), self.spawned_at[name]
+            if not proc.is_alive():
+                problem = f"exited with code {proc.exitcode}"
+            elif beat < started and now - started > start_grace:
+                problem = f"gave no sign of life in the {now - started:.0f} s since it started"
+            elif beat >= started and now - beat > cfg.heartbeat_timeout_sec:
+                problem = f"hung: no heartbeat for {now - beat:.0f} s (--heartbeat_timeout_sec)"
+            else:
+                continue
+            self._replace(name, problem)
+
+    def _replace(self, name: str, problem: str) -> None:
+        """Kills process `name` (if alive) and starts its replacement, within the restart budget."""
+        cfg, now = self.cfg, time.monotonic()
+        while self.restart_times and now - self.restart_times[0] > RESTART_WINDOW_SEC:
+            self.restart_times.popleft()
+        if len(self.restart_times) >= cfg.max_worker_restarts_per_hour:
+            raise ChildProcessFailed(
+                f"process {name} {problem}, and {len(self.restart_times)} workers were already replaced "
+                f"within the last hour (--max_worker_restarts_per_hour={cfg.max_worker_restarts_per_hour}); "
+                "stopping. Look for the cause in the tracebacks above; raise the budget to keep "
+                "going through it."
+            )
+        self.restart_times.append(now)
+        self.restarts_to_report += 1
+        log.warning(
+            "Process %s %s: replacing it (%d replaced in the last hour)",
+            name,
+            problem,
+            len(self.restart_times),
+        )
+        proc = self.procs[name]
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        if name.startswith("rollout_"):
+            w, splits = int(name.rsplit("_", 1)[1]), cfg.worker_num_splits
+            k = self.block_pool.blocks_per_owner
+            filling = int(self.block_pool.held[w * splits * k : (w + 1) * splits * k, -1].sum())
+            log.info(
+                "Rollout worker %d's %d partial rollout(s) are discarded (at most %d agent steps)",
+                w,
+                filling,
+                filling * self.block_pool.block_size * cfg.rollout,
+            )
+            self._spawn_worker(w)
+            return
+        p, i = (int(x) for x in name[len("inference_p") :].split("_"))
+        # after the old process is gone, so it cannot answer the requests sent again
+        self.inference_generation[self.shared.inference_index(p, i)] += 1
+        self.inference_restarts[0] += 1
+        self._spawn_inference(p, i)
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames[0] = env_frames
@@ -290,9 +406,48 @@ class AsyncPlacement:
         final one is awaited in close). Kind "final" is a regular checkpoint for which a learner
         skips batches it has not started."""
         for p in range(self.cfg.num_policies):
+            if policy_id is not None and p != policy_id:
+                continue
             learner = self.procs.get(f"learner_p{p}")
-            if (policy_id is None or p == policy_id) and learner is not None and learner.is_alive():
+            if learner is not None and learner.is_alive():
                 self.command_queues[p].put(SaveCommand(kind, counters))
+            elif learner is not None and kind == "final":
+                self._save_published(p, counters)
+
+    def _save_published(self, p: int, counters: dict[str, Any]) -> None:
+        """The final checkpoint of policy `p` whose learner died: the weights it last published in
+        shared memory (what inference acted with), with the optimizer state of its latest checkpoint
+        (freshly initialised when there is none). Logs what was written, or why nothing was."""
+        weights, ckpt = self.shared.weights[p], self.ckpts[p]
+        loaded = weights.load_into(self.model) if weights.read_version() > 0 else None
+        if loaded is None:
+            log.error(
+                "Learner %d died %s: no final checkpoint; %s stays the latest.",
+                p,
+                "before publishing any update"
+                if weights.read_version() == 0
+                else "while publishing its weights",
+                ckpt.latest() or "none",
+            )
+            return
+        learner = make_learner(self.layout, self.model, torch.device("cpu"), p)
+        previous = ckpt.load("latest")
+        if previous is not None:
+            learner.load_state_dict(previous["learner"])
+        learner.policy_version = loaded
+        path = ckpt.save(checkpoint_state(self.model, learner, counters), loaded, counters["env_frames"])
+        if path is not None:
+            log.warning(
+                "Learner %d died: wrote the final checkpoint %s from the weights it last published "
+                "(policy version %d, env frame %d), with the optimizer state of %s.",
+                p,
+                path,
+                loaded,
+                counters["env_frames"],
+                f"policy version {int(previous['learner']['policy_version'])}'s checkpoint"
+                if previous is not None
+                else "a fresh optimizer (no earlier checkpoint)",
+            )
 
     def close(self) -> None:
         """Stops every child within a bounded time: the learners finish pending commands (the last

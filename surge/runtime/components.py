@@ -175,7 +175,16 @@ def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
         None if cfg.seed is None else cfg.seed * 7919 + worker_idx,
     )
     has_learners = layout.algo.trains and not cfg.sampler_only
-    return RolloutWorker(cfg, worker_idx, env_splits, layout.buffers, pools, mapper, has_learners)
+    return RolloutWorker(
+        cfg,
+        worker_idx,
+        env_splits,
+        layout.buffers,
+        pools,
+        mapper,
+        has_learners,
+        env_factory=lambda: make_env(cfg),
+    )
 
 
 @dataclass

@@ -1,10 +1,15 @@
 """An inference worker's process in the async placement: batch every pending request of its policy
 into one forward pass, write what the algorithm acts into the trajectory buffers, tell each worker
 its split is ready. Weights are refreshed from the policy's `SharedWeights` whenever its learner
-published a newer policy_version."""
+published a newer policy_version.
+
+The worker writes its heartbeat every loop iteration (at least every 0.1 s). A request it already
+answered is not acted on twice: after an inference worker is replaced, rollout workers send their
+unanswered requests again, and one may then be queued twice."""
 
 from __future__ import annotations
 
+import time
 from queue import Empty
 
 import torch
@@ -18,6 +23,7 @@ from surge.runtime.process_setup import run_child, setup_child
 def inference_process_main(ctx: InferenceContext) -> None:
     """Entry point of an inference worker process."""
     shared, p = ctx.shared, ctx.policy_id
+    beat_index = len(shared.env_steps) + shared.inference_index(p, ctx.index)
     layout = shared.layout()
     cfg = layout.cfg
     name = f"inference_p{p}_{ctx.index}"
@@ -31,15 +37,25 @@ def inference_process_main(ctx: InferenceContext) -> None:
         weights, stop_event, request_queue = shared.weights[p], shared.stop_event, ctx.request_queue
         version = -1
         aranges: dict[tuple[int, int], torch.Tensor] = {}
+        beats = shared.heartbeats.numpy()
+        answered: dict[int, tuple[int, int]] = {}  # first_slot -> (tag, t) of the latest request served
         while not stop_event.is_set():
+            beats[beat_index] = time.monotonic()
             try:
                 msgs = request_queue.get_many(timeout=0.1)
             except Empty:
                 continue
             if weights.read_version() != version:
-                version = weights.load_into(model)
-                inference.policy_version = version
+                loaded = weights.load_into(model)
+                if loaded is not None:  # else the learner died mid-publish: the run is stopping
+                    version = inference.policy_version = loaded
             msgs = [PolicyRequest._make(raw) for raw in msgs]  # plain tuples on the wire
+            fresh = []
+            for msg in msgs:
+                if answered.get(msg.first_slot) != (msg.tag, msg.t):
+                    answered[msg.first_slot] = (msg.tag, msg.t)
+                    fresh.append(msg)
+            msgs = fresh
             requests = []
             for msg in msgs:
                 key = (msg.first_slot, msg.num_slots)
@@ -49,6 +65,6 @@ def inference_process_main(ctx: InferenceContext) -> None:
                 requests.append((slots, msg.t))
             inference.infer(requests)
             for msg in msgs:
-                ctx.worker_queues[msg.worker_idx].put(tuple(ActionsReady(msg.tag)))
+                ctx.worker_queues[msg.worker_idx].put(tuple(ActionsReady(msg.tag, p)))
 
     run_child(f"inference worker {p}.{ctx.index}", shared.report_queue, loop)

@@ -6,7 +6,7 @@ Per rollout: `BlockReady` to each learner whose policy acted in the block. These
 plain tuples (`tuple(msg)`) and are typed again on receipt (`PolicyRequest._make(raw)`): the queue
 pickles what it carries, and a named tuple is pickled by class reference, 5-8x the cost of a plain
 tuple's round trip (17 vs 2.2 us for a `PolicyRequest` here), paid twice per env step of a split.
-Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `TrainStats`, `Saved`,
+Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `EnvFaults`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`.
 """
@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 class PolicyRequest(NamedTuple):
     """A split's agents wait for actions at step `t`: slots `[first_slot, first_slot + num_slots)`.
-    `tag` = incarnation x splits + split index (see `surge.runtime.rollout_process`)."""
+    `tag` identifies the request: the worker's incarnation, the split's request sequence number
+    and the split (see `surge.runtime.rollout_process`)."""
 
     worker_idx: int
     tag: int
@@ -28,9 +29,10 @@ class PolicyRequest(NamedTuple):
 
 
 class ActionsReady(NamedTuple):
-    """An inference worker wrote the actions of the request with this `tag`."""
+    """Policy `policy_id`'s inference worker wrote the actions of the request with this `tag`."""
 
     tag: int
+    policy_id: int
 
 
 class BlockReady(NamedTuple):
@@ -61,6 +63,15 @@ class NonFiniteEnvOutput(NamedTuple):
     worker_idx: int
     rewards: int
     observations: int
+
+
+class EnvFaults(NamedTuple):
+    """env.step calls of a rollout worker that raised since its last such report (each env rebuilt,
+    its episode ended), and the latest exception as one line. Sent only when `faults` > 0."""
+
+    worker_idx: int
+    faults: int
+    last: str
 
 
 class TrainStats(NamedTuple):

@@ -24,13 +24,18 @@ from surge.sampling.rollout_worker import EpisodeStats
 class StepReport:
     """What a placement reports per `step()`: env steps (calls of env.step), finished episodes,
     each policy's learner statistics when one of its iterations finished, and the agent steps
-    whose reward or observation was non-finite (replaced by 0, not trained on)."""
+    whose reward or observation was non-finite (replaced by 0, not trained on), env.step calls that
+    raised (`env_faults`, the latest as `last_env_fault`; each env rebuilt) and worker processes
+    replaced after a crash or hang (`worker_restarts`)."""
 
     env_steps: int = 0
     episodes: list[EpisodeStats] = field(default_factory=list)
     train_stats: dict[int, dict[str, float]] = field(default_factory=dict)
     nonfinite_rewards: int = 0
     nonfinite_obs: int = 0
+    env_faults: int = 0
+    last_env_fault: str = ""
+    worker_restarts: int = 0
 
 
 class Placement(Protocol):

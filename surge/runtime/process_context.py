@@ -34,6 +34,14 @@ class SharedContext:
         env_steps_budget: `[1]` int64, the env steps (summed over `env_steps`) after which rollout
             workers stop stepping: the frame budget, so a run ends within one step of every split
             of it.
+        heartbeats: `[num_workers + num_policies x policy_workers_per_policy]` float64: the
+            `time.monotonic()` of each rollout worker's (then each inference worker's, policy-major)
+            latest loop iteration, by which the main process tells a hung worker.
+        inference_generation: `[num_policies x policy_workers_per_policy]` int64, bumped by the main
+            process when it replaced that inference worker (its unanswered requests were lost:
+            rollout workers send theirs again).
+        inference_restarts: `[1]` int64, the sum of `inference_generation` (one cheap check per
+            rollout loop iteration).
         report_queue: children -> main process (`surge.runtime.messages`).
         stop_event: set by the main process to stop every loop.
     """
@@ -47,8 +55,16 @@ class SharedContext:
     env_frames: Tensor
     env_steps: Tensor
     env_steps_budget: Tensor
+    heartbeats: Tensor
+    inference_generation: Tensor
+    inference_restarts: Tensor
     report_queue: Any
     stop_event: Any
+
+    def inference_index(self, policy_id: int, index: int) -> int:
+        """Position of inference worker `index` of policy `policy_id` in `inference_generation`
+        (and, after the rollout workers, in `heartbeats`)."""
+        return policy_id * (len(self.inference_generation) // len(self.weights)) + index
 
     def layout(self) -> RunLayout:
         """The run's layout in this process (the config rebuilt from its values)."""

@@ -61,11 +61,20 @@ def retain_freed_memory() -> bool:
 
 
 def die_with_parent() -> None:
-    """Linux: the kernel sends SIGKILL to this process when its parent dies (even by SIGKILL)."""
+    """Linux: the kernel sends SIGKILL to this process when its parent dies (even by SIGKILL).
+
+    A parent that died before this call (a child takes a second or two to import torch) has already
+    left this process to init, which the kernel never signals: the process then exits at once
+    instead of waiting forever for a stop that no one will send."""
     try:
         _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:
+        os._exit(1)
 
 
 def setup_child(

@@ -1,10 +1,15 @@
 """A rollout worker's process in the async placement: step splits whose actions are ready, ask the
 acting policies' inference for the next ones, hand finished trajectories to their learners.
 
-`tag` = incarnation x splits + split index: `incarnation` counts the processes started for this
-worker index, so a replacement (after a stuck or crashed first reset) ignores replies meant for the
-process it replaced, which may still be on its queue or in an inference worker's batch. With
-several policies a split waits for one `ActionsReady` per policy acting in it.
+A request's tag packs the worker's incarnation (the processes started for this worker index: a
+replacement ignores replies meant for the process it replaced, which may still be on its queue),
+the split's request sequence number and the split. With several policies a split waits for one
+`ActionsReady` per policy acting in it. When the main process replaced an inference worker, the
+requests it had not answered are sent again; a reply that is not awaited (stale sequence number,
+or a second answer to a request sent twice) is ignored.
+
+The worker writes its heartbeat (`SharedContext.heartbeats`) every loop iteration, at least every
+0.1 s while it waits, so the main process can tell a hung worker from a waiting one.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ from typing import Any
 
 from surge.runtime.components import make_rollout_worker
 from surge.runtime.messages import (
-    ActionsReady,
     BlockReady,
+    EnvFaults,
     Episodes,
     NonFiniteEnvOutput,
     PolicyRequest,
@@ -28,6 +33,7 @@ from surge.runtime.process_setup import run_child, setup_child
 from surge.sampling.rollout_worker import RolloutWorker
 
 REPORT_INTERVAL_SEC = 0.5  # episodes and non-finite counts; env steps are counted in shared memory
+SEQ = 1 << 16  # request sequence numbers per split wrap here (a stale reply is a few requests old)
 
 
 def rollout_process_main(ctx: RolloutContext) -> None:
@@ -49,8 +55,14 @@ def rollout_process_main(ctx: RolloutContext) -> None:
             _drain(ctx.worker_queue)
             worker.reset()
             shared.report_queue.put(ResetDone(w, ctx.incarnation))
+            beats = shared.heartbeats.numpy()
+            beats[w] = time.monotonic()
             if cfg.decorrelate_experience_max_seconds > 0:
-                shared.stop_event.wait(random.uniform(0, cfg.decorrelate_experience_max_seconds))
+                until = time.monotonic() + random.uniform(0, cfg.decorrelate_experience_max_seconds)
+                while not shared.stop_event.wait(max(0.0, min(1.0, until - time.monotonic()))):
+                    beats[w] = time.monotonic()
+                    if time.monotonic() >= until:
+                        break
             _run(ctx, worker)
         finally:
             worker.close()
@@ -59,36 +71,68 @@ def rollout_process_main(ctx: RolloutContext) -> None:
 
 
 class _Requester:
-    """Sends a split's `PolicyRequest` to the inference worker of each policy acting in it and
-    counts the replies it still waits for."""
+    """Sends a split's `PolicyRequest` to the inference worker of each policy acting in it, tracks
+    which policies' answers the split still awaits, and sends the unanswered requests again to an
+    inference worker that was replaced (see the module docstring)."""
 
     def __init__(self, ctx: RolloutContext, worker: RolloutWorker):
         self.ctx, self.worker = ctx, worker
         self.splits = len(worker.splits)
-        self.waiting_for = [0] * self.splits
+        self.pending: list[set[int]] = [set() for _ in range(self.splits)]
+        self.seq = [0] * self.splits
+        self.sent: list[tuple | None] = [None] * self.splits  # each split's latest request
         w = ctx.worker_idx
-        # this worker's inference queue per policy (workers spread over a policy's inference workers)
-        self.queues = [qs[w % len(qs)] for qs in ctx.request_queues]
+        # this worker's inference worker per policy (workers spread over a policy's inference workers)
+        self.inference = [w % len(qs) for qs in ctx.request_queues]
+        self.queues = [qs[i] for qs, i in zip(ctx.request_queues, self.inference, strict=True)]
+        shared = ctx.shared
+        self.generation = shared.inference_generation.numpy()
+        self.restarts = shared.inference_restarts.numpy()
+        self.seen_restarts = int(self.restarts[0])
+        self.seen_generation = self.generation.copy()
 
     def request(self, s: int) -> None:
         slots, t = self.worker.policy_request(s)
-        msg = PolicyRequest(
-            self.ctx.worker_idx, self.ctx.incarnation * self.splits + s, int(slots[0]), len(slots), t
-        )
+        self.seq[s] = seq = (self.seq[s] + 1) % SEQ
+        tag = ((self.ctx.incarnation * SEQ) + seq) * self.splits + s
+        raw = tuple(
+            PolicyRequest(self.ctx.worker_idx, tag, int(slots[0]), len(slots), t)
+        )  # plain on the wire
         policies = self.worker.request_policies(s)
-        self.waiting_for[s] = len(policies)
-        raw = tuple(msg)  # plain on the wire (surge.runtime.messages)
+        self.pending[s] = set(policies)
+        self.sent[s] = raw
         for p in policies:
             self.queues[p].put(raw)
 
-    def answered(self, tag: int) -> int | None:
-        """The split whose actions are all written after this reply, else None (also for a reply to
-        the process this one replaced)."""
-        if tag // self.splits != self.ctx.incarnation:
-            return None
+    def answered(self, raw: tuple) -> int | None:
+        """The split whose actions are all written after this reply, else None (also for a reply
+        not awaited: to the process this one replaced, stale, or a second answer)."""
+        tag, p = raw
         s = tag % self.splits
-        self.waiting_for[s] -= 1
-        return s if self.waiting_for[s] == 0 else None
+        rest = tag // self.splits
+        if rest // SEQ != self.ctx.incarnation or rest % SEQ != self.seq[s]:
+            return None
+        pending = self.pending[s]
+        if p not in pending:
+            return None
+        pending.discard(p)
+        return None if pending else s
+
+    def resend_if_replaced(self) -> None:
+        """Sends the unanswered requests again to each of this worker's inference workers that the
+        main process replaced since the last call (one integer comparison when none was)."""
+        if int(self.restarts[0]) == self.seen_restarts:
+            return
+        self.seen_restarts = int(self.restarts[0])
+        shared = self.ctx.shared
+        for p, i in enumerate(self.inference):
+            k = shared.inference_index(p, i)
+            if self.generation[k] == self.seen_generation[k]:
+                continue
+            self.seen_generation[k] = self.generation[k]
+            for s in range(self.splits):
+                if p in self.pending[s] and self.sent[s] is not None:
+                    self.queues[p].put(self.sent[s])
 
 
 def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
@@ -104,12 +148,15 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
     counts = shared.env_steps.numpy()  # shared memory: [num_workers] int64
     budget = shared.env_steps_budget.numpy()
     w_idx = ctx.worker_idx
+    beats = shared.heartbeats.numpy()
     requester = _Requester(ctx, worker)
     for s in range(len(worker.splits)):
         requester.request(s)
     last_report = time.monotonic()
     waiting: list[int] = []
     while not stop_event.is_set():
+        beats[w_idx] = time.monotonic()
+        requester.resend_if_replaced()
         if counts.sum() >= budget[0]:  # budget reached: only report until the main process stops us
             stop_event.wait(0.05)
             last_report = _report(ctx, worker, last_report)
@@ -123,7 +170,7 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
         except Empty:
             ready = []
         for raw in ready:
-            answered = requester.answered(ActionsReady._make(raw).tag)
+            answered = requester.answered(raw)  # a plain ActionsReady tuple
             if answered is None:
                 continue
             s = answered
@@ -152,6 +199,9 @@ def _report(ctx: RolloutContext, worker: RolloutWorker, last_report: float) -> f
     rewards, obs = worker.pop_nonfinite()
     if rewards or obs:
         ctx.shared.report_queue.put(NonFiniteEnvOutput(ctx.worker_idx, rewards, obs))
+    faults, last = worker.pop_env_faults()
+    if faults:
+        ctx.shared.report_queue.put(EnvFaults(ctx.worker_idx, faults, last))
     return now
 
 

@@ -136,6 +136,10 @@ class SerialPlacement:
             rewards, obs = w.pop_nonfinite()
             report.nonfinite_rewards += rewards
             report.nonfinite_obs += obs
+            faults, last = w.pop_env_faults()
+            if faults:
+                report.env_faults += faults
+                report.last_env_fault = last
         return report
 
     def set_env_frames(self, env_frames: int) -> None:

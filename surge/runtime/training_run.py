@@ -11,6 +11,7 @@ from typing import Any
 
 from surge.cfg.cli import save_cfg
 from surge.cfg.config import Config
+from surge.cfg.space_defaults import space_default_notes
 from surge.cfg.validate import config_notes
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
@@ -87,6 +88,8 @@ class TrainingRun:
         setup_logging(None if cfg.benchmark else folder.log_file)
         for note in config_notes(cfg):
             log.warning(note)
+        for note in space_default_notes(cfg):
+            log.info(note)
         if cfg.algo == "DUMMY_SAMPLER":
             log.info(
                 "DUMMY_SAMPLER samples %d env frames: the lower of --train_for_env_steps and "
@@ -117,6 +120,15 @@ class TrainingRun:
         log.info("Experiment folder: %s", folder.root)
         P = cfg.num_policies
         self.ckpts = [CheckpointManager(folder.checkpoints(i), cfg.keep_checkpoints, i) for i in range(P)]
+        for ckpt in self.ckpts:
+            partial = ckpt.remove_partial_writes()
+            if partial:
+                log.info(
+                    "Removed %d unfinished checkpoint write(s) of a killed run (%s); complete "
+                    "checkpoints are never partial.",
+                    len(partial),
+                    ", ".join(p.name for p in partial),
+                )
         resume = cfg.restart_behavior == "resume"
         resume_states = [c.load("latest") if resume else None for c in self.ckpts]
         summaries = None if cfg.benchmark else [folder.summaries(i) for i in range(P)]
@@ -253,6 +265,8 @@ class TrainingRun:
         m.add_episodes(report.episodes)
         if report.nonfinite_rewards or report.nonfinite_obs:
             m.add_nonfinite(report.nonfinite_rewards, report.nonfinite_obs)
+        if report.env_faults or report.worker_restarts:
+            m.add_faults(report.env_faults, report.last_env_fault, report.worker_restarts)
         p.set_env_frames(m.env_frames)
         if report.train_stats:
             m.set_train_stats(report.train_stats)

@@ -22,12 +22,20 @@ and reports rather than raising. The check is one `isfinite(...).all()` per spli
 rewards and one float64 sum per floating-point observation tensor already built (NaN and inf
 propagate into it; integer observations such as Atari frames cannot be non-finite and are not
 checked).
+
+An env that raises in `step` is a fault, not the end of the run: the exception is counted with
+its message (`pop_env_faults`), the env object is closed and rebuilt with `env_factory` and reset,
+and its agents' step is marked truncated and inactive (the episode ends there; the fake step is
+not trained on; the episode's statistics are lost). A week-long run should survive an emulator
+that crashes once in a million steps. An env that fails again right after being rebuilt
+(`MAX_CONSECUTIVE_ENV_FAULTS` times in a row, reset included) is broken, not flaky: `EnvError`.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,8 +45,12 @@ import torch
 from torch import Tensor
 
 from surge.data.trajectory import TrajectoryBuffers, tree_assign
+from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
 from surge.sampling.policy_mapping import PolicyMapper
+
+#: an env that raises this many times in a row (its rebuilt copy failing again) stops the worker
+MAX_CONSECUTIVE_ENV_FAULTS = 3
 
 
 @dataclass
@@ -142,6 +154,8 @@ class RolloutWorker:
         policy_mapper: which policy acts for each agent (None: policy 0 for all).
         has_learners: False when nothing trains on the trajectories (the dummy sampler,
             `--sampler_only`): a finished block is free again at once.
+        env_factory: builds a replacement env object for one that raised in `step` (None: such an
+            exception propagates).
     Raises:
         EnvError: when an env returns something the buffers cannot hold (wrong shape or dtype).
     """
@@ -155,8 +169,14 @@ class RolloutWorker:
         slot_pools: list[Any],
         policy_mapper: PolicyMapper | None = None,
         has_learners: bool = True,
+        env_factory: Callable[[], Any] | None = None,
     ):
         self.has_learners = has_learners
+        self.env_factory = env_factory
+        self.env_faults = 0  # env.step calls that raised since the last `pop_env_faults`
+        self.rebuilds = 0  # envs this worker rebuilt so far (each rebuilt env gets its own seed)
+        self.last_env_fault = ""  # the latest one's exception, one line
+        self.fault_streaks: dict[tuple[int, int], int] = {}  # (split, env) -> faults in a row
         self.cfg, self.worker_idx = cfg, worker_idx
         self.buffers, self.slot_pools = buffers, slot_pools
         self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
@@ -196,7 +216,7 @@ class RolloutWorker:
                     env_seed = seed * 100003 + flat * self.num_agents
                 obs, _ = env.reset(seed=env_seed)
                 if self.cfg.decorrelate_envs_on_one_worker and not self.is_batched:
-                    obs = self._random_steps(env, obs, random.randrange(self.rollout))
+                    obs = self._random_steps(split, e_idx, obs, random.randrange(self.rollout))
                 if self.is_batched:
                     obs_all.append(obs)
                 else:
@@ -208,10 +228,15 @@ class RolloutWorker:
                 self._write_obs(split, 0, obs_all)
             self.buffers.rnn_states[split.index, 0] = 0.0
 
-    def _random_steps(self, env: Any, obs: list, n: int) -> list:
+    def _random_steps(self, split: SplitState, e_idx: int, obs: list, n: int) -> list:
+        """Steps env `e_idx` of `split` `n` times with random actions (decorrelation); a fault
+        rebuilds the env, whose first observations are returned then."""
         for _ in range(n):
             actions = [self.action_space.sample() for _ in range(self.num_agents)]
-            obs, *_ = env.step(actions)
+            try:
+                obs, *_ = split.envs[e_idx].step(actions)
+            except Exception as e:  # noqa: BLE001 - a fault, as in `advance`
+                return self._replace_env(split, e_idx, e)
         return obs
 
     def _write_obs(self, split: SplitState, t: int, obs_list: list) -> None:
@@ -343,9 +368,20 @@ class RolloutWorker:
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
         active = np.ones(n, dtype=bool)
+        streaks = self.fault_streaks
         for e_idx, env in enumerate(split.envs):
             lo = e_idx * n_ag
-            obs, rew, term, trunc, infos = env.step(list(actions[lo : lo + n_ag]))
+            try:
+                obs, rew, term, trunc, infos = env.step(list(actions[lo : lo + n_ag]))
+            except Exception as e:  # noqa: BLE001 - any env error is a fault (module docstring)
+                obs_all.extend(self._replace_env(split, e_idx, e))
+                rewards[lo : lo + n_ag] = 0.0
+                truncated[lo : lo + n_ag] = True
+                active[lo : lo + n_ag] = False
+                split.env_steps -= 1  # no step happened
+                continue
+            if streaks:
+                streaks.pop((self.splits.index(split), e_idx), None)
             obs_all.extend(obs)
             rewards[lo : lo + n_ag] = rew
             terminated[lo : lo + n_ag] = term
@@ -367,10 +403,64 @@ class RolloutWorker:
         split.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
 
+    def _replace_env(self, split: SplitState, e_idx: int, error: Exception) -> Any:
+        """Counts the fault `error` of env `e_idx` of `split`, closes it, builds and resets a new one
+        in its place; returns the new env's first observations (a list with one per agent; a
+        batched env's own `[n, ...]` array or dict of them).
+
+        Raises:
+            EnvError: no `env_factory`, or the env failed `MAX_CONSECUTIVE_ENV_FAULTS` times in a row.
+        """
+        key = (self.splits.index(split), e_idx)
+        while True:
+            self.env_faults += 1
+            self.last_env_fault = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            streak = self.fault_streaks[key] = self.fault_streaks.get(key, 0) + 1
+            if self.env_factory is None or streak >= MAX_CONSECUTIVE_ENV_FAULTS:
+                raise EnvError(
+                    f"env {self.cfg.env!r} (worker {self.worker_idx}, env {e_idx} of split {key[0]}) "
+                    f"raised {streak} time(s) in a row{' after being rebuilt' if streak > 1 else ''}; "
+                    f"last: {self.last_env_fault}. Run `surge check-env --env={self.cfg.env}` to see "
+                    "what is wrong with it."
+                ) from error
+            try:
+                split.envs[e_idx].close()
+            except Exception:  # noqa: BLE001 - a crashed env may not close cleanly
+                pass
+            self.rebuilds += 1
+            try:
+                env = split.envs[e_idx] = self.env_factory()
+                seed = None
+                if self.cfg.seed is not None:  # a new, repeatable seed per rebuild
+                    seed = (self.cfg.seed * 100003 + 7919 * self.rebuilds + self.worker_idx) % 2**32
+                obs, _ = env.reset(seed=seed)
+                return obs if self.is_batched else list(obs)
+            except Exception as e:  # noqa: BLE001 - the rebuilt env failed too: another fault
+                error = e
+
+    def pop_env_faults(self) -> tuple[int, str]:
+        """`(count, last)`: env.step calls that raised since the last call (each env rebuilt and
+        its episode ended) and the latest exception as one line."""
+        out = (self.env_faults, self.last_env_fault)
+        self.env_faults = 0
+        return out
+
     def _step_batched(self, split: SplitState, actions: np.ndarray):
         """Steps each batched env of the split (see `surge.envs.batched`); arrays end to end."""
         n_ag = self.num_agents
-        parts = [env.step(actions[e * n_ag : (e + 1) * n_ag]) for e, env in enumerate(split.envs)]
+        parts = []
+        for e, env in enumerate(split.envs):
+            try:
+                parts.append(env.step(actions[e * n_ag : (e + 1) * n_ag]))
+            except Exception as err:  # noqa: BLE001 - a fault: every sub-env's episode ends here
+                obs = _as_tensor_tree(self._replace_env(split, e, err))
+                zeros = np.zeros(n_ag, dtype=np.float32)
+                inactive = np.ones(n_ag, dtype=bool)
+                parts.append((obs, zeros, ~inactive, inactive, BatchedInfo(inactive=inactive)))
+                split.env_steps -= n_ag  # no step happened
+                continue
+            if self.fault_streaks:
+                self.fault_streaks.pop((self.splits.index(split), e), None)
         for e, (_, _, _, _, info) in enumerate(parts):
             split.episodes.extend(
                 EpisodeStats(r, length, int(split.agent_policy[e * n_ag + i]))

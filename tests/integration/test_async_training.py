@@ -160,6 +160,7 @@ def test_a_crashing_env_is_reported_with_its_traceback_and_the_run_stops(tmp_pat
         "--use_rnn=False",
         "--recurrence=1",
         "--with_vtrace=False",
+        "--max_worker_restarts_per_hour=0",  # a worker that dies is not replaced: the run stops
         *FAST,
     ]
     proc = subprocess.run(
@@ -173,6 +174,8 @@ def test_a_crashing_env_is_reported_with_its_traceback_and_the_run_stops(tmp_pat
     assert proc.returncode == 1
     log = (tmp_path / "boom" / "surge_log.txt").read_text()
     assert "env exploded on purpose" in log and "Traceback" in log
+    assert "raised 3 time(s) in a row after being rebuilt" in log  # rebuilt twice first
+    assert "--max_worker_restarts_per_hour=0" in log
     assert _wait_dead(_child_pids(log)) == []
 
 

@@ -35,3 +35,24 @@ def test_flags_without_effect_are_reported_once_in_the_log_file(tmp_path):
     ]:
         assert log.count(f"{flag} {why}") == 1, flag
     assert "--num_workers has no effect" not in log  # serial mode runs num_workers workers too
+
+
+def test_defaults_chosen_by_the_spaces_are_reported_once_in_the_log_file(tmp_path):
+    cfg = parse_cfg(
+        [
+            "--env=Pendulum-v1",
+            "--experiment=exp",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            "--num_workers=1",
+            "--num_envs_per_worker=2",
+            "--train_for_env_steps=200",
+            "--learning_rate=1e-3",
+        ]
+    )
+    assert train(cfg) == "done"
+    log = (tmp_path / "exp" / "surge_log.txt").read_text()
+    assert log.count("--encoder_type=mlp chosen by the env's spaces (vector observation") == 1
+    assert log.count("--adaptive_stddev=False chosen by the env's spaces (Box actions") == 1
+    assert "--learning_rate=" not in log  # given on the command line, not chosen
+    assert "--num_envs_per_worker=8" not in log

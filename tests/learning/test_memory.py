@@ -63,3 +63,24 @@ def test_feed_forward_policy_stays_at_chance(tmp_path):
     mean = _train(tmp_path, "--use_rnn=False", "--serial_mode=True", "--seed=1", episodes=1000)
     # 1000 episodes of ±1 at chance: standard error 0.032; 0.15 is over 4.5 of them, far below 0.8
     assert abs(mean - CHANCE_RETURN) < 0.15, mean
+
+
+@pytest.mark.slow
+def test_memory_cue_learns_with_its_family_defaults(tmp_path):
+    """`--env=memory_cue` with only the placement, budget and seed: the family's defaults are the
+    hyper-parameters above (a 1024-sample batch of 7-step trajectories was refused before)."""
+    cfg = parse_cfg(
+        [
+            "--env=memory_cue",
+            "--experiment=mem",
+            f"--train_dir={tmp_path}",
+            "--stats_avg=200",
+            "--serial_mode=True",
+            "--num_workers=2",
+            "--train_for_env_steps=60000",
+            "--seed=1",
+        ]
+    )
+    run = TrainingRun(cfg)
+    assert run.run() == "done"
+    assert run.monitor.mean_return() >= 0.8, run.monitor.mean_return()

@@ -1,0 +1,102 @@
+"""A process's inbox that survives the SIGKILL of its reader: a shared-memory queue (faster-fifo)
+that is only ever read without blocking, and a doorbell pipe the reader sleeps on.
+
+Why not a plain faster-fifo queue: a reader blocked in `get` waits on the queue's process-shared
+condition variable. When that reader is killed in the wait (where an idle rollout or inference
+worker spends most of its time), the queue keeps counting it as a waiter, every later `put`
+signals the condition variable, and glibc's signal then blocks for ever waiting for the dead
+waiter, holding the queue's mutex: every process that touches the queue stalls. Replacing the
+killed process cannot help. Here no process ever waits on the condition variable, so a `put`
+never signals it; the reader sleeps in `poll()` on a pipe, which the kernel cleans up whatever
+happens to its holders. What remains is a kill inside the queue's mutex itself (a few
+microseconds per call).
+
+Writers: `put(msg)` appends to the queue, then, if the reader said it is about to sleep, writes
+one byte to the doorbell (non-blocking: a full doorbell already wakes the reader). Reader:
+`get_many(timeout)` takes what is queued; when nothing is, it empties the doorbell, raises its
+sleeping flag, looks again, then sleeps until the doorbell rings or the timeout passes. The flag
+spares a busy reader's writers the system call. No wake-up is lost: the queue's mutex operations
+are full memory barriers, so a writer that read the flag down had its message queued before the
+reader raised the flag and looked again.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from queue import Empty
+from typing import Any
+
+
+class Inbox:
+    """See the module docstring. Made in the main process and handed to children when they are
+    spawned (the queue's memory and the pipe's descriptors travel with the process arguments).
+
+    Args:
+        max_size_bytes: capacity of the queue's shared buffer.
+    """
+
+    def __init__(self, max_size_bytes: int):
+        from multiprocessing import get_context
+
+        from faster_fifo import Queue
+
+        self.queue = Queue(max_size_bytes=max_size_bytes)
+        # multiprocessing's Connection objects carry the descriptors to spawned children
+        self._bell_r, self._bell_w = get_context("spawn").Pipe(duplex=False)
+        # the descriptors' open file descriptions (and so O_NONBLOCK) are shared with every child
+        os.set_blocking(self._bell_r.fileno(), False)
+        os.set_blocking(self._bell_w.fileno(), False)
+        self._sleeping = get_context("spawn").RawValue("b", 0)  # the reader waits on the doorbell
+        self._poller: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_poller"] = None
+        return state
+
+    def put(self, msg: Any) -> None:
+        """Appends `msg` (pickled) and rings the doorbell if the reader sleeps."""
+        self.queue.put(msg)
+        if not self._sleeping.value:
+            return
+        try:
+            os.write(self._bell_w.fileno(), b"\0")
+        except BlockingIOError:  # the doorbell is full: the reader wakes anyway
+            pass
+
+    def _setup_reader(self) -> None:
+        self._poller = select.poll()
+        self._poller.register(self._bell_r.fileno(), select.POLLIN)
+
+    def get_many(self, timeout: float = 0.0, block: bool = True) -> list[Any]:
+        """Every queued message (oldest first), waiting up to `timeout` seconds for one when none
+        is queued (not at all with `block=False`).
+
+        Raises:
+            queue.Empty: nothing arrived in time.
+        """
+        q = self.queue
+        try:
+            return q.get_many(block=False)
+        except Empty:
+            if not block or timeout <= 0:
+                raise
+        if self._poller is None:
+            self._setup_reader()
+        fd = self._bell_r.fileno()
+        try:
+            while os.read(fd, 65536):
+                pass
+        except BlockingIOError:
+            pass
+        self._sleeping.value = 1
+        try:
+            try:
+                return q.get_many(block=False)
+            except Empty:
+                pass
+            self._poller.poll(timeout * 1000.0)
+        finally:
+            self._sleeping.value = 0
+        return q.get_many(block=False)  # raises Empty when the doorbell did not ring in time
