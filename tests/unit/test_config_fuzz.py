@@ -29,8 +29,9 @@ from surge.errors import ConfigError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: one env per kind of family: plain gymnasium, and families that add fields (Atari, Doom, memory)
-ENVS = ("cartpole", "atari_breakout", "doom_basic", "memory_cue")
+#: one env per kind: a family without fields, families that add fields (Atari, Doom, memory), and
+#: a plain gymnasium id (its defaults chosen from its spaces)
+ENVS = ("cartpole", "atari_breakout", "doom_basic", "memory_cue", "CartPole-v1")
 
 #: flags that choose what the command does rather than what the run is: never fuzzed (`--cfg`
 #: reads a file, `--train_dir` / `--experiment` would read a cfg.json outside the test's folder)
