@@ -4,6 +4,7 @@ cfg.json            resolved config (resume reads it)
 surge_log.txt       the run's log
 summaries/0/        TensorBoard events of policy 0
 checkpoint_p0/      checkpoint_*.pth (latest N), best_*.pth, milestone_*.pth
+sampler_state.pth   serial placement: the sampler's state at the last stop (exact resume)
 done                written when training reached its budget
 """
 
@@ -36,6 +37,11 @@ class ExperimentFolder:
     def done_file(self) -> Path:
         return self.root / "done"
 
+    @property
+    def sampler_state_file(self) -> Path:
+        """The serial placement's sampler state at the last stop (`surge.runtime.serial`)."""
+        return self.root / "sampler_state.pth"
+
     def summaries(self, policy_id: int = 0) -> Path:
         return self.root / "summaries" / str(policy_id)
 
@@ -49,7 +55,7 @@ class ExperimentFolder:
 
     def clear_previous_run(self) -> list[Path]:
         """Removes what a previous run left that a new run from scratch must not mix with or
-        resume from: every `checkpoint_p*/` folder, `summaries/` and the `done` marker
+        resume from: every `checkpoint_p*/` folder, `summaries/`, the `done` marker and the sampler state
         (restart_behavior=overwrite). The log and cfg.json stay (the new run appends to the log
         and rewrites cfg.json).
 
@@ -63,9 +69,10 @@ class ExperimentFolder:
             if p.is_dir():
                 shutil.rmtree(p)
                 removed.append(p)
-        if self.done_file.exists():
-            self.done_file.unlink()
-            removed.append(self.done_file)
+        for f in (self.done_file, self.sampler_state_file):
+            if f.exists():
+                f.unlink()
+                removed.append(f)
         return removed
 
 

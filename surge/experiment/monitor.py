@@ -38,11 +38,14 @@ def log_train_notes(policy_id: int, stats: dict[str, float]) -> None:
         )
     if stats.get("stopped_early"):
         log.warning(
-            "Policy %d: stopping in the middle of a batch: %d of its %d optimizer steps taken; the final "
-            "checkpoint holds the weights after them.",
+            "Policy %d: stopping in the middle of a batch: %d of its %d optimizer steps taken; %s",
             policy_id,
             int(stats.get("steps_taken", 0)),
             int(stats.get("steps_planned", 0)),
+            "they are undone: the final checkpoint holds the weights from before the batch, and the "
+            "resumed run trains the whole batch."
+            if stats.get("rolled_back")
+            else "the final checkpoint holds the weights after them.",
         )
 
 

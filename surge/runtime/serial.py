@@ -1,20 +1,34 @@
 """The serial placement (`--serial_mode=True`): rollout workers, inference and learners of the
 async engine, called in turn in one process. Each policy's inference acts for every split at once in
-one batched forward pass; each learner trains once its batcher has a batch."""
+one batched forward pass; each learner trains once its batcher has a batch.
+
+Exact resume: at a stop (budget, Ctrl+C, SIGTERM) the placement also writes the sampler's state
+(`sampler_state.pth` in the experiment folder: trajectory buffers, who holds each block, the
+batches being collected, each split's step, the envs' whole state and the RNG streams), and a
+resumed run whose checkpoints match it continues from there instead of resetting its envs: with
+`--seed` it then computes what the uninterrupted run would have, bit for bit. A batch whose training
+a stop interrupts is undone (weights, optimizer, normalisers and RNG as before it) and trained
+again by the resumed run. docs/reliability.md says what cannot be restored.
+"""
 
 from __future__ import annotations
 
+import copy
 import logging
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from surge.cfg.config import Config
-from surge.experiment.checkpoint import CheckpointManager
+from surge.data.trajectory import tree_assign
+from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 from surge.learning.algorithm import Feed
+from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.runtime.components import Components, build_components
 from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
+from surge.sampling.env_state import EnvStateUnsupported
 
 log = logging.getLogger("surge")
 
@@ -23,13 +37,57 @@ class SerialSampler:
     """Collects experience from all workers into trajectory slots, in one process, and groups the
     finished blocks into each policy's batches."""
 
-    def __init__(self, c: Components):
+    def __init__(self, c: Components, state: dict[str, Any] | None = None):
         self.c = c
         bpb = 1 if c.layout.algo.feed is Feed.REPLAY else c.layout.blocks_per_batch
         self.batchers = [Batcher(bpb, c.block_pool.block_size) for _ in range(c.cfg.num_policies)]
         self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
-        for w in c.workers:
-            w.reset()
+        if state is not None:
+            self.load_state_dict(state)
+        else:
+            for w in c.workers:
+                w.reset()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The sampler's whole state between two steps: every trajectory buffer, the block pool's
+        holder flags, each policy's pending blocks, the waiting splits and each worker's
+        `state_dict` (envs included). Tensors and plain values only.
+
+        Raises:
+            EnvStateUnsupported: an env's state cannot be saved.
+        """
+        c = self.c
+        buffers = c.buffers
+        return {
+            "workers": [w.state_dict() for w in c.workers],
+            "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
+            "block_pool": c.block_pool.held.clone(),
+            "pending": [list(b.pending) for b in self.batchers],
+            "waiting": sorted(self.waiting),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores `state_dict`'s state (instead of resetting the workers).
+
+        Raises:
+            ValueError: the state is of a run with other buffers, blocks or workers.
+        """
+        c = self.c
+        if tuple(state["block_pool"].shape) != tuple(c.block_pool.held.shape) or len(state["workers"]) != len(
+            c.workers
+        ):
+            raise ValueError(
+                f"sampler state has {len(state['workers'])} workers and block pool "
+                f"{tuple(state['block_pool'].shape)}, this run {len(c.workers)} and {tuple(c.block_pool.held.shape)}"
+            )
+        for name, saved in state["buffers"].items():
+            tree_assign(getattr(c.buffers, name), slice(None), saved)
+        c.block_pool.held.copy_(state["block_pool"])
+        for b, pending in zip(self.batchers, state["pending"], strict=True):
+            b.pending = [int(f) for f in pending]
+        self.waiting = {(int(w), int(s)) for w, s in state["waiting"]}
+        for w, ws in zip(c.workers, state["workers"], strict=True):
+            w.load_state_dict(ws)
 
     def step(self) -> None:
         """One env step of every split that has slots: inference for all of them, then env stepping.
@@ -69,9 +127,16 @@ class SerialSampler:
 
     def take(self, policy_id: int = 0) -> torch.Tensor | None:
         """The slots `[N]` int64 of policy `policy_id`'s next batch (exactly one iteration's worth of
-        blocks), or None; give them back with `release` after training."""
+        blocks), or None; give them back with `release` after training, or with `put_back` when the
+        batch was not trained."""
         blocks = self.batchers[policy_id].take()
         return None if blocks is None else self._slots(blocks)
+
+    def put_back(self, slots: torch.Tensor, policy_id: int = 0) -> None:
+        """Returns an untrained batch (as returned by `take`) to the front of the policy's queue: the
+        next `take` gives it again."""
+        firsts = slots[:: self.c.block_pool.block_size].tolist()
+        self.batchers[policy_id].pending[:0] = firsts
 
     def _slots(self, blocks: list[int]) -> torch.Tensor:
         n = self.c.block_pool.block_size
@@ -84,18 +149,89 @@ class SerialSampler:
             pool.release(first, policy_id)
 
 
+class BatchSnapshot:
+    """What training one batch changes: the model's state (weights, normalisers), Adam's state,
+    `policy_version` and the RNG streams, copied into tensors allocated once (a copy per batch of
+    3x the parameters' bytes, no allocation), so a batch a stop interrupts can be undone."""
+
+    def __init__(self) -> None:
+        self.model: dict[str, torch.Tensor] = {}
+        self.optimizer: list[dict[str, Any] | None] = []  # per parameter: its Adam state, or None
+        self.param_groups: list[dict[str, Any]] = []
+        self.policy_version = self.skipped_updates = 0
+        self.rng: dict[str, Any] = {}
+
+    @staticmethod
+    def _copy(dst: torch.Tensor | None, src: torch.Tensor) -> torch.Tensor:
+        if dst is None or dst.shape != src.shape or dst.dtype != src.dtype:
+            return src.detach().clone()
+        return dst.copy_(src)
+
+    def take(self, model: torch.nn.Module, learner: LearnerBase) -> None:
+        for k, v in model.state_dict().items():
+            self.model[k] = self._copy(self.model.get(k), v)
+        opt = learner.optimizer
+        params = [p for g in opt.param_groups for p in g["params"]]
+        if len(self.optimizer) != len(params):
+            self.optimizer = [None] * len(params)
+        for i, p in enumerate(params):
+            state = opt.state.get(p)
+            if not state:
+                self.optimizer[i] = None
+                continue
+            old = self.optimizer[i] or {}
+            self.optimizer[i] = {
+                k: self._copy(old.get(k), v) if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+                for k, v in state.items()
+            }
+        self.param_groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+        self.policy_version, self.skipped_updates = learner.policy_version, learner.skipped_updates
+        self.rng = rng_state()
+
+    def restore(self, model: torch.nn.Module, learner: LearnerBase) -> None:
+        model.load_state_dict(self.model)
+        opt = learner.optimizer
+        params = [p for g in opt.param_groups for p in g["params"]]
+        for p, saved in zip(params, self.optimizer, strict=True):
+            if saved is None:
+                opt.state.pop(p, None)
+                continue
+            state = opt.state[p]
+            for k, v in saved.items():
+                if isinstance(v, torch.Tensor) and isinstance(state.get(k), torch.Tensor):
+                    state[k].copy_(v)
+                else:
+                    state[k] = v.clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+        for g, saved_group in zip(opt.param_groups, self.param_groups, strict=True):
+            g.update(saved_group)
+        learner.policy_version, learner.skipped_updates = self.policy_version, self.skipped_updates
+        set_rng_state(self.rng)
+
+
 class SerialPlacement:
-    """All components in this process."""
+    """All components in this process.
+
+    Args:
+        cfg: the run's config.
+        ckpts: each policy's checkpoints.
+        resume_states: each policy's checkpoint to resume from (None: from scratch).
+        sampler_state_file: where the sampler's state is written at a stop and read on resume (see
+            the module docstring); None writes and reads none (benchmark mode).
+    """
 
     def __init__(
         self,
         cfg: Config,
         ckpts: list[CheckpointManager],
         resume_states: list[dict[str, Any] | None],
+        sampler_state_file: Path | None = None,
     ):
         self.cfg, self.ckpts, self.resume_states = cfg, ckpts, resume_states
+        self.sampler_state_file = sampler_state_file
         self.c: Components | None = None
         self.interrupted = False  # Ctrl+C / SIGTERM: see `interrupt`
+        self.stepping = False  # inside `step`: a save now (second Ctrl+C) cannot hold the sampler's state
+        self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
 
     def start(self) -> None:
         self.c = c = build_components(self.cfg)
@@ -107,29 +243,61 @@ class SerialPlacement:
                 c.inferences[p].policy_version = learner.policy_version
         for learner in c.learners:
             learner.should_stop = self._interrupted
-        self.sampler = SerialSampler(c)
+        sampler_state = self._matching_sampler_state()
+        self.sampler = SerialSampler(c, sampler_state)
+        if sampler_state is not None:
+            set_rng_state(sampler_state["rng"])
+            log.info(
+                "Resumed the sampler where it stopped (envs, trajectories, RNG streams) from %s.",
+                self.sampler_state_file,
+            )
         self.trains = c.layout.algo.trains and not self.cfg.sampler_only
         self.replay = c.layout.algo.feed is Feed.REPLAY
         self.env_frames = 0
 
+    def _matching_sampler_state(self) -> dict[str, Any] | None:
+        """The saved sampler state when this run resumes from the very checkpoints saved with it
+        (same env frame and policy versions), else None (the envs are reset, as in a new run)."""
+        path, resumed = self.sampler_state_file, [s for s in self.resume_states if s is not None]
+        if path is None or not resumed:
+            return None
+        if not path.exists():
+            log.info("No sampler state saved (%s): the envs start from a reset.", path.name)
+            return None
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - unreadable: resume as without it
+            log.warning("Could not load the sampler state %s (%s): the envs start from a reset.", path, e)
+            return None
+        c = self.c
+        assert c is not None
+        ours = [
+            (int(s["env_frames"]), int(s["learner"]["policy_version"])) if s is not None else None
+            for s in self.resume_states
+        ]
+        saved = [(int(state["env_frames"]), int(v)) for v in state["policy_versions"]]
+        if ours != saved:
+            log.warning(
+                "The sampler state %s was saved with other checkpoints (env frame, policy version per "
+                "policy: %s; resumed from %s), e.g. after a crash: the envs start from a reset and the run "
+                "does not continue exactly.",
+                path,
+                saved,
+                ours,
+            )
+            return None
+        return state
+
     def step(self) -> StepReport:
         c = self.c
         assert c is not None
-        self.sampler.step()
+        self.stepping = True
         report = StepReport()
-        if self.trains:  # else the workers free their blocks themselves
-            for p, learner in enumerate(c.learners):
-                while not self.interrupted and (slots := self.sampler.take(p)) is not None:
-                    if self.replay:  # copied out, released at once, trained at the replay ratio
-                        learner.observe(learner.prepare_batch(slots))
-                        self.sampler.release(slots, p)
-                        stats = learner.train_replay(env_frames=self.env_frames)
-                    else:
-                        stats = learner.train(slots, env_frames=self.env_frames)
-                        self.sampler.release(slots, p)
-                    if stats is not None:
-                        report.train_stats[p] = stats
-                    c.inferences[p].policy_version = learner.policy_version
+        # batches a stop left untrained (a resumed run's first step) are trained before sampling, as
+        # the uninterrupted run trained them right after the step that completed them
+        self._train_ready(report)
+        self.sampler.step()
+        self._train_ready(report)
         for w in c.workers:
             report.env_steps += w.pop_env_steps()
             report.episodes += w.pop_episodes()
@@ -140,7 +308,47 @@ class SerialPlacement:
             if faults:
                 report.env_faults += faults
                 report.last_env_fault = last
+        self.stepping = False
         return report
+
+    def _train_ready(self, report: StepReport) -> None:
+        """Trains every batch the batchers have (none once the run is stopping)."""
+        c = self.c
+        assert c is not None
+        if not self.trains:  # the workers free their blocks themselves
+            return
+        for p, learner in enumerate(c.learners):
+            while not self.interrupted and (slots := self.sampler.take(p)) is not None:
+                if self.replay:  # copied out, released at once, trained at the replay ratio
+                    learner.observe(learner.prepare_batch(slots))
+                    self.sampler.release(slots, p)
+                    stats = learner.train_replay(env_frames=self.env_frames)
+                else:
+                    before = self._snapshot(p)
+                    stats = learner.train(slots, env_frames=self.env_frames)
+                    if stats.get("stopped_early"):  # undone: the resumed run trains it whole
+                        self._restore_snapshot(p, before)
+                        self.sampler.put_back(slots, p)
+                        stats["rolled_back"] = 1.0
+                    else:
+                        self.sampler.release(slots, p)
+                if stats is not None:
+                    report.train_stats[p] = stats
+                c.inferences[p].policy_version = learner.policy_version
+
+    def _snapshot(self, policy_id: int) -> BatchSnapshot:
+        c = self.c
+        assert c is not None
+        snap = self.snapshots.get(policy_id)
+        if snap is None:
+            snap = self.snapshots[policy_id] = BatchSnapshot()
+        snap.take(c.models[policy_id], c.learners[policy_id])
+        return snap
+
+    def _restore_snapshot(self, policy_id: int, snap: BatchSnapshot) -> None:
+        c = self.c
+        assert c is not None
+        snap.restore(c.models[policy_id], c.learners[policy_id])
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
@@ -160,7 +368,8 @@ class SerialPlacement:
         c = self.c
         if c is None:
             return
-        kind = "checkpoint" if kind == "final" else kind
+        final = kind == "final"
+        kind = "checkpoint" if final else kind
         for p, learner in enumerate(c.learners):
             if policy_id is not None and p != policy_id:
                 continue
@@ -172,6 +381,36 @@ class SerialPlacement:
             )
             if path is not None:  # else CheckpointManager logged why
                 log.info("Saved %s", path)
+        if final and policy_id in (None, len(c.learners) - 1):
+            self._save_sampler_state(int(counters["env_frames"]))
+
+    def _save_sampler_state(self, env_frames: int) -> None:
+        """Writes the sampler's state beside the final checkpoints (see the module docstring), or,
+        when it cannot be saved, removes an older one and says why."""
+        path, c = self.sampler_state_file, self.c
+        if path is None or c is None:
+            return
+        why = ""
+        if self.stepping:
+            why = "the run was aborted in the middle of a step"
+        else:
+            try:
+                state = self.sampler.state_dict()
+            except EnvStateUnsupported as e:
+                why = f"the env's state cannot be saved: {e}"
+        if why:
+            path.unlink(missing_ok=True)
+            log.warning(
+                "Not saving the sampler state (%s): the resumed run starts its envs from a reset and "
+                "does not continue exactly (docs/reliability.md).",
+                why,
+            )
+            return
+        state.update(
+            env_frames=env_frames, policy_versions=[lr.policy_version for lr in c.learners], rng=rng_state()
+        )
+        atomic_torch_save(state, path)
+        log.info("Saved the sampler state %s", path)
 
     def close(self) -> None:
         if self.c is not None:

@@ -7,6 +7,7 @@ import logging
 import math
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 from surge.cfg.cli import save_cfg
@@ -28,12 +29,16 @@ MIN_RATE_SECONDS = 1.0  # a throughput over a shorter span is not reported (it w
 
 
 def make_placement(
-    cfg: Config, ckpts: list[CheckpointManager], resume_states: list[dict[str, Any] | None]
+    cfg: Config,
+    ckpts: list[CheckpointManager],
+    resume_states: list[dict[str, Any] | None],
+    sampler_state_file: Path | None = None,
 ) -> Placement:
-    """`SerialPlacement` for `--serial_mode=True`, else the multi-process `AsyncPlacement`."""
+    """`SerialPlacement` for `--serial_mode=True` (saving and resuming its sampler's state in
+    `sampler_state_file` when given), else the multi-process `AsyncPlacement`."""
     if cfg.serial_mode:
         retain_freed_memory()  # this process samples and learns (the async children do it themselves)
-        return SerialPlacement(cfg, ckpts, resume_states)
+        return SerialPlacement(cfg, ckpts, resume_states, sampler_state_file)
     from surge.runtime.async_placement import AsyncPlacement
 
     return AsyncPlacement(cfg, ckpts, resume_states)
@@ -134,7 +139,9 @@ class TrainingRun:
         summaries = None if cfg.benchmark else [folder.summaries(i) for i in range(P)]
         self.monitor = m = Monitor(cfg, summaries, get_algorithm(cfg.algo).metric_tags)
         self._restore_counters(resume_states)
-        self.placement = p = make_placement(cfg, self.ckpts, resume_states)
+        self.placement = p = make_placement(
+            cfg, self.ckpts, resume_states, None if cfg.benchmark else folder.sampler_state_file
+        )
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         finished = failed = False
         try:
@@ -224,7 +231,9 @@ class TrainingRun:
 
     def _restore_counters(self, states: list[dict[str, Any] | None]) -> None:
         """The run's counters from the latest checkpoints: env steps and frames, seconds trained
-        (the furthest of the policies' checkpoints) and each policy's best return."""
+        (the furthest of the policies' checkpoints), each policy's best return and its recent
+        episodes (the reported means continue from the stop instead of restarting from the first
+        episodes to finish after it, which are the shortest: in Breakout the lowest-scoring)."""
         found = [s for s in states if s is not None]
         if not found:
             return
@@ -235,6 +244,10 @@ class TrainingRun:
         for p, state in enumerate(states):
             if state is not None:
                 self.best_returns[p] = float(state["best_return"])
+                ps = m.policies[p]
+                ps.returns.extend(float(r) for r in state.get("episode_returns", ()))
+                ps.lengths.extend(int(n) for n in state.get("episode_lengths", ()))
+                ps.episodes = int(state.get("episodes", 0))
                 log.info(
                     "Policy %d resumed at env frame %d, policy version %d.",
                     p,
@@ -246,13 +259,19 @@ class TrainingRun:
         log.info("Resumed from env frame %d.", m.env_frames)
 
     def _counters(self, policy_id: int = 0) -> dict[str, Any]:
-        """What a checkpoint of policy `policy_id` stores besides its model and learner."""
+        """What a checkpoint of policy `policy_id` stores besides its model and learner: the run's
+        counters, the policy's best mean return and its last `stats_avg` episodes (returns in env
+        reward units, lengths in env steps) and episode count."""
         m = self.monitor
+        ps = m.policies[policy_id]
         return {
             "env_steps": m.env_steps,
             "env_frames": m.env_frames,
             "train_seconds": self.train_seconds_before + time.time() - self.start_time,
             "best_return": self.best_returns[policy_id],
+            "episode_returns": list(ps.returns),
+            "episode_lengths": list(ps.lengths),
+            "episodes": ps.episodes,
         }
 
     def _step(self) -> bool:

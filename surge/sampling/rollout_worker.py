@@ -47,6 +47,7 @@ from torch import Tensor
 from surge.data.trajectory import TrajectoryBuffers, tree_assign
 from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
+from surge.sampling.env_state import load_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
 #: an env that raises this many times in a row (its rebuilt copy failing again) stops the worker
@@ -80,6 +81,9 @@ class SplitState:
     # [N] bool: agents whose latest observation was non-finite (replaced by 0): their next step
     # is marked inactive
     bad_obs: np.ndarray | None = None
+    # [N] bool: agents whose current episode began with the decorrelation's random actions: its
+    # return is not the policy's, so it is left out of the episode statistics
+    random_start: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         self.set_slots(self.slots)
@@ -87,6 +91,7 @@ class SplitState:
         self.agent_policy = torch.zeros(n, dtype=torch.int8)
         self.agent_episode = np.zeros(n, dtype=np.int64)
         self.policies = [0]
+        self.random_start = np.zeros(n, dtype=bool)
 
     def set_slots(self, slots: Tensor) -> None:
         self.slots = slots
@@ -200,7 +205,12 @@ class RolloutWorker:
     def reset(self) -> None:
         """Resets every env and writes the first observations at t = 0. With `cfg.seed`, env object k
         (counted over workers, splits and envs) gets seed `seed·100003 + k·num_agents`, so the
-        sub-envs of batched envs (seeded `s, s+1, ...` by gymnasium) never share a seed."""
+        sub-envs of batched envs (seeded `s, s+1, ...` by gymnasium) never share a seed.
+
+        With `decorrelate_envs_on_one_worker` each env first takes a random number (< rollout) of
+        uniformly random actions; the episode they leave unfinished is not reported in the episode
+        statistics (its return is partly the random actions', e.g. Breakout lives lost before the
+        policy played)."""
         seed = self.cfg.seed
         if seed is not None:  # the decorrelation steps' random actions repeat with the seed
             self.action_space.seed(seed * 100003 + self.worker_idx)
@@ -216,7 +226,10 @@ class RolloutWorker:
                     env_seed = seed * 100003 + flat * self.num_agents
                 obs, _ = env.reset(seed=env_seed)
                 if self.cfg.decorrelate_envs_on_one_worker and not self.is_batched:
-                    obs = self._random_steps(split, e_idx, obs, random.randrange(self.rollout))
+                    n_random = random.randrange(self.rollout)
+                    obs = self._random_steps(split, e_idx, obs, n_random)
+                    lo = e_idx * self.num_agents
+                    split.random_start[lo : lo + self.num_agents] = n_random > 0
                 if self.is_batched:
                     obs_all.append(obs)
                 else:
@@ -353,6 +366,7 @@ class RolloutWorker:
             self._write_obs(split, t + 1, obs_all)
         done = terminated | truncated
         if done.any():
+            split.random_start[done] = False
             buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
             if self.mapper is not None:
                 split.agent_episode[done] += 1
@@ -392,7 +406,7 @@ class RolloutWorker:
                 if info.get("is_active", True) is False:
                     active[lo + a] = False
                 ep = info.get("episode")
-                if ep is not None:
+                if ep is not None and not split.random_start[lo + a]:
                     split.episodes.append(
                         EpisodeStats(
                             float(np.asarray(ep["r"])),
@@ -514,6 +528,70 @@ class RolloutWorker:
         for s in self.splits:
             s.env_steps = 0
         return total
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything of this worker that a resumed run needs to continue exactly where it stopped
+        (the serial placement saves it at a stop): per split its slots, step t, the policy of each
+        agent and the envs' whole state (`surge.sampling.env_state`, as uint8 tensors), the policy
+        mapping's random stream, and the env rebuild count and fault streaks (rebuilt envs' seeds). Tensors and plain values only (loads with `weights_only=True`).
+        Call it between steps (no env step half done). The trajectory buffers are not in it.
+
+        Raises:
+            EnvStateUnsupported: an env's state cannot be saved (the message says which and why).
+        """
+        splits = []
+        for split in self.splits:
+            envs = [torch.frombuffer(bytearray(save_env_state(env)), dtype=torch.uint8) for env in split.envs]
+            splits.append(
+                {
+                    "slots": split.slots.clone(),
+                    "t": split.t,
+                    "agent_policy": split.agent_policy.clone(),
+                    "agent_episode": torch.from_numpy(split.agent_episode.copy()),
+                    "bad_obs": None if split.bad_obs is None else torch.from_numpy(split.bad_obs.copy()),
+                    "random_start": torch.from_numpy(split.random_start.copy()),
+                    "envs": envs,
+                }
+            )
+        mapper = None
+        if self.mapper is not None:
+            version, internal, gauss = self.mapper.rng.getstate()
+            mapper = {"rng": [version, list(internal), gauss], "env_draw": dict(self.mapper._env_draw)}
+        streaks = [[s, e, n] for (s, e), n in self.fault_streaks.items()]
+        return {"splits": splits, "mapper": mapper, "rebuilds": self.rebuilds, "fault_streaks": streaks}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what `state_dict` saved, instead of `reset()`: the envs made for this worker are
+        closed and replaced by the saved ones.
+
+        Raises:
+            ValueError: the state is of a worker with other splits or envs per split.
+        """
+        saved = state["splits"]
+        if len(saved) != len(self.splits) or any(
+            len(s["envs"]) != len(split.envs) for s, split in zip(saved, self.splits, strict=True)
+        ):
+            raise ValueError(
+                f"sampler state of worker {self.worker_idx} has {[len(s['envs']) for s in saved]} envs per "
+                f"split, this run {[len(split.envs) for split in self.splits]}"
+            )
+        for s, split in zip(saved, self.splits, strict=True):
+            for env in split.envs:
+                env.close()
+            split.envs = [load_env_state(t.numpy().tobytes()) for t in s["envs"]]
+            split.set_slots(s["slots"].clone())
+            split.t = int(s["t"])
+            split.agent_policy = s["agent_policy"].clone()
+            split.agent_episode = s["agent_episode"].numpy().copy()
+            split.policies = sorted(set(split.agent_policy.tolist()))
+            split.bad_obs = None if s["bad_obs"] is None else s["bad_obs"].numpy().copy()
+            split.random_start = s["random_start"].numpy().copy()
+        self.rebuilds = int(state["rebuilds"])  # rebuilt envs' seeds count on from it
+        self.fault_streaks = {(int(s), int(e)): int(n) for s, e, n in state["fault_streaks"]}
+        if self.mapper is not None and state["mapper"] is not None:
+            version, internal, gauss = state["mapper"]["rng"]
+            self.mapper.rng.setstate((version, tuple(internal), gauss))
+            self.mapper._env_draw = {int(k): tuple(v) for k, v in state["mapper"]["env_draw"].items()}
 
     def close(self) -> None:
         for split in self.splits:

@@ -69,7 +69,8 @@ def test_envpool_reset_steps_are_inactive_and_games_are_whole():
                 and (rew[prev_done] == 0).all()
             )
             assert term[prev_done].all()
-        prev_done = (term | trunc) & ~(info.inactive if info.inactive is not None else False)
+        inactive = info.inactive if info.inactive is not None else np.zeros(3, dtype=bool)
+        prev_done = (term | trunc) & ~inactive  # (~False is -1: an int mask would index by position)
         games += info.episodes
         if len(games) >= 2:
             break
