@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 from torch import nn
 
-from surge.cfg import param
+from surge.cfg import family_params, param
 from surge.cfg.cli import parse_cfg
 from surge.envs.registry import register_env_family
 from surge.models import Encoder, register_encoder
@@ -72,7 +72,7 @@ class CorridorEncoder(Encoder):
 def register() -> None:
     register_env_family(
         "corridor_",
-        lambda name, cfg, render_mode=None: Corridor(cfg.corridor_length),
+        lambda name, cfg, render_mode=None: Corridor(family_params(cfg, CorridorParams).corridor_length),
         extra_params=CorridorParams,
         default_overrides={
             "use_rnn": False,

@@ -10,6 +10,7 @@ episode lengths are then in steps of the eval env.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 
 from surge.cfg.cli import parse_cfg
-from surge.cfg.config import env_frameskip
+from surge.cfg.config import Config, enjoy_params, env_frameskip, set_env_frameskip
 from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.experiment.checkpoint import CheckpointManager
@@ -49,13 +50,14 @@ def _write_video(frames: list[np.ndarray], path: Path, fps: int) -> None:
     log.info("Wrote %d frames to %s", len(frames), path)
 
 
-def render_mode(cfg: Any) -> str | None:
+def render_mode(cfg: Config) -> str | None:
     """The render mode enjoy makes its env with: "rgb_array" with --save_video, None with
     --no_render, else "human" (a window), unless Linux has no display (neither DISPLAY nor
     WAYLAND_DISPLAY set): then None, with a warning naming the flags."""
-    if cfg.save_video:
+    ev = enjoy_params(cfg)
+    if ev.save_video:
         return "rgb_array"
-    if cfg.no_render:
+    if ev.no_render:
         return None
     if sys.platform.startswith("linux") and not (
         os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
@@ -68,43 +70,49 @@ def render_mode(cfg: Any) -> str | None:
     return "human"
 
 
-def enjoy(cfg: Any) -> dict[str, Any]:
-    """Plays `cfg.max_num_episodes` episodes with the experiment's checkpoint.
+def enjoy(cfg: Config) -> dict[str, Any]:
+    """Plays `max_num_episodes` episodes (the enjoy section, `cfg.eval_params`) with the
+    experiment's checkpoint.
 
     Returns:
         {"returns": [per-episode return], "lengths": [env steps], "video": path or None}.
     Raises:
         SurgeError: when the experiment has no loadable checkpoint.
     """
+    ev = enjoy_params(cfg)
     folder = ExperimentFolder(cfg)
-    if hasattr(cfg, "atari_episodic_life"):
-        cfg.atari_episodic_life = False
     cfg.batched_sampling = False
     mode = render_mode(cfg)
     family = find_family(cfg.env)
     env_name = family.eval_env_name(cfg.env) if family.eval_env_name else cfg.env
     if env_name != cfg.env:
         log.info("Playing %s on %s (same observations, one env that renders)", cfg.env, env_name)
+        twin = find_family(env_name).extra_params  # its family reads its own section: carry the flags over
+        if twin is not None and cfg.env_params is not None:
+            shared = {f.name for f in dataclasses.fields(twin)} & {
+                f.name for f in dataclasses.fields(cfg.env_params)
+            }
+            cfg.env_params = twin(**{n: getattr(cfg.env_params, n) for n in shared})
+    if hasattr(cfg.env_params, "atari_episodic_life"):  # a lost life would end the episode
+        cfg.env_params.atari_episodic_life = False
     action_repeat = 1
-    if cfg.eval_env_frameskip is not None and hasattr(cfg, "env_frameskip"):
+    if cfg.eval_env_frameskip is not None and hasattr(cfg.env_params, "env_frameskip"):
         action_repeat = env_frameskip(cfg) // cfg.eval_env_frameskip  # validate_cfg: a divisor
-        cfg.env_frameskip = cfg.eval_env_frameskip
+        set_env_frameskip(cfg, cfg.eval_env_frameskip)
     env = make_env(cfg, render_mode=mode, env_name=env_name)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
     model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
-    if not 0 <= cfg.policy_index < cfg.num_policies:
+    if not 0 <= ev.policy_index < cfg.num_policies:
         raise ConfigError(
             "policy_index",
             f"the experiment trained {cfg.num_policies} polic{'y' if cfg.num_policies == 1 else 'ies'}.",
             f"pass --policy_index between 0 and {cfg.num_policies - 1}.",
         )
-    ckpt = CheckpointManager(folder.checkpoints(cfg.policy_index))
-    state = ckpt.load(
-        cfg.load_checkpoint_kind, path=Path(cfg.checkpoint_path) if cfg.checkpoint_path else None
-    )
+    ckpt = CheckpointManager(folder.checkpoints(ev.policy_index))
+    state = ckpt.load(ev.load_checkpoint_kind, path=Path(ev.checkpoint_path) if ev.checkpoint_path else None)
     if state is None:
         raise SurgeError(
-            f"no {cfg.load_checkpoint_kind} checkpoint in {folder.checkpoints(cfg.policy_index)}: train first "
+            f"no {ev.load_checkpoint_kind} checkpoint in {folder.checkpoints(ev.policy_index)}: train first "
             f"(surge train --env={cfg.env} --experiment={cfg.experiment}) or pass --load_checkpoint_kind=latest."
         )
     model.load_state_dict(state["model"])
@@ -118,9 +126,9 @@ def enjoy(cfg: Any) -> dict[str, Any]:
     lengths: list[int] = []
     ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
     num_frames = 0
-    delay = 1.0 / cfg.fps if cfg.fps > 0 and not cfg.save_video else 0.0
-    while len(returns) < cfg.max_num_episodes and num_frames < cfg.max_num_frames:
-        out = model.act(_obs_tensor(obs, device), rnn, deterministic=cfg.eval_deterministic)
+    delay = 1.0 / ev.fps if ev.fps > 0 and not ev.save_video else 0.0
+    while len(returns) < ev.max_num_episodes and num_frames < ev.max_num_frames:
+        out = model.act(_obs_tensor(obs, device), rnn, deterministic=ev.eval_deterministic)
         actions = out.actions.cpu().numpy()
         if isinstance(env.action_space, gym.spaces.Box):
             actions = np.clip(actions, env.action_space.low, env.action_space.high)
@@ -130,7 +138,7 @@ def enjoy(cfg: Any) -> dict[str, Any]:
             num_frames += frameskip
             ep_ret += np.asarray(rew, dtype=np.float64)
             ep_len += 1
-            if cfg.save_video and len(frames) < cfg.video_frames:
+            if ev.save_video and len(frames) < ev.video_frames:
                 frame = env.render()
                 if frame is not None:
                     frames.append(np.asarray(frame))
@@ -153,9 +161,9 @@ def enjoy(cfg: Any) -> dict[str, Any]:
                     rnn[a] = 0.0
     env.close()
     video = None
-    if cfg.save_video and frames:
-        video = folder.root / (cfg.video_name or "replay.mp4")
-        _write_video(frames, video, cfg.fps or 30)
+    if ev.save_video and frames:
+        video = folder.root / (ev.video_name or "replay.mp4")
+        _write_video(frames, video, ev.fps or 30)
     if returns:
         log.info("Mean return over %d episodes: %.2f", len(returns), float(np.mean(returns)))
     return {"returns": returns, "lengths": lengths, "video": video}

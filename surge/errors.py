@@ -17,6 +17,8 @@ class ConfigError(SurgeError, ValueError):
     """
 
     def __init__(self, field: str, problem: str, fix: str = ""):
+        # one paragraph: line breaks of an embedded message (a YAML parser's, a value's) are joined
+        problem, fix = " ".join(problem.split()), " ".join(fix.split())
         self.field, self.problem, self.fix = field, problem, fix
         msg = f"--{field}: {problem}"
         if fix:

@@ -15,10 +15,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import inspect
 import json
 import logging
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from surge.cfg.config import Config, param
+from surge.cfg.config import SECTIONS, Config, EvalParams, core_fields
 from surge.cfg.space_defaults import (
     SpaceDefault,
     as_overrides,
@@ -43,23 +41,6 @@ log = logging.getLogger("surge")
 #: fields that belong to one command, not to the experiment: never written to cfg.json, and ignored
 #: when an older cfg.json holds them (a saved `restart_behavior=restart` would wipe every rerun)
 COMMAND_ONLY = ("restart_behavior",)
-
-
-@dataclasses.dataclass
-class EvalParams:
-    """Flags of `surge enjoy` (Sample Factory 2's enjoy spelling)."""
-
-    max_num_episodes: int = param(int(1e9), "Stop after this many episodes.")
-    max_num_frames: int = param(int(1e9), "Stop after this many env frames.")
-    no_render: bool = param(False, "Do not show the env on screen.")
-    save_video: bool = param(False, "Write an mp4 to the experiment folder instead of rendering.")
-    video_frames: int = param(int(1e9), "Max frames in the saved video.")
-    video_name: str = param("", "File name of the video (default: replay.mp4).")
-    fps: int = param(0, "Frames per second of rendering and of the video (0: as fast as possible / 30).")
-    eval_deterministic: bool = param(False, "Take the most likely action instead of sampling.")
-    load_checkpoint_kind: str = param("latest", "Which checkpoint to load.", ("latest", "best"))
-    checkpoint_path: str = param("", "Load this checkpoint file instead.")
-    policy_index: int = param(0, "Which policy plays (its checkpoints are in checkpoint_p<index>).")
 
 
 def str2bool(v: str) -> bool:
@@ -106,29 +87,33 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(field or "command line", message, "see `surge train --env=ENV --help`.")
 
 
-def config_class(family: EnvFamily | None, evaluation: bool = False) -> type:
-    """`Config` extended with the family's extra fields (and the enjoy flags when `evaluation`)."""
-    extras: list[tuple[str, Any, dataclasses.Field]] = []
-    sources = ([family.extra_params] if family and family.extra_params else []) + (
-        [EvalParams] if evaluation else []
-    )
-    seen: set[str] = set()
-    for src in sources:  # a family's field wins over an enjoy flag of the same name (doom's --fps)
-        for f in dataclasses.fields(src):
-            if f.name not in seen:
-                seen.add(f.name)
-                extras.append((f.name, f.type, f))
-    if not extras:
-        return Config
-    return dataclasses.make_dataclass("Config", extras, bases=(Config,))
+def flag_fields(family: EnvFamily | None, evaluation: bool = False) -> list[dataclasses.Field]:
+    """Every flag of a run of `family`, in `--help` order: the core `Config` fields, the family's
+    (`EnvFamily.extra_params`, the section `cfg.env_params`) and, with `evaluation`, enjoy's
+    (`EvalParams`, the section `cfg.eval_params`). A name in two sections is one flag, with the
+    first one's help and default (the Doom family's `--fps` sets enjoy's too)."""
+    sources = [core_fields()]
+    if family and family.extra_params:
+        sources.append(dataclasses.fields(family.extra_params))
+    if evaluation:
+        sources.append(dataclasses.fields(EvalParams))
+    out: dict[str, dataclasses.Field] = {}
+    for src in sources:
+        for f in src:
+            out.setdefault(f.name, f)
+    return list(out.values())
 
 
 def field_defaults(
-    cls: type, family: EnvFamily | None, algo: str = "APPO", space_overrides: dict[str, Any] | None = None
+    family: EnvFamily | None,
+    algo: str = "APPO",
+    evaluation: bool = False,
+    space_overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Default value of every field of `cls`, with the env family's overrides (or, for an env no
-    family claims, the defaults its spaces chose: `space_overrides`, see `env_space_defaults`) and
-    then the algorithm's applied (`EnvFamily.default_overrides`, `Algorithm.default_overrides`).
+    """Default value of every flag (`flag_fields`), with the env family's overrides (or, for an
+    env no family claims, the defaults its spaces chose: `space_overrides`, see
+    `env_space_defaults`) and then the algorithm's applied (`EnvFamily.default_overrides`,
+    `Algorithm.default_overrides`).
 
     Raises:
         ConfigError: `algo` is not a registered algorithm, or an override names no parameter.
@@ -136,7 +121,7 @@ def field_defaults(
     from surge.learning.algorithm import get_algorithm
 
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
+    for f in flag_fields(family, evaluation):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         else:
@@ -179,23 +164,8 @@ def env_space_defaults(family: EnvFamily | None, env: str, given: dict[str, Any]
 
 
 def config_sections() -> dict[str, str]:
-    """Field name -> section of `Config` ("experiment", "sampling", ...): the `# --- title ---`
-    comment headers of its source, without a parenthesis; {} where the source cannot be read."""
-    try:
-        source = inspect.getsource(Config)
-    except (OSError, TypeError):
-        return {}
-    out: dict[str, str] = {}
-    section = ""
-    for line in source.splitlines():
-        header = re.match(r"\s*# -+ (.+?) -+\s*$", line)
-        if header:
-            section = re.sub(r"\s*\(.*\)", "", header.group(1)).strip()
-            continue
-        name = re.match(r"    (\w+)\s*:", line)
-        if name and section:
-            out[name.group(1)] = section
-    return out
+    """Field name -> its section of `Config` ("experiment", "sampling", ...; `SECTIONS`)."""
+    return {f.name: title for title, cls in SECTIONS for f in dataclasses.fields(cls)}
 
 
 def _help_group(name: str, family: EnvFamily | None, sections: dict[str, str]) -> str:
@@ -210,9 +180,12 @@ def _help_group(name: str, family: EnvFamily | None, sections: dict[str, str]) -
 
 
 def build_parser(
-    cls: type, defaults: dict[str, Any], prog: str = "surge train", family: EnvFamily | None = None
+    fields: list[dataclasses.Field],
+    defaults: dict[str, Any],
+    prog: str = "surge train",
+    family: EnvFamily | None = None,
 ) -> argparse.ArgumentParser:
-    """An argparse parser with one `--flag` per field; values not given stay absent (SUPPRESS).
+    """An argparse parser with one `--flag` per field of `fields` (`flag_fields`); values not given stay absent (SUPPRESS).
     Boolean flags take `--flag=True/False`, `--flag False` or the bare `--flag` (True). `--help`
     lists the flags by section (`config_sections`), then the family's (`family`) and enjoy's."""
     p = _Parser(
@@ -225,7 +198,7 @@ def build_parser(
     )
     sections = config_sections()
     groups: dict[str, argparse._ArgumentGroup] = {}
-    for f in dataclasses.fields(cls):
+    for f in fields:
         title = _help_group(f.name, family, sections)
         if title not in groups:
             groups[title] = p.add_argument_group(title)
@@ -248,25 +221,51 @@ def load_yaml(path: str) -> dict[str, Any]:
     """Reads a YAML file of `name: value` pairs (a top-level `params:` mapping is also accepted).
 
     Raises:
-        ConfigError: the file is missing or is not a mapping.
+        ConfigError: the file is missing, not UTF-8 YAML, not a mapping, or has a key that is not
+            a name.
     """
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except OSError as e:
         raise ConfigError(
             "cfg", f"cannot read {path!r}: {e.strerror}.", "give the path of an existing YAML file."
         ) from e
+    except UnicodeDecodeError as e:
+        raise ConfigError("cfg", f"{path!r} is not UTF-8 text ({e.reason}).", "give a YAML file.") from e
     except yaml.YAMLError as e:
         raise ConfigError("cfg", f"{path!r} is not valid YAML: {e}", "fix the file's syntax.") from e
     if isinstance(data, dict) and isinstance(data.get("params"), dict):
         data = data["params"]
     if not isinstance(data, dict):
         raise ConfigError("cfg", f"{path!r} must hold a mapping of parameter names to values.", "")
+    for k in data:
+        if not isinstance(k, str):
+            raise ConfigError(
+                "cfg", f"{path!r} has the key {k!r}, which is not a parameter name.", "write name: value."
+            )
     return data
 
 
-def _convert_yaml(values: dict[str, Any], parser: argparse.ArgumentParser, path: str) -> dict[str, Any]:
-    """Converts YAML scalars with the flags' own converters (PyYAML reads `1e-4` as a string).
+def _yaml_name(values: dict[str, Any], key: str, path: str) -> str | None:
+    """The `env` or `algo` of a YAML file, read before the parser exists: a string or absent.
+
+    Raises:
+        ConfigError: the value is not a string.
+    """
+    v = values.get(key)
+    if v is None or isinstance(v, str):
+        return v
+    raise ConfigError(
+        key, f"{v!r} in {path} is not a name.", f"write e.g. {key}: cartpole" if key == "env" else ""
+    )
+
+
+def _convert_yaml(
+    values: dict[str, Any], parser: argparse.ArgumentParser, path: str, defaults: dict[str, Any]
+) -> dict[str, Any]:
+    """Converts YAML values with the flags' own converters (PyYAML reads `1e-4` as a string): a
+    scalar for a flag of one value, a list (or one scalar) for a list flag, null only for a flag
+    whose default is None.
 
     Raises:
         ConfigError: a value the field's type does not accept.
@@ -275,19 +274,31 @@ def _convert_yaml(values: dict[str, Any], parser: argparse.ArgumentParser, path:
     out = {}
     for k, v in values.items():
         action = actions.get(k)
-        if action is None or action.type is None or v is None:
+        if action is None or action.type is None:
             out[k] = v
             continue
+        is_list = action.nargs == "*"
+        if v is None and defaults.get(k, 0) is None:
+            out[k] = None
+            continue
+        if v is None or isinstance(v, dict) or (isinstance(v, list) and not is_list):
+            kind = "null" if v is None else "a mapping" if isinstance(v, dict) else "a list"
+            raise ConfigError(
+                k,
+                f"{kind} in {path} where the flag takes {'a list of values' if is_list else 'one value'}.",
+                f"write e.g. {k}: {defaults[k]!r}"
+                if k in defaults and not isinstance(defaults[k], list)
+                else f"fix the value in {path}.",
+            )
         convert: Callable[[Any], Any] = action.type  # type: ignore[assignment]
+        items = v if isinstance(v, list) else [v]
         try:
-            if isinstance(v, list):
-                out[k] = [convert(str(x)) for x in v]
-            else:
-                out[k] = convert(v if isinstance(v, bool) and convert is str2bool else str(v))
+            converted = [convert(x if isinstance(x, bool) and convert is str2bool else str(x)) for x in items]
         except (argparse.ArgumentTypeError, ValueError) as e:
             raise ConfigError(
                 k, f"{v!r} in {path} is not a valid value: {e}.", "fix the value in the YAML file."
             ) from e
+        out[k] = converted if is_list else converted[0]
         if action.choices is not None and out[k] not in action.choices:
             raise ConfigError(k, f"{v!r} in {path} is not one of {list(action.choices)}.", "")
     return out
@@ -337,7 +348,8 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
             inconsistent combination (e.g. rollout not a multiple of recurrence).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    pre = argparse.ArgumentParser(add_help=False)
+    # raises ConfigError too (a bare `--algo` or `--env` without a value is refused, not exited on)
+    pre = _Parser(add_help=False, allow_abbrev=False)
     pre.add_argument("--env", default=None)
     pre.add_argument("--algo", default=None)
     pre.add_argument("--cfg", default="")
@@ -352,12 +364,13 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         print(version_text())
         raise SystemExit(0)
     yaml_values = load_yaml(pre_args.cfg) if pre_args.cfg else {}
-    env = pre_args.env or yaml_values.get("env")
+    env = pre_args.env or _yaml_name(yaml_values, "env", pre_args.cfg)
     if not env and pre_args.help:
         family = None
     else:
         family = find_family(env or "")
-    cls = config_class(family, evaluation)
+    fields = flag_fields(family, evaluation)
+    algo = pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
     given = _space_inputs(yaml_values, pre_args)
     try:
         rules = env_space_defaults(family, env or "", given)
@@ -365,11 +378,9 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         if not pre_args.help:
             raise
         rules = []  # --help works for an env that cannot be made here
-    defaults = field_defaults(
-        cls, family, pre_args.algo or yaml_values.get("algo") or "APPO", as_overrides(rules)
-    )
+    defaults = field_defaults(family, algo, evaluation, as_overrides(rules))
     prog = "surge enjoy" if evaluation else "surge train"
-    parser = build_parser(cls, defaults, prog, family)
+    parser = build_parser(fields, defaults, prog, family)
     if pre_args.help:
         parser.print_help()
         raise SystemExit(0)
@@ -377,11 +388,22 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     explicit_ns, unknown = parser.parse_known_args(argv)
     if unknown:
         flag = unknown[0].split("=")[0].lstrip("-")
-        _check_known({flag: None}, known, "the command line")
-        raise ConfigError(flag, f"unexpected argument {unknown[0]!r}.", "flags take the form --name=value.")
+        if unknown[0].startswith("--") and flag:
+            _check_known({flag: None}, known, "the command line")
+        # a stray value or a bare `--` names no flag: the message names the token instead
+        raise ConfigError(
+            flag if flag in known else "command line",
+            f"unexpected argument {unknown[0]!r}.",
+            "flags take the form --name=value (a list flag: --name v1 v2).",
+        )
     explicit = vars(explicit_ns)
+    for action in parser._actions:  # argparse turns `--flag=--` into [] even for a one-value flag
+        if action.nargs != "*" and isinstance(explicit.get(action.dest), list):
+            raise ConfigError(
+                action.dest, "expected one value, got '--'.", f"pass --{action.dest}=VALUE (see --help)."
+            )
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
-    yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg)
+    yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
     overrides = {**yaml_values, **explicit}
 
     values = dict(defaults)
@@ -399,7 +421,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
                 source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"
                 log.warning("Parameter %s changed on resume: %r (saved) -> %r (%s)", k, saved[k], v, source)
     values.update(overrides)
-    cfg = cls(**values)
+    cfg = Config.from_flat(values, family.extra_params if family else None, evaluation)
     validate_cfg(cfg)
     return cfg
 
@@ -415,16 +437,15 @@ def save_cfg(cfg: Config, path: Path) -> None:
 
 
 def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
-    """The config object of `values` (a `to_dict()`), with its family's fields: how child processes
-    get their config (the dynamic config class itself is not picklable).
+    """The config object of `values` (a `to_dict()`), its family's section included: how child
+    processes get their config (a flat dict crosses the process boundary).
 
     Raises:
         ConfigError: the env's family is not registered in this process (register user families
             at import time of a module, not inside `if __name__ == "__main__"`).
     """
     family = find_family(values["env"])
-    cls = config_class(family, evaluation)
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = {f.name for f in flag_fields(family, evaluation)}
     missing = set(values) - known
     if missing:
         raise ConfigError(
@@ -433,4 +454,4 @@ def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
             "registered differently here.",
             "register custom env families at import time of your module.",
         )
-    return cls(**values)
+    return Config.from_flat(values, family.extra_params, evaluation)

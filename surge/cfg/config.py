@@ -2,8 +2,9 @@
 
 Field names, defaults and meanings follow Sample Factory v1 (`appo.py`, seed 004) where it has the
 parameter, so its command lines run unchanged. Env families add their own fields (for example
-`env_frameskip`) and override defaults through the registry (`surge.envs.registry`); the CLI
-(`surge.cfg.cli`) is generated from these fields.
+`env_frameskip`) as their own typed section, `cfg.env_params`, and override defaults through the
+registry (`surge.envs.registry`); the flags of `surge enjoy` are the section `cfg.eval_params`. The
+CLI (`surge.cfg.cli`) is generated from these fields, one flat `--flag` each, and cfg.json is flat.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import dataclasses
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+from surge.errors import ConfigError
 
 
 def param(default: Any, help: str, choices: tuple | None = None, item_type: type = int) -> Any:
@@ -28,11 +31,9 @@ def param(default: Any, help: str, choices: tuple | None = None, item_type: type
 
 
 @dataclass
-class Config:
-    """Every core parameter of surge. Units are in the help text: env_steps are `env.step` calls,
-    env_frames are env_steps × frameskip (Sample Factory counts frames)."""
+class ExperimentParams:
+    """Which env and algorithm, where the run lives, the device and the seed. (`--help` section "experiment")"""
 
-    # --- experiment -------------------------------------------------------------------------
     algo: str = param(
         "APPO",
         "Algorithm: APPO (asynchronous PPO with V-trace or GAE), A2C (synchronous advantage "
@@ -70,13 +71,21 @@ class Config:
     )
     serial_mode: bool = param(False, "Run envs, inference and learning in one process (debugging, CI).")
 
-    # --- stopping ---------------------------------------------------------------------------
+
+@dataclass
+class StoppingParams:
+    """When training stops. (`--help` section "stopping")"""
+
     train_for_env_steps: int = param(
         int(1e10), "Stop after this many env frames (Sample Factory counts frames: env steps x frameskip)."
     )
     train_for_seconds: int = param(int(1e10), "Stop after this many seconds of training (wall clock).")
 
-    # --- checkpoints and summaries ----------------------------------------------------------
+
+@dataclass
+class CheckpointParams:
+    """Checkpoints, TensorBoard summaries and Weights & Biases. (`--help` section "checkpoints and summaries")"""
+
     save_every_sec: int = param(120, "Seconds between checkpoints.")
     keep_checkpoints: int = param(3, "Number of latest checkpoints kept on disk.")
     save_milestones_sec: int = param(
@@ -95,7 +104,11 @@ class Config:
     wandb_job_type: str = param("SF", "W&B job type.")
     wandb_tags: list = param([], "W&B tags.", item_type=str)
 
-    # --- optimisation -----------------------------------------------------------------------
+
+@dataclass
+class OptimParams:
+    """The optimiser and the losses. (`--help` section "optimisation")"""
+
     learning_rate: float = param(1e-4, "Adam learning rate.")
     lr_schedule: str = param(
         "constant", "Learning-rate schedule over train_for_env_steps.", ("constant", "linear_decay")
@@ -132,7 +145,11 @@ class Config:
     obs_subtract_mean: float = param(0.0, "Subtracted from image observations before scaling.")
     obs_scale: float = param(1.0, "Image observations are divided by this (255 for uint8 frames).")
 
-    # --- sampling ---------------------------------------------------------------------------
+
+@dataclass
+class SamplingParams:
+    """Rollouts, batches, workers and envs: how experience is collected. (`--help` section "sampling")"""
+
     rollout: int = param(32, "Env steps per trajectory collected from each env (agent) before learning.")
     recurrence: int = param(32, "Length of BPTT chunks; rollout must be a multiple of it.")
     batch_size: int = param(1024, "Minibatch size in samples (agent steps) for one SGD step.")
@@ -195,7 +212,11 @@ class Config:
     actor_worker_gpus: list = param([], "GPUs the rollout workers may use (rendering).")
     num_torch_threads: int = param(0, "Torch intra-op threads per process (0: one per available core).")
 
-    # --- model ------------------------------------------------------------------------------
+
+@dataclass
+class ModelParams:
+    """The network: encoder, recurrent core, heads and their initialisation. (`--help` section "model")"""
+
     encoder_type: str = param("conv", "Encoder of image observations.", ("conv", "resnet", "mlp"))
     encoder_subtype: str = param(
         "convnet_simple",
@@ -235,7 +256,11 @@ class Config:
     )
     initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation.")
 
-    # --- PBT (issue: population-based training) ---------------------------------------------
+
+@dataclass
+class PbtParams:
+    """Population-based training (accepted for Sample Factory's command lines; not available yet). (`--help` section "PBT")"""
+
     with_pbt: bool = param(False, "Population-based training.")
     pbt_mix_policies_in_one_env: bool = param(True, "Multi-agent: mix policies in one env.")
     pbt_period_env_steps: int = param(int(5e6), "Env frames between PBT replacements.")
@@ -247,20 +272,156 @@ class Config:
     pbt_optimize_batch_size: bool = param(False, "PBT also mutates the batch size.")
     pbt_target_objective: str = param("true_reward", "Per-policy statistic PBT maximises.")
 
-    # --- debugging and benchmarking ---------------------------------------------------------
+
+@dataclass
+class DebugParams:
+    """Benchmarking and progress reporting. (`--help` section "debugging and benchmarking")"""
+
     benchmark: bool = param(False, "Benchmark mode: no checkpoints or summaries.")
     sampler_only: bool = param(False, "Do not train, measure sampling throughput only.")
     sample_env_frames: int = param(int(1e7), "DUMMY_SAMPLER: env frames to sample.")
     report_interval_sec: float = param(5.0, "Seconds between console progress lines.")
 
+
+@dataclass
+class EvalParams:
+    """Flags of `surge enjoy` (Sample Factory 2's enjoy spelling)."""
+
+    max_num_episodes: int = param(int(1e9), "Stop after this many episodes.")
+    max_num_frames: int = param(int(1e9), "Stop after this many env frames.")
+    no_render: bool = param(False, "Do not show the env on screen.")
+    save_video: bool = param(False, "Write an mp4 to the experiment folder instead of rendering.")
+    video_frames: int = param(int(1e9), "Max frames in the saved video.")
+    video_name: str = param("", "File name of the video (default: replay.mp4).")
+    fps: int = param(0, "Frames per second of rendering and of the video (0: as fast as possible / 30).")
+    eval_deterministic: bool = param(False, "Take the most likely action instead of sampling.")
+    load_checkpoint_kind: str = param("latest", "Which checkpoint to load.", ("latest", "best"))
+    checkpoint_path: str = param("", "Load this checkpoint file instead.")
+    policy_index: int = param(0, "Which policy plays (its checkpoints are in checkpoint_p<index>).")
+
+
+#: the sections of `Config`, in `--help` order: (title, dataclass)
+SECTIONS: tuple[tuple[str, type], ...] = (
+    ("experiment", ExperimentParams),
+    ("stopping", StoppingParams),
+    ("checkpoints and summaries", CheckpointParams),
+    ("optimisation", OptimParams),
+    ("sampling", SamplingParams),
+    ("model", ModelParams),
+    ("PBT", PbtParams),
+    ("debugging and benchmarking", DebugParams),
+)
+
+
+@dataclass
+class Config(
+    DebugParams,
+    PbtParams,
+    ModelParams,
+    SamplingParams,
+    OptimParams,
+    CheckpointParams,
+    StoppingParams,
+    ExperimentParams,
+):
+    """Every core parameter of surge, one field per flag, composed of the section dataclasses of
+    `SECTIONS` (so `cfg.learning_rate` is typed; `--help` groups the flags by section). Units are in
+    the help text: env_steps are `env.step` calls, env_frames are env_steps × frameskip (Sample
+    Factory counts frames)."""
+
+    #: the env family's own flags: an instance of its `extra_params` dataclass (`AtariParams` ...),
+    #: None when the family adds none; read it typed with `family_params(cfg, AtariParams)`
+    env_params: Any = field(default=None, metadata={"section": True})
+    #: the flags of `surge enjoy` (None in training)
+    eval_params: EvalParams | None = field(default=None, metadata={"section": True})
+
     def to_dict(self) -> dict[str, Any]:
-        """All fields (core and env-family ones) as a JSON-serialisable dict."""
-        return dataclasses.asdict(self)
+        """Every flag as a flat JSON-serialisable dict, one key per flag as on the command line and
+        in Sample Factory's cfg.json: the core fields, then the env family's, then enjoy's (a name in
+        two sections, such as the Doom family's `fps` and enjoy's, holds one value: the family's)."""
+        out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in core_fields()}
+        if self.env_params is not None:
+            out.update(dataclasses.asdict(self.env_params))
+        if self.eval_params is not None:
+            for k, v in dataclasses.asdict(self.eval_params).items():
+                out.setdefault(k, v)
+        return out
+
+    @classmethod
+    def from_flat(
+        cls, values: dict[str, Any], env_params_cls: type | None = None, evaluation: bool = False
+    ) -> Config:
+        """The config of a flat dict of flags (`to_dict`, a cfg.json): core fields from their keys,
+        `env_params` an `env_params_cls` (the family's `extra_params`) and `eval_params` an
+        `EvalParams` (when `evaluation`) from theirs; a key in two sections sets both. Keys that
+        are no field of any of them are ignored (use `unknown_keys` to refuse them); a missing key
+        takes the field's default."""
+
+        def pick(section: type) -> dict[str, Any]:
+            return {f.name: values[f.name] for f in dataclasses.fields(section) if f.name in values}
+
+        return cls(
+            **{f.name: values[f.name] for f in core_fields() if f.name in values},
+            env_params=env_params_cls(**pick(env_params_cls)) if env_params_cls is not None else None,
+            eval_params=EvalParams(**pick(EvalParams)) if evaluation else None,
+        )
+
+
+def core_fields() -> tuple[dataclasses.Field, ...]:
+    """The fields of `Config` that are flags (not the `env_params` / `eval_params` sections)."""
+    return tuple(f for f in dataclasses.fields(Config) if not f.metadata.get("section"))
+
+
+T = TypeVar("T")
+
+
+def family_params(cfg: Config, cls: type[T]) -> T:
+    """`cfg.env_params`, typed as the family's params dataclass `cls` (`family_params(cfg,
+    AtariParams).env_frameskip`). A config made without the section (`Config(env="atari_pong")`)
+    gets one with `cls`'s defaults.
+
+    Raises:
+        ConfigError: `cfg.env_params` is not a `cls` (the env belongs to another family).
+    """
+    if cfg.env_params is None:
+        cfg.env_params = cls()
+    p = cfg.env_params
+    if not isinstance(p, cls):
+        raise ConfigError(
+            "env",
+            f"{cfg.env!r} has no {cls.__name__} parameters (its family's are "
+            f"{type(p).__name__ if p is not None else 'none'}).",
+            f"use an env of the family that defines {cls.__name__}.",
+        )
+    return p
+
+
+def enjoy_params(cfg: Config) -> EvalParams:
+    """`cfg.eval_params`, the flags of `surge enjoy`.
+
+    Raises:
+        ConfigError: `cfg` is a training config (parsed without `evaluation=True`).
+    """
+    if cfg.eval_params is None:
+        raise ConfigError("command line", "this config has no enjoy flags.", "parse it with evaluation=True.")
+    return cfg.eval_params
 
 
 def env_frameskip(cfg: Config) -> int:
-    """Frames per env step of this config's env (1 unless the family sets `env_frameskip`)."""
-    return int(getattr(cfg, "env_frameskip", 1) or 1)
+    """Frames per env step of this config's env: its family's `env_frameskip` (Atari, EnvPool,
+    Doom), 1 for a family without one."""
+    return int(getattr(cfg.env_params, "env_frameskip", 1) or 1)
+
+
+def set_env_frameskip(cfg: Config, frameskip: int) -> None:
+    """Sets the family's `env_frameskip` (enjoy plays at `eval_env_frameskip`).
+
+    Raises:
+        ConfigError: the env's family has no frameskip.
+    """
+    if not hasattr(cfg.env_params, "env_frameskip"):
+        raise ConfigError("eval_env_frameskip", f"{cfg.env!r} has no frameskip to change.", "leave it unset.")
+    cfg.env_params.env_frameskip = frameskip
 
 
 def minibatches_to_accumulate(cfg: Config) -> int:

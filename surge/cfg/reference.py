@@ -9,7 +9,7 @@ import dataclasses
 import sys
 
 from surge.cfg.cli import EvalParams, config_sections
-from surge.cfg.config import Config
+from surge.cfg.config import Config, core_fields
 from surge.cfg.validate import ASYNC_ONLY, ENCODER_SUBTYPES, NO_EFFECT
 from surge.envs.registry import _FAMILIES, _load_builtins
 
@@ -50,13 +50,13 @@ def _core_tables() -> list[str]:
     """The `Config` flags, one table per section of `--help`."""
     sections = config_sections()
     order: list[str] = []
-    for f in dataclasses.fields(Config):
+    for f in core_fields():
         title = sections.get(f.name, "other")
         if title not in order:
             order.append(title)
     lines: list[str] = []
     for title in order:
-        names = {f.name for f in dataclasses.fields(Config) if sections.get(f.name, "other") == title}
+        names = {f.name for f in core_fields() if sections.get(f.name, "other") == title}
         lines += [
             f"### {title}",
             "",
@@ -82,6 +82,12 @@ def reference() -> str:
         "Boolean flags take `--flag=True`, `--flag=False` or the bare `--flag` (True). Values that",
         "cannot work (non-finite numbers, negative coefficients, sizes beyond the machine's memory...)",
         "are refused before any process starts; flags marked **Refused** or **No effect** say so.",
+        "",
+        "In Python the flags are typed fields: the core ones on `Config` itself (`cfg.learning_rate`),",
+        "an env family's in its own section `cfg.env_params` (read it typed with",
+        "`surge.cfg.family_params(cfg, AtariParams).env_frameskip`; a family's factory does the same with",
+        "its own `extra_params` class), and those of `surge enjoy` in `cfg.eval_params`. `cfg.to_dict()`",
+        "and the run's `cfg.json` stay flat, one key per flag, as Sample Factory's.",
         "",
         "## `surge train`",
         "",

@@ -6,9 +6,10 @@ import dataclasses
 import logging
 import math
 import os
+import threading
 from typing import Any
 
-from surge.cfg.config import env_frameskip
+from surge.cfg.config import core_fields, env_frameskip, minibatches_to_accumulate
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
@@ -94,7 +95,10 @@ def config_notes(cfg: Any) -> list[str]:
 
 def _field_defaults(cfg: Any) -> dict[str, Any]:
     out = {}
-    for f in dataclasses.fields(cfg):
+    sections = [core_fields()] + [
+        dataclasses.fields(p) for p in (cfg.env_params, cfg.eval_params) if dataclasses.is_dataclass(p)
+    ]
+    for f in (f for fields in sections for f in fields):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:
@@ -171,6 +175,9 @@ def validate_cfg(cfg: Any) -> None:
                 "run `wandb login` (or set WANDB_API_KEY), or log offline with WANDB_MODE=offline "
                 "(`wandb sync` uploads later), or pass --with_wandb=False.",
             )
+    check_family = getattr(cfg.env_params, "validate", None)
+    if callable(check_family):  # the env family's own ranges (`EnvFamily.extra_params`)
+        check_family()
     _check_encoder(cfg)
     _check_env_wrappers(cfg)
     _check_memory(cfg)
@@ -187,6 +194,11 @@ def _check_accumulation(cfg: Any) -> None:
     """The back-pressure limit: the seed's `num_minibatches_to_accumulate` (>= -1) or Sample Factory
     2's `num_batches_to_accumulate` (>= 0 iterations), not both with different values."""
     mini, iters = cfg.num_minibatches_to_accumulate, cfg.num_batches_to_accumulate
+    for name, v in (("num_minibatches_to_accumulate", mini), ("num_batches_to_accumulate", iters)):
+        if v is not None and v > 2**31:  # the trajectory buffers hold that many batches
+            raise ConfigError(
+                name, f"{v} batches cannot be held in memory.", f"pass a small --{name}, e.g. 2."
+            )
     if mini < -1:
         raise ConfigError(
             "num_minibatches_to_accumulate",
@@ -223,21 +235,38 @@ _NON_NEGATIVE = {
 }
 
 
+#: durations -> their least value; the most is what a thread can wait (`threading.TIMEOUT_MAX`)
+_SECONDS = {
+    "decorrelate_experience_max_seconds": 0,  # a rollout process waits a random time up to it
+    "reset_timeout_seconds": 1,  # below 1 s every worker counts as stuck in its first reset
+    "save_every_sec": 0,
+    "save_best_every_sec": 0,
+    "experiment_summaries_interval": 0,
+}
+
+
 def _check_numbers(cfg: Any) -> None:
     """Non-finite floats anywhere, and the ranges of single fields (see `validate_cfg`)."""
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
+    for name, value in cfg.to_dict().items():  # the family's and enjoy's flags too
         for x in value if isinstance(value, list) else [value]:
             if isinstance(x, float) and not math.isfinite(x):
                 raise ConfigError(
-                    f.name,
+                    name,
                     f"must be a finite number, got {x!r} (a value beyond ±1.8e308 reads as inf).",
-                    f"pass a finite --{f.name}.",
+                    f"pass a finite --{name}.",
                 )
     for name, why in _NON_NEGATIVE.items():
         v = getattr(cfg, name)
         if v < 0:
             raise ConfigError(name, f"must be >= 0, got {v} ({why}).", f"pass --{name} >= 0.")
+    for name, low in _SECONDS.items():
+        v = getattr(cfg, name)
+        if not low <= v <= threading.TIMEOUT_MAX:
+            raise ConfigError(
+                name,
+                f"a time in seconds in [{low}, {threading.TIMEOUT_MAX:.3g}], got {v}.",
+                f"pass --{name} >= {low}" + (", e.g. 120." if low > 0 else "."),
+            )
     if cfg.obs_scale <= 0:
         raise ConfigError(
             "obs_scale",
@@ -414,14 +443,29 @@ def estimate_memory(
             or an image.
         num_agents: agents per env.
     """
+    from surge.runtime.components import blocks_per_split
+
     per_worker = cfg.num_workers * cfg.num_envs_per_worker * num_agents
     per_iteration = -(-cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
-    slots = max(per_worker, per_iteration) * cfg.num_policies
+    # the pool the run allocates: its blocks grow with the accumulation limit (Sample Factory 2's
+    # num_batches_to_accumulate=1e6 asked for a million iterations' worth of trajectories)
+    owners = cfg.num_workers * cfg.worker_num_splits
+    pool = (
+        owners
+        * blocks_per_split(cfg, num_agents)
+        * (cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents)
+    )
+    slots = max(per_worker * cfg.num_policies, per_iteration * cfg.num_policies, pool)
+    blame = "rollout"
+    if pool == slots and minibatches_to_accumulate(cfg) > 2 * cfg.num_batches_per_iteration:
+        blame = "num_minibatches_to_accumulate"
+        if cfg.num_batches_to_accumulate is not None:
+            blame = "num_batches_to_accumulate"
     step = obs_bytes + 4 * rnn_state_floats(cfg) + _STEP_BYTES
     buffers = slots * (cfg.rollout + 1) * step
     parts = [
         (
-            "rollout",
+            blame,
             buffers,
             f"trajectory buffers ({slots} trajectories x {cfg.rollout + 1} steps x {step} bytes)",
         )

@@ -34,7 +34,7 @@ registered and making an env raises `EnvError` saying what to install.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -45,7 +45,7 @@ from gymnasium.wrappers import (
     TransformReward,
 )
 
-from surge.cfg.config import param
+from surge.cfg.config import Config, family_params, param
 from surge.envs.registry import register_env_family
 from surge.envs.wrappers import EpisodicLifeEnv, FireResetEnv, needs_fire_reset, sign_reward
 from surge.errors import ConfigError, EnvError
@@ -91,6 +91,10 @@ class AtariParams:
         "frameskip 4; 0: no limit).",
     )
     atari_full_action_space: bool = param(False, "Use all 18 ALE actions instead of the game's minimal set.")
+
+    def validate(self) -> None:
+        """Raises `ConfigError` for a flag out of range (`check_atari_params`)."""
+        check_atari_params(self)
 
 
 #: Family defaults for Atari. They follow Sample Factory 2's Atari example (sf_examples/atari), whose
@@ -180,14 +184,13 @@ def atari_env_id(env_name: str) -> str:
     )
 
 
-def atari_params(cfg: Any) -> AtariParams:
-    """The Atari fields of `cfg`; a field `cfg` lacks takes its `AtariParams` default.
+def check_atari_params(p: Any) -> None:
+    """Ranges of the Atari flags (of `AtariParams` or `EnvPoolParams`), checked by `validate_cfg`
+    before any process starts.
 
     Raises:
-        ConfigError: if `env_frameskip` or `env_framestack` is < 1, or `atari_noop_max` < 0.
+        ConfigError: `env_frameskip` or `env_framestack` is < 1, or `atari_noop_max` < 0.
     """
-    defaults = AtariParams()
-    p = AtariParams(**{f.name: getattr(cfg, f.name, getattr(defaults, f.name)) for f in fields(AtariParams)})
     for name in ("env_frameskip", "env_framestack"):
         if int(getattr(p, name)) < 1:
             raise ConfigError(
@@ -197,15 +200,25 @@ def atari_params(cfg: Any) -> AtariParams:
         raise ConfigError(
             "atari_noop_max", f"must be >= 0, got {p.atari_noop_max}.", "pass 0 to turn no-ops off."
         )
+
+
+def atari_params(cfg: Config) -> AtariParams:
+    """The Atari section of `cfg` (`cfg.env_params`), checked (`check_atari_params`).
+
+    Raises:
+        ConfigError: `cfg` is not of the Atari family, or a flag is out of range.
+    """
+    p = family_params(cfg, AtariParams)
+    p.validate()
     return p
 
 
-def make_atari_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
+def make_atari_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> gym.Env:
     """Makes an Atari game with the standard preprocessing (see the module docstring for the stack).
 
     Args:
         full_env_name: `atari_<game>`, e.g. `atari_breakout`.
-        cfg: the run's config; reads the `AtariParams` fields (missing ones take their defaults).
+        cfg: the run's config; reads its Atari section (`cfg.env_params`, an `AtariParams`).
             `atari_episodic_life` must be False for evaluation (a lost life would end the episode).
         render_mode: passed to the ALE env (`rgb_array` gives 210x160x3 uint8 frames, `human` a window).
 

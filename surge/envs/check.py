@@ -104,30 +104,32 @@ def _check_any(env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str]
 
 
 def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
-    """The config training would start from for `env_name`: `Config` extended with the family's
-    fields, the family's default overrides (or, for a plain gymnasium id, the defaults its spaces
-    choose: `surge.cfg.space_defaults`) applied, then the `--name=value` flags of `argv`.
+    """The config training would start from for `env_name`: `Config` with the family's section
+    (`cfg.env_params`), the family's default overrides (or, for a plain gymnasium id, the defaults
+    its spaces choose: `surge.cfg.space_defaults`) applied, then the `--name=value` flags of `argv`.
 
     Raises:
         ConfigError: unknown env name, unknown flag or a value of the wrong type.
         EnvError: a plain gymnasium id that cannot be made (e.g. a missing package).
     """
-    from surge.cfg.cli import build_parser, config_class, env_space_defaults, field_defaults
+    from surge.cfg.cli import build_parser, env_space_defaults, field_defaults, flag_fields
+    from surge.cfg.config import Config
     from surge.cfg.space_defaults import as_overrides
     from surge.envs.registry import find_family
 
     family = find_family(env_name)
-    cls = config_class(family)
-    defaults = field_defaults(cls, family)
+    defaults = field_defaults(family)
     explicit = {}
     if argv:  # first for the flags the spaces' defaults depend on (env_wrappers, use_rnn, rollout)
-        explicit = vars(build_parser(cls, defaults, prog="surge check-env").parse_known_args(argv)[0])
+        parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
+        explicit = vars(parser.parse_known_args(argv)[0])
     defaults = field_defaults(
-        cls, family, space_overrides=as_overrides(env_space_defaults(family, env_name, explicit))
+        family, space_overrides=as_overrides(env_space_defaults(family, env_name, explicit))
     )
     defaults["env"] = env_name
     if argv:
-        namespace, unknown = build_parser(cls, defaults, prog="surge check-env").parse_known_args(argv)
+        parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
+        namespace, unknown = parser.parse_known_args(argv)
         if unknown:
             raise ConfigError(
                 unknown[0].split("=")[0].lstrip("-"),
@@ -135,7 +137,7 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
                 "flags take the form --name=value (see `surge train --env=ENV --help`).",
             )
         explicit = vars(namespace)
-    return cls(**{**defaults, **explicit})
+    return Config.from_flat({**defaults, **explicit}, family.extra_params)
 
 
 def _make_named_env(env_name: str, cfg: Any) -> tuple[Any, Any]:

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
 
-from surge.cfg.config import param
+from surge.cfg.config import Config, family_params, param
 from surge.envs.atari import ATARI_DEFAULTS
 from surge.envs.batched import EnvPoolAsMultiAgent
 from surge.envs.registry import register_env_family
@@ -18,9 +17,8 @@ from surge.errors import ConfigError, EnvError
 
 @dataclass
 class EnvPoolParams:
-    env_agents: int = param(
-        16, "Sub-envs stepped as one batch by each EnvPool env (agents of the batched env)."
-    )
+    """Flags of the `envpool_` family (the batch size is the core `--env_agents`)."""
+
     envpool_num_threads: int = param(1, "EnvPool's own C++ threads per batched env (0: EnvPool's default).")
     env_frameskip: int = param(4, "Emulator frames per env step (max-pooled over the last two).")
     env_framestack: int = param(4, "Stacked frames per observation.")
@@ -28,6 +26,12 @@ class EnvPoolParams:
     atari_clip_reward: bool = param(True, "Rewards become their sign (statistics stay in game score).")
     atari_noop_max: int = param(30, "Up to this many no-op actions after each reset.")
     atari_max_episode_frames: int = param(108000, "Games are truncated after this many emulator frames.")
+
+    def validate(self) -> None:
+        """Raises `ConfigError` for a flag out of range (the Atari family's checks)."""
+        from surge.envs.atari import check_atari_params
+
+        check_atari_params(self)
 
 
 #: as the atari_ family, with one batched env per split
@@ -46,17 +50,20 @@ def _task_id(full_env_name: str) -> str:
     return task
 
 
-def make_envpool_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> EnvPoolAsMultiAgent:
-    """An `EnvPoolAsMultiAgent` of `cfg.env_agents` Atari games.
+def make_envpool_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> EnvPoolAsMultiAgent:
+    """An `EnvPoolAsMultiAgent` of `cfg.env_agents` Atari games, with the family's section
+    (`cfg.env_params`, an `EnvPoolParams`).
 
     Raises:
         EnvError: envpool is not installed.
+        ConfigError: `cfg` is not of the envpool_ family.
     """
     try:
         import envpool
     except ImportError as e:
         raise EnvError("the envpool_ family needs EnvPool: pip install envpool") from e
-    skip = int(cfg.env_frameskip)
+    p = family_params(cfg, EnvPoolParams)
+    skip = int(p.env_frameskip)
     task = _task_id(full_env_name)
 
     def make(seed: int):
@@ -65,19 +72,19 @@ def make_envpool_env(full_env_name: str, cfg: Any, render_mode: str | None = Non
             env_type="gymnasium",
             num_envs=int(cfg.env_agents),
             batch_size=int(cfg.env_agents),
-            num_threads=int(cfg.envpool_num_threads),
+            num_threads=int(p.envpool_num_threads),
             seed=seed,
-            episodic_life=bool(cfg.atari_episodic_life),
-            reward_clip=bool(cfg.atari_clip_reward),
-            noop_max=int(cfg.atari_noop_max),
+            episodic_life=bool(p.atari_episodic_life),
+            reward_clip=bool(p.atari_clip_reward),
+            noop_max=int(p.atari_noop_max),
             frame_skip=skip,
-            stack_num=int(cfg.env_framestack),
+            stack_num=int(p.env_framestack),
             img_height=84,
             img_width=84,
             gray_scale=True,
             repeat_action_probability=0.0,
             use_fire_reset=True,
-            max_episode_steps=int(cfg.atari_max_episode_frames) // skip,
+            max_episode_steps=int(p.atari_max_episode_frames) // skip,
         )
 
     first_seed = int(cfg.seed) if cfg.seed is not None else random.randrange(2**31)  # reset(seed) reseeds

@@ -24,8 +24,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from surge.cfg.config import param
+from surge.cfg.config import Config, family_params, param
 from surge.envs.registry import register_env
+from surge.errors import ConfigError
 
 #: the expected episode return of any policy that cannot remember the cue
 CHANCE_RETURN = 0.0
@@ -74,6 +75,13 @@ class MemoryParams:
 
     memory_delay: int = param(5, "memory_cue: blank steps between the cue and the query.")
 
+    def validate(self) -> None:
+        """Raises `ConfigError` for a negative delay."""
+        if self.memory_delay < 0:
+            raise ConfigError(
+                "memory_delay", f"must be >= 0 steps, got {self.memory_delay}.", "e.g. --memory_delay=5."
+            )
+
 
 #: a small recurrent policy. rollout = recurrence = episode length (memory_delay + 2 = 7 at the
 #: default delay) with `--decorrelate_envs_on_one_worker=False`: every trajectory is then one whole
@@ -99,9 +107,9 @@ MEMORY_DEFAULTS = {
 }
 
 
-def make_memory_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
-    """Makes `memory_cue` with `cfg.memory_delay` blank steps."""
-    return CueMemoryEnv(int(getattr(cfg, "memory_delay", 5)))
+def make_memory_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> gym.Env:
+    """Makes `memory_cue` with `memory_delay` blank steps (the section `cfg.env_params`)."""
+    return CueMemoryEnv(int(family_params(cfg, MemoryParams).memory_delay))
 
 
 register_env("memory_cue", make_memory_env, extra_params=MemoryParams, default_overrides=MEMORY_DEFAULTS)

@@ -31,7 +31,10 @@ class EnvFamily:
     Attributes:
         prefix: names starting with it belong to the family (`atari_`); "" for an exact name.
         make_env: factory(full_env_name, cfg, render_mode) -> env.
-        extra_params: a dataclass type whose fields become config fields (`--env_frameskip`).
+        extra_params: a dataclass type whose fields become flags (`--env_frameskip`) and whose
+            instance is the config's section `cfg.env_params` (`surge.cfg.family_params`); a
+            `validate(self)` method, if it has one, raises `ConfigError` for bad values before
+            any process starts.
         default_overrides: config field -> default value for this family.
         names: the env names the family offers (for `--help` and error messages).
         exact: the prefix is a whole env name.

@@ -109,7 +109,7 @@ def test_serial_doom_basic_then_enjoy_video(tmp_path):
         ],
         evaluation=True,
     )
-    assert cfg.fps == 35  # the Doom family's default
+    assert cfg.eval_params is not None and cfg.eval_params.fps == 35  # the Doom family's default
     result = enjoy(cfg)
     assert len(result["returns"]) == 1 and 0 < result["lengths"][0] <= 300  # tics: eval frameskip 1
     import imageio.v2 as imageio

@@ -23,10 +23,9 @@ from surge.envs.wrappers import EpisodicLifeEnv, FireResetEnv, sign_reward  # no
 from surge.errors import ConfigError  # noqa: E402
 
 
-def atari_cfg(**overrides) -> SimpleNamespace:
-    """The Atari fields at their defaults, with `overrides`."""
-    p = AtariParams()
-    return SimpleNamespace(**{**p.__dict__, **overrides})
+def atari_cfg(**overrides) -> Config:
+    """A config whose Atari section has its defaults, with `overrides`."""
+    return Config(env="atari_pong", env_params=AtariParams(**overrides))
 
 
 def spy_raw_rewards(env: gym.Env) -> list[float]:

@@ -15,7 +15,7 @@ def test_bare_boolean_flags_mean_true_and_explicit_values_still_work(tmp_path):
     cfg = parse_cfg([*base, "--serial_mode=False", "--use_rnn", "False"])
     assert cfg.serial_mode is False and cfg.use_rnn is False
     ev = parse_cfg([*base, "--no_render", "--eval_deterministic"], evaluation=True)
-    assert ev.no_render is True and ev.eval_deterministic is True
+    assert ev.eval_params.no_render is True and ev.eval_params.eval_deterministic is True
 
 
 def test_surge_enjoy_accepts_bare_no_render(tmp_path, capsys):
@@ -38,9 +38,9 @@ def test_headless_enjoy_falls_back_to_no_rendering_naming_the_flags(tmp_path, mo
     with caplog.at_level(logging.WARNING, logger="surge"):
         assert render_mode(ev) is None
     assert "--no_render" in caplog.text and "--save_video" in caplog.text and "display" in caplog.text
-    ev.save_video = True
+    ev.eval_params.save_video = True
     assert render_mode(ev) == "rgb_array"
-    ev.save_video, ev.no_render = False, True
+    ev.eval_params.save_video, ev.eval_params.no_render = False, True
     assert render_mode(ev) is None
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from surge.cfg.cli import parse_cfg, save_cfg
 from surge.cfg.config import Config, minibatches_to_accumulate
+from surge.envs.atari import AtariParams
 from surge.errors import ConfigError
 from surge.runtime.components import blocks_per_split
 
@@ -27,7 +28,7 @@ def test_sample_factory_flags_parse_with_their_spelling(tmp_path):
         ]
     )
     assert cfg.use_rnn is True and cfg.train_for_env_steps == 4_000_000 and cfg.gamma == 0.995
-    assert cfg.env_frameskip == 4  # added by the Atari family
+    assert isinstance(cfg.env_params, AtariParams) and cfg.env_params.env_frameskip == 4  # the Atari section
     assert cfg.encoder_subtype == "convnet_deepmind"  # family default override
 
 

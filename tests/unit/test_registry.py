@@ -40,7 +40,7 @@ class _Counter(gym.Env):
 def test_user_family_with_extra_params_and_overrides(tmp_path):
     from dataclasses import dataclass
 
-    from surge.cfg.config import param
+    from surge.cfg.config import family_params, param
 
     @dataclass
     class CounterParams:
@@ -48,12 +48,13 @@ def test_user_family_with_extra_params_and_overrides(tmp_path):
 
     register_env_family(
         "counter_",
-        lambda name, cfg, render_mode=None: _Counter(cfg.counter_horizon),
+        lambda name, cfg, render_mode=None: _Counter(family_params(cfg, CounterParams).counter_horizon),
         extra_params=CounterParams,
         default_overrides={"use_rnn": False, "recurrence": 1, "with_vtrace": False},
     )
     cfg = parse_cfg(["--env=counter_a", "--counter_horizon=2", f"--train_dir={tmp_path}"])
-    assert cfg.counter_horizon == 2 and cfg.use_rnn is False
+    assert family_params(cfg, CounterParams).counter_horizon == 2 and cfg.use_rnn is False
+    assert cfg.to_dict()["counter_horizon"] == 2  # cfg.json stays flat
     env = make_env(cfg)
     assert env.num_agents == 1
     obs, infos = env.reset(seed=0)

@@ -32,7 +32,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.wrappers import RecordEpisodeStatistics, TransformReward
 
-from surge.cfg.config import param
+from surge.cfg.config import Config, family_params, param
 from surge.envs.doom.actions import DeltaHead
 from surge.envs.doom.game import DoomGameEnv, NetGame, doom_available
 from surge.envs.doom.measurements import DoomMeasurements
@@ -71,6 +71,22 @@ class DoomParams:
     num_bots: int = param(-1, "Built-in bots in a multiplayer match (-1: the scenario's).")
     timelimit: float = param(0.0, "Multiplayer match length in minutes (0: the scenario's, 4).")
 
+    def validate(self) -> None:
+        """Raises `ConfigError` for a flag out of range or a `doom_reward_shaping` that is not a
+        JSON object, before any process starts."""
+        for name in ("env_frameskip", "res_w", "res_h"):
+            if getattr(self, name) < 1:
+                raise ConfigError(
+                    name,
+                    f"must be >= 1, got {getattr(self, name)}.",
+                    f"e.g. --{name}={getattr(DoomParams, name)}.",
+                )
+        if self.timelimit < 0:
+            raise ConfigError(
+                "timelimit", f"minutes, must be >= 0, got {self.timelimit}.", "0 keeps the scenario's."
+            )
+        _shaping_override(self.doom_reward_shaping)
+
 
 #: Sample Factory's `doom_override_defaults` (sf_examples/vizdoom/doom/doom_params.py)
 DOOM_DEFAULTS: dict[str, Any] = {
@@ -99,50 +115,55 @@ def _scenario(name: str) -> DoomScenario:
     raise ConfigError("env", f"unknown Doom scenario {name!r}.", hint)
 
 
-def _shaping_scheme(s: DoomScenario, cfg: Any) -> dict | None:
-    raw = getattr(cfg, "doom_reward_shaping", "") or ""
-    override = None
-    if raw:
-        try:
-            override = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ConfigError(
-                "doom_reward_shaping",
-                f"not valid JSON ({e}).",
-                'write e.g. {"delta": {"HEALTH": [0.01, -0.01]}}',
-            ) from e
-        if not isinstance(override, dict):
-            raise ConfigError("doom_reward_shaping", "must be a JSON object.", 'e.g. {"delta": {...}}')
+def _shaping_override(raw: str) -> dict | None:
+    """The `--doom_reward_shaping` JSON object, None when empty.
+
+    Raises:
+        ConfigError: not JSON, or not an object.
+    """
+    if not raw:
+        return None
+    try:
+        override = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            "doom_reward_shaping",
+            f"not valid JSON ({e}).",
+            'write e.g. {"delta": {"HEALTH": [0.01, -0.01]}}',
+        ) from e
+    if not isinstance(override, dict):
+        raise ConfigError("doom_reward_shaping", "must be a JSON object.", 'e.g. {"delta": {...}}')
+    return override
+
+
+def _shaping_scheme(s: DoomScenario, p: DoomParams) -> dict | None:
+    override = _shaping_override(p.doom_reward_shaping or "")
     scheme = merge_scheme(s.reward_shaping, override)
-    if (
-        scheme
-        and getattr(cfg, "doom_scenario_path", "")
-        and not (override or {}).get("delta", {}).get("KILLCOUNT")
-    ):
+    if scheme and p.doom_scenario_path and not (override or {}).get("delta", {}).get("KILLCOUNT"):
         # the KILLCOUNT term stands in for the kill reward of Sample Factory's battle.wad script;
         # with the original map (or a user's) the map pays kills itself
         scheme.get("delta", {}).pop("KILLCOUNT", None)
     return scheme
 
 
-def make_player_env(s: DoomScenario, cfg: Any, net: NetGame | None, render_mode: str | None) -> gym.Env:
-    """One agent's wrapped env (see the module docstring)."""
+def make_player_env(s: DoomScenario, p: DoomParams, net: NetGame | None, render_mode: str | None) -> gym.Env:
+    """One agent's wrapped env (see the module docstring), with the family's flags `p`."""
     env: gym.Env = DoomGameEnv(
         s,
-        frameskip=int(getattr(cfg, "env_frameskip", 4)),
-        res_w=int(getattr(cfg, "res_w", 128)),
-        res_h=int(getattr(cfg, "res_h", 72)),
-        wide_aspect_ratio=bool(getattr(cfg, "wide_aspect_ratio", False)),
-        scenario_path=str(getattr(cfg, "doom_scenario_path", "") or ""),
+        frameskip=int(p.env_frameskip),
+        res_w=int(p.res_w),
+        res_h=int(p.res_h),
+        wide_aspect_ratio=bool(p.wide_aspect_ratio),
+        scenario_path=str(p.doom_scenario_path or ""),
         net=net,
-        async_player=bool(getattr(cfg, "doom_async_player", False)),
-        fps=int(getattr(cfg, "fps", 35) or 35),
+        async_player=bool(p.doom_async_player),
+        fps=int(p.fps or 35),
         render_mode=render_mode,
-        continuous_turning=bool(getattr(cfg, "doom_continuous_turning", False)),
+        continuous_turning=bool(p.doom_continuous_turning),
     )
     if s.measurements:
         env = DoomMeasurements(env)
-    scheme = _shaping_scheme(s, cfg)
+    scheme = _shaping_scheme(s, p)
     if scheme:
         env = DoomRewardShaping(env, scheme)
     env = RecordEpisodeStatistics(env)  # returns: game reward + shaping, before scaling
@@ -152,7 +173,7 @@ def make_player_env(s: DoomScenario, cfg: Any, net: NetGame | None, render_mode:
     return env
 
 
-def make_doom_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> Any:
+def make_doom_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> Any:
     """Makes `doom_<scenario>`: a gymnasium env, or a multi-agent env for several agents.
 
     Raises:
@@ -160,16 +181,17 @@ def make_doom_env(full_env_name: str, cfg: Any, render_mode: str | None = None) 
         EnvError: vizdoom is not installed or a `--doom_scenario_path` file is missing.
     """
     s = _scenario(full_env_name)
+    p = family_params(cfg, DoomParams)
     if not doom_available():
         raise EnvError(
             f"{full_env_name} needs the vizdoom package: pip install 'surge-rl[doom]' (or vizdoom)"
         )
-    num_agents = int(getattr(cfg, "num_agents", -1))
+    num_agents = int(p.num_agents)
     num_agents = s.num_agents if num_agents <= 0 else num_agents
-    num_bots = int(getattr(cfg, "num_bots", -1))
+    num_bots = int(p.num_bots)
     num_bots = s.num_bots if num_bots < 0 else num_bots
-    timelimit = float(getattr(cfg, "timelimit", 0.0) or 0.0) or s.timelimit_minutes
-    if getattr(cfg, "doom_continuous_turning", False) and not any(isinstance(h, DeltaHead) for h in s.heads):
+    timelimit = float(p.timelimit or 0.0) or s.timelimit_minutes
+    if p.doom_continuous_turning and not any(isinstance(h, DeltaHead) for h in s.heads):
         raise ConfigError(
             "doom_continuous_turning",
             f"{full_env_name} has no turning-delta head.",
@@ -183,16 +205,14 @@ def make_doom_env(full_env_name: str, cfg: Any, render_mode: str | None = None) 
         from surge.envs.doom.multiplayer import DoomMultiAgentEnv
 
         net = NetGame(0, num_agents, 0, num_bots, s.respawn_delay, timelimit)
-        values = {
-            f.name: getattr(cfg, f.name) for f in dataclasses.fields(DoomParams) if hasattr(cfg, f.name)
-        }
-        probe = make_player_env(s, cfg, net, None)  # not started: only its spaces are read
+        values = dataclasses.asdict(p)  # a plain dict crosses to the player processes
+        probe = make_player_env(s, p, net, None)  # not started: only its spaces are read
         spaces = probe.observation_space, probe.action_space
         probe.close()
         return DoomMultiAgentEnv(s.name, values, num_agents, net, *spaces)
     if s.multiplayer:  # one agent against bots: a hosting game with no one to wait for
-        return make_player_env(s, cfg, NetGame(0, 1, 0, num_bots, s.respawn_delay, timelimit), render_mode)
-    return make_player_env(s, cfg, None, render_mode)
+        return make_player_env(s, p, NetGame(0, 1, 0, num_bots, s.respawn_delay, timelimit), render_mode)
+    return make_player_env(s, p, None, render_mode)
 
 
 register_env_family(

@@ -26,7 +26,6 @@ import multiprocessing.connection as mp_connection
 import socket
 import time
 import traceback
-from types import SimpleNamespace
 from typing import Any
 
 from surge.envs.doom.game import NetGame
@@ -51,10 +50,10 @@ def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_b
     die_with_parent()
     env = None
     try:
-        from surge.envs.doom.family import make_player_env
+        from surge.envs.doom.family import DoomParams, make_player_env
         from surge.envs.doom.scenarios import SCENARIOS
 
-        env = make_player_env(SCENARIOS[scenario], SimpleNamespace(**cfg_values), net, None)
+        env = make_player_env(SCENARIOS[scenario], DoomParams(**cfg_values), net, None)
         env.unwrapped.tic_barrier = tic_barrier
         while True:
             cmd, arg = conn.recv()
