@@ -308,6 +308,55 @@ def main_kills(kills: int, workdir: Path, serial: bool, large: bool = False) -> 
     }
 
 
+def write_kills(kills: int, workdir: Path) -> dict:
+    """SIGKILLs the main process (serial: it writes its checkpoints itself) the moment a checkpoint
+    write is under way (its temporary file exists), `kills` times; each restart must resume from a
+    complete checkpoint and remove the unfinished write. A 2 x 2048 MLP makes each write ~50 MB."""
+    shm_before = _shm()
+    log = workdir / "write_kills.log"
+    extra = ["--serial_mode=True", "--save_every_sec=1", "--train_for_env_steps=100000000"]
+    extra += ["--encoder_mlp_layers", "2048", "2048"]
+    folder = workdir / "write_kills" / "ft" / "checkpoint_p0"
+    hit = resumed = cleaned = load_failures = 0
+    for i in range(kills + 1):
+        start = log.stat().st_size if log.exists() else 0
+        proc = _train(workdir / "write_kills", extra, log)
+        deadline = time.time() + 180
+        caught = False
+        # the first run writes one complete checkpoint first, so every restart has one to resume
+        complete = i > 0
+        while proc.poll() is None and time.time() < deadline:
+            names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
+            if not complete:
+                complete = any(n.startswith("checkpoint_") for n in names)
+            elif any(n.startswith(".tmp_") for n in names):
+                if i < kills:
+                    proc.send_signal(signal.SIGKILL)
+                    caught = True
+                break
+            time.sleep(0.002)
+        if i == kills:
+            proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=180)
+        hit += caught
+        text = log.read_text(errors="replace")[start:]
+        if i > 0:
+            resumed += bool(re.search(r"Resumed from env frame \d+", text))
+            cleaned += bool(re.search(r"Removed \d+ unfinished checkpoint write", text))
+        load_failures += len(re.findall(r"Could not load checkpoint", text))
+    procs, shm, unattributed = _leftovers(shm_before, workdir)
+    return {
+        "scenario": "SIGKILL of the main process inside a checkpoint write (serial, ~50 MB checkpoints)",
+        "kills_inside_a_write": hit,
+        "restarts_resumed": resumed,
+        "restarts_that_removed_the_unfinished_write": cleaned,
+        "checkpoint_load_failures": load_failures,
+        "leftover_processes": procs,
+        "leftover_shm": shm,
+        "unattributed_new_sem_files": unattributed,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
@@ -319,6 +368,7 @@ def main() -> None:
             "env-faults",
             "main-kills",
             "main-kills-large",
+            "write-kills",
             "main-kills-async",
         ),
         default="all",
@@ -343,6 +393,8 @@ def main() -> None:
             r = worker_kills("inference", args.kills or 50, workdir)
         elif sc == "env-faults":
             r = env_faults(workdir)
+        elif sc == "write-kills":
+            r = write_kills(args.kills or 20, workdir)
         elif sc == "main-kills-large":
             r = main_kills(args.kills or 30, workdir, serial=True, large=True)
         else:
