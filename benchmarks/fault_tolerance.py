@@ -323,13 +323,15 @@ def write_kills(kills: int, workdir: Path) -> dict:
         proc = _train(workdir / "write_kills", extra, log)
         deadline = time.time() + 180
         caught = False
-        # the first run writes one complete checkpoint first, so every restart has one to resume
+        # the first run writes one complete checkpoint first, so every restart has one to resume;
+        # the killed run's temporary file is still there until this run removes it: wait for a new one
         complete = i > 0
+        stale = {p.name for p in folder.iterdir()} if folder.is_dir() else set()
         while proc.poll() is None and time.time() < deadline:
             names = [p.name for p in folder.iterdir()] if folder.is_dir() else []
             if not complete:
                 complete = any(n.startswith("checkpoint_") for n in names)
-            elif any(n.startswith(".tmp_") for n in names):
+            elif any(n.startswith(".tmp_") and n not in stale for n in names):
                 if i < kills:
                     proc.send_signal(signal.SIGKILL)
                     caught = True
