@@ -110,6 +110,15 @@ def validate_cfg(cfg: Any) -> None:
     """Raises `ConfigError` naming the first invalid field and how to fix it. Accepted flags
     without effect are not errors: `config_notes` lists them for the run's log."""
     _check_numbers(cfg)
+    from surge.sampling.policy_mapping import mapping_names
+
+    if cfg.policy_mapping not in mapping_names():  # else every rollout worker would fail to start
+        raise ConfigError(
+            "policy_mapping",
+            f"unknown policy mapping {cfg.policy_mapping!r}.",
+            f"use one of {mapping_names()}, or a name registered with "
+            "surge.sampling.policy_mapping.register_policy_mapping before the run starts.",
+        )
     for name in _POSITIVE_INTS:
         v = getattr(cfg, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:

@@ -47,3 +47,12 @@ def test_one_policy_maps_everything_to_policy_zero():
     m = PolicyMapper("random", 1, True, None)
     assert {m.policy_for(e, a, ep) for e in range(5) for a in range(3) for ep in range(3)} == {0}
     assert isinstance(m.rng, random.Random)
+
+
+@pytest.mark.parametrize("name", ["", "nope"])
+def test_an_unknown_mapping_is_refused_before_any_process_starts(name, tmp_path):
+    # found by the config fuzzing: accepted, then every rollout worker failed in its first reset
+    from surge.cfg.cli import parse_cfg
+
+    with pytest.raises(ConfigError, match="unknown policy mapping"):
+        parse_cfg(["--env=cartpole", f"--policy_mapping={name}", f"--train_dir={tmp_path}"])
