@@ -73,7 +73,3 @@ class SharedWeights:
                 if time.monotonic() > deadline:
                     return None
                 time.sleep(0.0005)
-
-    def consistent(self) -> bool:
-        """No write in progress (or a writer died mid-write, when this stays False)."""
-        return int(self.seq[0]) % 2 == 0
