@@ -210,7 +210,11 @@ class SamplingParams:
     train_in_background_thread: bool = param(True, "Train in a background thread of the learner.")
     learner_main_loop_num_cores: int = param(1, "Torch threads of the learner's batching loop.")
     actor_worker_gpus: list = param([], "GPUs the rollout workers may use (rendering).")
-    num_torch_threads: int = param(0, "Torch intra-op threads per process (0: one per available core).")
+    num_torch_threads: int = param(
+        0,
+        "Torch intra-op threads of the learners, the inference workers and the serial placement's"
+        " process (0: torch's default, one per core, except 1 for inference workers).",
+    )
 
 
 @dataclass

@@ -64,7 +64,6 @@ ASYNC_ONLY = {
     "max_worker_restarts_per_hour": "there are no worker processes to replace",
     "default_niceness": "there are no child processes to renice",
     "train_in_background_thread": "training runs in the main loop, between rollouts",
-    "num_torch_threads": "the main process keeps torch's own thread count",
 }
 
 

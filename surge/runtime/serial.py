@@ -234,6 +234,8 @@ class SerialPlacement:
         self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
 
     def start(self) -> None:
+        if self.cfg.num_torch_threads > 0:  # 0 keeps torch's own count (one thread per core)
+            torch.set_num_threads(self.cfg.num_torch_threads)
         self.c = c = build_components(self.cfg)
         self.num_agents, self.frameskip = c.info.agents_per_step, c.info.frameskip
         for p, learner in enumerate(c.learners):

@@ -91,3 +91,24 @@ def test_retained_memory_spares_the_page_faults_of_large_tensors_unless_the_user
     env = {**os.environ, "MALLOC_ARENA_MAX": "2"}
     applied, faults = _page_faults("tune", env)
     assert not applied and faults > 4 * pages  # the user's MALLOC_* setting wins: nothing changed
+
+
+_SERIAL_THREADS = """
+import sys, torch
+from surge.cfg.cli import parse_cfg
+from surge.runtime.serial import SerialPlacement
+torch.set_num_threads(2)
+cfg = parse_cfg(["--env=CartPole-v1", "--serial_mode=True", "--num_workers=1",
+                 "--num_envs_per_worker=2", "--train_dir=" + sys.argv[1], *sys.argv[2:]])
+SerialPlacement(cfg, [], [None]).start()
+print(torch.get_num_threads())
+"""
+
+
+@pytest.mark.parametrize(("flag", "threads"), [([], 2), (["--num_torch_threads=1"], 1)])
+def test_serial_placement_uses_num_torch_threads_when_set(tmp_path, flag, threads):
+    out = subprocess.run(
+        [sys.executable, "-c", _SERIAL_THREADS, str(tmp_path), *flag],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert int(out.stdout.split()[-1]) == threads
