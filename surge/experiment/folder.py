@@ -76,6 +76,12 @@ class ExperimentFolder:
         return removed
 
 
+def run_log_file(cfg: Any) -> Path | None:
+    """The run's log file, `surge_log.txt` in its experiment folder; None with `--benchmark` (which
+    writes nothing to the folder)."""
+    return None if cfg.benchmark else ExperimentFolder(cfg).log_file
+
+
 def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> None:
     """Logs to stderr and, when given, to `log_file` (appending, so resumed runs keep one log)."""
     logger = logging.getLogger("surge")

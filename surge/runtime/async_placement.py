@@ -16,7 +16,10 @@ Factory's `init_subset`) and at any time after, within `--max_worker_restarts_pe
 - when an inference worker is replaced, its rollout workers send the requests it had not answered
   again (`surge.runtime.rollout_process`).
 A learner that dies ends the run: the main process then writes the final checkpoint itself, from
-the weights the learner last published in shared memory, and says so.
+the weights the learner last published in shared memory, and says so. So does a hung learner, which
+the main process kills first: one that showed no sign of life for `--heartbeat_timeout_sec` (a
+learner's signs: a poll of its queues while it waits for experience, an optimizer step, starting
+or finishing a batch or a checkpoint).
 """
 
 from __future__ import annotations
@@ -129,6 +132,7 @@ class AsyncPlacement:
         self.heartbeats = torch.zeros(cfg.num_workers + num_inference, dtype=torch.float64).share_memory_()
         self.inference_generation = torch.zeros(num_inference, dtype=torch.int64).share_memory_()
         self.inference_restarts = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self.learner_heartbeats = torch.zeros(P, dtype=torch.float64).share_memory_()
         self.report_queue = _queue()
         self.shared = SharedContext(
             cfg.to_dict(),
@@ -143,6 +147,7 @@ class AsyncPlacement:
             self.heartbeats,
             self.inference_generation,
             self.inference_restarts,
+            self.learner_heartbeats,
             self.report_queue,
             ctx.Event(),
         )
@@ -319,7 +324,8 @@ class AsyncPlacement:
         any other dead child ends the run.
 
         Raises:
-            ChildProcessFailed: a learner exited, or the restart budget is spent.
+            ChildProcessFailed: a learner exited or hung (it is killed), or the restart budget is
+                spent.
         """
         if self.stopping:
             return
@@ -336,6 +342,7 @@ class AsyncPlacement:
             else:
                 if not proc.is_alive():
                     raise ChildProcessFailed(f"process {name} exited with code {proc.exitcode}")
+                self._check_learner_progress(name, proc, now)
                 continue
             beat, started = float(beats[index]), self.spawned_at[name]
             if not proc.is_alive():
@@ -347,6 +354,27 @@ class AsyncPlacement:
             else:
                 continue
             self._replace(name, problem)
+
+    def _check_learner_progress(self, name: str, proc: Any, now: float) -> None:
+        """Kills learner `name` when it showed no sign of life (see the module docstring) for longer
+        than `--heartbeat_timeout_sec` since it entered its loop.
+
+        Raises:
+            ChildProcessFailed: it hung (the caller's stop then writes its final checkpoint from
+                its published weights).
+        """
+        p = int(name[len("learner_p") :])
+        beat = float(self.learner_heartbeats[p])  # 0 until its loop starts (start-up is awaited)
+        if beat <= 0.0 or now - beat <= self.cfg.heartbeat_timeout_sec:
+            return
+        proc.kill()
+        proc.join(5)
+        raise ChildProcessFailed(
+            f"process {name} hung: no optimizer step, no finished batch or checkpoint and no "
+            f"poll of its queues for {now - beat:.0f} s (--heartbeat_timeout_sec={self.cfg.heartbeat_timeout_sec:g}); it "
+            "was killed. Raise --heartbeat_timeout_sec if one optimizer step or checkpoint write "
+            "of this model takes that long."
+        )
 
     def _replace(self, name: str, problem: str) -> None:
         """Kills process `name` (if alive) and starts its replacement, within the restart budget."""

@@ -14,6 +14,7 @@ from queue import Empty
 
 import torch
 
+from surge.experiment.folder import run_log_file
 from surge.runtime.components import make_inference, make_model, torch_device
 from surge.runtime.messages import ActionsReady, PolicyRequest
 from surge.runtime.process_context import InferenceContext
@@ -27,7 +28,12 @@ def inference_process_main(ctx: InferenceContext) -> None:
     layout = shared.layout()
     cfg = layout.cfg
     name = f"inference_p{p}_{ctx.index}"
-    setup_child(name, niceness=cfg.default_niceness, torch_threads=cfg.num_torch_threads or 1)
+    setup_child(
+        name,
+        niceness=cfg.default_niceness,
+        torch_threads=cfg.num_torch_threads or 1,
+        log_file=run_log_file(cfg),
+    )
 
     def loop() -> None:
         device = torch_device(cfg)

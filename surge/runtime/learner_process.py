@@ -9,6 +9,7 @@ Reports to the main process: `TrainStats`, `Saved`, `LearnerReady` (`surge.runti
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -20,6 +21,7 @@ from typing import Any
 import torch
 
 from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
@@ -49,6 +51,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         f"learner_p{p}",
         niceness=cfg.default_niceness,
         torch_threads=cfg.num_torch_threads or torch.get_num_threads(),
+        log_file=run_log_file(cfg),
     )
 
     def loop() -> None:
@@ -61,14 +64,38 @@ def learner_process_main(ctx: LearnerContext) -> None:
             state = ckpt.load("latest")
             if state is not None:
                 restore_policy(model, learner, state)
-        learner.should_stop = shared.stop_event.is_set  # the run is stopping: leave the batch
+        beats = shared.learner_heartbeats.numpy()
+        in_item = [False]  # a batch or checkpoint is in progress: only it may beat
+
+        def progress() -> bool:
+            """Called between optimizer steps: a sign of life; True when the run is stopping (the
+            learner leaves the batch)."""
+            beats[p] = time.monotonic()
+            return shared.stop_event.is_set()
+
+        learner.should_stop = progress
         weights = shared.weights[p]
         weights.publish(model, learner.policy_version)
+        log.info(
+            "Learner %d (pid %d) on %s, %d torch thread(s), starts at policy version %d",
+            p, os.getpid(), device, torch.get_num_threads(), learner.policy_version,
+        )  # fmt: skip
         shared.report_queue.put(LearnerReady(p, learner.policy_version))
         pool = layout.block_pool
 
         def do(item: tuple) -> None:
-            """Training and checkpoints touch the model, so they run in order on one thread."""
+            """Training and checkpoints touch the model, so they run in order on one thread. Its
+            start, optimizer steps and end are the learner's heartbeats meanwhile (the main process
+            kills a learner silent for --heartbeat_timeout_sec)."""
+            in_item[0] = True
+            beats[p] = time.monotonic()
+            try:
+                run_item(item)
+            finally:
+                beats[p] = time.monotonic()
+                in_item[0] = False
+
+        def run_item(item: tuple) -> None:
             if isinstance(item, SaveCommand):
                 path = ckpt.save(
                     checkpoint_state(model, learner, item.counters),
@@ -100,13 +127,17 @@ def learner_process_main(ctx: LearnerContext) -> None:
             weights.publish(model, learner.policy_version)
             shared.report_queue.put(TrainStats(p, stats))
 
+        def idle_beat() -> None:
+            if not in_item[0]:
+                beats[p] = time.monotonic()
+
         trainer = TrainerThread(do) if cfg.train_in_background_thread else None
         submit: Callable[[Any], None] = trainer.submit if trainer is not None else do
         drop: Callable[[], list[Any]] = trainer.drop_pending if trainer is not None else list
         try:
             replay = layout.algo.feed is Feed.REPLAY
             batcher = Batcher(1 if replay else layout.blocks_per_batch, pool.block_size)
-            _collect(ctx, learner, batcher, "observe" if replay else "train", submit, drop)
+            _collect(ctx, learner, batcher, "observe" if replay else "train", submit, drop, idle_beat)
         finally:
             if trainer is not None:
                 trainer.finish()
@@ -174,9 +205,12 @@ def _collect(
     kind: str,
     submit: Callable[[Any], None],
     drop: Callable[[], list[Any]],
+    beat: Callable[[], None],
 ) -> None:
     """The learner's main loop: gather finished blocks into batches and submit training and
-    checkpoint work in arrival order; return on `StopCommand`.
+    checkpoint work in arrival order; return on `StopCommand`. `beat()` on every iteration (at
+    least every 0.05 s while it waits) writes the learner's heartbeat unless a batch or checkpoint
+    is in progress.
 
     A batch's blocks go back to the pool only once it is trained, as Sample Factory's batcher stops
     collection while all `num_batches_to_accumulate` batch slots are taken: the pool
@@ -187,6 +221,7 @@ def _collect(
     pool, p = ctx.shared.block_pool, ctx.policy_id
     block = pool.block_size
     while True:
+        beat()
         try:
             for cmd in ctx.command_queue.get_many(block=False):
                 if isinstance(cmd, StopCommand):

@@ -42,6 +42,9 @@ class SharedContext:
             rollout workers send theirs again).
         inference_restarts: `[1]` int64, the sum of `inference_generation` (one cheap check per
             rollout loop iteration).
+        learner_heartbeats: `[num_policies]` float64: the `time.monotonic()` of each learner's
+            latest sign of life (a poll of its queues while no batch or checkpoint is in progress,
+            the start or end of one, an optimizer step); 0 before its loop starts.
         report_queue: children -> main process (`surge.runtime.messages`).
         stop_event: set by the main process to stop every loop.
     """
@@ -58,6 +61,7 @@ class SharedContext:
     heartbeats: Tensor
     inference_generation: Tensor
     inference_restarts: Tensor
+    learner_heartbeats: Tensor
     report_queue: Any
     stop_event: Any
 

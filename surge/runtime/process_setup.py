@@ -9,9 +9,12 @@ import os
 import signal
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
+
+from surge.experiment.folder import setup_logging
 
 _PR_SET_PDEATHSIG = 1
 # glibc mallopt parameters (malloc.h)
@@ -83,9 +86,12 @@ def setup_child(
     cpu: int | None = None,
     torch_threads: int = 1,
     single_thread_envs: bool = False,
+    log_file: Path | None = None,
 ) -> None:
-    """Prepares a child process (see the module docstring)."""
+    """Prepares a child process (see the module docstring); its "surge" log lines go to stderr and
+    to `log_file` (the run's `surge_log.txt`, appended to by every process) when given."""
     die_with_parent()
+    setup_logging(log_file)
     retain_freed_memory()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -19,6 +19,7 @@ import time
 from queue import Empty
 from typing import Any
 
+from surge.experiment.folder import run_log_file
 from surge.runtime.components import make_rollout_worker
 from surge.runtime.messages import (
     BlockReady,
@@ -47,6 +48,7 @@ def rollout_process_main(ctx: RolloutContext) -> None:
         cpu=w if cfg.set_workers_cpu_affinity else None,
         torch_threads=1,
         single_thread_envs=cfg.force_envs_single_thread,
+        log_file=run_log_file(cfg),
     )
 
     def loop() -> None:

@@ -109,6 +109,8 @@ def test_sigint_stops_every_child_saves_and_leaves_no_shared_memory(tmp_path):
     content = log.read_text()
     pids = _child_pids(content)
     assert len(pids) == 4  # learner, inference, 2 rollout workers
+    own = re.search(r"Learner 0 \(pid (\d+)\) on cpu", content)  # a child's line in the run's log
+    assert own and int(own.group(1)) in pids, content[-2000:]
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=90)
     assert proc.returncode == 0, out

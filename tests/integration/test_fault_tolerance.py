@@ -1,6 +1,6 @@
 """Async placement under faults: rollout and inference workers killed with SIGKILL mid-run are
 replaced and the run finishes its budget; a learner killed mid-run still leaves a final checkpoint
-(the weights it last published) that the same command resumes; the restart budget stops a run
+(the weights it last published) that the same command resumes, and so does a hung one; the restart budget stops a run
 whose workers keep dying; no process of the run is left behind."""
 
 import os
@@ -146,6 +146,28 @@ def test_a_killed_learner_leaves_a_final_checkpoint_of_its_published_weights(tmp
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert int(resumed.search(log.read_text()).group(1)) == int(m.group(3))
+
+
+@pytest.mark.slow
+def test_a_hung_learner_is_killed_and_leaves_a_final_checkpoint(tmp_path):
+    """SIGSTOP: the learner is alive but silent, whether it was training or waiting."""
+    args = ["--train_for_env_steps=1000000000", "--save_every_sec=100000", "--report_interval_sec=1"]
+    proc = _start(tmp_path, "hung", *args, "--heartbeat_timeout_sec=5")
+    log = tmp_path / "hung" / "surge_log.txt"
+    _wait_frames(log, proc, 3000)
+    learner = _role(proc, "learner")[0]
+    os.kill(learner, signal.SIGSTOP)
+    stopped = time.monotonic()
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out[-3000:]
+    assert time.monotonic() - stopped >= 5  # not before the timeout
+    text = log.read_text()
+    assert re.search(r"process learner_p0 hung: no optimizer step.* for \d+ s", text), text[-3000:]
+    m = re.search(r"Learner 0 died: wrote the final checkpoint (\S+)", text)
+    assert m, text[-3000:]
+    assert torch.load(m.group(1), weights_only=True)["learner"]["policy_version"] > 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(learner, 0)
 
 
 @pytest.mark.slow
