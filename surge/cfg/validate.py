@@ -71,7 +71,9 @@ def config_notes(cfg: Any) -> list[str]:
     """Flags that are accepted but have no effect in this run, one sentence each with the reason:
     Sample Factory parameters surge does not use (`NO_EFFECT`) and, with --serial_mode=True, flags
     only the multi-process placement reads (`ASYNC_ONLY`). A flag is named only when its value
-    differs from its default. The run logs these once, after its log file is set up."""
+    differs from this run's default (after the env family's and the algorithm's overrides), so a
+    value the family chose is not reported as the user's. The run logs these once, after its log
+    file is set up."""
     notes = []
     defaults = _field_defaults(cfg)
     for name, (default, why) in NO_EFFECT.items():
@@ -102,6 +104,15 @@ def _field_defaults(cfg: Any) -> dict[str, Any]:
             out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:
             out[f.name] = f.default_factory()
+    from surge.cfg.cli import field_defaults
+    from surge.envs.registry import find_family
+    from surge.errors import SurgeError
+
+    try:
+        family = find_family(cfg.env)
+    except SurgeError:  # a config built by hand for an env that is not registered here
+        return out
+    out.update(field_defaults(family, cfg.algo, cfg.eval_params is not None))
     return out
 
 

@@ -178,5 +178,14 @@ def test_a2c_takes_the_chosen_defaults_it_can_use(tmp_path, env):
     chosen default that the run would then report as idle."""
     cfg = parse_cfg([f"--env={env}", "--algo=A2C", f"--train_dir={tmp_path}"])
     assert (cfg.num_batches_per_iteration, cfg.learning_rate) == (1, 1e-3)  # A2C's own (rlpyt)
+    assert config_notes(cfg) == []  # the family's or the spaces' values are not the user's
     if env != "cartpole":  # the family's overrides are not the spaces' choice
-        assert config_notes(cfg) == [] and cfg.ppo_epochs == Config.ppo_epochs
+        assert cfg.ppo_epochs == Config.ppo_epochs
+    cfg = parse_cfg([f"--env={env}", "--algo=A2C", "--ppo_epochs=7", f"--train_dir={tmp_path}"])
+    assert config_notes(cfg) == ["--ppo_epochs has no effect with --algo=A2C (" + _a2c_description() + ")."]
+
+
+def _a2c_description() -> str:
+    from surge.learning.algorithm import get_algorithm
+
+    return get_algorithm("A2C").description
