@@ -13,17 +13,20 @@ microseconds per call).
 
 Writers: `put(msg)` appends to the queue, then, if the reader said it is about to sleep, writes
 one byte to the doorbell (non-blocking: a full doorbell already wakes the reader). Reader:
-`get_many(timeout)` takes what is queued; when nothing is, it empties the doorbell, raises its
-sleeping flag, looks again, then sleeps until the doorbell rings or the timeout passes. The flag
-spares a busy reader's writers the system call. No wake-up is lost: the queue's mutex operations
-are full memory barriers, so a writer that read the flag down had its message queued before the
-reader raised the flag and looked again.
+`get_many(timeout)` takes what is queued; when nothing is, it raises its sleeping flag, looks
+again, then sleeps until the doorbell rings or the timeout passes, and empties the doorbell with
+one read when it rang. The flag spares a busy reader's writers the system call. No wake-up is
+lost: the queue's mutex operations are full memory barriers, so a writer that read the flag down
+had its message queued before the reader raised the flag and looked again. A ring whose message
+was already taken (its writer saw the flag just before the reader lowered it) only makes a later
+sleep look at the queue once more.
 """
 
 from __future__ import annotations
 
 import os
 import select
+import time
 from queue import Empty
 from typing import Any
 
@@ -85,18 +88,20 @@ class Inbox:
         if self._poller is None:
             self._setup_reader()
         fd = self._bell_r.fileno()
-        try:
-            while os.read(fd, 65536):
-                pass
-        except BlockingIOError:
-            pass
+        deadline = time.monotonic() + timeout
         self._sleeping.value = 1
         try:
-            try:
-                return q.get_many(block=False)
-            except Empty:
-                pass
-            self._poller.poll(timeout * 1000.0)
+            while True:
+                try:
+                    return q.get_many(block=False)
+                except Empty:
+                    pass
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._poller.poll(left * 1000.0):
+                    raise Empty
+                try:  # one read empties it: it holds a few bytes at most (one per waking writer)
+                    os.read(fd, 65536)
+                except BlockingIOError:
+                    pass
         finally:
             self._sleeping.value = 0
-        return q.get_many(block=False)  # raises Empty when the doorbell did not ring in time

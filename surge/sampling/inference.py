@@ -69,7 +69,11 @@ class InferenceWorker:
             if not len(slots):
                 return
         obs = tree_map(lambda x: x[slots, ts].to(dev, non_blocking=True), buf.obs) if self.reads_obs else None
-        out = self.act(self.model, obs, buf.rnn_states[slots, ts].to(dev, non_blocking=True))
+        if buf.rnn_states.shape[-1]:
+            rnn_states = buf.rnn_states[slots, ts].to(dev, non_blocking=True)
+        else:  # no recurrent state: spare the gather
+            rnn_states = torch.empty((len(slots), 0), device=dev)
+        out = self.act(self.model, obs, rnn_states)
         for name, value in out.items():
             if name == "rnn_states":
                 if value.shape[-1]:

@@ -101,17 +101,19 @@ class SplitState:
 
 
 def _stack_obs(obs_list: list, space: gym.Space):
+    """The agents' observations stacked `[N, ...]` in the space's dtype: a numpy array, or a dict
+    of them (`_clean_obs` checks them as numpy and turns them into tensors)."""
     if isinstance(space, gym.spaces.Dict):
         return {k: _stack_obs([o[k] for o in obs_list], s) for k, s in space.spaces.items()}
-    return torch.from_numpy(np.stack(obs_list).astype(space.dtype, copy=False))
+    return np.stack(obs_list).astype(space.dtype, copy=False)
 
 
 def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
-    """Finds NaN and ±inf in observations `[n, ...]` (a tensor or a dict of them).
+    """Finds NaN and ±inf in observations `[n, ...]` (a numpy array, a tensor, or a dict of them).
 
     Returns:
-        `(obs, None)` when every value is finite (the common case: one float64 sum per
-        floating-point tensor; integer tensors are not checked), else `(a copy of obs with the
+        `(obs as tensors, None)` when every value is finite (the common case: one float64 sum per
+        floating-point array; integer arrays are not checked), else `(a copy of obs with the
         non-finite values replaced by 0, [n] bool of the agents that had one)`. `obs` itself is
         never modified (it may be the env's own array).
     """
@@ -121,10 +123,15 @@ def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
             out[k], sub = _clean_obs(v, n)
             if sub is not None:
                 bad = sub if bad is None else bad | sub
-        return (obs, None) if bad is None else (out, bad)
+        return out, bad
     # one pass without a temporary: NaN and inf propagate into the sum, and float64 does not
-    # overflow on float32 values (6x cheaper than isfinite(...).all() on [64, 4, 84, 84])
-    if not obs.is_floating_point() or math.isfinite(obs.numpy().sum(dtype=np.float64)):
+    # overflow on float32 values (6x cheaper than isfinite(...).all() on [64, 4, 84, 84]); on the
+    # numpy array, because a tensor's .numpy() alone costs as much as the sum of a small one
+    if isinstance(obs, np.ndarray):
+        if obs.dtype.kind != "f" or math.isfinite(obs.sum(dtype=np.float64)):
+            return torch.from_numpy(obs), None
+        obs = torch.from_numpy(obs)
+    elif not obs.is_floating_point() or math.isfinite(obs.numpy().sum(dtype=np.float64)):
         return obs, None
     finite = torch.isfinite(obs)
     bad = ~finite.reshape(n, -1).all(dim=1).numpy()
@@ -347,7 +354,8 @@ class RolloutWorker:
         else:
             obs_all, rewards, terminated, truncated, active = self._step_envs(split, actions)
         buf, slots, idx = self.buffers, split.slots, split.index
-        if not np.isfinite(rewards).all():  # numpy: a few us on [N] (torch's dispatch costs more)
+        # one numpy reduction (NaN and inf propagate into a float64 sum): torch's dispatch costs more
+        if not math.isfinite(rewards.sum(dtype=np.float64)):
             finite = np.isfinite(rewards)
             self.nonfinite_rewards += int((~finite).sum())
             rewards = np.where(finite, rewards, 0.0).astype(np.float32)
@@ -411,7 +419,7 @@ class RolloutWorker:
                         EpisodeStats(
                             float(np.asarray(ep["r"])),
                             int(np.asarray(ep["l"])),
-                            int(split.agent_policy[lo + a]),
+                            int(split.agent_policy[lo + a]) if self.mapper is not None else 0,
                         )
                     )
         split.env_steps += len(split.envs)
