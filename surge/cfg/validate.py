@@ -33,6 +33,9 @@ _POSITIVE_INTS = (
 )
 
 
+#: more intra-op threads than any machine has cores (torch refuses values beyond a C int)
+MAX_TORCH_THREADS = 4096
+
 #: Sample Factory parameters accepted so its command lines run, with no effect in surge (yet)
 NO_EFFECT = {
     "actor_worker_gpus": ([], "rollout workers do not render on GPUs"),
@@ -298,6 +301,13 @@ def _check_numbers(cfg: Any) -> None:
             f"a worker silent this long is replaced as hung, got {cfg.heartbeat_timeout_sec} s; a worker "
             "waiting for actions or free slots checks in every 0.1 s, but an env step may take longer.",
             "pass --heartbeat_timeout_sec >= 1 (seconds), e.g. 60; longer than your env's slowest step.",
+        )
+    if not 0 <= cfg.num_torch_threads <= MAX_TORCH_THREADS:
+        raise ConfigError(
+            "num_torch_threads",
+            f"torch's intra-op threads per process, got {cfg.num_torch_threads}.",
+            f"pass --num_torch_threads between 1 and {MAX_TORCH_THREADS} (this machine has "
+            f"{os.cpu_count()} cores), or 0 for torch's default.",
         )
     if cfg.max_worker_restarts_per_hour < 0:
         raise ConfigError(

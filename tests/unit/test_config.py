@@ -64,6 +64,8 @@ def test_seed_004_defaults_are_kept():
         (["--env=cartpole", "--rnn_type=transformer"], "rnn_type"),
         (["--env=cartpole", "--num_minibatches_to_accumulate=-2"], "num_minibatches_to_accumulate"),
         (["--env=cartpole", "--num_batches_to_accumulate=-1"], "num_batches_to_accumulate"),
+        (["--env=cartpole", "--num_torch_threads=2147483648"], "num_torch_threads"),
+        (["--env=cartpole", "--num_torch_threads=-1"], "num_torch_threads"),
         (
             ["--env=cartpole", "--num_batches_to_accumulate=1", "--num_minibatches_to_accumulate=3"],
             "num_batches_to_accumulate",
