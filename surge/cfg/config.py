@@ -199,9 +199,9 @@ class SamplingParams:
     heartbeat_timeout_sec: float = param(
         60.0,
         "A rollout or inference worker whose loop shows no sign of life for this many seconds is hung: "
-        "it is killed and replaced, as one that crashed. A learner inside one batch or checkpoint "
-        "with no optimizer step for this long is hung too: it is killed and the run stops with the "
-        "final checkpoint of its published weights.",
+        "it is killed and replaced, as one that crashed. A learner with no optimizer step, finished "
+        "batch or checkpoint, or poll of its queues for this long is hung too: it is killed and the "
+        "run stops with the final checkpoint of its published weights.",
     )
     max_worker_restarts_per_hour: int = param(
         30,

@@ -98,6 +98,16 @@ def config_notes(cfg: Any) -> list[str]:
 
 
 def _field_defaults(cfg: Any) -> dict[str, Any]:
+    """This run's default of every flag: `surge.cfg.cli.field_defaults` for its env family and
+    algorithm; the dataclasses' own defaults for a config of an env not registered here."""
+    from surge.cfg.cli import field_defaults
+    from surge.envs.registry import find_family
+    from surge.errors import SurgeError
+
+    try:
+        return field_defaults(find_family(cfg.env), cfg.algo, cfg.eval_params is not None)
+    except SurgeError:  # a config built by hand for an env that is not registered here
+        pass
     out = {}
     sections = [core_fields()] + [
         dataclasses.fields(p) for p in (cfg.env_params, cfg.eval_params) if dataclasses.is_dataclass(p)
@@ -107,15 +117,6 @@ def _field_defaults(cfg: Any) -> dict[str, Any]:
             out[f.name] = f.default
         elif f.default_factory is not dataclasses.MISSING:
             out[f.name] = f.default_factory()
-    from surge.cfg.cli import field_defaults
-    from surge.envs.registry import find_family
-    from surge.errors import SurgeError
-
-    try:
-        family = find_family(cfg.env)
-    except SurgeError:  # a config built by hand for an env that is not registered here
-        return out
-    out.update(field_defaults(family, cfg.algo, cfg.eval_params is not None))
     return out
 
 
