@@ -90,6 +90,12 @@ def setup_child(
 ) -> None:
     """Prepares a child process (see the module docstring); its "surge" log lines go to stderr and
     to `log_file` (the run's `surge_log.txt`, appended to by every process) when given."""
+    try:
+        import setproctitle  # optional: nicer `ps` output; first, so `ps` names it early
+
+        setproctitle.setproctitle(f"surge:{name}")
+    except ImportError:
+        pass
     die_with_parent()
     setup_logging(log_file)
     retain_freed_memory()
@@ -108,12 +114,6 @@ def setup_child(
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1)
-    try:
-        import setproctitle  # optional: nicer `ps` output
-
-        setproctitle.setproctitle(f"surge:{name}")
-    except ImportError:
-        pass
 
 
 def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:
