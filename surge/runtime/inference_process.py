@@ -16,7 +16,6 @@ import torch
 
 from surge.experiment.folder import run_log_file
 from surge.runtime.components import make_inference, make_model, torch_device
-from surge.runtime.messages import ActionsReady, PolicyRequest
 from surge.runtime.process_context import InferenceContext
 from surge.runtime.process_setup import run_child, setup_child
 
@@ -55,22 +54,21 @@ def inference_process_main(ctx: InferenceContext) -> None:
                 loaded = weights.load_into(model)
                 if loaded is not None:  # else the learner died mid-publish: the run is stopping
                     version = inference.policy_version = loaded
-            msgs = [PolicyRequest._make(raw) for raw in msgs]  # plain tuples on the wire
-            fresh = []
-            for msg in msgs:
-                if answered.get(msg.first_slot) != (msg.tag, msg.t):
-                    answered[msg.first_slot] = (msg.tag, msg.t)
-                    fresh.append(msg)
-            msgs = fresh
-            requests = []
-            for msg in msgs:
-                key = (msg.first_slot, msg.num_slots)
-                slots = aranges.get(key)
-                if slots is None:
-                    slots = aranges[key] = torch.arange(key[0], key[0] + key[1], dtype=torch.int64)
-                requests.append((slots, msg.t))
-            inference.infer(requests)
-            for msg in msgs:
-                ctx.worker_queues[msg.worker_idx].put(tuple(ActionsReady(msg.tag, p)))
+            # plain `PolicyRequest` tuples on the wire: (worker_idx, tag, first_slot, num_slots, t);
+            # a request sent twice (to a replacement of this worker) is served once
+            fresh, requests = [], []
+            for worker_idx, tag, first, n, t in msgs:
+                if answered.get(first) == (tag, t):
+                    continue
+                answered[first] = (tag, t)
+                fresh.append((worker_idx, tag))
+                slots = aranges.get(first)
+                if slots is None or len(slots) != n:
+                    slots = aranges[first] = torch.arange(first, first + n, dtype=torch.int64)
+                requests.append((slots, t))
+            if requests:
+                inference.infer(requests)
+            for worker_idx, tag in fresh:
+                ctx.worker_queues[worker_idx].put((tag, p))  # a plain `ActionsReady`
 
     run_child(f"inference worker {p}.{ctx.index}", shared.report_queue, loop)

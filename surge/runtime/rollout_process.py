@@ -26,7 +26,6 @@ from surge.runtime.messages import (
     EnvFaults,
     Episodes,
     NonFiniteEnvOutput,
-    PolicyRequest,
     ResetDone,
 )
 from surge.runtime.process_context import RolloutContext
@@ -80,7 +79,7 @@ class _Requester:
     def __init__(self, ctx: RolloutContext, worker: RolloutWorker):
         self.ctx, self.worker = ctx, worker
         self.splits = len(worker.splits)
-        self.pending: list[set[int]] = [set() for _ in range(self.splits)]
+        self.pending = [0] * self.splits  # per split, a bit per policy whose answer it awaits
         self.seq = [0] * self.splits
         self.sent: list[tuple | None] = [None] * self.splits  # each split's latest request
         w = ctx.worker_idx
@@ -97,27 +96,29 @@ class _Requester:
         slots, t = self.worker.policy_request(s)
         self.seq[s] = seq = (self.seq[s] + 1) % SEQ
         tag = ((self.ctx.incarnation * SEQ) + seq) * self.splits + s
-        raw = tuple(
-            PolicyRequest(self.ctx.worker_idx, tag, int(slots[0]), len(slots), t)
-        )  # plain on the wire
+        # a `PolicyRequest`, plain on the wire (its fields in order, built without the class)
+        raw = (self.ctx.worker_idx, tag, int(slots[0]), len(slots), t)
         policies = self.worker.request_policies(s)
-        self.pending[s] = set(policies)
-        self.sent[s] = raw
+        pending = 0
         for p in policies:
+            pending |= 1 << p
             self.queues[p].put(raw)
+        self.pending[s] = pending
+        self.sent[s] = raw
 
     def answered(self, raw: tuple) -> int | None:
-        """The split whose actions are all written after this reply, else None (also for a reply
-        not awaited: to the process this one replaced, stale, or a second answer)."""
+        """The split whose actions are all written after this reply (a plain `ActionsReady`), else
+        None (also for a reply not awaited: to the process this one replaced, stale, or a second
+        answer)."""
         tag, p = raw
         s = tag % self.splits
         rest = tag // self.splits
         if rest // SEQ != self.ctx.incarnation or rest % SEQ != self.seq[s]:
             return None
-        pending = self.pending[s]
-        if p not in pending:
+        pending, bit = self.pending[s], 1 << p
+        if not pending & bit:
             return None
-        pending.discard(p)
+        self.pending[s] = pending = pending ^ bit
         return None if pending else s
 
     def resend_if_replaced(self) -> None:
@@ -133,7 +134,7 @@ class _Requester:
                 continue
             self.seen_generation[k] = self.generation[k]
             for s in range(self.splits):
-                if p in self.pending[s] and self.sent[s] is not None:
+                if self.pending[s] >> p & 1 and self.sent[s] is not None:
                     self.queues[p].put(self.sent[s])
 
 

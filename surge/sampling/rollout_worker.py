@@ -71,8 +71,8 @@ class SplitState:
     slots: Tensor
     t: int = 0
     index: slice | Tensor = field(init=False)  # `slots` as a slice when contiguous (cheap views)
+    n: int = field(init=False)  # len(slots): agents of the split
     num_agents: int = 1
-    env_steps: int = 0
     episodes: list[EpisodeStats] = field(default_factory=list)
     first_env: int = 0  # run-wide index of the split's first env object (policy mapping)
     agent_policy: Tensor = field(init=False)  # [N] int8: the policy acting for each agent
@@ -96,6 +96,7 @@ class SplitState:
     def set_slots(self, slots: Tensor) -> None:
         self.slots = slots
         first, n = int(slots[0]), len(slots)
+        self.n = n
         contiguous = int(slots[-1]) - first == n - 1 and bool((slots.diff() == 1).all())
         self.index = slice(first, first + n) if contiguous else slots
 
@@ -185,6 +186,7 @@ class RolloutWorker:
     ):
         self.has_learners = has_learners
         self.env_factory = env_factory
+        self.env_steps = 0  # env steps since the last `pop_env_steps`
         self.env_faults = 0  # env.step calls that raised since the last `pop_env_faults`
         self.rebuilds = 0  # envs this worker rebuilt so far (each rebuilt env gets its own seed)
         self.last_env_fault = ""  # the latest one's exception, one line
@@ -286,7 +288,7 @@ class RolloutWorker:
             EnvError: they do not match the observation space.
         """
         try:
-            obs, bad = _clean_obs(obs, len(split.slots))
+            obs, bad = _clean_obs(obs, split.n)
             tree_assign(self.buffers.obs, (split.index, t), obs)
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             raise self._obs_error(e) from e
@@ -384,7 +386,7 @@ class RolloutWorker:
 
     def _step_envs(self, split: SplitState, actions: np.ndarray):
         """Steps each multi-agent env of the split; returns obs list and per-agent arrays."""
-        n_ag, n = self.num_agents, len(split.slots)
+        n_ag, n = self.num_agents, split.n
         obs_all: list = []
         rewards = np.empty(n, dtype=np.float32)
         terminated = np.zeros(n, dtype=bool)
@@ -400,7 +402,7 @@ class RolloutWorker:
                 rewards[lo : lo + n_ag] = 0.0
                 truncated[lo : lo + n_ag] = True
                 active[lo : lo + n_ag] = False
-                split.env_steps -= 1  # no step happened
+                self.env_steps -= 1  # no step happened
                 continue
             if streaks:
                 streaks.pop((self.splits.index(split), e_idx), None)
@@ -422,7 +424,7 @@ class RolloutWorker:
                             int(split.agent_policy[lo + a]) if self.mapper is not None else 0,
                         )
                     )
-        split.env_steps += len(split.envs)
+        self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
 
     def _replace_env(self, split: SplitState, e_idx: int, error: Exception) -> Any:
@@ -479,7 +481,7 @@ class RolloutWorker:
                 zeros = np.zeros(n_ag, dtype=np.float32)
                 inactive = np.ones(n_ag, dtype=bool)
                 parts.append((obs, zeros, ~inactive, inactive, BatchedInfo(inactive=inactive)))
-                split.env_steps -= n_ag  # no step happened
+                self.env_steps -= n_ag  # no step happened
                 continue
             if self.fault_streaks:
                 self.fault_streaks.pop((self.splits.index(split), e), None)
@@ -488,7 +490,7 @@ class RolloutWorker:
                 EpisodeStats(r, length, int(split.agent_policy[e * n_ag + i]))
                 for i, r, length in info.episodes
             )
-        split.env_steps += len(split.envs) * n_ag  # one call steps every sub-env
+        self.env_steps += len(split.envs) * n_ag  # one call steps every sub-env
         cat = np.concatenate
         if len(parts) == 1:
             obs, rew, term, trunc, info = parts[0]
@@ -532,9 +534,7 @@ class RolloutWorker:
 
     def pop_env_steps(self) -> int:
         """Env steps since the last call: calls of `env.step` of each (sub-)env, not frames."""
-        total = sum(s.env_steps for s in self.splits)
-        for s in self.splits:
-            s.env_steps = 0
+        total, self.env_steps = self.env_steps, 0
         return total
 
     def state_dict(self) -> dict[str, Any]:
