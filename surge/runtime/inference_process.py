@@ -35,6 +35,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
     )
 
     def loop() -> None:
+        torch.set_grad_enabled(False)  # this process only acts: no autograd, once for all batches
         device = torch_device(cfg)
         model = make_model(cfg, layout.info, device)
         model.eval()

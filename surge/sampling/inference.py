@@ -45,15 +45,24 @@ class InferenceWorker:
         self.policy_id, self.num_policies = policy_id, num_policies
         self.policy_version = 0
         self.samples = 0
+        # the buffers' tensors by field name (what `act` returns is written there)
+        self._fields = {name: getattr(buffers, name) for name in buffers.FIELDS}
+        self._on_cpu = device.type == "cpu"
+        self._no_state: dict[int, Tensor] = {}  # [n, 0] hidden states of models without an RNN
 
-    @torch.no_grad()
     def infer(self, requests: list[tuple[Tensor, int]]) -> None:
-        """Acts on every request `(slots [N] int64, t)` in one forward pass.
+        """Acts on every request `(slots [N] int64, t)` in one forward pass (without autograd).
 
         Writes every field `act` returns at `(slots, t)` (the new hidden state at `(slots, t + 1)`)
         and `policy_version` at `(slots, t)`. With several policies, only the slots whose
         `policy_id[slot, t]` is this worker's policy are acted on.
         """
+        if torch.is_grad_enabled():  # (the async inference process turns autograd off for good)
+            with torch.no_grad():
+                return self._infer(requests)
+        return self._infer(requests)
+
+    def _infer(self, requests: list[tuple[Tensor, int]]) -> None:
         buf, dev = self.buffers, self.device
         if len(requests) == 1:
             slots, t = requests[0]
@@ -68,20 +77,24 @@ class InferenceWorker:
                 ts = ts[mine]
             if not len(slots):
                 return
+        n = len(slots)
         obs = tree_map(lambda x: x[slots, ts].to(dev, non_blocking=True), buf.obs) if self.reads_obs else None
         if buf.rnn_states.shape[-1]:
             rnn_states = buf.rnn_states[slots, ts].to(dev, non_blocking=True)
         else:  # no recurrent state: spare the gather
-            rnn_states = torch.empty((len(slots), 0), device=dev)
+            rnn_states = self._no_state.get(n)
+            if rnn_states is None:
+                rnn_states = self._no_state[n] = torch.empty((n, 0), device=dev)
         out = self.act(self.model, obs, rnn_states)
+        fields, on_cpu = self._fields, self._on_cpu
         for name, value in out.items():
             if name == "rnn_states":
                 if value.shape[-1]:
-                    buf.rnn_states[slots, ts + 1] = value.cpu()
+                    buf.rnn_states[slots, ts + 1] = value if on_cpu else value.cpu()
             else:
-                getattr(buf, name)[slots, ts] = value.cpu()
+                fields[name][slots, ts] = value if on_cpu else value.cpu()
         buf.policy_version[slots, ts] = self.policy_version
-        self.samples += len(slots)
+        self.samples += n
 
 
 def random_actions(space: gym.Space, n: int) -> Tensor:
