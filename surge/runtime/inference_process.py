@@ -42,7 +42,6 @@ def inference_process_main(ctx: InferenceContext) -> None:
         inference = make_inference(layout, model, device, p)
         weights, stop_event, request_queue = shared.weights[p], shared.stop_event, ctx.request_queue
         version = -1
-        aranges: dict[tuple[int, int], torch.Tensor] = {}
         beats = shared.heartbeats.numpy()
         answered: dict[int, tuple[int, int]] = {}  # first_slot -> (tag, t) of the latest request served
         while not stop_event.is_set():
@@ -63,10 +62,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
                     continue
                 answered[first] = (tag, t)
                 fresh.append((worker_idx, tag))
-                slots = aranges.get(first)
-                if slots is None or len(slots) != n:
-                    slots = aranges[first] = torch.arange(first, first + n, dtype=torch.int64)
-                requests.append((slots, t))
+                requests.append((slice(first, first + n), t))  # a split's slots are contiguous
             if requests:
                 inference.infer(requests)
             for worker_idx, tag in fresh:

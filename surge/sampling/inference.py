@@ -50,8 +50,10 @@ class InferenceWorker:
         self._on_cpu = device.type == "cpu"
         self._no_state: dict[int, Tensor] = {}  # [n, 0] hidden states of models without an RNN
 
-    def infer(self, requests: list[tuple[Tensor, int]]) -> None:
-        """Acts on every request `(slots [N] int64, t)` in one forward pass (without autograd).
+    def infer(self, requests: list[tuple[Tensor | slice, int]]) -> None:
+        """Acts on every request `(slots, t)` in one forward pass (without autograd); `slots` is
+        `[N]` int64 or, for contiguous slots, a `slice` (cheaper: the buffers are read and written
+        through views instead of gathered copies).
 
         Writes every field `act` returns at `(slots, t)` (the new hidden state at `(slots, t + 1)`)
         and `policy_version` at `(slots, t)`. With several policies, only the slots whose
@@ -62,25 +64,37 @@ class InferenceWorker:
                 return self._infer(requests)
         return self._infer(requests)
 
-    def _infer(self, requests: list[tuple[Tensor, int]]) -> None:
+    def _infer(self, requests: list[tuple[Tensor | slice, int]]) -> None:
         buf, dev = self.buffers, self.device
+        slots: Tensor | slice
+        ts: Tensor | int
         if len(requests) == 1:
-            slots, t = requests[0]
-            ts: Tensor | int = t
+            slots, ts = requests[0]
         else:
-            slots = torch.cat([s for s, _ in requests])
-            ts = torch.cat([torch.full((len(s),), t, dtype=torch.int64) for s, t in requests])
+            slots = torch.cat([_as_index(s) for s, _ in requests])
+            ts = torch.cat([torch.full((_count(s),), t, dtype=torch.int64) for s, t in requests])
         if self.num_policies > 1:
+            slots = _as_index(slots)
             mine = buf.policy_id[slots, ts] == self.policy_id
             slots = slots[mine]
             if isinstance(ts, Tensor):
                 ts = ts[mine]
             if not len(slots):
                 return
-        n = len(slots)
-        obs = tree_map(lambda x: x[slots, ts].to(dev, non_blocking=True), buf.obs) if self.reads_obs else None
+        n = _count(slots)
+        if isinstance(slots, slice) and self._on_cpu:
+            # a view of the buffers: the model gets a copy of its own (a custom model may write
+            # into its input), as a gather would give it
+            def read(x: Tensor) -> Tensor:
+                return x[slots, ts].clone()
+        else:
+
+            def read(x: Tensor) -> Tensor:
+                return x[slots, ts].to(dev, non_blocking=True)
+
+        obs = tree_map(read, buf.obs) if self.reads_obs else None
         if buf.rnn_states.shape[-1]:
-            rnn_states = buf.rnn_states[slots, ts].to(dev, non_blocking=True)
+            rnn_states = read(buf.rnn_states)
         else:  # no recurrent state: spare the gather
             rnn_states = self._no_state.get(n)
             if rnn_states is None:
@@ -95,6 +109,15 @@ class InferenceWorker:
                 fields[name][slots, ts] = value if on_cpu else value.cpu()
         buf.policy_version[slots, ts] = self.policy_version
         self.samples += n
+
+
+def _as_index(slots: Tensor | slice) -> Tensor:
+    """`slots` as `[N]` int64."""
+    return torch.arange(slots.start, slots.stop, dtype=torch.int64) if isinstance(slots, slice) else slots
+
+
+def _count(slots: Tensor | slice) -> int:
+    return slots.stop - slots.start if isinstance(slots, slice) else len(slots)
 
 
 def random_actions(space: gym.Space, n: int) -> Tensor:

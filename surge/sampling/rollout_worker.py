@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from surge.data.trajectory import TrajectoryBuffers, tree_assign
+from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
 from surge.sampling.env_state import load_env_state, save_env_state
@@ -71,6 +71,8 @@ class SplitState:
     slots: Tensor
     t: int = 0
     index: slice | Tensor = field(init=False)  # `slots` as a slice when contiguous (cheap views)
+    np_index: slice | np.ndarray = field(init=False)  # the same, to index the buffers' numpy views
+    np_slots: np.ndarray = field(init=False)  # `slots` as numpy
     n: int = field(init=False)  # len(slots): agents of the split
     num_agents: int = 1
     episodes: list[EpisodeStats] = field(default_factory=list)
@@ -99,21 +101,23 @@ class SplitState:
         self.n = n
         contiguous = int(slots[-1]) - first == n - 1 and bool((slots.diff() == 1).all())
         self.index = slice(first, first + n) if contiguous else slots
+        self.np_slots = slots.numpy()
+        self.np_index = self.index if contiguous else self.np_slots
 
 
 def _stack_obs(obs_list: list, space: gym.Space):
     """The agents' observations stacked `[N, ...]` in the space's dtype: a numpy array, or a dict
-    of them (`_clean_obs` checks them as numpy and turns them into tensors)."""
+    of them."""
     if isinstance(space, gym.spaces.Dict):
         return {k: _stack_obs([o[k] for o in obs_list], s) for k, s in space.spaces.items()}
     return np.stack(obs_list).astype(space.dtype, copy=False)
 
 
 def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
-    """Finds NaN and ±inf in observations `[n, ...]` (a numpy array, a tensor, or a dict of them).
+    """Finds NaN and ±inf in observations `[n, ...]` (a numpy array or a dict of them).
 
     Returns:
-        `(obs as tensors, None)` when every value is finite (the common case: one float64 sum per
+        `(obs, None)` when every value is finite (the common case: one float64 sum per
         floating-point array; integer arrays are not checked), else `(a copy of obs with the
         non-finite values replaced by 0, [n] bool of the agents that had one)`. `obs` itself is
         never modified (it may be the env's own array).
@@ -126,25 +130,21 @@ def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
                 bad = sub if bad is None else bad | sub
         return out, bad
     # one pass without a temporary: NaN and inf propagate into the sum, and float64 does not
-    # overflow on float32 values (6x cheaper than isfinite(...).all() on [64, 4, 84, 84]); on the
-    # numpy array, because a tensor's .numpy() alone costs as much as the sum of a small one
-    if isinstance(obs, np.ndarray):
-        if obs.dtype.kind != "f" or math.isfinite(obs.sum(dtype=np.float64)):
-            return torch.from_numpy(obs), None
-        obs = torch.from_numpy(obs)
-    elif not obs.is_floating_point() or math.isfinite(obs.numpy().sum(dtype=np.float64)):
+    # overflow on float32 values (6x cheaper than isfinite(...).all() on [64, 4, 84, 84])
+    if obs.dtype.kind != "f" or math.isfinite(obs.sum(dtype=np.float64)):
         return obs, None
-    finite = torch.isfinite(obs)
-    bad = ~finite.reshape(n, -1).all(dim=1).numpy()
+    finite = np.isfinite(obs)
+    bad = ~finite.reshape(n, -1).all(axis=1)
     if not bad.any():  # float64 values whose sum overflowed: all finite
         return obs, None
-    return obs.masked_fill(~finite, 0.0), bad
+    return np.where(finite, obs, 0).astype(obs.dtype, copy=False), bad
 
 
-def _as_tensor_tree(obs):
+def _as_array_tree(obs):
+    """Batched envs' observations as numpy arrays (or a dict of them)."""
     if isinstance(obs, dict):
-        return {k: _as_tensor_tree(v) for k, v in obs.items()}
-    return torch.from_numpy(np.ascontiguousarray(obs))
+        return {k: _as_array_tree(v) for k, v in obs.items()}
+    return np.asarray(obs)
 
 
 def _cat_obs(parts: list):
@@ -160,7 +160,8 @@ class RolloutWorker:
         cfg: the run's config (rollout, seed, decorrelation flags).
         worker_idx: index of this worker (seeds and logs).
         env_splits: the envs of each split (multi-agent envs, see `surge.envs.multi_agent`).
-        buffers: the trajectory buffers to write into.
+        buffers: the trajectory buffers to write into (the worker writes through numpy views of
+            them: move them to shared memory before building it, not after).
         slot_pools: where each split's fresh slots come from: one object per split whose
             `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(first_slot,
             policies)` passes a filled block on (`surge.data.block_pool.OwnerBlocks`).
@@ -193,6 +194,12 @@ class RolloutWorker:
         self.fault_streaks: dict[tuple[int, int], int] = {}  # (split, env) -> faults in a row
         self.cfg, self.worker_idx = cfg, worker_idx
         self.buffers, self.slot_pools = buffers, slot_pools
+        # numpy views of the buffers the worker writes every step: a numpy assignment costs a
+        # fraction of a tensor's (whose dispatch alone is a few microseconds), several per step
+        self._np = {
+            name: tree_map(lambda x: x.numpy(), getattr(buffers, name))
+            for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states")
+        }
         self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
         self.rollout = cfg.rollout
         env0 = env_splits[0][0]
@@ -245,7 +252,7 @@ class RolloutWorker:
                     obs_all.extend(obs)
             split.bad_obs = None
             if self.is_batched:
-                self._put_obs(split, 0, _as_tensor_tree(_cat_obs(obs_all)))
+                self._put_obs(split, 0, _as_array_tree(_cat_obs(obs_all)))
             else:
                 self._write_obs(split, 0, obs_all)
             self.buffers.rnn_states[split.index, 0] = 0.0
@@ -280,7 +287,7 @@ class RolloutWorker:
         )
 
     def _put_obs(self, split: SplitState, t: int, obs: Any) -> None:
-        """Writes the observations `[N, ...]` (a tensor or dict of tensors) at `(split.slots, t)`.
+        """Writes the observations `[N, ...]` (a numpy array or dict of them) at `(split.slots, t)`.
         Non-finite values are replaced by 0 (in a copy) and their agents' step t is marked inactive
         by the next `advance`.
 
@@ -289,7 +296,7 @@ class RolloutWorker:
         """
         try:
             obs, bad = _clean_obs(obs, split.n)
-            tree_assign(self.buffers.obs, (split.index, t), obs)
+            tree_assign(self._np["obs"], (split.np_index, t), obs)
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             raise self._obs_error(e) from e
         if bad is not None:
@@ -355,29 +362,28 @@ class RolloutWorker:
             obs_all, rewards, terminated, truncated, active = self._step_batched(split, actions)
         else:
             obs_all, rewards, terminated, truncated, active = self._step_envs(split, actions)
-        buf, slots, idx = self.buffers, split.slots, split.index
+        buf, idx = self._np, split.np_index
         # one numpy reduction (NaN and inf propagate into a float64 sum): torch's dispatch costs more
         if not math.isfinite(rewards.sum(dtype=np.float64)):
             finite = np.isfinite(rewards)
             self.nonfinite_rewards += int((~finite).sum())
             rewards = np.where(finite, rewards, 0.0).astype(np.float32)
             active = active & finite
-        rewards_t = torch.from_numpy(np.asarray(rewards))
         if split.bad_obs is not None:  # this step acted on a non-finite observation (replaced by 0)
             active = active & ~split.bad_obs
             split.bad_obs = None
-        buf.rewards[idx, t] = rewards_t
-        buf.terminated[idx, t] = torch.from_numpy(terminated)
-        buf.truncated[idx, t] = torch.from_numpy(truncated)
-        buf.is_active[idx, t] = torch.from_numpy(active)
+        buf["rewards"][idx, t] = rewards
+        buf["terminated"][idx, t] = terminated
+        buf["truncated"][idx, t] = truncated
+        buf["is_active"][idx, t] = active
         if self.is_batched:
-            self._put_obs(split, t + 1, _as_tensor_tree(obs_all))
+            self._put_obs(split, t + 1, _as_array_tree(obs_all))
         else:
             self._write_obs(split, t + 1, obs_all)
         done = terminated | truncated
         if done.any():
             split.random_start[done] = False
-            buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0
+            buf["rnn_states"][split.np_slots[done], t + 1] = 0.0
             if self.mapper is not None:
                 split.agent_episode[done] += 1
                 self._map_policies(split, done)
@@ -477,7 +483,7 @@ class RolloutWorker:
             try:
                 parts.append(env.step(actions[e * n_ag : (e + 1) * n_ag]))
             except Exception as err:  # noqa: BLE001 - a fault: every sub-env's episode ends here
-                obs = _as_tensor_tree(self._replace_env(split, e, err))
+                obs = _as_array_tree(self._replace_env(split, e, err))
                 zeros = np.zeros(n_ag, dtype=np.float32)
                 inactive = np.ones(n_ag, dtype=bool)
                 parts.append((obs, zeros, ~inactive, inactive, BatchedInfo(inactive=inactive)))

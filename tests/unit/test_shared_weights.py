@@ -1,0 +1,48 @@
+"""SharedWeights: the learner publishes its model's state and policy_version in shared memory; each
+inference worker reads the version before every batch and copies the state when it changed."""
+
+import pickle
+
+import torch
+from multiprocessing.reduction import ForkingPickler
+from torch import nn
+
+from surge.runtime.shared_state import SharedWeights
+
+
+def _model(seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Linear(8, 2))
+
+
+def test_a_published_state_loads_into_another_model_with_its_version():
+    learner, actor = _model(0), _model(1)
+    weights = SharedWeights(learner)
+    weights.publish(learner, policy_version=5)
+    assert weights.read_version() == 5
+    assert weights.load_into(actor) == 5
+    for a, b in zip(learner.state_dict().values(), actor.state_dict().values(), strict=True):
+        if a.is_floating_point():
+            assert torch.equal(a, b)
+
+
+def test_a_copy_in_another_process_sees_later_versions():
+    """A child gets the object pickled at spawn; the version it reads must be the shared one, even
+    when the parent had read the version (and so made its own fast view) before pickling."""
+    learner = _model(0)
+    weights = SharedWeights(learner)
+    assert weights.read_version() == 0
+    received = pickle.loads(ForkingPickler.dumps(weights))  # as multiprocessing sends it
+    weights.publish(learner, policy_version=3)
+    assert received.read_version() == 3
+    assert received.load_into(_model(1)) == 3
+
+
+def test_a_state_being_written_is_not_loaded():
+    """While the writer is mid-copy (the sequence number odd), a reader gets None after its
+    timeout instead of a torn copy's version."""
+    learner = _model(0)
+    weights = SharedWeights(learner)
+    weights.publish(learner, policy_version=1)
+    weights.seq[0] += 1  # a writer that died mid-publish
+    assert weights.load_into(_model(1), timeout=0.01) is None
