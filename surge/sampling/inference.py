@@ -4,7 +4,7 @@ returns back. Placement-agnostic like the rollout worker."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import gymnasium as gym
 import torch
@@ -50,7 +50,7 @@ class InferenceWorker:
         self._on_cpu = device.type == "cpu"
         self._no_state: dict[int, Tensor] = {}  # [n, 0] hidden states of models without an RNN
 
-    def infer(self, requests: list[tuple[Tensor | slice, int]]) -> None:
+    def infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         """Acts on every request `(slots, t)` in one forward pass (without autograd); `slots` is
         `[N]` int64 or, for contiguous slots, a `slice` (cheaper: the buffers are read and written
         through views instead of gathered copies).
@@ -64,7 +64,7 @@ class InferenceWorker:
                 return self._infer(requests)
         return self._infer(requests)
 
-    def _infer(self, requests: list[tuple[Tensor | slice, int]]) -> None:
+    def _infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         buf, dev = self.buffers, self.device
         slots: Tensor | slice
         ts: Tensor | int
