@@ -192,21 +192,27 @@ def run_sf(
     return _slope(points), ret
 
 
-def run_dummy(cfg: BenchConfig, frames: int, timeout: float) -> float:
-    cmd = [
-        sys.executable,
-        "-m",
-        "surge.train",
-        "--algo=DUMMY_SAMPLER",
-        *cfg.surge_args,
-        f"--sample_env_frames={frames}",
-        "--decorrelate_experience_max_seconds=0",
-        "--train_dir=/tmp/surge_dummy",
-        "--experiment=dummy",
-    ]
+def run_dummy(
+    cfg: BenchConfig, frames: int, timeout: float, root: Path = ROOT, mode: list[str] | None = None
+) -> float:
+    """One dummy-sampler run (`--algo=DUMMY_SAMPLER`: the sampling path alone) of the checkout at
+    `root` with the placement flags `mode` (default: surge's): env frames/s after start-up (nan if
+    it failed)."""
     with tempfile.TemporaryDirectory(prefix="bench_dummy_") as tmp:
+        cmd = [
+            sys.executable,
+            "-m",
+            "surge.train",
+            "--algo=DUMMY_SAMPLER",
+            *cfg.surge_args,
+            *(mode or []),
+            f"--sample_env_frames={frames}",
+            "--decorrelate_experience_max_seconds=0",
+            f"--train_dir={tmp}",
+            "--experiment=dummy",
+        ]
         log = Path(tmp) / "console.txt"
-        _run(cmd, timeout, ROOT, log)
+        _run(cmd, timeout, root, log, env={**os.environ, "PYTHONPATH": str(root)})
         m = re.search(r"= ([\d.]+) env frames/s", log.read_text(errors="replace"))
     return float(m.group(1)) if m else NAN
 

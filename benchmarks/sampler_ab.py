@@ -13,46 +13,13 @@ here at full size (a training run dilutes it), so this finds which commit slowed
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_sample_factory import run_dummy  # noqa: E402
 from configs import CONFIGS  # noqa: E402
-
-RESULT = re.compile(r"= ([\d.]+) env frames/s")
-
-
-def run_dummy(root: Path, args: list[str], frames: int, serial: bool, timeout: float) -> float:
-    """One dummy-sampler run of the checkout at `root`: env frames/s after start-up (NaN if it
-    failed)."""
-    with tempfile.TemporaryDirectory(prefix="sampler_ab_") as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "surge.train",
-            "--algo=DUMMY_SAMPLER",
-            *args,
-            f"--sample_env_frames={frames}",
-            "--decorrelate_experience_max_seconds=0",
-            f"--serial_mode={serial}",
-            f"--train_dir={tmp}",
-            "--experiment=dummy",
-        ]
-        env = {**os.environ, "PYTHONPATH": str(root)}
-        try:
-            out = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return float("nan")
-    m = RESULT.search(out.stdout + out.stderr)
-    if m is None:
-        print(f"  {root}: no result\n{(out.stdout + out.stderr)[-2000:]}", file=sys.stderr)
-        return float("nan")
-    return float(m.group(1))
 
 
 def main() -> None:
@@ -69,7 +36,7 @@ def main() -> None:
     results: dict[Path, list[float]] = {r: [] for r in roots}
     for i in range(a.rounds):
         for r in roots:
-            fps = run_dummy(r, cfg.surge_args, a.frames, a.placement == "serial", a.timeout)
+            fps = run_dummy(cfg, a.frames, a.timeout, r, [f"--serial_mode={a.placement == 'serial'}"])
             results[r].append(fps)
             print(f"round {i + 1} {r}: {fps:.0f}", flush=True)
     print(f"\n{a.config}, {a.placement}, dummy sampler, {a.frames} env frames per run: env frames/s")

@@ -3,10 +3,10 @@ of ints, strings and plain values: data itself stays in shared memory, messages 
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
 Per rollout: `BlockReady` to each learner whose policy acted in the block. These three travel as
-plain tuples of their fields in order, built and unpacked without the class: the queue pickles
-what it carries, a named tuple is pickled by class reference (5-8x the cost of a plain tuple's
-round trip), and even building and unpacking the class costs a few microseconds per env step of
-a split. The classes document the fields.
+plain tuples of their fields in order: the queue pickles what it carries, and a named tuple is
+pickled by class reference (5-8x the cost of a plain tuple's round trip). The two per-step ones
+are also built and unpacked without their class (a few microseconds per env step of a split);
+`BlockReady`, once per rollout, goes through it. The classes document the fields.
 Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `EnvFaults`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`.
