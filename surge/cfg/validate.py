@@ -239,7 +239,9 @@ def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
 
     Args:
         num_agents: agents of one env object; None makes the env once to count them (only for
-            agent_index with several policies).
+            agent_index with several policies); an env that cannot be made here is not checked
+            (the run's start reports why, and `surge.runtime.components.env_info` checks again
+            with the agents it counts).
     Raises:
         ConfigError: on --num_policies, naming the idle policies and the alternatives.
     """
@@ -259,6 +261,8 @@ def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
     else:
         if num_agents is None:
             num_agents = _count_agents(cfg)
+            if num_agents is None:
+                return
         acting = num_agents
         what = f"agent i of an env acts as policy i mod {n}, and {cfg.env!r} has {acting} agent(s) per env"
         fix = (
@@ -280,11 +284,15 @@ def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
     )
 
 
-def _count_agents(cfg: Any) -> int:
-    """Agents of one env object of `cfg` (makes the env once, then closes it)."""
+def _count_agents(cfg: Any) -> int | None:
+    """Agents of one env object of `cfg` (makes the env once, then closes it); None when the env
+    cannot be made here."""
     from surge.envs.registry import make_env
 
-    env = make_env(cfg)
+    try:
+        env = make_env(cfg)
+    except Exception:  # noqa: BLE001 - the env's own error comes at the run's start, from env_info
+        return None
     try:
         return int(env.num_agents)
     finally:

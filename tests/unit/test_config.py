@@ -411,3 +411,14 @@ def test_policies_every_agent_or_env_can_pick_are_accepted(tmp_path):
     check_policy_mapping(cfg, num_agents=2)  # a two-player env: one policy per player
     with pytest.raises(ConfigError):
         check_policy_mapping(cfg, num_agents=1)
+
+
+def test_the_run_start_refuses_idle_policies_of_a_config_validation_did_not_see(tmp_path):
+    """A hand-built config, or one whose env could not be made during validation: env_info, which
+    counts the agents anyway, refuses before anything is allocated."""
+    from surge.runtime.components import env_info
+
+    cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}"])
+    cfg.num_policies, cfg.policy_mapping = 2, "agent_index"
+    with pytest.raises(ConfigError, match="--num_policies: policy 1 would never act"):
+        env_info(cfg)
