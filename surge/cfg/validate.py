@@ -334,8 +334,8 @@ def check_experiment_name(train_dir: str, experiment: str) -> None:
         where = os.path.normpath(os.path.join(train_dir, experiment))
         raise ConfigError(
             "experiment",
-            f"{experiment!r} is not a folder inside --train_dir={train_dir}: the run would be "
-            f"written to {where}.",
+            f"{experiment!r} is not a folder inside --train_dir={train_dir}: the experiment folder "
+            f"would be {where}.",
             fix,
         )
 
