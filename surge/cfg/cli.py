@@ -32,7 +32,7 @@ from surge.cfg.space_defaults import (
     space_defaults,
     uses_space_defaults,
 )
-from surge.cfg.validate import validate_cfg
+from surge.cfg.validate import check_experiment_name, validate_cfg
 from surge.envs.registry import EnvFamily, find_family
 from surge.errors import ConfigError, SurgeError
 
@@ -409,6 +409,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     values = dict(defaults)
     train_dir = overrides.get("train_dir", defaults["train_dir"])
     experiment = overrides.get("experiment", defaults["experiment"])
+    check_experiment_name(train_dir, experiment)  # before a cfg.json outside --train_dir is read
     saved_path = experiment_path(train_dir, experiment) / "cfg.json"
     restart = overrides.get("restart_behavior", defaults["restart_behavior"])
     if saved_path.is_file() and (evaluation or restart == "resume"):

@@ -51,7 +51,11 @@ class ExperimentParams:
         "gymnasium.wrappers (FlattenObservation) or package.module:Class. Single-agent envs only.",
         item_type=str,
     )
-    experiment: str = param("default_experiment", "Name of the experiment folder inside --train_dir.")
+    experiment: str = param(
+        "default_experiment",
+        "Name of the experiment folder inside --train_dir (a folder name, or a relative path such as "
+        "group/run; an empty name or one leading outside --train_dir is refused).",
+    )
     train_dir: str = param("./train_dir", "Root folder of all experiment folders.")
     cfg: str = param("", "YAML file of parameter values; flags given on the command line win over it.")
     restart_behavior: str = param(
@@ -118,12 +122,14 @@ class OptimParams:
     adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
     max_grad_norm: float = param(4.0, "Max L2 norm of the gradient vector (0: no clipping).")
     gamma: float = param(0.99, "Discount factor.")
-    reward_scale: float = param(1.0, "Rewards are multiplied by this before learning.")
+    reward_scale: float = param(1.0, "Rewards are multiplied by this (> 0) before learning.")
     reward_clip: float = param(10.0, "Rewards are clipped to [-reward_clip, reward_clip] after scaling.")
     gae_lambda: float = param(0.95, "GAE lambda (used only when with_vtrace is False).")
     with_vtrace: bool = param(True, "V-trace off-policy correction (Espeholt et al. 2018); GAE if False.")
-    vtrace_rho: float = param(1.0, "rho-bar: truncation of the V-trace importance weights in the targets.")
-    vtrace_c: float = param(1.0, "c-bar: truncation of the V-trace trace-cutting coefficients.")
+    vtrace_rho: float = param(
+        1.0, "rho-bar (> 0): truncation of the V-trace importance weights in the targets."
+    )
+    vtrace_c: float = param(1.0, "c-bar (>= 0): truncation of the V-trace trace-cutting coefficients.")
     ppo_clip_ratio: float = param(0.1, "PPO clip epsilon; the ratio is clipped to [1/(1+e), 1+e].")
     ppo_clip_value: float = param(1.0, "Max absolute change of the value estimate before it is clipped.")
     value_loss_coeff: float = param(0.5, "Coefficient of the critic loss.")
@@ -260,7 +266,7 @@ class ModelParams:
     adaptive_stddev: bool = param(
         True, "Gaussian policy: std is an output of the network (else a free parameter)."
     )
-    initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation.")
+    initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation (> 0).")
 
 
 @dataclass

@@ -6,7 +6,9 @@ import dataclasses
 import logging
 import math
 import os
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from surge.cfg.config import core_fields, env_frameskip, minibatches_to_accumulate
@@ -122,7 +124,13 @@ def _field_defaults(cfg: Any) -> dict[str, Any]:
 
 def validate_cfg(cfg: Any) -> None:
     """Raises `ConfigError` naming the first invalid field and how to fix it. Accepted flags
-    without effect are not errors: `config_notes` lists them for the run's log."""
+    without effect are not errors: `config_notes` lists them for the run's log.
+
+    Reads the file system (the experiment folder must lie inside --train_dir and, for training,
+    be creatable: `check_experiment_name`, `check_train_dir`) and, only for
+    `--policy_mapping=agent_index` with several policies, makes the env once to count its agents
+    (`check_policy_mapping`); writes nothing."""
+    check_experiment_name(cfg.train_dir, cfg.experiment)
     _check_numbers(cfg)
     from surge.sampling.policy_mapping import mapping_names
 
@@ -174,6 +182,7 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError(
             "num_policies", f"at most 127 policies (int8 policy ids), got {cfg.num_policies}.", ""
         )
+    check_policy_mapping(cfg)
     from surge.learning.algorithm import get_algorithm
 
     get_algorithm(cfg.algo).validate(cfg)
@@ -211,6 +220,162 @@ def validate_cfg(cfg: Any) -> None:
             raise ConfigError("device", "no CUDA device is available to this process.", "pass --device=cpu.")
     if cfg.train_for_env_steps < 0 or cfg.train_for_seconds < 0:
         raise ConfigError("train_for_env_steps", "budgets must be >= 0.", "")
+    # training writes the folder; enjoy (eval_params set) only reads it, and a benchmark writes
+    # nothing there
+    writes = not getattr(cfg, "benchmark", False) and cfg.algo != "DUMMY_SAMPLER"
+    if getattr(cfg, "eval_params", None) is None and writes:
+        check_train_dir(cfg.train_dir, cfg.experiment)
+
+
+# ------------------------------------------------------------------------------- policy mapping
+
+
+def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
+    """Refuses policies that the built-in mappings can never pick, whose learners would idle for
+    the whole run and whose checkpoints would stay untrained: with `agent_index`, policies
+    `num_agents`..`num_policies-1` (agent i acts as policy i mod num_policies); with `env_index`,
+    policies beyond the run's env objects (num_workers x num_envs_per_worker). `random` picks every
+    policy; a registered mapping is the user's to check.
+
+    Args:
+        num_agents: agents of one env object; None makes the env once to count them (only for
+            agent_index with several policies); an env that cannot be made here is not checked
+            (the run's start reports why, and `surge.runtime.components.env_info` checks again
+            with the agents it counts).
+    Raises:
+        ConfigError: on --num_policies, naming the idle policies and the alternatives.
+    """
+    n = cfg.num_policies
+    if n <= 1 or cfg.policy_mapping not in ("agent_index", "env_index"):
+        return
+    if cfg.policy_mapping == "env_index":
+        acting = cfg.num_workers * cfg.num_envs_per_worker
+        what = (
+            f"env k acts as policy k mod {n}, and the run has {acting} env(s) "
+            f"(--num_workers={cfg.num_workers} x --num_envs_per_worker={cfg.num_envs_per_worker})"
+        )
+        fix = (
+            f"pass --num_policies={acting} or fewer, or more envs (--num_workers x "
+            f"--num_envs_per_worker >= {n}), or --policy_mapping=random."
+        )
+    else:
+        if num_agents is None:
+            num_agents = _count_agents(cfg)
+            if num_agents is None:
+                return
+        acting = num_agents
+        what = f"agent i of an env acts as policy i mod {n}, and {cfg.env!r} has {acting} agent(s) per env"
+        fix = (
+            f"pass --num_policies={acting}" + (" or fewer" if acting > 1 else "") + " (one policy "
+            "per agent), or --policy_mapping=random or env_index to give all agents of an env to one "
+            "policy."
+        )
+    if acting >= n:
+        return
+    idle = list(range(acting, n))
+    shown = (
+        f"policies {', '.join(map(str, idle[:-1]))} and {idle[-1]}" if len(idle) > 1 else f"policy {idle[0]}"
+    )
+    raise ConfigError(
+        "num_policies",
+        f"{shown} would never act with --policy_mapping={cfg.policy_mapping}: {what}; "
+        f"{'their learners' if len(idle) > 1 else 'its learner'} would idle for the whole run.",
+        fix,
+    )
+
+
+def _count_agents(cfg: Any) -> int | None:
+    """Agents of one env object of `cfg` (makes the env once, then closes it); None when the env
+    cannot be made here."""
+    from surge.envs.registry import make_env
+
+    try:
+        env = make_env(cfg)
+    except Exception:  # noqa: BLE001 - the env's own error comes at the run's start, from env_info
+        return None
+    try:
+        return int(env.num_agents)
+    finally:
+        env.close()
+
+
+# ------------------------------------------------------------------------------- experiment folder
+
+
+def check_experiment_name(train_dir: str, experiment: str) -> None:
+    """The experiment folder `train_dir/experiment` lies strictly inside `train_dir`: `experiment`
+    is a folder name (or a relative path such as `group/run`) that is not empty, not absolute and
+    does not climb out with `..`. Lexical only (a symlinked experiment folder is fine), reads
+    nothing. `surge train` and `surge enjoy` both check it (`validate_cfg`, `ExperimentFolder`).
+
+    Raises:
+        ConfigError: on --experiment, saying where the run would have gone.
+    """
+    fix = (
+        "pass a folder name, e.g. --experiment=my_run; choose where runs go with --train_dir "
+        "(each experiment is a folder inside it)."
+    )
+    if not isinstance(experiment, str) or not experiment.strip():
+        raise ConfigError(
+            "experiment",
+            f"is empty ({experiment!r}): the run would write cfg.json, its checkpoints and the done "
+            f"marker straight into --train_dir={train_dir}, mixed with every other experiment.",
+            fix,
+        )
+    if "\0" in experiment:
+        raise ConfigError("experiment", f"holds a NUL character ({experiment!r}).", fix)
+    norm = os.path.normpath(experiment)
+    if (
+        os.path.isabs(experiment)
+        or norm == os.curdir
+        or norm == os.pardir
+        or norm.startswith(os.pardir + os.sep)
+    ):
+        where = os.path.normpath(os.path.join(train_dir, experiment))
+        raise ConfigError(
+            "experiment",
+            f"{experiment!r} is not a folder inside --train_dir={train_dir}: the experiment folder "
+            f"would be {where}.",
+            fix,
+        )
+
+
+def check_train_dir(train_dir: str, experiment: str) -> None:
+    """The experiment folder `train_dir/experiment` exists as a writable folder or can be created:
+    its nearest existing parent must be a folder in which this process can create a folder (tried
+    with a temporary folder, removed at once, so no file is left; `os.access` says yes to root
+    where the file system says no, as in /proc).
+
+    Raises:
+        ConfigError: on --train_dir (or --experiment when that name is taken by a file), naming
+            the path and the OS's reason.
+    """
+    root = Path(train_dir)
+    folder = root / experiment
+    fix = "pass a --train_dir in a folder you can write to, e.g. --train_dir=./train_dir."
+    for path, field in ((root, "train_dir"), (folder, "experiment")):
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise ConfigError(
+                field,
+                f"{path} exists and is not a folder, so the run cannot write its experiment folder there.",
+                fix if field == "train_dir" else "pass another --experiment name, or move the file away.",
+            )
+    existing = folder
+    while not os.path.isdir(existing) and existing != existing.parent:
+        if os.path.lexists(existing):  # a file (or a broken link) on the way
+            break
+        existing = existing.parent
+    try:
+        if not os.path.isdir(existing):
+            raise NotADirectoryError(f"{existing} is not a folder")
+        os.rmdir(tempfile.mkdtemp(prefix=".surge_write_check_", dir=existing))
+    except OSError as e:
+        why = e.strerror or str(e)
+        raise ConfigError(
+            "train_dir",
+            f"cannot create or write the experiment folder {folder}: {why} (in {existing}).",
+            fix,
+        ) from None
 
 
 def _check_accumulation(cfg: Any) -> None:
@@ -290,6 +455,36 @@ def _check_numbers(cfg: Any) -> None:
                 f"a time in seconds in [{low}, {threading.TIMEOUT_MAX:.3g}], got {v}.",
                 f"pass --{name} >= {low}" + (", e.g. 120." if low > 0 else "."),
             )
+    if cfg.reward_scale <= 0:
+        raise ConfigError(
+            "reward_scale",
+            f"rewards are multiplied by it before learning, got {cfg.reward_scale}: 0 erases every "
+            "reward (nothing is learned) and a negative scale trains the agent to minimise its return.",
+            "pass --reward_scale > 0 (1 keeps the rewards, e.g. 0.1 for rewards in the hundreds); "
+            "to minimise a cost, negate the env's reward in a wrapper.",
+        )
+    if cfg.vtrace_rho <= 0:
+        raise ConfigError(
+            "vtrace_rho",
+            f"rho-bar truncates V-trace's importance weights from above, got {cfg.vtrace_rho}: at 0 "
+            "every advantage and value correction is 0 (nothing is learned), below 0 they change sign.",
+            "pass --vtrace_rho > 0, e.g. 1 (IMPALA's default).",
+        )
+    if cfg.vtrace_c < 0:
+        raise ConfigError(
+            "vtrace_c",
+            f"c-bar truncates V-trace's trace coefficients from above, got {cfg.vtrace_c}: below 0 "
+            "they change sign.",
+            "pass --vtrace_c >= 0, e.g. 1 (IMPALA's default; 0 gives one-step targets).",
+        )
+    if cfg.initial_stddev <= 0:
+        raise ConfigError(
+            "initial_stddev",
+            f"the Gaussian policy's initial standard deviation, got {cfg.initial_stddev}: its log "
+            "is a weight, log(0) = -inf (the weights go NaN at the first update) and a negative "
+            "deviation has no log.",
+            "pass --initial_stddev > 0, e.g. 1.0 (or 0.5 for a less random start).",
+        )
     if cfg.obs_scale <= 0:
         raise ConfigError(
             "obs_scale",

@@ -145,15 +145,19 @@ class CheckpointManager:
         Returns:
             the path written, or None when `state` holds a non-finite floating-point tensor: then
             nothing is written or removed (the previous checkpoint stays the latest), an error
-            naming the policy and the tensors is logged, and `last_refusal` says why.
+            naming the policy and the tensors is logged, and `last_refusal` says why ("N tensor(s)
+            hold NaN or inf (names)", the names in the state's order: model weights first).
         """
         bad = nonfinite_tensors(state)
         if bad:
             shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-            self.last_refusal = (
-                f"{len(bad)} tensor(s) hold NaN or inf ({shown}); the previous checkpoint stays the latest"
+            self.last_refusal = f"{len(bad)} tensor(s) hold NaN or inf ({shown})"
+            log.error(
+                "Not writing the %s checkpoint of %s: %s; the previous checkpoint stays the latest.",
+                kind,
+                self.name,
+                self.last_refusal,
             )
-            log.error("Not writing the %s checkpoint of %s: %s.", kind, self.name, self.last_refusal)
             return None
         path = self.folder / checkpoint_name(kind, policy_version, env_frames)
         atomic_torch_save(state, path)

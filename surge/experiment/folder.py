@@ -20,9 +20,18 @@ log = logging.getLogger("surge")
 
 
 class ExperimentFolder:
-    """Paths of one experiment. `policy_id` selects the per-policy folders."""
+    """Paths of one experiment. `policy_id` selects the per-policy folders.
+
+    Raises:
+        ConfigError: `cfg.experiment` does not name a folder inside `cfg.train_dir` (empty,
+            absolute, or climbing out with `..`; `surge.cfg.validate.check_experiment_name`),
+            for configs that did not come through `parse_cfg`.
+    """
 
     def __init__(self, cfg: Any):
+        from surge.cfg.validate import check_experiment_name
+
+        check_experiment_name(cfg.train_dir, cfg.experiment)
         self.root = Path(cfg.train_dir) / cfg.experiment
 
     @property

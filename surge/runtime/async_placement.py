@@ -93,6 +93,8 @@ class AsyncPlacement:
         self.restarts_to_report = 0
         self.stopping = False
         self.supervising = False  # after the start-up: replace crashed or hung workers
+        self.final_written: set[int] = set()  # see `Placement`
+        self.save_refusals: list[SaveRefused] = []
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -306,10 +308,8 @@ class AsyncPlacement:
                 report.last_env_fault = msg.last
             elif isinstance(msg, TrainStats):
                 report.train_stats[msg.policy_id] = msg.stats
-            elif isinstance(msg, Saved):
-                log.info("Saved %s", msg.path)
-            elif isinstance(msg, SaveRefused):
-                log.error("Policy %d: %s checkpoint not written: %s", msg.policy_id, msg.kind, msg.reason)
+            elif isinstance(msg, (Saved, SaveRefused)):
+                self._on_save(msg)
             elif isinstance(msg, ChildError):
                 if not msg.name.startswith(("rollout worker", "inference worker")):
                     raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
@@ -442,6 +442,21 @@ class AsyncPlacement:
             elif learner is not None and kind == "final":
                 self._save_published(p, counters)
 
+    def _on_save(self, msg: Saved | SaveRefused) -> None:
+        """A learner's report of a checkpoint: logged, and kept in `final_written` / `save_refusals`."""
+        if isinstance(msg, Saved):
+            log.info("Saved %s", msg.path)
+            if msg.kind == "final":
+                self.final_written.add(msg.policy_id)
+            return
+        log.error(
+            "Policy %d: %s checkpoint not written: %s; the previous checkpoint stays the latest.",
+            msg.policy_id,
+            msg.kind,
+            msg.reason,
+        )
+        self.save_refusals.append(msg)
+
     def _save_published(self, p: int, counters: dict[str, Any]) -> None:
         """The final checkpoint of policy `p` whose learner died: the weights it last published in
         shared memory (what inference acted with), with the optimizer state of its latest checkpoint
@@ -464,7 +479,10 @@ class AsyncPlacement:
             learner.load_state_dict(previous["learner"])
         learner.policy_version = loaded
         path = ckpt.save(checkpoint_state(self.model, learner, counters), loaded, counters["env_frames"])
-        if path is not None:
+        if path is None:  # CheckpointManager logged why
+            self.save_refusals.append(SaveRefused(p, "final", ckpt.last_refusal, int(counters["env_frames"])))
+        else:
+            self.final_written.add(p)
             log.warning(
                 "Learner %d died: wrote the final checkpoint %s from the weights it last published "
                 "(policy version %d, env frame %d), with the optimizer state of %s.",
@@ -503,10 +521,8 @@ class AsyncPlacement:
         for msg in self._drain(timeout=0.05):
             if isinstance(msg, TrainStats):
                 log_train_notes(msg.policy_id, msg.stats)
-            elif isinstance(msg, Saved):
-                log.info("Saved %s", msg.path)
-            elif isinstance(msg, SaveRefused):
-                log.error("Policy %d: %s checkpoint not written: %s", msg.policy_id, msg.kind, msg.reason)
+            elif isinstance(msg, (Saved, SaveRefused)):
+                self._on_save(msg)
             elif isinstance(msg, ChildError):
                 log.error("%s crashed:\n%s", msg.name, msg.traceback)
         self.procs.clear()

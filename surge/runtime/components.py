@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
+from surge.cfg.validate import check_policy_mapping
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
@@ -47,7 +48,8 @@ def env_info(cfg: Config) -> EnvInfo:
 
     Raises:
         EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
-        ConfigError: buffers and model would not fit in this machine's memory.
+        ConfigError: buffers and model would not fit in this machine's memory, or policies the
+            mapping can never pick (`surge.cfg.validate.check_policy_mapping`).
     """
     env = make_env(cfg)
     try:
@@ -57,6 +59,7 @@ def env_info(cfg: Config) -> EnvInfo:
     finally:
         env.close()
     check_env_spaces(cfg, info.observation_space, info.action_space, n)
+    check_policy_mapping(cfg, n)  # validation checked it too, unless the env could not be made there
     return info
 
 

@@ -97,14 +97,15 @@ def learner_process_main(ctx: LearnerContext) -> None:
 
         def run_item(item: tuple) -> None:
             if isinstance(item, SaveCommand):
+                frames = int(item.counters["env_frames"])
                 path = ckpt.save(
                     checkpoint_state(model, learner, item.counters),
                     learner.policy_version,
-                    item.counters["env_frames"],
-                    item.kind,
+                    frames,
+                    "checkpoint" if item.kind == "final" else item.kind,
                 )
                 if path is None:  # non-finite weights: the previous checkpoint stays the latest
-                    shared.report_queue.put(SaveRefused(p, item.kind, ckpt.last_refusal))
+                    shared.report_queue.put(SaveRefused(p, item.kind, ckpt.last_refusal, frames))
                 else:
                     shared.report_queue.put(Saved(p, item.kind, str(path)))
                 return
@@ -233,8 +234,7 @@ def _collect(
                             pool.release(first_slot, p)
                     if dropped:
                         log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
-                    cmd = SaveCommand("checkpoint", cmd.counters)
-                submit(cmd)
+                submit(cmd)  # a "final" one is written as a regular checkpoint, reported as final
         except Empty:
             pass
         try:

@@ -81,18 +81,22 @@ class TrainStats(NamedTuple):
 
 
 class Saved(NamedTuple):
+    """A learner wrote the checkpoint `path` of `kind` ("final": the regular checkpoint at the stop)."""
+
     policy_id: int
     kind: str
     path: str
 
 
 class SaveRefused(NamedTuple):
-    """A learner did not write a checkpoint of `kind` (non-finite weights): `reason` says why; the
-    previous checkpoint stays the latest."""
+    """A checkpoint of `kind` ("final": the one at the stop) was not written because the state held
+    non-finite values: `reason` names the tensors; `env_frames` is the run's env frame count of
+    the save. The previous checkpoint stays the latest."""
 
     policy_id: int
     kind: str
     reason: str
+    env_frames: int
 
 
 class LearnerReady(NamedTuple):

@@ -17,6 +17,7 @@ from torch import nn
 
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.learning.base import LearnerBase
+from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
 
 
@@ -39,10 +40,17 @@ class StepReport:
 
 
 class Placement(Protocol):
-    """Where the components run. `num_agents`: agent steps per env step; `frameskip`: frames per env step."""
+    """Where the components run. `num_agents`: agent steps per env step; `frameskip`: frames per env step.
+
+    What became of the checkpoints, complete once `close` returned: `final_written` holds the
+    policies whose final checkpoint (`save("final", ...)`) was written; `save_refusals` lists every
+    checkpoint not written because its state held a NaN or inf, oldest first (kind "final" for
+    the final one)."""
 
     num_agents: int
     frameskip: int
+    final_written: set[int]
+    save_refusals: list[SaveRefused]
 
     def start(self) -> None:
         """Builds the components (and starts processes); restores the resume state if any."""

@@ -27,6 +27,7 @@ from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.runtime.components import Components, build_components
+from surge.runtime.messages import SaveRefused
 from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
 from surge.sampling.env_state import EnvStateUnsupported
 
@@ -232,6 +233,8 @@ class SerialPlacement:
         self.interrupted = False  # Ctrl+C / SIGTERM: see `interrupt`
         self.stepping = False  # inside `step`: a save now (second Ctrl+C) cannot hold the sampler's state
         self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
+        self.final_written: set[int] = set()  # see `Placement`
+        self.save_refusals: list[SaveRefused] = []
 
     def start(self) -> None:
         if self.cfg.num_torch_threads > 0:  # 0 keeps torch's own count (one thread per core)
@@ -371,7 +374,6 @@ class SerialPlacement:
         if c is None:
             return
         final = kind == "final"
-        kind = "checkpoint" if final else kind
         for p, learner in enumerate(c.learners):
             if policy_id is not None and p != policy_id:
                 continue
@@ -379,11 +381,20 @@ class SerialPlacement:
                 checkpoint_state(c.models[p], learner, counters),
                 learner.policy_version,
                 counters["env_frames"],
-                kind,
+                "checkpoint" if final else kind,
             )
-            if path is not None:  # else CheckpointManager logged why
+            if path is not None:
                 log.info("Saved %s", path)
-        if final and policy_id in (None, len(c.learners) - 1):
+                if final:
+                    self.final_written.add(p)
+            else:  # CheckpointManager logged why
+                self.save_refusals.append(
+                    SaveRefused(p, kind, self.ckpts[p].last_refusal, int(counters["env_frames"]))
+                )
+        # a refused final checkpoint leaves the previous one the latest: the sampler state that
+        # matches it (if any) stays, a new one would match no checkpoint
+        final_refused = any(r.kind == "final" for r in self.save_refusals)
+        if final and policy_id in (None, len(c.learners) - 1) and not final_refused:
             self._save_sampler_state(int(counters["env_frames"]))
 
     def _save_sampler_state(self, env_frames: int) -> None:

@@ -48,8 +48,10 @@ class TrainingRun:
     """Runs `cfg` in its experiment folder; `run()` returns the final status string.
 
     Status: "done" (budget reached), "interrupted" (Ctrl+C / SIGTERM; a checkpoint was saved),
-    "already_done" (the folder holds a finished run), "failed" (a child process crashed; its
-    traceback is in the log, the last checkpoint was saved if the learner was alive).
+    "already_done" (the folder holds a finished run), "failed" (a child process crashed: its
+    traceback is in the log, the last checkpoint was saved if the learner was alive; or a policy's
+    final checkpoint could not be written, e.g. its weights went NaN: the log names the tensors,
+    and no `done` is written).
     """
 
     def __init__(self, cfg: Config):
@@ -143,7 +145,7 @@ class TrainingRun:
             cfg, self.ckpts, resume_states, None if cfg.benchmark else folder.sampler_state_file
         )
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        finished = failed = False
+        finished = failed = saving = False
         try:
             p.start()
             p.limit_env_steps(math.ceil((cfg.train_for_env_steps - m.env_frames) / p.frameskip))
@@ -165,12 +167,16 @@ class TrainingRun:
             try:
                 m.tick(force=True)
                 if not cfg.benchmark and hasattr(self, "start_time"):
+                    # an algorithm without a learner has no weights to save
+                    saving = get_algorithm(cfg.algo).trains and not cfg.sampler_only
                     self._save_all("final")
             finally:
                 p.close()
                 m.close()
         self._summarise()
         if failed:
+            return "failed"
+        if saving and not self._final_checkpoints_written():
             return "failed"
         if not finished:
             log.info(
@@ -183,6 +189,44 @@ class TrainingRun:
             folder.done_file.write_text(f"env_frames={m.env_frames}\n")
         log.info("Training finished: %d env frames.", m.env_frames)
         return "done"
+
+    def _final_checkpoints_written(self) -> bool:
+        """True when every policy's final checkpoint was written; else logs, per policy, why not
+        and where its weights were first found non-finite (the first refused save names the
+        tensors that were non-finite then), and that the run is not marked done."""
+        p, folder = self.placement, self.folder
+        missing = [i for i in range(self.cfg.num_policies) if i not in p.final_written]
+        for i in missing:
+            refusals = [r for r in p.save_refusals if r.policy_id == i]
+            final = next((r for r in refusals if r.kind == "final"), None)
+            if final is None:
+                why = "its learner stopped without writing it (see the errors above)"
+            else:
+                why = final.reason
+                first = refusals[0]
+                if first is not final:  # an earlier save saw the weights non-finite first
+                    why += (
+                        f"; they went non-finite by env frame {first.env_frames}, where the "
+                        f"{first.kind} save was refused: {first.reason}"
+                    )
+            latest = self.ckpts[i].latest()
+            log.error(
+                "Policy %d: the final checkpoint was not written: %s. %s",
+                i,
+                why,
+                f"The latest checkpoint is {latest.relative_to(folder.root)}."
+                if latest is not None
+                else "It has no checkpoint.",
+            )
+        if missing:
+            log.error(
+                "Training failed: the final weights of %s could not be saved, so the run is not "
+                "marked done. Lower --learning_rate or --max_grad_norm, check --reward_scale and the "
+                "env's rewards, and restart with --restart_behavior=restart (or resume from the "
+                "latest checkpoint).",
+                ", ".join(f"policy {i}" for i in missing),
+            )
+        return not missing
 
     def _summarise(self) -> None:
         """Throughput from the first env steps to the end (start-up excluded), in `self.summary`;

@@ -162,3 +162,57 @@ def test_checkpoint_with_nonfinite_weights_is_refused_and_the_previous_stays_lat
     with caplog.at_level(logging.ERROR, logger="surge"):  # the run's managers name their policy
         assert CheckpointManager(tmp_path, policy_id=1).save(poisoned, 2, 200) is None
     assert "checkpoint of policy 1" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "serial_mode",
+    [True, pytest.param(False, marks=pytest.mark.slow)],  # async: ~30 s of process starts
+)
+def test_a_run_whose_final_weights_are_not_finite_exits_non_zero_and_is_not_marked_done(
+    tmp_path, monkeypatch, serial_mode
+):
+    """Issue 24: --initial_stddev=0 on Pendulum made log_std = log(0) = -inf, so no checkpoint could
+    be written, yet the run exited 0, said "Training finished" and wrote `done`. Validation now
+    refuses that value, so the config is poisoned behind its back (as a config built by hand could
+    be): the learners, in this process or in the async placement's learner process, build the
+    model with log_std = -inf."""
+    import surge.train
+    from surge.cli import main
+
+    real_parse = surge.train.parse_cfg
+
+    def poisoned(argv):
+        cfg = real_parse(argv)
+        cfg.initial_stddev = 0.0
+        return cfg
+
+    monkeypatch.setattr(surge.train, "parse_cfg", poisoned)
+    argv = [
+        "train",
+        "--env=Pendulum-v1",  # the defaults its spaces choose: a state-independent log_std
+        "--experiment=nan_weights",
+        f"--train_dir={tmp_path}",
+        f"--serial_mode={serial_mode}",
+        "--num_workers=1",
+        "--num_envs_per_worker=2",
+        "--rollout=16",
+        "--recurrence=1",
+        "--batch_size=32",
+        "--num_batches_per_iteration=1",
+        "--ppo_epochs=1",
+        "--train_for_env_steps=96",
+        "--save_every_sec=0",  # a checkpoint after every iteration: each one refused
+        "--decorrelate_experience_max_seconds=0",
+        "--set_workers_cpu_affinity=False",
+        "--seed=1",
+    ]
+    assert main(argv) == 1
+    exp = tmp_path / "nan_weights"
+    assert not (exp / "done").exists()
+    assert not list((exp / "checkpoint_p0").glob("*.pth"))
+    log = (exp / "surge_log.txt").read_text()
+    assert "Training finished" not in log
+    final = next(line for line in log.splitlines() if "the final checkpoint was not written" in line)
+    assert "Policy 0" in final and "model.log_std" in final, final
+    assert "went non-finite by env frame" in final and "It has no checkpoint" in final, final
+    assert "could not be saved, so the run is not marked done" in log

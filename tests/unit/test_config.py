@@ -1,6 +1,7 @@
 """Config CLI: Sample Factory spelling, defaults, YAML, family overrides, validation, round trip."""
 
 import json
+import os
 
 import pytest
 
@@ -180,6 +181,14 @@ def test_help_lists_family_parameters(capsys):
         (["--seed=99999999999999999999"], "seed", "2**32"),
         (["--seed=-1"], "seed", "2**32"),
         (["--encoder_mlp_layers", "64", "0"], "encoder_mlp_layers", ">= 1"),
+        # issue 24: values that make a run meaningless, or crash it with a torch error
+        (["--vtrace_rho=-1"], "vtrace_rho", "> 0"),
+        (["--vtrace_rho=0"], "vtrace_rho", "> 0"),
+        (["--vtrace_c=-0.5"], "vtrace_c", ">= 0"),
+        (["--reward_scale=-1"], "reward_scale", "> 0"),
+        (["--reward_scale=0"], "reward_scale", "> 0"),
+        (["--initial_stddev=0"], "initial_stddev", "> 0"),
+        (["--initial_stddev=-1"], "initial_stddev", "> 0"),
     ],
 )
 def test_harmful_values_are_refused_naming_the_field_and_the_fix(argv, field, fix, tmp_path):
@@ -276,3 +285,140 @@ def test_with_wandb_without_a_login_is_refused_and_offline_mode_is_allowed(monke
     monkeypatch.delenv("WANDB_MODE")
     monkeypatch.setenv("WANDB_API_KEY", "x" * 40)
     assert parse_cfg(argv).with_wandb is True
+
+
+# ------------------------------------------------------------------ issue 24: experiment folder
+
+
+@pytest.mark.parametrize(
+    "experiment,where",
+    [
+        ("../../etc", "etc"),  # two levels above --train_dir
+        ("..", ""),
+        ("a/../..", ""),
+        ("/tmp/elsewhere", "/tmp/elsewhere"),
+    ],
+)
+def test_an_experiment_name_outside_the_train_dir_is_refused(experiment, where, tmp_path):
+    train_dir = tmp_path / "a" / "b"
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=cartpole", f"--train_dir={train_dir}", f"--experiment={experiment}"])
+    assert e.value.field == "experiment" and "--experiment=" in e.value.fix, str(e.value)
+    assert "not a folder inside --train_dir" in e.value.problem and where in e.value.problem
+    assert not any(tmp_path.rglob("*")), "nothing is written"
+
+
+@pytest.mark.parametrize("experiment", ["", "  "])
+def test_an_empty_experiment_name_is_refused(experiment, tmp_path):
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", f"--experiment={experiment}"])
+    assert e.value.field == "experiment" and "empty" in e.value.problem, str(e.value)
+
+
+def test_experiment_names_inside_the_train_dir_are_accepted(tmp_path):
+    for name in ("run", "group/run", "./run", "a/../run"):
+        cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", f"--experiment={name}"])
+        from surge.experiment.folder import ExperimentFolder
+
+        root = ExperimentFolder(cfg).root.resolve()
+        assert tmp_path.resolve() in root.parents, name
+
+
+def test_experiment_folder_refuses_a_name_outside_the_train_dir_of_a_hand_built_config(tmp_path):
+    from surge.experiment.folder import ExperimentFolder
+
+    cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}"])
+    cfg.experiment = "../outside"
+    with pytest.raises(ConfigError, match="--experiment"):
+        ExperimentFolder(cfg)
+
+
+def test_enjoy_refuses_an_experiment_name_outside_the_train_dir(tmp_path, capsys):
+    from surge.cli import main
+
+    assert main(["enjoy", "--env=cartpole", f"--train_dir={tmp_path}", "--experiment=../x"]) == 2
+    err = capsys.readouterr().err
+    assert "--experiment" in err and "not a folder inside --train_dir" in err, err
+
+
+# ------------------------------------------------------------------ issue 24: train dir
+
+
+def _unwritable_train_dirs(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    dirs = [(str(a_file / "x"), "train_dir"), (str(a_file), "train_dir")]
+    if os.path.isdir("/proc/self"):  # procfs refuses new folders, even to root
+        dirs.append(("/proc/x", "train_dir"))
+    return dirs
+
+
+def test_a_train_dir_that_cannot_be_created_is_refused_with_one_line(tmp_path, capsys):
+    from surge.cli import main
+
+    for train_dir, field in _unwritable_train_dirs(tmp_path):
+        code = main(["train", "--env=cartpole", f"--train_dir={train_dir}", "--serial_mode=True"])
+        err = capsys.readouterr().err
+        assert code == 2, (train_dir, err)
+        assert err.startswith(f"surge train: error: --{field}: ") and "Fix: pass a --train_dir" in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert [p.name for p in tmp_path.iterdir()] == ["a_file"]
+
+
+def test_an_experiment_name_taken_by_a_file_is_refused(tmp_path):
+    (tmp_path / "exp").write_text("")
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", "--experiment=exp"])
+    assert e.value.field == "experiment" and "not a folder" in e.value.problem
+
+
+def test_the_train_dir_check_leaves_nothing_behind(tmp_path):
+    parse_cfg(["--env=cartpole", f"--train_dir={tmp_path / 'new' / 'dir'}"])
+    assert not any(tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ issue 24: idle policies
+
+
+@pytest.mark.parametrize(
+    "argv,idle",
+    [
+        (["--num_policies=3", "--policy_mapping=agent_index"], "policies 1 and 2"),
+        (["--num_policies=2", "--policy_mapping=agent_index"], "policy 1"),
+        (
+            ["--num_policies=3", "--policy_mapping=env_index", "--num_workers=1", "--num_envs_per_worker=2"],
+            "policy 2",
+        ),
+    ],
+)
+def test_policies_the_mapping_can_never_pick_are_refused(argv, idle, tmp_path):
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", *argv])  # one agent per env
+    assert e.value.field == "num_policies" and e.value.problem.startswith(f"{idle} would never act"), str(
+        e.value
+    )
+    assert "--num_policies=" in e.value.fix and "--policy_mapping=random" in e.value.fix
+
+
+def test_policies_every_agent_or_env_can_pick_are_accepted(tmp_path):
+    from surge.cfg.validate import check_policy_mapping
+
+    base = ["--env=cartpole", f"--train_dir={tmp_path}", "--num_policies=2"]
+    cfg = parse_cfg([*base, "--policy_mapping=env_index", "--num_workers=1", "--num_envs_per_worker=2"])
+    assert cfg.num_policies == 2
+    assert parse_cfg([*base, "--policy_mapping=random"]).num_policies == 2
+    cfg.policy_mapping = "agent_index"
+    check_policy_mapping(cfg, num_agents=2)  # a two-player env: one policy per player
+    with pytest.raises(ConfigError):
+        check_policy_mapping(cfg, num_agents=1)
+
+
+def test_the_run_start_refuses_idle_policies_of_a_config_validation_did_not_see(tmp_path):
+    """A hand-built config, or one whose env could not be made during validation: env_info, which
+    counts the agents anyway, refuses before anything is allocated."""
+    from surge.runtime.components import env_info
+
+    cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}"])
+    cfg.num_policies, cfg.policy_mapping = 2, "agent_index"
+    with pytest.raises(ConfigError, match="--num_policies: policy 1 would never act"):
+        env_info(cfg)
