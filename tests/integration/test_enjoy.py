@@ -8,6 +8,7 @@ import os
 import signal
 
 import pytest
+import torch
 
 import surge.enjoy
 from surge.cfg.cli import parse_cfg
@@ -29,9 +30,14 @@ def train_dir(tmp_path_factory):
             "--num_envs_per_worker=2",
             "--train_for_env_steps=256",
             "--seed=0",
+            "--num_torch_threads=1",  # torch's default threads crawl on a busy machine (issue 24, item 7)
         ]
     )
-    assert train(cfg) == "done"
+    threads = torch.get_num_threads()
+    try:
+        assert train(cfg) == "done"
+    finally:
+        torch.set_num_threads(threads)  # the serial placement sets it in this process
     return root
 
 
