@@ -69,15 +69,17 @@ def _held_shm() -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc: Linux")
-def test_children_exit_within_two_seconds_of_a_killed_main_at_load_8(tmp_path):
+@pytest.mark.parametrize(
+    "entry", [["surge.cli", "train"], ["surge.train"]], ids=["surge train", "-m surge.train"]
+)
+def test_children_exit_within_two_seconds_of_a_killed_main_at_load_8(tmp_path, entry):
     """The main process is killed the moment its inference and rollout workers are spawned: the
     learner is running by then, the others are still starting (the case that used to be missed)."""
     shm_before = _shm()
     cmd = [
         sys.executable,
         "-m",
-        "surge.cli",
-        "train",
+        *entry,  # each child re-imports the main module before it can set PR_SET_PDEATHSIG
         "--env=CartPole-v1",
         "--encoder_mlp_layers",
         "32",
