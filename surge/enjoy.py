@@ -293,8 +293,8 @@ def main(argv: list[str] | None = None) -> int:
         cfg = parse_cfg(argv, evaluation=True)
         setup_logging()
         result = enjoy(cfg)
-    except KeyboardInterrupt:  # before the play started: nothing to sum up
-        print("surge enjoy: interrupted (Ctrl+C) before any episode finished", file=sys.stderr)
+    except KeyboardInterrupt:  # outside the play (loading, writing the video): nothing to sum up
+        print("surge enjoy: interrupted (Ctrl+C)", file=sys.stderr)
         return EXIT_INTERRUPTED
     returns = result["returns"]
     if result["interrupted"]:

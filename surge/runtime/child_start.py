@@ -37,8 +37,8 @@ def die_with_parent() -> None:
     """
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux/glibc: no such guard
-        return
+    except (OSError, AttributeError):  # not Linux/glibc: no such guard, only the check below
+        pass
     parent = multiprocessing.parent_process()
     if parent is not None and os.getppid() != parent.pid:
         os._exit(1)
