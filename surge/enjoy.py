@@ -6,6 +6,13 @@ Training-only wrappers are switched off (Atari's episodic life), so returns are 
 With --eval_env_frameskip (Doom: 1) the env runs at that frameskip and each action repeats
 env_frameskip / eval_env_frameskip times, every frame rendered, as Sample Factory's enjoy does;
 episode lengths are then in steps of the eval env.
+
+When it stops: after --max_num_episodes episodes or --max_num_frames env frames. Without
+--max_num_episodes, a window plays until it is closed (Sample Factory's 10⁹ episodes), and with no
+window (--no_render, --save_video, or no display) enjoy stops after `HEADLESS_EPISODES` (10) and
+says so. Ctrl+C stops it too: the finished episodes are summed up and the exit status is 130
+(`EXIT_INTERRUPTED`, what a shell reports for a program ended by SIGINT), so a script can tell an
+interrupted evaluation from a complete one.
 """
 
 from __future__ import annotations
@@ -31,6 +38,14 @@ from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.models.actor_critic import make_actor_critic
 
 log = logging.getLogger("surge")
+
+#: episodes played without a window when --max_num_episodes is not given: the number Sample
+#: Factory's docs pass for evaluations and videos (--max_num_episodes=10)
+HEADLESS_EPISODES = 10
+#: ... and with a window: Sample Factory's default, until the person closes it
+WINDOW_EPISODES = int(1e9)
+#: exit status of `surge enjoy` stopped by Ctrl+C (128 + SIGINT)
+EXIT_INTERRUPTED = 130
 
 
 def _obs_tensor(obs_list: list, device: torch.device) -> Any:
@@ -70,19 +85,121 @@ def render_mode(cfg: Config) -> str | None:
     return "human"
 
 
-def enjoy(cfg: Config) -> dict[str, Any]:
-    """Plays `max_num_episodes` episodes (the enjoy section, `cfg.eval_params`) with the
-    experiment's checkpoint.
+def check_enjoy_params(cfg: Config) -> None:
+    """Refuses enjoy flags that would make it play nothing.
 
-    Returns:
-        {"returns": [per-episode return], "lengths": [env steps], "video": path or None}.
     Raises:
-        SurgeError: when the experiment has no loadable checkpoint.
+        ConfigError: --max_num_episodes or --max_num_frames below 1.
     """
     ev = enjoy_params(cfg)
+    if ev.max_num_episodes is not None and ev.max_num_episodes < 1:
+        raise ConfigError(
+            "max_num_episodes",
+            f"must be at least 1, got {ev.max_num_episodes}: no episode would be played.",
+            f"pass --max_num_episodes=N with N >= 1, or leave it unset ({HEADLESS_EPISODES} episodes "
+            "without a window, until the window is closed with one).",
+        )
+    if ev.max_num_frames < 1:
+        raise ConfigError(
+            "max_num_frames",
+            f"must be at least 1, got {ev.max_num_frames}: no env frame would be played.",
+            "pass --max_num_frames=N with N >= 1, or leave it unset (no limit).",
+        )
+
+
+def episode_limit(cfg: Config, mode: str | None) -> int:
+    """Episodes to play: --max_num_episodes when given; else, with a window (`mode` "human"),
+    `WINDOW_EPISODES` (until the person closes it), and without one (`mode` None or "rgb_array",
+    see `render_mode`) `HEADLESS_EPISODES`: nobody can close a window that is not there."""
+    given = enjoy_params(cfg).max_num_episodes
+    if given is not None:
+        return given
+    return WINDOW_EPISODES if mode == "human" else HEADLESS_EPISODES
+
+
+def _no_checkpoint(cfg: Config, folder: ExperimentFolder) -> ConfigError:
+    """The error for an experiment with no checkpoint of the kind asked for, with the advice that
+    fits: the train command that creates it, what the train dir holds, or the other kind."""
+    ev = enjoy_params(cfg)
+    train_dir = Path(cfg.train_dir)
+    train = f"surge train --env={cfg.env} --experiment={cfg.experiment}"
+    if cfg.train_dir != Config.__dataclass_fields__["train_dir"].default:
+        train += f" --train_dir={cfg.train_dir}"
+    if not folder.root.is_dir():
+        names = (
+            sorted(p.name for p in train_dir.iterdir() if p.is_dir() and (p / "cfg.json").is_file())
+            if train_dir.is_dir()
+            else []
+        )
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        there = (
+            f"{train_dir} does not exist"
+            if not train_dir.is_dir()
+            else f"{train_dir} holds {shown}"
+            if names
+            else f"{train_dir} holds no experiment"
+        )
+        return ConfigError(
+            "experiment",
+            f"no experiment {cfg.experiment!r} to play: looked for its checkpoints in {folder.root}, "
+            f"which does not exist ({there}).",
+            f"train it first ({train})"
+            + (", or pass --experiment=NAME of one that exists" if names else "")
+            + ", or pass the --train_dir it was trained in.",
+        )
+    ckpts = folder.checkpoints(ev.policy_index)
+    kind = ev.load_checkpoint_kind
+    other = "best" if kind == "latest" else "latest"
+    if CheckpointManager(ckpts).latest(other) is not None:
+        return ConfigError(
+            "load_checkpoint_kind",
+            f"experiment {cfg.experiment!r} has no {kind} checkpoint in {ckpts}, but it has a {other} one.",
+            f"pass --load_checkpoint_kind={other}.",
+        )
+    return ConfigError(
+        "experiment",
+        f"experiment {cfg.experiment!r} has no checkpoint to play in {ckpts} (a run stopped before "
+        "its first checkpoint saves none).",
+        f"train it ({train}; the same command resumes a stopped run).",
+    )
+
+
+def enjoy(cfg: Config) -> dict[str, Any]:
+    """Plays episodes (until `episode_limit` or --max_num_frames; the enjoy section is
+    `cfg.eval_params`) with the experiment's checkpoint. Ctrl+C (KeyboardInterrupt) while playing
+    ends the play: the result then holds the episodes finished before it.
+
+    Returns:
+        {"returns": [per-episode return], "lengths": [env steps], "video": path or None,
+        "interrupted": whether Ctrl+C ended the play}.
+    Raises:
+        ConfigError: an enjoy flag that would play nothing (`check_enjoy_params`), a policy index
+            the experiment does not have, or no checkpoint of the kind asked for (the message says
+            what exists and how to create it).
+        SurgeError: the experiment's checkpoints exist but none loads.
+    """
+    check_enjoy_params(cfg)
+    ev = enjoy_params(cfg)
     folder = ExperimentFolder(cfg)
+    if not 0 <= ev.policy_index < cfg.num_policies:
+        raise ConfigError(
+            "policy_index",
+            f"the experiment trained {cfg.num_policies} polic{'y' if cfg.num_policies == 1 else 'ies'}.",
+            f"pass --policy_index between 0 and {cfg.num_policies - 1}.",
+        )
+    ckpt = CheckpointManager(folder.checkpoints(ev.policy_index))
+    if not ev.checkpoint_path and ckpt.latest(ev.load_checkpoint_kind) is None:
+        raise _no_checkpoint(cfg, folder)  # before the env is made: nothing to play
     cfg.batched_sampling = False
     mode = render_mode(cfg)
+    max_episodes = episode_limit(cfg, mode)
+    if ev.max_num_episodes is None and mode != "human":
+        why = "--save_video" if ev.save_video else "--no_render" if ev.no_render else "no display"
+        log.info(
+            "No window (%s): stopping after %d episodes; pass --max_num_episodes=N for more.",
+            why,
+            max_episodes,
+        )
     family = find_family(cfg.env)
     env_name = family.eval_env_name(cfg.env) if family.eval_env_name else cfg.env
     if env_name != cfg.env:
@@ -102,19 +219,11 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     env = make_env(cfg, render_mode=mode, env_name=env_name)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
     model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
-    if not 0 <= ev.policy_index < cfg.num_policies:
-        raise ConfigError(
-            "policy_index",
-            f"the experiment trained {cfg.num_policies} polic{'y' if cfg.num_policies == 1 else 'ies'}.",
-            f"pass --policy_index between 0 and {cfg.num_policies - 1}.",
-        )
-    ckpt = CheckpointManager(folder.checkpoints(ev.policy_index))
     state = ckpt.load(ev.load_checkpoint_kind, path=Path(ev.checkpoint_path) if ev.checkpoint_path else None)
     if state is None:
-        raise SurgeError(
-            f"no {ev.load_checkpoint_kind} checkpoint in {folder.checkpoints(ev.policy_index)}: train first "
-            f"(surge train --env={cfg.env} --experiment={cfg.experiment}) or pass --load_checkpoint_kind=latest."
-        )
+        env.close()
+        what = ev.checkpoint_path or f"any {ev.load_checkpoint_kind} checkpoint in {ckpt.folder}"
+        raise SurgeError(f"could not load {what} (the warnings above say why).")
     model.load_state_dict(state["model"])
     model.eval()
     n = env.num_agents
@@ -127,57 +236,73 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
     num_frames = 0
     delay = 1.0 / ev.fps if ev.fps > 0 and not ev.save_video else 0.0
-    while len(returns) < ev.max_num_episodes and num_frames < ev.max_num_frames:
-        out = model.act(_obs_tensor(obs, device), rnn, deterministic=ev.eval_deterministic)
-        actions = out.actions.cpu().numpy()
-        if isinstance(env.action_space, gym.spaces.Box):
-            actions = np.clip(actions, env.action_space.low, env.action_space.high)
-        rnn = out.rnn_states
-        for _ in range(action_repeat):  # the policy acts every env_frameskip frames, as in training
-            obs, rew, term, trunc, infos = env.step(list(actions))
-            num_frames += frameskip
-            ep_ret += np.asarray(rew, dtype=np.float64)
-            ep_len += 1
-            if ev.save_video and len(frames) < ev.video_frames:
-                frame = env.render()
-                if frame is not None:
-                    frames.append(np.asarray(frame))
-            elif mode == "human":
-                env.render()
-            if delay:
-                time.sleep(delay)
-            if any(term) or any(trunc):
-                break
-        for a in range(n):
-            if term[a] or trunc[a]:
-                ep = infos[a].get("episode")
-                r = float(np.asarray(ep["r"])) if ep is not None else float(ep_ret[a])
-                length = int(np.asarray(ep["l"])) if ep is not None else int(ep_len[a])
-                returns.append(r)
-                lengths.append(length)
-                log.info("Episode %d: return %.2f, length %d env steps", len(returns), r, length)
-                ep_ret[a], ep_len[a] = 0.0, 0
-                if rnn.shape[-1]:
-                    rnn[a] = 0.0
-    env.close()
+    interrupted = False
+    try:
+        while len(returns) < max_episodes and num_frames < ev.max_num_frames:
+            out = model.act(_obs_tensor(obs, device), rnn, deterministic=ev.eval_deterministic)
+            actions = out.actions.cpu().numpy()
+            if isinstance(env.action_space, gym.spaces.Box):
+                actions = np.clip(actions, env.action_space.low, env.action_space.high)
+            rnn = out.rnn_states
+            for _ in range(action_repeat):  # the policy acts every env_frameskip frames, as in training
+                obs, rew, term, trunc, infos = env.step(list(actions))
+                num_frames += frameskip
+                ep_ret += np.asarray(rew, dtype=np.float64)
+                ep_len += 1
+                if ev.save_video and len(frames) < ev.video_frames:
+                    frame = env.render()
+                    if frame is not None:
+                        frames.append(np.asarray(frame))
+                elif mode == "human":
+                    env.render()
+                if delay:
+                    time.sleep(delay)
+                if any(term) or any(trunc):
+                    break
+            for a in range(n):
+                if term[a] or trunc[a]:
+                    ep = infos[a].get("episode")
+                    r = float(np.asarray(ep["r"])) if ep is not None else float(ep_ret[a])
+                    length = int(np.asarray(ep["l"])) if ep is not None else int(ep_len[a])
+                    returns.append(r)
+                    lengths.append(length)
+                    log.info("Episode %d: return %.2f, length %d env steps", len(returns), r, length)
+                    ep_ret[a], ep_len[a] = 0.0, 0
+                    if rnn.shape[-1]:
+                        rnn[a] = 0.0
+    except KeyboardInterrupt:  # Ctrl+C: the episodes finished so far are the result
+        interrupted = True
+        log.info("Interrupted (Ctrl+C) after %d finished episode(s)", len(returns))
+    finally:
+        env.close()
     video = None
     if ev.save_video and frames:
         video = folder.root / (ev.video_name or "replay.mp4")
         _write_video(frames, video, ev.fps or 30)
-    if returns:
-        log.info("Mean return over %d episodes: %.2f", len(returns), float(np.mean(returns)))
-    return {"returns": returns, "lengths": lengths, "video": video}
+    return {"returns": returns, "lengths": lengths, "video": video, "interrupted": interrupted}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of `surge enjoy` / `python -m surge.enjoy`."""
-    cfg = parse_cfg(argv, evaluation=True)
-    setup_logging()
-    result = enjoy(cfg)
-    print(f"returns: {[round(r, 2) for r in result['returns']]}")
-    if result["returns"]:
-        print(f"mean return: {np.mean(result['returns']):.2f}")
-    return 0
+    """Entry point of `surge enjoy` / `python -m surge.enjoy`: prints the returns and their mean
+    (once) to stdout. Returns the exit status: 0, or `EXIT_INTERRUPTED` (130) after Ctrl+C.
+
+    Raises:
+        ConfigError, SurgeError: see `parse_cfg` and `enjoy` (the command prints them, exit 2).
+    """
+    try:
+        cfg = parse_cfg(argv, evaluation=True)
+        setup_logging()
+        result = enjoy(cfg)
+    except KeyboardInterrupt:  # outside the play (loading, writing the video): nothing to sum up
+        print("surge enjoy: interrupted (Ctrl+C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    returns = result["returns"]
+    if result["interrupted"]:
+        print(f"interrupted (Ctrl+C): {len(returns)} episode(s) finished")
+    print(f"returns: {[round(r, 2) for r in returns]}")
+    if returns:
+        print(f"mean return: {np.mean(returns):.2f} over {len(returns)} episode(s)")
+    return EXIT_INTERRUPTED if result["interrupted"] else 0
 
 
 if __name__ == "__main__":

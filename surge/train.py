@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from surge.cfg.cli import parse_cfg
 from surge.errors import ConfigError, EnvError
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parses the config, trains, returns the exit code (0 done or interrupted, 2 bad input)."""
+    # imported here, not at the top: every spawned child of the async placement imports this module
+    # (multiprocessing re-runs `python -m surge.train`'s main module in each) before it can set
+    # PR_SET_PDEATHSIG (`surge.runtime.child_start`), and parse_cfg's imports (gymnasium, numpy)
+    # take seconds on a loaded machine
+    from surge.cfg.cli import parse_cfg
+
     cfg = parse_cfg(argv)
     from surge.runtime.training_run import TrainingRun
 

@@ -299,7 +299,11 @@ class DebugParams:
 class EvalParams:
     """Flags of `surge enjoy` (Sample Factory 2's enjoy spelling)."""
 
-    max_num_episodes: int = param(int(1e9), "Stop after this many episodes.")
+    max_num_episodes: int | None = param(
+        None,
+        "Stop after this many episodes (None: until the window is closed, or 10 without a window: "
+        "with --no_render, --save_video or no display).",
+    )
     max_num_frames: int = param(int(1e9), "Stop after this many env frames.")
     no_render: bool = param(False, "Do not show the env on screen.")
     save_video: bool = param(False, "Write an mp4 to the experiment folder instead of rendering.")

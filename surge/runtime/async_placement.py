@@ -38,6 +38,7 @@ from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
+from surge.runtime.child_start import ChildTask, child_main
 from surge.runtime.components import env_info, make_layout, make_learner, make_model, seed_everything
 from surge.runtime.inbox import Inbox
 from surge.runtime.inference_process import inference_process_main
@@ -191,8 +192,11 @@ class AsyncPlacement:
     def _spawn(self, name: str, fn: Callable[[Any], None], context: Any, daemon: bool = True) -> None:
         # rollout workers are not daemonic: their envs may start processes of their own (a Doom
         # match runs one game per agent, gymnasium's AsyncVectorEnv one per env); stop() joins
-        # or kills every process either way, and PR_SET_PDEATHSIG covers a killed main process
-        p = self.ctx.Process(target=fn, args=(context,), name=f"surge-{name}", daemon=daemon)
+        # or kills every process either way, and PR_SET_PDEATHSIG covers a killed main process:
+        # `child_main` sets it before the child imports torch or unpickles `context`
+        p = self.ctx.Process(
+            target=child_main, args=(ChildTask(fn, context),), name=f"surge-{name}", daemon=daemon
+        )
         p.start()
         self.procs[name] = p
         self.spawned_at[name] = time.monotonic()

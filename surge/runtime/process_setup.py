@@ -15,8 +15,10 @@ from typing import Any
 import torch
 
 from surge.experiment.folder import setup_logging
+from surge.runtime.child_start import die_with_parent
 
-_PR_SET_PDEATHSIG = 1
+__all__ = ["die_with_parent", "retain_freed_memory", "run_child", "setup_child"]
+
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 _MALLOC_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX")
@@ -61,23 +63,6 @@ def retain_freed_memory() -> bool:
     )
     # a list, not a generator: every setting is tried even when an earlier one is refused
     return all([mallopt(param, value) == 1 for param, value in settings])
-
-
-def die_with_parent() -> None:
-    """Linux: the kernel sends SIGKILL to this process when its parent dies (even by SIGKILL).
-
-    A parent that died before this call (a child takes a second or two to import torch) has already
-    left this process to init, which the kernel never signals: the process then exits at once
-    instead of waiting forever for a stop that no one will send."""
-    try:
-        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
-    import multiprocessing
-
-    parent = multiprocessing.parent_process()
-    if parent is not None and os.getppid() != parent.pid:
-        os._exit(1)
 
 
 def setup_child(
