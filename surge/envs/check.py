@@ -26,7 +26,7 @@ import numpy as np
 from gymnasium.wrappers import RecordEpisodeStatistics
 
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
-from surge.errors import ConfigError, EnvError, SurgeError
+from surge.errors import EnvError, SurgeError
 
 SUPPORTED_OBS = "a Box (vector or image), or a Dict of Box"
 SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, Box, or a Tuple of Discrete and Box"
@@ -112,12 +112,18 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
         ConfigError: unknown env name, unknown flag or a value of the wrong type.
         EnvError: a plain gymnasium id that cannot be made (e.g. a missing package).
     """
-    from surge.cfg.cli import build_parser, env_space_defaults, field_defaults, flag_fields
+    from surge.cfg.cli import (
+        build_parser,
+        env_space_defaults,
+        field_defaults,
+        flag_fields,
+        refuse_unknown_args,
+    )
     from surge.cfg.config import Config
     from surge.cfg.space_defaults import as_overrides
-    from surge.envs.registry import find_family
+    from surge.envs.registry import check_env_name
 
-    family = find_family(env_name)
+    family = check_env_name(env_name)
     defaults = field_defaults(family)
     explicit = {}
     if argv:  # first for the flags the spaces' defaults depend on (env_wrappers, use_rnn, rollout)
@@ -130,12 +136,7 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
     if argv:
         parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
         namespace, unknown = parser.parse_known_args(argv)
-        if unknown:
-            raise ConfigError(
-                unknown[0].split("=")[0].lstrip("-"),
-                f"unexpected argument {unknown[0]!r}.",
-                "flags take the form --name=value (see `surge train --env=ENV --help`).",
-            )
+        refuse_unknown_args(unknown, set(defaults))
         explicit = vars(namespace)
     return Config.from_flat({**defaults, **explicit}, family.extra_params)
 
