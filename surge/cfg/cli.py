@@ -407,7 +407,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     if not env and pre_args.help:
         family = None
     elif pre_args.help:
-        family = find_family(env)  # --help lists the family's flags even where its package is missing
+        family = find_family(env or "")  # --help lists the family's flags even where its package is missing
     else:
         # a mistyped name of a family (atari_breakot) is refused here, before any file is written
         family = check_env_name(env or "")
