@@ -456,6 +456,13 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     values.update(overrides)
     cfg = Config.from_flat(values, family.extra_params if family else None, evaluation)
     validate_cfg(cfg)
+    if uses_space_defaults(family):
+        # the env was made once for its spaces (`probe_spaces`, cached): spaces this config cannot
+        # train on are refused here, before the experiment folder and its log are written
+        from surge.envs.check import check_env_spaces
+
+        obs_space, action_space = probe_spaces(cfg.env, tuple(cfg.env_wrappers or ()))
+        check_env_spaces(cfg, obs_space, action_space, memory=False)
     return cfg
 
 

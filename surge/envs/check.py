@@ -277,7 +277,11 @@ def _too_small(shape: tuple[int, ...], subtype: str) -> bool:
 
 
 def check_env_spaces(
-    cfg: Any, observation_space: gym.Space, action_space: gym.Space, num_agents: int = 1
+    cfg: Any,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    num_agents: int = 1,
+    memory: bool = True,
 ) -> None:
     """Refuses, before anything is allocated, an env whose spaces this config cannot train on:
     observation spaces the encoders do not take (a Dict entry that is not a Box is named), action
@@ -289,6 +293,8 @@ def check_env_spaces(
         cfg: the run's config (encoder_type, encoder_subtype, encoder_custom, sizes).
         observation_space, action_space: one agent's spaces, as the env reports them.
         num_agents: agents per env object.
+        memory: also check the memory estimate (False: the spaces only, as `parse_cfg` does for
+            an env whose spaces it read, before the number of agents is known).
 
     Raises:
         EnvError: a space this config cannot handle; the message names the observation key and
@@ -340,6 +346,8 @@ def check_env_spaces(
                     + ", `--encoder_type=mlp` (flattens the image), or a larger image (e.g. gymnasium's "
                     "ResizeObservation in a wrapper of yours)."
                 )
+    if not memory:
+        return
     obs_bytes = sum(int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize for _, b in boxes) or 1
     vector = boxes and all(len(b.shape) <= 1 for _, b in boxes) and len(boxes) == 1
     obs_floats = int(np.prod(boxes[0][1].shape)) if vector else None

@@ -24,7 +24,7 @@ def _argv(tmp_path, env: str, *extra: str) -> list[str]:
     return [
         f"--env={env}",
         "--experiment=fix",
-        f"--train_dir={tmp_path}",
+        f"--train_dir={tmp_path / 'train'}",
         "--restart_behavior=restart",
         "--serial_mode=True",
         "--num_workers=1",
@@ -70,6 +70,7 @@ def test_minigrid_names_the_mission_space_and_its_fix_trains(tmp_path):
     msg = _start(argv)
     # the space gymnasium cannot flatten is named, with its key
     assert "observation_space['mission']" in msg and "MissionSpace" in msg and "flatten" in msg
+    assert not (tmp_path / "train").exists()  # refused while parsing: no experiment folder, no log
     _follow_each(argv, msg)
 
 
