@@ -97,6 +97,8 @@ def _check_any(env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str]
     elif owned and isinstance(env, gym.Env) and not is_multi_agent_env(env):
         # surge wraps it so (registry.make_env): check the env, then the wrapped env
         _check_single_agent(env, cfg, num_steps, found)
+        if cfg is not None:  # what `surge train` with these flags refuses, refused here too
+            check_env_spaces(cfg, env.observation_space, env.action_space, memory=False)
         _check_multi_agent(SingleAgentAsMultiAgent(env), cfg, min(num_steps, 10), found)
     elif is_multi_agent_env(env):
         _check_multi_agent(env, cfg, num_steps, found)
@@ -195,7 +197,9 @@ def _check_spaces(env: Any, cfg: Any, found: list[str]) -> None:
         if len(shape) == 3 and shape[-1] in (1, 3, 4) and shape[0] not in (1, 3, 4):
             found.append(
                 f"observation{path} has shape {shape}, which looks channels-last (H, W, C); surge's conv "
-                f"encoders expect channels first (C, H, W). Transpose, e.g. obs.transpose(2, 0, 1)."
+                f"encoders expect channels first (C, H, W). Pass "
+                f"`{_with_wrappers(cfg, 'surge.envs.wrappers:ChannelsFirst')}`, or transpose in the env "
+                "(obs.transpose(2, 0, 1))."
             )
         if (
             len(shape) == 3

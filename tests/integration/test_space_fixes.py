@@ -34,6 +34,7 @@ def _argv(tmp_path, env: str, *extra: str) -> list[str]:
         "--batch_size=64",  # a few SGD steps, so that the learner sees the wrapped observations
         "--hidden_size=16",
         "--encoder_mlp_layers=16",
+        "--num_torch_threads=1",  # the machine may be busy: one thread per process, as the workers
         *extra,
     ]
 
@@ -107,3 +108,14 @@ def test_a_small_channels_last_image_fixes_train(tmp_path):
     msg = _start(argv)
     assert "7x7 image" in msg and "convnet_simple" in msg
     _follow_each(argv, msg)
+
+
+def test_check_env_refuses_what_train_refuses_with_the_same_fix(tmp_path):
+    pytest.importorskip("minigrid")
+    from surge.envs.check import check_env, config_for_env
+
+    flags = ["--env_wrappers", "minigrid.wrappers:ImgObsWrapper"]
+    train_msg = _start(_argv(tmp_path, MINIGRID, *flags))
+    with pytest.raises(SurgeError) as e:
+        check_env(MINIGRID, cfg=config_for_env(MINIGRID, flags), num_steps=5)
+    assert _fixes(str(e.value)) == _fixes(train_msg) != []
