@@ -383,8 +383,13 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     """Parses and validates a full config from the command line (see the module docstring).
 
     Raises:
-        ConfigError: unknown flag, value of the wrong type or out of range, unknown env, or an
+        ConfigError: unknown flags (all of them named), value of the wrong type or out of range,
+            unknown env (a family's mistyped name included: `check_env_name`), or an
             inconsistent combination (e.g. rollout not a multiple of recurrence).
+        EnvError: an env without a family (a gymnasium id, `package.module:EnvId`) that cannot be
+            made, or whose spaces this config cannot train on (`check_env_spaces`, the message
+            gives the flags that fix it); a family's env that needs a missing package to check
+            its name (ale-py for `atari_`).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     # raises ConfigError too (a bare `--algo` or `--env` without a value is refused, not exited on)
