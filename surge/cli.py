@@ -20,8 +20,13 @@ commands:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs `surge COMMAND ...`; returns the exit code: 0 done (or `--help`, `--version`), 1 a failed
+    run, 2 bad input (no command, an unknown command, a refused config)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help"):
+    if not argv:  # no command is a usage error (argparse's exit code 2); only --help asked for the usage
+        print(f"surge: error: no command given\n\n{USAGE}", file=sys.stderr)
+        return 2
+    if argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0
     if argv[0] == "--version":

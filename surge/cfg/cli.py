@@ -33,7 +33,7 @@ from surge.cfg.space_defaults import (
     uses_space_defaults,
 )
 from surge.cfg.validate import check_experiment_name, validate_cfg
-from surge.envs.registry import EnvFamily, find_family
+from surge.envs.registry import EnvFamily, check_env_name, find_family
 from surge.errors import ConfigError, SurgeError
 
 log = logging.getLogger("surge")
@@ -304,12 +304,51 @@ def _convert_yaml(
     return out
 
 
-def _check_known(values: dict[str, Any], known: set[str], source: str) -> None:
-    for k in values:
-        if k not in known:
-            close = difflib.get_close_matches(k, known, n=2)
-            hint = f"did you mean --{' or --'.join(close)}?" if close else "remove it (see --help)."
-            raise ConfigError(k, f"unknown parameter in {source}.", hint)
+def _check_known(values: Any, known: set[str], source: str) -> None:
+    """Refuses the names in `values` (a dict's keys, or any iterable of names) that are not in
+    `known`, naming every one of them (not just the first) with its close matches.
+
+    Raises:
+        ConfigError: some names are unknown; `field` is the first of them.
+    """
+    bad = list(dict.fromkeys(k for k in values if k not in known))
+    if not bad:
+        return
+    hints = []
+    for k in bad:
+        close = difflib.get_close_matches(k, known, n=2)
+        hints.append((k, f"did you mean --{' or --'.join(close)}?" if close else ""))
+    if len(bad) == 1:
+        raise ConfigError(bad[0], f"unknown parameter in {source}.", hints[0][1] or "remove it (see --help).")
+    # one message for all of them, so that a user fixes them in one go instead of one per run
+    fixes = [f"for --{k} {h}" for k, h in hints if h]
+    unmatched = [f"--{k}" for k, h in hints if not h]
+    if unmatched:
+        fixes.append(f"remove {', '.join(unmatched)} (see --help).")
+    raise ConfigError(
+        bad[0],
+        f"{len(bad)} unknown parameters in {source}: {', '.join('--' + k for k in bad)}.",
+        " ".join(fixes),
+    )
+
+
+def refuse_unknown_args(unknown: list[str], known: set[str], source: str = "the command line") -> None:
+    """Refuses what argparse left over (`parse_known_args`): every unknown `--flag` is named with
+    its close matches; a stray value (or a bare `--`) is named when no unknown flag explains it.
+
+    Raises:
+        ConfigError: `unknown` is not empty.
+    """
+    if not unknown:
+        return
+    flags = [t.split("=")[0][2:] for t in unknown if t.startswith("--") and t.split("=")[0][2:]]
+    _check_known(flags, known, source)
+    flag = unknown[0].split("=")[0].lstrip("-")
+    raise ConfigError(
+        flag if flag in known else "command line",
+        f"unexpected argument {unknown[0]!r}.",
+        "flags take the form --name=value (a list flag: --name v1 v2).",
+    )
 
 
 def version_text() -> str:
@@ -344,8 +383,13 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     """Parses and validates a full config from the command line (see the module docstring).
 
     Raises:
-        ConfigError: unknown flag, value of the wrong type or out of range, unknown env, or an
+        ConfigError: unknown flags (all of them named), value of the wrong type or out of range,
+            unknown env (a family's mistyped name included: `check_env_name`), or an
             inconsistent combination (e.g. rollout not a multiple of recurrence).
+        EnvError: an env without a family (a gymnasium id, `package.module:EnvId`) that cannot be
+            made, or whose spaces this config cannot train on (`check_env_spaces`, the message
+            gives the flags that fix it); a family's env that needs a missing package to check
+            its name (ale-py for `atari_`).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     # raises ConfigError too (a bare `--algo` or `--env` without a value is refused, not exited on)
@@ -367,8 +411,11 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     env = pre_args.env or _yaml_name(yaml_values, "env", pre_args.cfg)
     if not env and pre_args.help:
         family = None
+    elif pre_args.help:
+        family = find_family(env or "")  # --help lists the family's flags even where its package is missing
     else:
-        family = find_family(env or "")
+        # a mistyped name of a family (atari_breakot) is refused here, before any file is written
+        family = check_env_name(env or "")
     fields = flag_fields(family, evaluation)
     algo = pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
     given = _space_inputs(yaml_values, pre_args)
@@ -386,16 +433,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         raise SystemExit(0)
     known = set(defaults)
     explicit_ns, unknown = parser.parse_known_args(argv)
-    if unknown:
-        flag = unknown[0].split("=")[0].lstrip("-")
-        if unknown[0].startswith("--") and flag:
-            _check_known({flag: None}, known, "the command line")
-        # a stray value or a bare `--` names no flag: the message names the token instead
-        raise ConfigError(
-            flag if flag in known else "command line",
-            f"unexpected argument {unknown[0]!r}.",
-            "flags take the form --name=value (a list flag: --name v1 v2).",
-        )
+    refuse_unknown_args(unknown, known)
     explicit = vars(explicit_ns)
     for action in parser._actions:  # argparse turns `--flag=--` into [] even for a one-value flag
         if action.nargs != "*" and isinstance(explicit.get(action.dest), list):
@@ -424,6 +462,13 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     values.update(overrides)
     cfg = Config.from_flat(values, family.extra_params if family else None, evaluation)
     validate_cfg(cfg)
+    if uses_space_defaults(family):
+        # the env was made once for its spaces (`probe_spaces`, cached): spaces this config cannot
+        # train on are refused here, before the experiment folder and its log are written
+        from surge.envs.check import check_env_spaces
+
+        obs_space, action_space = probe_spaces(cfg.env, tuple(cfg.env_wrappers or ()))
+        check_env_spaces(cfg, obs_space, action_space, memory=False)
     return cfg
 
 

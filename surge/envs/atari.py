@@ -274,4 +274,5 @@ register_env_family(
     extra_params=AtariParams,
     default_overrides=ATARI_DEFAULTS,
     names=_family_names(),
+    check_name=atari_env_id,
 )

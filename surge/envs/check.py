@@ -26,7 +26,8 @@ import numpy as np
 from gymnasium.wrappers import RecordEpisodeStatistics
 
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
-from surge.errors import ConfigError, EnvError, SurgeError
+from surge.envs.wrappers import is_flattenable, unflattenable_entries
+from surge.errors import EnvError, SurgeError
 
 SUPPORTED_OBS = "a Box (vector or image), or a Dict of Box"
 SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, Box, or a Tuple of Discrete and Box"
@@ -96,6 +97,8 @@ def _check_any(env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str]
     elif owned and isinstance(env, gym.Env) and not is_multi_agent_env(env):
         # surge wraps it so (registry.make_env): check the env, then the wrapped env
         _check_single_agent(env, cfg, num_steps, found)
+        if cfg is not None:  # what `surge train` with these flags refuses, refused here too
+            check_env_spaces(cfg, env.observation_space, env.action_space, memory=False)
         _check_multi_agent(SingleAgentAsMultiAgent(env), cfg, min(num_steps, 10), found)
     elif is_multi_agent_env(env):
         _check_multi_agent(env, cfg, num_steps, found)
@@ -112,12 +115,18 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
         ConfigError: unknown env name, unknown flag or a value of the wrong type.
         EnvError: a plain gymnasium id that cannot be made (e.g. a missing package).
     """
-    from surge.cfg.cli import build_parser, env_space_defaults, field_defaults, flag_fields
+    from surge.cfg.cli import (
+        build_parser,
+        env_space_defaults,
+        field_defaults,
+        flag_fields,
+        refuse_unknown_args,
+    )
     from surge.cfg.config import Config
     from surge.cfg.space_defaults import as_overrides
-    from surge.envs.registry import find_family
+    from surge.envs.registry import check_env_name
 
-    family = find_family(env_name)
+    family = check_env_name(env_name)
     defaults = field_defaults(family)
     explicit = {}
     if argv:  # first for the flags the spaces' defaults depend on (env_wrappers, use_rnn, rollout)
@@ -130,12 +139,7 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
     if argv:
         parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
         namespace, unknown = parser.parse_known_args(argv)
-        if unknown:
-            raise ConfigError(
-                unknown[0].split("=")[0].lstrip("-"),
-                f"unexpected argument {unknown[0]!r}.",
-                "flags take the form --name=value (see `surge train --env=ENV --help`).",
-            )
+        refuse_unknown_args(unknown, set(defaults))
         explicit = vars(namespace)
     return Config.from_flat({**defaults, **explicit}, family.extra_params)
 
@@ -186,19 +190,16 @@ def _check_spaces(env: Any, cfg: Any, found: list[str]) -> None:
                 f"{cfg.encoder_custom!r} must handle it."
             )
         else:
-            raise EnvError(
-                f"observation_space {obs_space} is not supported: surge's encoders take {SUPPORTED_OBS}. "
-                "Fix: convert the observations in a wrapper (gymnasium.wrappers.FlattenObservation "
-                "turns Discrete/Tuple/MultiDiscrete into a Box), or register a custom encoder "
-                "(surge.models.register_encoder, --encoder_custom)."
-            )
+            _refuse_unsupported_obs(obs_space, cfg)
     _check_action_space(act_space)
     for path, box in _boxes(obs_space):
         shape = tuple(box.shape)
         if len(shape) == 3 and shape[-1] in (1, 3, 4) and shape[0] not in (1, 3, 4):
             found.append(
                 f"observation{path} has shape {shape}, which looks channels-last (H, W, C); surge's conv "
-                f"encoders expect channels first (C, H, W). Transpose, e.g. obs.transpose(2, 0, 1)."
+                f"encoders expect channels first (C, H, W). Pass "
+                f"`{_with_wrappers(cfg, 'surge.envs.wrappers:ChannelsFirst')}`, or transpose in the env "
+                "(obs.transpose(2, 0, 1))."
             )
         if (
             len(shape) == 3
@@ -270,8 +271,21 @@ def _conv_out(size: int, layers: list[tuple[int, int, int]]) -> int:
     return size
 
 
+def _too_small(shape: tuple[int, ...], subtype: str) -> bool:
+    """True when a (C, H, W) image leaves nothing after the conv layers of `subtype` (an unknown
+    subtype counts as convnet_simple, the encoder's fallback)."""
+    from surge.models.encoders import CONV_LAYERS
+
+    layers = CONV_LAYERS.get(subtype, CONV_LAYERS["convnet_simple"])
+    return min(_conv_out(shape[1], layers), _conv_out(shape[2], layers)) < 1
+
+
 def check_env_spaces(
-    cfg: Any, observation_space: gym.Space, action_space: gym.Space, num_agents: int = 1
+    cfg: Any,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    num_agents: int = 1,
+    memory: bool = True,
 ) -> None:
     """Refuses, before anything is allocated, an env whose spaces this config cannot train on:
     observation spaces the encoders do not take (a Dict entry that is not a Box is named), action
@@ -283,6 +297,8 @@ def check_env_spaces(
         cfg: the run's config (encoder_type, encoder_subtype, encoder_custom, sizes).
         observation_space, action_space: one agent's spaces, as the env reports them.
         num_agents: agents per env object.
+        memory: also check the memory estimate (False: the spaces only, as `parse_cfg` does for
+            an env whose spaces it read, before the number of agents is known).
 
     Raises:
         EnvError: a space this config cannot handle; the message names the observation key and
@@ -295,7 +311,7 @@ def check_env_spaces(
 
     custom = bool(getattr(cfg, "encoder_custom", ""))
     if not custom:
-        _refuse_unsupported_obs(observation_space)
+        _refuse_unsupported_obs(observation_space, cfg)
     _check_action_space(action_space)
     boxes = _boxes(observation_space)
     images = cfg.encoder_type != "mlp" and not custom
@@ -305,27 +321,37 @@ def check_env_spaces(
             continue
         where = f"observation{path}"
         if is_channels_last(shape):
+            transposed = (shape[2], shape[0], shape[1])
+            # the image the conv encoder will get after ChannelsFirst: too small for it, resnet
+            small = cfg.encoder_type == "conv" and _too_small(transposed, cfg.encoder_subtype)
             raise EnvError(
                 f"{where} has shape {shape}, height-width-channel order; surge's conv encoders take "
-                f"channels first (C, H, W). Fix: --env_wrappers surge.envs.wrappers:ChannelsFirst "
-                f"(then --encoder_type=resnet for images smaller than "
-                f"{_conv_min_size(CONV_LAYERS['convnet_simple'])}x{_conv_min_size(CONV_LAYERS['convnet_simple'])}), "
-                "or --encoder_type=mlp to flatten the image into an MLP (fine for small images)."
+                f"channels first (C, H, W). Fix: `{_with_wrappers(cfg, 'surge.envs.wrappers:ChannelsFirst')}"
+                + (" --encoder_type=resnet`" if small else "`")
+                + (
+                    f" (ChannelsFirst transposes it; a {shape[0]}x{shape[1]} image is too small for "
+                    f"--encoder_subtype={cfg.encoder_subtype}, resnet takes any size)"
+                    if small
+                    else " (ChannelsFirst transposes it)"
+                )
+                + ", or `--encoder_type=mlp` to flatten the image into an MLP (fine for small images)."
             )
         if cfg.encoder_type == "conv":
             subtype = cfg.encoder_subtype if cfg.encoder_subtype in CONV_LAYERS else "convnet_simple"
             layers = CONV_LAYERS[subtype]
-            if min(_conv_out(shape[1], layers), _conv_out(shape[2], layers)) < 1:
+            if _too_small(shape, subtype):
                 need = _conv_min_size(layers)
                 fits = [s for s, ls in CONV_LAYERS.items() if min(shape[1:]) >= _conv_min_size(ls)]
                 raise EnvError(
                     f"{where} is a {shape[1]}x{shape[2]} image (shape {shape}), smaller than the "
-                    f"{need}x{need} that --encoder_subtype={subtype} needs. Fix: --encoder_type=resnet "
+                    f"{need}x{need} that --encoder_subtype={subtype} needs. Fix: `--encoder_type=resnet` "
                     "(any size)"
-                    + (f", --encoder_subtype={fits[0]}" if fits else "")
-                    + ", --encoder_type=mlp (flattens the image), or a larger image (e.g. gymnasium's "
+                    + (f", `--encoder_subtype={fits[0]}`" if fits else "")
+                    + ", `--encoder_type=mlp` (flattens the image), or a larger image (e.g. gymnasium's "
                     "ResizeObservation in a wrapper of yours)."
                 )
+    if not memory:
+        return
     obs_bytes = sum(int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize for _, b in boxes) or 1
     vector = boxes and all(len(b.shape) <= 1 for _, b in boxes) and len(boxes) == 1
     obs_floats = int(np.prod(boxes[0][1].shape)) if vector else None
@@ -334,25 +360,76 @@ def check_env_spaces(
     check_memory(estimate_memory(cfg, obs_bytes=obs_bytes, obs_floats=obs_floats, num_agents=num_agents))
 
 
-def _refuse_unsupported_obs(space: gym.Space, path: str = "") -> None:
-    """EnvError naming the first part of `space` that is neither a Box nor a Dict of them."""
-    if isinstance(space, gym.spaces.Box):
+def _with_wrappers(cfg: Any, *added: str) -> str:
+    """The `--env_wrappers` flag that keeps the run's own wrappers (innermost first) and adds `added`."""
+    given = [str(w) for w in (getattr(cfg, "env_wrappers", None) or [])]
+    return "--env_wrappers " + " ".join([*given, *added])
+
+
+def _space_name(space: gym.Space) -> str:
+    cls = type(space)
+    if cls.__module__.startswith("gymnasium."):
+        return cls.__name__
+    return f"{cls.__name__} (a {cls.__module__} space)"
+
+
+_CUSTOM_ENCODER = "register a custom encoder (surge.models.register_encoder, --encoder_custom)"
+
+
+def _refuse_unsupported_obs(space: gym.Space, cfg: Any = None) -> None:
+    """EnvError for an observation space that is neither a Box nor a Dict of them, naming the parts
+    that are not, and a fix that works when followed: the `--env_wrappers` command (the run's own
+    wrappers kept) in backticks, when gymnasium can flatten the space; a custom encoder otherwise.
+    """
+    if _supported_obs_space(space):
         return
     if isinstance(space, gym.spaces.Dict) and space.spaces:
-        for k, s in space.spaces.items():
-            if not isinstance(s, (gym.spaces.Box, gym.spaces.Dict)):
-                raise EnvError(
-                    f"observation key {path}[{k!r}] is {s}: surge's encoders take Box entries. Fix: "
-                    "--env_wrappers FlattenObservation (the whole Dict becomes one vector, Discrete "
-                    f"entries one-hot), or a wrapper of yours that turns {k!r} into a Box (e.g. one-hot)."
+        unflat = unflattenable_entries(space)
+        if unflat:
+            named = ", ".join(f"observation_space{path} is {_space_name(s)}" for path, s in unflat)
+            keys = ", ".join(path for path, _ in unflat)
+            left = len(unflat) < _num_leaves(space)
+            raise EnvError(
+                f"{named}, which cannot be flattened into numbers (gymnasium's FlattenObservation "
+                "fails on it), and surge's encoders take Box entries only. Fix: "
+                + (
+                    f"`{_with_wrappers(cfg, 'surge.envs.wrappers:DropUnflattenable', 'FlattenObservation')}` "
+                    f"(drops {keys}, then the other entries become one vector, Discrete ones one-hot), "
+                    f"or {_CUSTOM_ENCODER} that reads {keys}."
+                    if left
+                    else f"{_CUSTOM_ENCODER}."
                 )
-            _refuse_unsupported_obs(s, f"{path}[{k!r}]")
-        return
+            )
+        bad = [(path, s) for path, s in _leaves(space) if not isinstance(s, gym.spaces.Box)]
+        named = ", ".join(f"observation_space{path} is {s}" for path, s in bad)
+        raise EnvError(
+            f"{named}: surge's encoders take Box entries. Fix: "
+            f"`{_with_wrappers(cfg, 'FlattenObservation')}` (the whole Dict becomes one vector, "
+            "Discrete entries one-hot), or a wrapper of yours that turns "
+            f"{', '.join(path for path, _ in bad)} into a Box (e.g. one-hot)."
+        )
+    if not isinstance(space, gym.spaces.Dict) and is_flattenable(space):
+        raise EnvError(
+            f"observation_space {space} is not supported: surge's encoders take {SUPPORTED_OBS}. Fix: "
+            f"`{_with_wrappers(cfg, 'FlattenObservation')}` (it becomes one vector, Discrete one-hot), "
+            f"or {_CUSTOM_ENCODER}."
+        )
     raise EnvError(
-        f"observation_space {space} is not supported: surge's encoders take {SUPPORTED_OBS}. Fix: "
-        "--env_wrappers FlattenObservation (Discrete/Tuple/MultiDiscrete become a Box), or register a "
-        "custom encoder (surge.models.register_encoder, --encoder_custom)."
+        f"observation_space {space} is not supported: surge's encoders take {SUPPORTED_OBS}, and "
+        f"{_space_name(space)} cannot be flattened into numbers (gymnasium's FlattenObservation fails on "
+        f"it). Fix: {_CUSTOM_ENCODER}, or a wrapper of yours that turns the observations into a Box."
     )
+
+
+def _leaves(space: gym.Space, path: str = "") -> list[tuple[str, gym.Space]]:
+    """`(path, space)` of each entry of a Dict that is not itself a Dict, at any depth."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for k, s in space.spaces.items() for leaf in _leaves(s, f"{path}[{k!r}]")]
+    return [(path, space)]
+
+
+def _num_leaves(space: gym.Space) -> int:
+    return len(_leaves(space))
 
 
 # --------------------------------------------------------------------------------------------- values

@@ -38,6 +38,25 @@ class EnvPoolParams:
 ENVPOOL_DEFAULTS = {**ATARI_DEFAULTS, "num_envs_per_worker": 1, "worker_num_splits": 1}
 
 
+def check_envpool_name(full_env_name: str) -> None:
+    """Refuses `envpool_<game>` when `<game>` is not an Atari game (as `atari_<game>` would be).
+
+    Raises:
+        ConfigError: unknown game, with the closest `envpool_` names.
+        EnvError: ale-py, which lists the games, is not installed.
+    """
+    from surge.envs.atari import atari_env_id
+
+    try:
+        atari_env_id("atari_" + full_env_name[len("envpool_") :])
+    except ConfigError as e:
+        raise ConfigError(
+            "env",
+            f"unknown EnvPool Atari game {full_env_name!r}.",
+            e.fix.replace("atari_", "envpool_"),  # the same games, under this family's prefix
+        ) from None
+
+
 def _task_id(full_env_name: str) -> str:
     import envpool
 
@@ -98,4 +117,5 @@ register_env_family(
     default_overrides=ENVPOOL_DEFAULTS,
     batched=True,
     eval_env_name=lambda name: "atari_" + name[len("envpool_") :],  # enjoy plays the same game through ale-py
+    check_name=check_envpool_name,
 )

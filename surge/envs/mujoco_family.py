@@ -4,6 +4,7 @@ observations and the defaults of Sample Factory 2's MuJoCo example (MLP 64-64 ta
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import gymnasium as gym
@@ -53,19 +54,31 @@ MUJOCO_DEFAULTS = {
 }
 
 
+def check_mujoco_name(full_env_name: str) -> str:
+    """The short name of `mujoco_<name>` (`halfcheetah`).
+
+    Raises:
+        ConfigError: not one of `MUJOCO_ENVS` (the closest names are suggested).
+    """
+    short = full_env_name[len("mujoco_") :]
+    if short not in MUJOCO_ENVS:
+        close = difflib.get_close_matches(short, list(MUJOCO_ENVS), n=3, cutoff=0.6)
+        raise ConfigError(
+            "env",
+            f"unknown MuJoCo env {full_env_name!r}.",
+            (f"did you mean mujoco_{', mujoco_'.join(close)}? " if close else "")
+            + f"use one of: mujoco_{', mujoco_'.join(MUJOCO_ENVS)}.",
+        )
+    return short
+
+
 def make_mujoco_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
     """`mujoco_<name>` -> the gymnasium MuJoCo env with float32 observations.
 
     Raises:
         ConfigError: unknown name.
     """
-    short = full_env_name[len("mujoco_") :]
-    if short not in MUJOCO_ENVS:
-        raise ConfigError(
-            "env",
-            f"unknown MuJoCo env {full_env_name!r}.",
-            f"use one of: mujoco_{', mujoco_'.join(MUJOCO_ENVS)}.",
-        )
+    short = check_mujoco_name(full_env_name)
     kwargs = {"render_mode": render_mode} if render_mode is not None else {}
     env = gym.make(MUJOCO_ENVS[short], **kwargs)
     return gym.wrappers.DtypeObservation(env, np.float32)
@@ -76,4 +89,5 @@ register_env_family(
     make_mujoco_env,
     default_overrides=MUJOCO_DEFAULTS,
     names=tuple(f"mujoco_{n}" for n in MUJOCO_ENVS),
+    check_name=check_mujoco_name,
 )

@@ -41,6 +41,10 @@ class EnvFamily:
         batched: the factory returns a batched env (`surge.envs.batched`) already.
         eval_env_name: maps a name of the family to the env `enjoy` plays instead (a batched
             family's single-env twin with the same observations, which can render).
+        check_name: raises `ConfigError` (with the closest names) for a name of the family that
+            its factory would refuse (`atari_breakot`); `check_env_name` calls it when the config
+            is parsed, so that a typo is refused before the experiment folder is written. It must
+            be cheap: no env is made.
     """
 
     prefix: str
@@ -51,6 +55,7 @@ class EnvFamily:
     exact: bool = False
     batched: bool = False
     eval_env_name: Callable[[str], str] | None = None
+    check_name: Callable[[str], object] | None = None
 
     def matches(self, env_name: str) -> bool:
         return env_name == self.prefix if self.exact else env_name.startswith(self.prefix)
@@ -70,6 +75,7 @@ def register_env_family(
     exact: bool = False,
     batched: bool = False,
     eval_env_name: Callable[[str], str] | None = None,
+    check_name: Callable[[str], object] | None = None,
 ) -> EnvFamily:
     """Registers (or replaces) an env family; see `EnvFamily` for the arguments.
 
@@ -87,6 +93,7 @@ def register_env_family(
         exact=exact,
         batched=batched,
         eval_env_name=eval_env_name,
+        check_name=check_name,
     )
     _FAMILIES[:] = [f for f in _FAMILIES if not (f.prefix == prefix and f.exact == exact)]
     _FAMILIES.append(fam)
@@ -190,6 +197,21 @@ def find_family(env_name: str) -> EnvFamily:
     raise ConfigError("env", f"unknown env {env_name!r}.", hint)
 
 
+def check_env_name(env_name: str) -> EnvFamily:
+    """The family of `env_name` (`find_family`), after its `check_name` accepted the name: the whole
+    check of a name that can be done without making the env, done when the config is parsed.
+
+    Raises:
+        ConfigError: unknown env, or a name of a family that the family does not offer (with
+            the closest names: `atari_breakot` -> did you mean atari_breakout?).
+        EnvError: the family needs a package that is not installed to know its names (ale-py).
+    """
+    family = find_family(env_name)
+    if family.check_name is not None:
+        family.check_name(env_name)
+    return family
+
+
 def resolve_wrapper(name: str) -> Callable[[gym.Env], gym.Env]:
     """The wrapper class of an `--env_wrappers` entry: `gymnasium.wrappers.NAME`, or the class at
     `package.module:Class` (or `package.module.Class`).
@@ -261,7 +283,7 @@ def apply_env_wrappers(env: Any, cfg: Any) -> Any:
 
 #: pip installs of optional env dependencies, by the top-level module that is missing
 _EXTRAS = {
-    "Box2D": 'pip install "surge-rl[box2d]" (pip install -e ".[box2d]" in a checkout; it installs gymnasium[box2d])',
+    "Box2D": 'pip install "surge-rl[box2d]" (in a checkout of surge: pip install -e ".[box2d]")',
     "ale_py": 'pip install "surge-rl[atari]"',
     "cv2": 'pip install "surge-rl[atari]"',
     "vizdoom": 'pip install "surge-rl[doom]"',
@@ -281,10 +303,15 @@ def make_single_env(family: EnvFamily, name: str, cfg: Any, render_mode: str | N
         env = family.make_env(name, cfg, render_mode)
     except (gym.error.DependencyNotInstalled, ModuleNotFoundError) as e:
         missing = getattr(e, "name", None) or next((m for m in _EXTRAS if m in str(e)), None)
-        fix = _EXTRAS.get((missing or "").split(".")[0]) or (f"pip install {missing}" if missing else "")
+        extra = _EXTRAS.get((missing or "").split(".")[0])
+        if extra:
+            # surge's extra only: the package's own advice (gymnasium's "pip install swig followed
+            # by ...") would be a second, competing fix, and an outdated one (Box2D has wheels)
+            raise EnvError(f"env {name!r} needs {missing}, which is not installed. Fix: {extra}") from e
+        plain = isinstance(e, ModuleNotFoundError) and missing  # "No module named 'x'" gives no advice
         raise EnvError(
             f"env {name!r} needs a package that is not installed: {e}"
-            + (f" Fix: {fix}" if fix and fix not in str(e) else "")
+            + (f" Fix: pip install {missing}" if plain else "")
         ) from e
     return apply_env_wrappers(env, cfg)
 

@@ -151,3 +151,68 @@ class ChannelsFirst(gym.ObservationWrapper):
 
     def observation(self, observation: Any) -> Any:
         return self._transpose(observation, self.env.observation_space)
+
+
+def is_flattenable(space: gym.Space) -> bool:
+    """True when gymnasium can flatten `space` into one numeric vector (`FlattenObservation`):
+    False for Graph and Sequence spaces, and for custom spaces that do not say (MiniGrid's
+    `MissionSpace`, whose `is_np_flattenable` raises NotImplementedError)."""
+    try:
+        return bool(space.is_np_flattenable)
+    except NotImplementedError:
+        return False
+
+
+def unflattenable_entries(space: gym.Space, path: str = "") -> list[tuple[str, gym.Space]]:
+    """The `(path, space)` of each Dict entry, at any depth, that `is_flattenable` refuses, e.g.
+    `[("['mission']", MissionSpace(...))]` for MiniGrid; [] when `space` is not a Dict."""
+    if not isinstance(space, gym.spaces.Dict):
+        return []
+    out = []
+    for k, s in space.spaces.items():
+        if isinstance(s, gym.spaces.Dict):
+            out += unflattenable_entries(s, f"{path}[{k!r}]")
+        elif not is_flattenable(s):
+            out.append((f"{path}[{k!r}]", s))
+    return out
+
+
+class DropUnflattenable(gym.ObservationWrapper):
+    """Removes from a Dict observation the entries that cannot be flattened into numbers
+    (`unflattenable_entries`: text missions, graphs, sequences), at any depth, so that
+    `FlattenObservation` can follow. Usable from the command line, e.g. for MiniGrid:
+    `--env_wrappers surge.envs.wrappers:DropUnflattenable FlattenObservation`.
+
+    Raises:
+        ValueError: the observation space is not a Dict, or no entry would be left.
+    """
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        space = env.observation_space
+        if not isinstance(space, gym.spaces.Dict):
+            raise ValueError(f"DropUnflattenable needs a Dict observation space, got {space}")
+        self.observation_space = self._space(space)
+        if not self.observation_space.spaces:
+            raise ValueError(f"DropUnflattenable would drop every entry of {space}")
+
+    @classmethod
+    def _space(cls, space: gym.spaces.Dict) -> gym.spaces.Dict:
+        kept: dict[str, gym.Space] = {}
+        for k, s in space.spaces.items():
+            if isinstance(s, gym.spaces.Dict):
+                inner = cls._space(s)
+                if inner.spaces:
+                    kept[k] = inner
+            elif is_flattenable(s):
+                kept[k] = s
+        return gym.spaces.Dict(kept)
+
+    def observation(self, observation: Any) -> Any:
+        return self._keep(observation, self.observation_space)
+
+    def _keep(self, obs: Any, space: gym.spaces.Dict) -> dict[str, Any]:
+        return {
+            k: self._keep(obs[k], s) if isinstance(s, gym.spaces.Dict) else obs[k]
+            for k, s in space.spaces.items()
+        }

@@ -88,3 +88,28 @@ def test_help_is_grouped_by_section(capsys):
     _help(["--env=cartpole"], evaluation=True)
     out = capsys.readouterr().out
     assert out.index("\nenjoy:\n") < out.index("  --no_render ")
+
+
+def test_several_unknown_flags_are_all_named_with_their_suggestions(tmp_path):
+    from surge.errors import ConfigError
+
+    argv = ["--env=cartpole", f"--train_dir={tmp_path}", "--lerning_rate=1", "--frobnicate=2"]
+    with pytest.raises(ConfigError) as e:
+        parse_cfg([*argv, "--num_worker", "3"])
+    msg = str(e.value)
+    assert "--lerning_rate" in msg and "--frobnicate" in msg and "--num_worker" in msg
+    assert "did you mean --learning_rate" in msg and "--num_workers" in msg  # suggestions kept
+    assert e.value.field == "lerning_rate"  # the first, a flag the user typed
+
+
+def test_surge_check_env_names_every_unknown_flag(capsys):
+    code = surge_main(["check-env", "--env=cartpole", "--num_steps=2", "--gama=0.9", "--frobnicate=1"])
+    err = capsys.readouterr().err
+    assert code == 1 and "--gama" in err and "--frobnicate" in err and "--gamma" in err
+
+
+def test_bare_surge_is_a_usage_error_and_help_is_not(capsys):
+    assert surge_main([]) == 2  # argparse's exit code for a missing command
+    assert "usage: surge COMMAND" in capsys.readouterr().err
+    assert surge_main(["--help"]) == 0
+    assert "usage: surge COMMAND" in capsys.readouterr().out

@@ -95,3 +95,54 @@ def test_a_missing_optional_env_dependency_names_the_install(tmp_path):
     with pytest.raises(EnvError) as e:  # refused while parsing: the env is made once for its spaces
         make_env(parse_cfg(["--env=LunarLander-v3", f"--train_dir={tmp_path}"]))
     assert "LunarLander-v3" in str(e.value) and 'pip install "surge-rl[box2d]"' in str(e.value)
+
+
+def test_entries_that_cannot_be_flattened_are_all_named(tmp_path):
+    # gymnasium's FlattenObservation fails on a Graph and a Sequence: naming only a Discrete entry
+    # (and advising FlattenObservation) would send the user into that failure
+    space = gym.spaces.Dict(
+        {
+            "direction": Discrete(4),
+            "graph": gym.spaces.Graph(Box(0, 1, (2,)), Discrete(3)),
+            "inner": gym.spaces.Dict({"seq": gym.spaces.Sequence(Discrete(2)), "x": Box(-1, 1, (3,))}),
+        }
+    )
+    with pytest.raises(EnvError) as e:
+        check_env_spaces(_cfg(tmp_path), space, Discrete(3))
+    msg = str(e.value)
+    assert "observation_space['graph'] is Graph" in msg
+    assert "observation_space['inner']['seq'] is Sequence" in msg
+    assert "cannot be flattened" in msg and "surge.envs.wrappers:DropUnflattenable FlattenObservation" in msg
+
+
+def test_a_space_with_nothing_flattenable_left_gets_no_wrapper_advice(tmp_path):
+    space = gym.spaces.Dict({"graph": gym.spaces.Graph(Box(0, 1, (2,)), Discrete(3))})
+    with pytest.raises(EnvError) as e:
+        check_env_spaces(_cfg(tmp_path), space, Discrete(3))
+    msg = str(e.value)
+    assert "['graph']" in msg and "--encoder_custom" in msg and "--env_wrappers" not in msg
+
+
+def test_drop_unflattenable_keeps_the_numeric_entries_at_any_depth():
+    from surge.envs.wrappers import DropUnflattenable
+
+    class Env(gym.Env):
+        observation_space = gym.spaces.Dict(
+            {
+                "text": gym.spaces.Sequence(Discrete(5)),
+                "inner": gym.spaces.Dict({"seq": gym.spaces.Sequence(Discrete(2)), "x": Box(-1, 1, (3,))}),
+                "d": Discrete(4),
+            }
+        )
+        action_space = Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            return {"text": (1, 2), "inner": {"seq": (0,), "x": np.zeros(3, np.float32)}, "d": 2}, {}
+
+    env = DropUnflattenable(Env())
+    assert set(env.observation_space.spaces) == {"inner", "d"}
+    assert set(env.observation_space["inner"].spaces) == {"x"}
+    obs, _ = env.reset()
+    assert obs == {"inner": {"x": obs["inner"]["x"]}, "d": 2} and env.observation_space.contains(obs)
+    flat = gym.wrappers.FlattenObservation(env)  # what the fix puts after it
+    assert flat.observation_space.shape == (3 + 4,)

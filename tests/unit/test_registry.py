@@ -64,3 +64,45 @@ def test_user_family_with_extra_params_and_overrides(tmp_path):
     # auto-reset: the episode ended, the returned obs starts the next one, and its stats are reported
     assert term == [True] and obs[0][0] == 0.0
     assert infos[0]["episode"]["r"] == 2.0 and infos[0]["episode"]["l"] == 2
+
+
+def test_a_missing_box2d_gets_one_fix(monkeypatch):
+    import sys
+
+    from surge.envs.registry import make_single_env
+    from surge.errors import EnvError
+
+    monkeypatch.setitem(sys.modules, "Box2D", None)  # `import Box2D` raises ImportError
+    for name in [m for m in sys.modules if m.startswith("gymnasium.envs.box2d")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(EnvError) as e:
+        make_single_env(find_family("LunarLander-v3"), "LunarLander-v3", None)
+    msg = str(e.value)
+    assert "LunarLander-v3" in msg and "Box2D" in msg
+    # surge's extra, and not gymnasium's own (swig, then gymnasium[box2d]) beside it
+    assert msg.count("Fix:") == 1 and 'pip install "surge-rl[box2d]"' in msg
+    assert "swig" not in msg and "gymnasium[box2d]" not in msg
+
+
+@pytest.mark.parametrize(
+    "typo, suggestion, needs",
+    [
+        ("atari_breakot", "atari_breakout", "ale_py"),
+        ("mujoco_halfcheeta", "mujoco_halfcheetah", None),
+        ("doom_basik", "doom_basic", None),
+    ],
+)
+def test_a_mistyped_family_env_is_refused_before_anything_is_written(
+    tmp_path, capsys, typo, suggestion, needs
+):
+    import importlib.util
+
+    from surge.cli import main as surge_main
+
+    if needs and importlib.util.find_spec(needs) is None:
+        pytest.skip(f"{needs} is not installed")
+    train_dir = tmp_path / "train"
+    code = surge_main(["train", f"--env={typo}", f"--train_dir={train_dir}", "--experiment=e"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--env" in err and typo in err and f"did you mean {suggestion}" in err
+    assert not train_dir.exists()  # no experiment folder, no log

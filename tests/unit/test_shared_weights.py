@@ -2,9 +2,9 @@
 inference worker reads the version before every batch and copies the state when it changed."""
 
 import pickle
+from multiprocessing.reduction import ForkingPickler
 
 import torch
-from multiprocessing.reduction import ForkingPickler
 from torch import nn
 
 from surge.runtime.shared_state import SharedWeights

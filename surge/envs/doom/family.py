@@ -221,4 +221,5 @@ register_env_family(
     extra_params=DoomParams,
     default_overrides=DOOM_DEFAULTS,
     names=tuple(SCENARIOS),
+    check_name=_scenario,
 )
