@@ -176,17 +176,17 @@ def test_a_run_whose_final_weights_are_not_finite_exits_non_zero_and_is_not_mark
     refuses that value, so the config is poisoned behind its back (as a config built by hand could
     be): the learners, in this process or in the async placement's learner process, build the
     model with log_std = -inf."""
-    import surge.train
+    import surge.cfg.cli
     from surge.cli import main
 
-    real_parse = surge.train.parse_cfg
+    real_parse = surge.cfg.cli.parse_cfg  # surge.train imports it when it runs
 
     def poisoned(argv):
         cfg = real_parse(argv)
         cfg.initial_stddev = 0.0
         return cfg
 
-    monkeypatch.setattr(surge.train, "parse_cfg", poisoned)
+    monkeypatch.setattr(surge.cfg.cli, "parse_cfg", poisoned)
     argv = [
         "train",
         "--env=Pendulum-v1",  # the defaults its spaces choose: a state-independent log_std
