@@ -5,6 +5,7 @@ CPU affinity and thread counts, and report a crash with its traceback instead of
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
 import traceback
@@ -15,6 +16,8 @@ from typing import Any
 import torch
 
 from surge.experiment.folder import setup_logging
+
+log = logging.getLogger("surge")
 
 _PR_SET_PDEATHSIG = 1
 # glibc mallopt parameters (malloc.h)
@@ -114,6 +117,7 @@ def setup_child(
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1)
+    log.info("Process %s: %d torch intra-op thread(s)", name, torch.get_num_threads())
 
 
 def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:

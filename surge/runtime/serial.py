@@ -238,6 +238,11 @@ class SerialPlacement:
     def start(self) -> None:
         if self.cfg.num_torch_threads > 0:  # 0 keeps torch's own count (one thread per core)
             torch.set_num_threads(self.cfg.num_torch_threads)
+        log.info(
+            "Serial placement: %d torch intra-op thread(s) in this process (envs, inference and "
+            "learning; --num_torch_threads, docs/threads.md)",
+            torch.get_num_threads(),
+        )
         self.c = c = build_components(self.cfg)
         self.num_agents, self.frameskip = c.info.agents_per_step, c.info.frameskip
         for p, learner in enumerate(c.learners):

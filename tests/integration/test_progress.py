@@ -7,6 +7,8 @@ import logging
 import re
 import time
 
+import pytest
+
 from surge.cfg.cli import parse_cfg
 from surge.learning.learner import Learner
 from surge.runtime.training_run import TrainingRun
@@ -47,3 +49,23 @@ def test_the_progress_line_comes_while_the_serial_placement_trains_a_long_batch(
     # 1.75 s from the first step to the last, a line every 0.5 s: 3, at least 2 on a busy machine
     assert len(during) >= 2, msgs
     assert all(re.search(r"Total env frames: \d+ \(\d+\.\d% of 128, ETA ", m) for m in during), during
+
+
+def _thread_lines(log_text: str) -> dict[str, int]:
+    return {m[0]: int(m[1]) for m in re.findall(r"Process (\S+): (\d+) torch intra-op thread", log_text)}
+
+
+@pytest.mark.slow  # 44 s at load 11 on 2 cores (three processes import torch)
+def test_every_async_process_uses_one_torch_thread_by_default(tmp_path):
+    cfg = parse_cfg(
+        [
+            "--env=CartPole-v1", "--serial_mode=False", "--num_workers=1", "--num_envs_per_worker=2",
+            "--rollout=16", "--batch_size=32", "--train_for_env_steps=64",
+            "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
+            f"--train_dir={tmp_path}", "--experiment=t",
+        ]
+    )  # fmt: skip
+    assert TrainingRun(cfg).run() == "done"
+    # each process says what torch.get_num_threads() gives after its set-up, in the run's log
+    threads = _thread_lines((tmp_path / "t" / "surge_log.txt").read_text())
+    assert threads == {"learner_p0": 1, "inference_p0_0": 1, "rollout_0": 1}, threads
