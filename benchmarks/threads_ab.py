@@ -3,12 +3,13 @@ alternating, optionally with N busy processes started (and stopped) by this scri
 machine; prints each run's env frames/s (surge's "Throughput" line: from the first env steps to
 the end) and, per round, its ratio to the first value's run of that round.
 
-    python benchmarks/threads_ab.py --config cartpole_serial --seconds 40 --rounds 2 --threads 0 1
-    python benchmarks/threads_ab.py --config memory_rnn_async --load 6 --threads 0 1
+    python benchmarks/threads_ab.py --config cartpole_serial --seconds 40 --rounds 2 --threads torch 1
+    python benchmarks/threads_ab.py --config memory_rnn_async --load 6 --threads torch 1
 
-`0` is torch's own count (one thread per core in the learners and the serial placement's process:
-surge's default before 2026-11-24); `1` is one thread per process (the default since); `1+env` also
-sets OMP_NUM_THREADS=1 (and MKL's, OpenBLAS's) for every process. docs/threads.md has the figures.
+`torch` is torch's own count (one thread per core: what surge used in the serial placement's
+process before 2026-11-24, and still uses in the async learners by default); `1` is one thread;
+`0` is surge's default; `1+env` also sets OMP_NUM_THREADS=1 (and MKL's, OpenBLAS's) for every
+process. docs/threads.md has the figures.
 """
 
 from __future__ import annotations
@@ -49,11 +50,21 @@ CONFIGS: dict[str, list[str]] = {
 THROUGHPUT = re.compile(r"Throughput: \d+ env frames in [\d.]+ s = ([\d.]+) env frames/s")
 
 
+def torch_default_threads() -> int:
+    """torch.get_num_threads() of a fresh process (one per core)."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"], capture_output=True, text=True
+    )
+    return int(out.stdout)
+
+
 def run_once(args: list[str], threads: str, seconds: float) -> float:
     """One `surge train` run of `seconds` (benchmark mode: nothing saved) with
     `--num_torch_threads=threads`; a value like `1+env` also sets OMP_NUM_THREADS, MKL_NUM_THREADS
     and OPENBLAS_NUM_THREADS to 1 (every OpenMP / BLAS pool of every process, numpy's included).
     Its env frames/s, nan when it printed no rate."""
+    if threads.startswith("torch"):
+        threads = str(torch_default_threads()) + threads[len("torch") :]
     with tempfile.TemporaryDirectory(prefix="threads_ab_") as tmp:
         cmd = [
             sys.executable, "-m", "surge.cli", "train", *args, f"--num_torch_threads={threads.split('+')[0]}",
@@ -74,7 +85,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="cartpole_serial", choices=sorted(CONFIGS))
     p.add_argument(
-        "--threads", nargs="+", default=["0", "1"], help="--num_torch_threads values (N+env: see run_once)"
+        "--threads",
+        nargs="+",
+        default=["torch", "1"],
+        help="--num_torch_threads values (torch, N+env: see above)",
     )
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--seconds", type=float, default=40.0, help="--train_for_seconds of each run")
