@@ -6,10 +6,10 @@ the end) and, per round, its ratio to the first value's run of that round.
     python benchmarks/threads_ab.py --config cartpole_serial --seconds 40 --rounds 2 --threads torch 1
     python benchmarks/threads_ab.py --config memory_rnn_async --load 6 --threads torch 1
 
-`torch` is torch's own count (one thread per core: what surge used in the serial placement's
-process before 2026-11-24, and still uses in the async learners by default); `1` is one thread;
-`0` is surge's default; `1+env` also sets OMP_NUM_THREADS=1 (and MKL's, OpenBLAS's) for every
-process. docs/threads.md has the figures.
+`torch` is torch's own count in a fresh process (one thread per core; `0` keeps it in the learners
+and the serial placement's process, surge's default before 2026-11-24); `1` is one thread (the
+default since); `1+env` also sets OMP_NUM_THREADS=1 (and MKL's, OpenBLAS's) for every process.
+docs/threads.md has the figures.
 """
 
 from __future__ import annotations

@@ -236,9 +236,8 @@ class SerialPlacement:
         self.progress: Callable[[], None] = lambda: None  # see set_progress
 
     def start(self) -> None:
-        # 0: one thread; torch's own count (one per core) crawls on a loaded machine: each small
-        # op of a step waits for threads that other processes hold (docs/threads.md)
-        torch.set_num_threads(self.cfg.num_torch_threads or 1)
+        if self.cfg.num_torch_threads > 0:  # 0 keeps torch's own count (one thread per core)
+            torch.set_num_threads(self.cfg.num_torch_threads)
         log.info(
             "Serial placement: %d torch intra-op thread(s) in this process (envs, inference and "
             "learning; --num_torch_threads, docs/threads.md)",
