@@ -219,9 +219,10 @@ class SamplingParams:
     learner_main_loop_num_cores: int = param(1, "Torch threads of the learner's batching loop.")
     actor_worker_gpus: list = param([], "GPUs the rollout workers may use (rendering).")
     num_torch_threads: int = param(
-        0,
+        1,
         "Torch intra-op threads of the learners, the inference workers and the serial placement's"
-        " process (0: torch's default, one per core, except 1 for inference workers).",
+        " process (rollout workers use 1); 0: torch's default, one per core (inference workers: 1)."
+        " See docs/threads.md.",
     )
 
 

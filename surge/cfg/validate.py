@@ -503,7 +503,7 @@ def _check_numbers(cfg: Any) -> None:
             "num_torch_threads",
             f"torch's intra-op threads per process, got {cfg.num_torch_threads}.",
             f"pass --num_torch_threads between 1 and {MAX_TORCH_THREADS} (this machine has "
-            f"{os.cpu_count()} cores), or 0 for torch's default.",
+            f"{os.cpu_count()} cores), or 0 for torch's default (one per core; docs/threads.md).",
         )
     if cfg.max_worker_restarts_per_hour < 0:
         raise ConfigError(

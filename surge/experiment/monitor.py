@@ -21,6 +21,20 @@ import numpy as np
 
 log = logging.getLogger("surge")
 
+_NO_BUDGET = int(1e10)  # --train_for_env_steps / --train_for_seconds default: no limit
+
+
+def format_duration(seconds: float) -> str:
+    """`seconds` as the progress line's ETA: 45s, 12m 05s, 3h 07m, 2d 05h."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h {s % 3600 // 60:02d}m"
+    return f"{s // 86400}d {s % 86400 // 3600:02d}h"
+
 
 def log_train_notes(policy_id: int, stats: dict[str, float]) -> None:
     """Logs what a learner's batch statistics tell that the run's log must say: optimizer steps
@@ -92,6 +106,8 @@ class Monitor:
         self.history.append((now, env_frames))
         self.last_report = now
         self.last_summary = 0.0
+        self.train_start: float | None = None  # see start_clock
+        self.train_seconds_before = 0.0
         # agent steps whose env reward / observation was non-finite (replaced by 0, not trained
         # on), non-finite episode returns left out of the statistics, and what the log last said
         self.nonfinite_rewards = self.nonfinite_obs = self.nonfinite_returns = 0
@@ -206,13 +222,54 @@ class Monitor:
 
     def fps(self, window: float) -> float:
         """Env frames per second over the last `window` seconds: from the oldest recorded point in
-        the window to the newest. nan (printed "-") until two points at least `MIN_SPAN_SEC` apart
-        exist, so no rate is a division by ~0 s."""
+        the window to the newest. When the window holds no older point at least `MIN_SPAN_SEC`
+        before the newest (the last tick came late, e.g. after a long learner batch in the serial
+        placement), the rate is from the newest point before the window, over the span since it,
+        which is then longer than `window`. nan (printed "-") until two points at least
+        `MIN_SPAN_SEC` apart exist, so no rate is a division by ~0 s."""
         now_t, now_f = self.history[-1]
+        before: tuple[float, int] | None = None  # the newest point older than the window
         for t, f in self.history:
             if now_t - t <= window:
-                return (now_f - f) / (now_t - t) if now_t - t >= self.MIN_SPAN_SEC else float("nan")
+                if now_t - t >= self.MIN_SPAN_SEC:
+                    return (now_f - f) / (now_t - t)
+                break
+            before = (t, f)
+        if before is not None:
+            return (now_f - before[1]) / (now_t - before[0])
         return float("nan")
+
+    def start_clock(self, start_time: float, seconds_before: float = 0.0) -> None:
+        """The training clock for `--train_for_seconds`: training (re)started at `start_time`
+        (time.time()) after `seconds_before` seconds trained by the runs this one resumes."""
+        self.train_start, self.train_seconds_before = start_time, seconds_before
+
+    def budget_text(self) -> str:
+        """The share of `--train_for_env_steps` done and the estimated time left, from the
+        longest FPS window with a rate (the recent rate) and `--train_for_seconds` when it ends the
+        run first: ` (25.0% of 400000, ETA 5m 00s)`; "" when no budget is set (both at their
+        defaults)."""
+        cfg = self.cfg
+        frames_set = cfg.train_for_env_steps < _NO_BUDGET
+        seconds_set = cfg.train_for_seconds < _NO_BUDGET
+        if not (frames_set or seconds_set):
+            return ""
+        parts = []
+        eta = float("inf")
+        if frames_set:
+            total = max(1, cfg.train_for_env_steps)
+            parts.append(f"{100.0 * min(self.env_frames, total) / total:.1f}% of {cfg.train_for_env_steps}")
+            rate = next((r for r in map(self.fps, reversed(self.WINDOWS)) if math.isfinite(r)), float("nan"))
+            if rate > 0:
+                eta = max(0, cfg.train_for_env_steps - self.env_frames) / rate
+        why = ""
+        if seconds_set and self.train_start is not None:
+            elapsed = self.train_seconds_before + self.history[-1][0] - self.train_start
+            left = max(0.0, cfg.train_for_seconds - elapsed)
+            if left < eta:
+                eta, why = left, " (--train_for_seconds)"
+        parts.append(f"ETA {format_duration(eta)}{why}" if math.isfinite(eta) else "ETA -")
+        return f" ({', '.join(parts)})"
 
     def tick(self, force: bool = False) -> None:
         """Records throughput; prints progress and writes summaries when their intervals are due."""
@@ -245,7 +302,8 @@ class Monitor:
     def _print(self) -> None:
         f10, f60, f300 = (f"{x:.1f}" if math.isfinite(x) else "-" for x in map(self.fps, self.WINDOWS))
         msg = (
-            f"Env frames/s (10 s, 1 min, 5 min): {f10}, {f60}, {f300}. Total env frames: {self.env_frames}. "
+            f"Env frames/s (10 s, 1 min, 5 min): {f10}, {f60}, {f300}. "
+            f"Total env frames: {self.env_frames}{self.budget_text()}. "
         )
         if len(self.policies) == 1:
             log.info(msg + self._policy_text(self.policies[0]))

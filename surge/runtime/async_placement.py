@@ -429,6 +429,9 @@ class AsyncPlacement:
         """The rollout workers step no more once they took `env_steps` more env steps in all."""
         self.env_steps_budget[0] = self.env_steps_counted + max(0, env_steps)
 
+    def set_progress(self, fn: Callable[[], None]) -> None:
+        """Nothing to do: the learners train in their own processes, and `step` returns often."""
+
     def interrupt(self) -> None:
         """Nothing to do at the signal: `close` sets the stop event first, which the learners poll
         between optimizer steps (and the rollout and inference workers in their loops)."""

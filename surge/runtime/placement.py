@@ -10,6 +10,7 @@ A checkpoint of a policy holds its model and learner state plus the run's counte
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -72,6 +73,12 @@ class Placement(Protocol):
     def limit_env_steps(self, env_steps: int) -> None:
         """The samplers take at most about `env_steps` more env steps (the rest of the frame
         budget): a run ends within one step of each split of its budget."""
+        ...
+
+    def set_progress(self, fn: Callable[[], None]) -> None:
+        """`fn` is called between the optimizer steps of a batch trained in this process (the
+        serial placement), so the progress line keeps coming during a long batch; the async
+        placement trains in other processes and never calls it."""
         ...
 
     def interrupt(self) -> None:

@@ -5,6 +5,7 @@ CPU affinity and thread counts, and report a crash with its traceback instead of
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
 import traceback
@@ -18,6 +19,8 @@ from surge.experiment.folder import setup_logging
 from surge.runtime.child_start import die_with_parent
 
 __all__ = ["die_with_parent", "retain_freed_memory", "run_child", "setup_child"]
+
+log = logging.getLogger("surge")
 
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
@@ -99,6 +102,7 @@ def setup_child(
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(1)
+    log.info("Process %s: %d torch intra-op thread(s)", name, torch.get_num_threads())
 
 
 def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -235,10 +236,16 @@ class SerialPlacement:
         self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
         self.final_written: set[int] = set()  # see `Placement`
         self.save_refusals: list[SaveRefused] = []
+        self.progress: Callable[[], None] = lambda: None  # see set_progress
 
     def start(self) -> None:
         if self.cfg.num_torch_threads > 0:  # 0 keeps torch's own count (one thread per core)
             torch.set_num_threads(self.cfg.num_torch_threads)
+        log.info(
+            "Serial placement: %d torch intra-op thread(s) in this process (envs, inference and "
+            "learning; --num_torch_threads, docs/threads.md)",
+            torch.get_num_threads(),
+        )
         self.c = c = build_components(self.cfg)
         self.num_agents, self.frameskip = c.info.agents_per_step, c.info.frameskip
         for p, learner in enumerate(c.learners):
@@ -247,7 +254,7 @@ class SerialPlacement:
                 restore_policy(c.models[p], learner, state)
                 c.inferences[p].policy_version = learner.policy_version
         for learner in c.learners:
-            learner.should_stop = self._interrupted
+            learner.should_stop = self._between_optimizer_steps
         sampler_state = self._matching_sampler_state()
         self.sampler = SerialSampler(c, sampler_state)
         if sampler_state is not None:
@@ -358,8 +365,14 @@ class SerialPlacement:
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
 
-    def _interrupted(self) -> bool:
+    def _between_optimizer_steps(self) -> bool:
+        """The learners' `should_stop`: reports progress (a batch can take longer than the
+        progress line's interval) and says whether the run is stopping."""
+        self.progress()
         return self.interrupted
+
+    def set_progress(self, fn: Callable[[], None]) -> None:
+        self.progress = fn
 
     def interrupt(self) -> None:
         """The learner training now (this process's main thread, which the signal handler

@@ -149,7 +149,9 @@ class TrainingRun:
         try:
             p.start()
             p.limit_env_steps(math.ceil((cfg.train_for_env_steps - m.env_frames) / p.frameskip))
+            p.set_progress(m.tick)
             self.start_time = time.time()
+            m.start_clock(self.start_time, self.train_seconds_before)
             self.last_save = self.last_milestone = self.start_time
             self.last_best = 0.0
             m.history.clear()

@@ -105,8 +105,12 @@ print(torch.get_num_threads())
 """
 
 
-@pytest.mark.parametrize(("flag", "threads"), [([], 2), (["--num_torch_threads=1"], 1)])
-def test_serial_placement_uses_num_torch_threads_when_set(tmp_path, flag, threads):
+@pytest.mark.parametrize(
+    ("flag", "threads"), [([], 1), (["--num_torch_threads=0"], 2), (["--num_torch_threads=3"], 3)]
+)
+def test_serial_placement_uses_one_torch_thread_unless_told(tmp_path, flag, threads):
+    """One thread by default, whatever the process had (here 2, as torch's own count on 2 cores,
+    which `--num_torch_threads=0` keeps)."""
     out = subprocess.run(
         [sys.executable, "-c", _SERIAL_THREADS, str(tmp_path), *flag],
         capture_output=True, text=True, check=True,
