@@ -214,5 +214,7 @@ def test_a_run_whose_final_weights_are_not_finite_exits_non_zero_and_is_not_mark
     assert "Training finished" not in log
     final = next(line for line in log.splitlines() if "the final checkpoint was not written" in line)
     assert "Policy 0" in final and "model.log_std" in final, final
-    assert "went non-finite by env frame" in final and "It has no checkpoint" in final, final
+    assert "It has no checkpoint" in final, final
+    if serial_mode:  # a save after every batch, each refused; the async learner may reach the budget first
+        assert "went non-finite by env frame" in final, final
     assert "could not be saved, so the run is not marked done" in log
