@@ -20,7 +20,7 @@ def _surge_logger_propagates():
 # The fast subset (`-m "not slow"`) is meant to stay under 3 min on an idle 2-core machine (README):
 # a test outside the `slow` marker that takes longer than this is named at the end of the run, so
 # it is moved to `slow` instead of slowly growing the subset. Wall-clock seconds, setup to teardown.
-FAST_TEST_LIMIT_S = float(os.environ.get("SURGE_FAST_TEST_LIMIT_S", "10"))
+FAST_TEST_LIMIT_S = float(os.environ.get("SURGE_FAST_TEST_LIMIT_S", "5"))
 _fast_test_seconds: dict[str, float] = {}
 
 

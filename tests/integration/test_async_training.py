@@ -120,6 +120,7 @@ def test_sigint_stops_every_child_saves_and_leaves_no_shared_memory(tmp_path):
     assert _shm() - shm_before == set()
 
 
+@pytest.mark.slow
 def test_sigkill_of_the_main_process_takes_the_children_with_it(tmp_path):
     shm_before = _shm()
     proc = _start(tmp_path, "kill", "--save_every_sec=1")
@@ -134,6 +135,7 @@ def test_sigkill_of_the_main_process_takes_the_children_with_it(tmp_path):
     assert _shm() - shm_before == set()
 
 
+@pytest.mark.slow
 def test_a_crashing_env_is_reported_with_its_traceback_and_the_run_stops(tmp_path):
     script = tmp_path / "crash.py"
     script.write_text(

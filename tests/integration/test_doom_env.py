@@ -102,6 +102,7 @@ def test_one_agent_against_bots(name, no_leftovers):
         env.close()
 
 
+@pytest.mark.slow
 def test_multiplayer_duel_two_agents_and_a_bot(no_leftovers):
     env = doom_env(
         "doom_duel", "--num_bots=1", "--timelimit=0.05"
@@ -117,6 +118,7 @@ def test_multiplayer_duel_two_agents_and_a_bot(no_leftovers):
         env.close()
 
 
+@pytest.mark.slow
 def test_deathmatch_full_four_agents_four_bots(no_leftovers):
     env = doom_env("doom_deathmatch_full")
     try:
@@ -197,7 +199,7 @@ KILLED_CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("name", ["doom_basic", "doom_duel"])
+@pytest.mark.parametrize("name", ["doom_basic", pytest.param("doom_duel", marks=pytest.mark.slow)])
 def test_sigkill_leaves_no_engine_and_no_shared_memory(name, tmp_path, no_leftovers):
     script = tmp_path / "child.py"
     script.write_text(KILLED_CHILD)

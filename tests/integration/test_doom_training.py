@@ -120,6 +120,7 @@ def test_serial_doom_basic_then_enjoy_video(tmp_path):
     assert len(frames) == result["lengths"][0] and frames[0].shape == (120, 160, 3) and fps == 35
 
 
+@pytest.mark.slow
 def test_enjoy_shows_every_tic_and_plays_the_same_game(tmp_path):
     """--eval_env_frameskip=1 (the Doom default) steps the game one tic at a time and repeats each
     action env_frameskip times: every tic is a video frame, and with deterministic actions the game

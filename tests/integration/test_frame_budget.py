@@ -27,6 +27,7 @@ def _surge(*args, timeout=120):
     )
 
 
+@pytest.mark.slow
 def test_async_run_stops_within_one_rollout_of_its_budget_with_real_rates(tmp_path):
     budget = 2000
     out = _surge(
@@ -89,6 +90,7 @@ def test_dummy_sampler_runs_to_the_lower_budget_and_says_which(tmp_path):
     assert "DUMMY_SAMPLER samples 3000 env frames" in text and "(here --train_for_env_steps)" in text
 
 
+@pytest.mark.slow
 def test_bench_on_ctrl_c_does_not_claim_a_checkpoint(tmp_path):
     proc = subprocess.Popen(
         [

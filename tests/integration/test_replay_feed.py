@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from replay_algorithm import TEST_REPLAY  # noqa: F401  (registers --algo=TEST_REPLAY)
 
@@ -53,6 +54,7 @@ def test_serial_replay_learner_sees_every_block_and_holds_none(tmp_path):
     placement.close()
 
 
+@pytest.mark.slow
 def test_async_replay_run_trains_and_saves(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(

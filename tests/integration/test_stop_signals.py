@@ -42,6 +42,7 @@ def _wait_for(proc, log: Path, pattern: str, timeout: float) -> None:
     raise AssertionError(f"no {pattern!r} in the log after {timeout} s")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc (Linux)")
 @pytest.mark.parametrize("serial_mode", ["False", "True"])
 def test_sigterm_stops_a_run_with_tiny_batches_within_seconds(tmp_path, serial_mode):

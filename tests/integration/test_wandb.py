@@ -9,6 +9,7 @@ from surge.cfg.cli import parse_cfg
 from surge.runtime.training_run import train
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("wandb") is None, reason="wandb not installed")
 def test_with_wandb_logs_the_summaries_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")

@@ -81,6 +81,7 @@ def _page_faults(mode: str, env: dict[str, str] | None = None) -> tuple[bool, in
     return out[0] == "True", int(out[1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc")
 def test_retained_memory_spares_the_page_faults_of_large_tensors_unless_the_user_set_malloc_env():
     pages = (64 << 20) // 4096  # per 64 MiB tensor
