@@ -5,6 +5,7 @@ the end) and, per round, its ratio to the first value's run of that round.
 
     python benchmarks/threads_ab.py --config cartpole_serial --seconds 40 --rounds 2 --threads torch 1
     python benchmarks/threads_ab.py --config memory_rnn_async --load 6 --threads torch 1
+    python benchmarks/threads_ab.py --config pong_example --seconds 60 --threads torch 1
 
 `torch` is torch's own count in a fresh process (one thread per core; `0` keeps it in the learners
 and the serial placement's process, surge's default before 2026-11-24); `1` is one thread (the
@@ -26,6 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from configs import CONFIGS as BENCH_CONFIGS  # noqa: E402  (benchmarks/ is not a package)
 
 CONFIGS: dict[str, list[str]] = {
     # the README's CartPole command
@@ -46,6 +49,8 @@ CONFIGS: dict[str, list[str]] = {
     "mlp_async": ["--env=CartPole-v1", "--serial_mode=False"],
     # the README's main job
     "breakout_serial": ["--env=atari_breakout", "--serial_mode=True"],
+    # the throughput benchmark's conv-net configs (benchmarks/configs.py), async placement
+    **{name: BENCH_CONFIGS[name].surge_args for name in ("pong_example", "pong_1epoch", "doom_basic")},
 }  # fmt: skip
 THROUGHPUT = re.compile(r"Throughput: \d+ env frames in [\d.]+ s = ([\d.]+) env frames/s")
 

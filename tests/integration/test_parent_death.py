@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from shm_leftovers import held_shm_entries, shm_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 LOAD = 8  # busy processes on top of whatever else runs on the machine
@@ -44,29 +45,6 @@ def _alive(key: tuple[int, str]) -> bool:
     return st is not None and st[0] != "Z" and st[19] == key[1]
 
 
-def _shm() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
-def _held_shm() -> set[str]:
-    """/dev/shm entries a live process has mapped or open (another program's)."""
-    held = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            for line in (proc / "maps").read_text().splitlines():
-                if "/dev/shm/" in line:
-                    held.add(line.split("/dev/shm/", 1)[1].split(" ")[0])
-            for fd in (proc / "fd").iterdir():
-                target = os.readlink(fd)
-                if target.startswith("/dev/shm/"):
-                    held.add(target[len("/dev/shm/") :].split(" ")[0])
-        except OSError:
-            continue
-    return held
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc: Linux")
 @pytest.mark.parametrize(
@@ -75,7 +53,7 @@ def _held_shm() -> set[str]:
 def test_children_exit_within_two_seconds_of_a_killed_main_at_load_8(tmp_path, entry):
     """The main process is killed the moment its inference and rollout workers are spawned: the
     learner is running by then, the others are still starting (the case that used to be missed)."""
-    shm_before = _shm()
+    shm_before = shm_entries()
     cmd = [
         sys.executable,
         "-m",
@@ -143,9 +121,9 @@ def test_children_exit_within_two_seconds_of_a_killed_main_at_load_8(tmp_path, e
     )
     # the resource tracker (gone too, above) unlinks the run's semaphores; torch's tensors use file
     # descriptors: nothing of the run stays in /dev/shm (another program's entries are held or go)
-    new_shm = _shm() - shm_before
+    new_shm = shm_entries() - shm_before
     deadline = time.time() + 10
     while new_shm and time.time() < deadline:
         time.sleep(0.5)
-        new_shm = (new_shm & _shm()) - _held_shm()
+        new_shm = (new_shm & shm_entries()) - held_shm_entries()
     assert not new_shm, f"/dev/shm entries left behind: {new_shm}"

@@ -58,7 +58,7 @@ def _thread_lines(log_text: str) -> dict[str, int]:
     return {m[0]: int(m[1]) for m in re.findall(r"Process (\S+): (\d+) torch intra-op thread", log_text)}
 
 
-# 7.7 s at load 2.7 on 2 cores (44 s at load 11)
+@pytest.mark.slow  # an async run's start: over 5 s on an idle 2-core machine
 def test_every_async_process_uses_one_torch_thread_by_default_and_says_so(tmp_path):
     cfg = parse_cfg(
         [

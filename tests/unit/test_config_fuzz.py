@@ -17,6 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from shm_leftovers import held_shm_entries, shm_entries
 
 hypothesis = pytest.importorskip("hypothesis")
 import yaml  # noqa: E402
@@ -368,30 +369,6 @@ def run_flag_sets(draw) -> tuple[str, list[str]]:
     return env, argv
 
 
-def _shm() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
-def _held_shm() -> set[str]:
-    """/dev/shm entries some live process has open or mapped (another program's, when the run's
-    own processes are gone): a new entry nobody holds is a leftover."""
-    held = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            for line in (proc / "maps").read_text().splitlines():
-                if "/dev/shm/" in line:
-                    held.add(line.split("/dev/shm/", 1)[1].split(" ")[0])
-            for fd in (proc / "fd").iterdir():
-                target = os.readlink(fd)
-                if target.startswith("/dev/shm/"):
-                    held.add(target[len("/dev/shm/") :].split(" ")[0])
-        except OSError:
-            continue
-    return held
-
-
 def _tagged_pids(tag: str) -> list[int]:
     """Live processes whose environment holds `SURGE_FUZZ_TAG=tag` (the run and its children)."""
     needle = f"SURGE_FUZZ_TAG={tag}".encode()
@@ -409,7 +386,7 @@ def _tagged_pids(tag: str) -> list[int]:
 
 def start_and_check(env: str, argv: list[str], train_dir: Path, tag: str) -> str:
     """Runs `surge train argv` in a subprocess and asserts the outcome; returns "ran" or "refused"."""
-    shm_before = _shm()
+    shm_before = shm_entries()
     cmd = [sys.executable, "-m", "surge.cli", "train", *argv, f"--train_dir={train_dir}", "--experiment=fuzz"]
     environ = {**os.environ, "SURGE_FUZZ_TAG": tag, "PYTHONPATH": str(ROOT)}
     t0 = time.time()
@@ -433,13 +410,13 @@ def start_and_check(env: str, argv: list[str], train_dir: Path, tag: str) -> str
         os.kill(pid, 9)
     assert not left, f"processes left behind: {left}: {argv}"
     assert "Traceback" not in err and "Traceback" not in out, f"{argv}\n{err[-5000:]}"
-    new_shm = _shm() - shm_before
+    new_shm = shm_entries() - shm_before
     # other programs on the machine (tests run in parallel) create entries too: theirs are held by
     # a live process or go away soon; the run's own processes are gone, so its entries would stay
     deadline = time.time() + 15
     while new_shm and time.time() < deadline:
         time.sleep(1.0)
-        new_shm = (new_shm & _shm()) - _held_shm()
+        new_shm = (new_shm & shm_entries()) - held_shm_entries()
     assert not new_shm, f"/dev/shm entries left behind: {new_shm}: {argv}"
     if proc.returncode == 0:
         return "ran"

@@ -1,0 +1,31 @@
+"""Shared memory a test run may leave behind: the /dev/shm entries now, and those some live
+process still holds (another program's), so that a new entry nobody holds is a leftover."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def shm_entries() -> set[str]:
+    """Names in /dev/shm (empty where there is no /dev/shm)."""
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+def held_shm_entries() -> set[str]:
+    """/dev/shm entries some live process has open or mapped (read from /proc)."""
+    held = set()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            for line in (proc / "maps").read_text().splitlines():
+                if "/dev/shm/" in line:
+                    held.add(line.split("/dev/shm/", 1)[1].split(" ")[0])
+            for fd in (proc / "fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("/dev/shm/"):
+                    held.add(target[len("/dev/shm/") :].split(" ")[0])
+        except OSError:
+            continue
+    return held
