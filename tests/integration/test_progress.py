@@ -7,6 +7,8 @@ import logging
 import re
 import time
 
+import pytest
+
 from surge.cfg.cli import parse_cfg
 from surge.learning.learner import Learner
 from surge.runtime.training_run import TrainingRun
