@@ -97,6 +97,10 @@ BREAKAGES = [
         "RNN state not carried between steps: inference writes zeros as the next hidden state",
         [
             (
+                "buf.rnn_states[slots, ts + 1] = value if on_cpu else value.cpu()",
+                "buf.rnn_states[slots, ts + 1] = 0.0",
+            ),
+            (
                 "buf.rnn_states[slots, ts + 1] = value.cpu()",
                 "buf.rnn_states[slots, ts + 1] = torch.zeros_like(value).cpu()",
             ),
@@ -111,9 +115,13 @@ BREAKAGES = [
         "RNN state not reset at episode starts: the rollout worker does not zero rnn_states at done",
         [
             (
+                'buf["rnn_states"][split.np_slots[done], t + 1] = 0.0',
+                "pass  # broken: rnn_states not reset at done",
+            ),
+            (
                 "buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0",
                 "pass  # broken: rnn_states not reset at done",
-            )
+            ),
         ],
     ),
     Breakage(
