@@ -170,6 +170,8 @@ class RolloutWorker:
             `--sampler_only`): a finished block is free again at once.
         env_factory: builds a replacement env object for one that raised in `step` (None: such an
             exception propagates).
+        learning: the policies that learn (`surge.population.roles.learning_policies`; None: all):
+            a frozen policy's steps go to no learner.
     Raises:
         EnvError: when an env returns something the buffers cannot hold (wrong shape or dtype).
     """
@@ -184,8 +186,10 @@ class RolloutWorker:
         policy_mapper: PolicyMapper | None = None,
         has_learners: bool = True,
         env_factory: Callable[[], Any] | None = None,
+        learning: list[int] | None = None,
     ):
         self.has_learners = has_learners
+        self.learning = None if learning is None else set(learning)
         self.env_factory = env_factory
         self.env_steps = 0  # env steps since the last `pop_env_steps`
         self.env_faults = 0  # env.step calls that raised since the last `pop_env_faults`
@@ -335,6 +339,8 @@ class RolloutWorker:
             policies = [0]
         else:
             policies = torch.unique(self.buffers.policy_id[slots]).tolist()
+            if self.learning is not None:  # frozen policies have no learner
+                policies = [p for p in policies if p in self.learning]
         self.slot_pools[split_idx].hand_over(int(slots[0]), policies)
         return policies
 
