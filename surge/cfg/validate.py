@@ -196,6 +196,7 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError(
             "num_policies", f"at most 127 policies (int8 policy ids), got {cfg.num_policies}.", ""
         )
+    check_roles(cfg)
     check_policy_mapping(cfg)
     from surge.learning.algorithm import get_algorithm
 
@@ -204,7 +205,6 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError(
             "with_pbt", "population-based training is not available yet.", "use --with_pbt=False."
         )
-    check_roles(cfg)
     if cfg.with_wandb:
         import importlib.util
 
