@@ -115,6 +115,17 @@ def sample_legal(action_space: gym.Space, mask: Any) -> Any:
     return action_space.sample(mask=masks).reshape(np.asarray(action_space.nvec).shape)
 
 
+def is_legal(action_space: gym.Space, mask: Any, action: Any) -> bool:
+    """Whether `action` is allowed by `mask` `[width]` (0/1 or bool); a head whose mask has no
+    legal entry allows every action (`sample_legal`)."""
+    m = np.asarray(mask).reshape(-1) != 0
+    if isinstance(action_space, gym.spaces.Discrete):
+        return bool(not m.any() or m[int(action) - int(action_space.start)])
+    sizes = [int(n) for n in np.asarray(action_space.nvec).reshape(-1)]
+    heads = np.split(m, np.cumsum(sizes)[:-1])
+    return all(not h.any() or h[int(a)] for h, a in zip(heads, np.asarray(action).reshape(-1), strict=True))
+
+
 def _as_mask(value: Any, width: int) -> np.ndarray:
     m = np.asarray(value).astype(np.int8).reshape(-1)
     if m.shape != (width,):
@@ -164,10 +175,14 @@ class RlGamesActionMask(_MaskInObs):
     """rl_games' env API: `get_action_mask()` after each reset and step, into the observation dict."""
 
     def _mask(self, info: dict) -> np.ndarray:
-        return _as_mask(self.env.unwrapped.get_action_mask(), self.width)
+        return _as_mask(_rl_games_env(self.env).get_action_mask(), self.width)
+
+
+def _rl_games_env(env: Any) -> Any:
+    return env if callable(getattr(env, "has_action_mask", None)) else getattr(env, "unwrapped", env)
 
 
 def uses_rl_games_mask(env: Any) -> bool:
     """True for an env of rl_games' API that says it has action masks (`has_action_mask()`)."""
-    has = getattr(getattr(env, "unwrapped", env), "has_action_mask", None)
+    has = getattr(_rl_games_env(env), "has_action_mask", None)
     return callable(has) and bool(has())
