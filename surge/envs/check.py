@@ -309,10 +309,13 @@ def check_env_spaces(
     from surge.envs.wrappers import is_channels_last
     from surge.models.encoders import CONV_LAYERS
 
+    from surge.envs.action_masks import check_mask_space
+
     custom = bool(getattr(cfg, "encoder_custom", ""))
     if not custom:
         _refuse_unsupported_obs(observation_space, cfg)
     _check_action_space(action_space)
+    check_mask_space(observation_space, action_space)
     boxes = _boxes(observation_space)
     images = cfg.encoder_type != "mlp" and not custom
     for path, box in boxes:
