@@ -25,7 +25,9 @@ Snapshot 0 is policy 0's initial weights, in every slot at the start. The pool (
 ratings, slots, the results window) is saved in `<experiment>/self_play/` (`pool.json` and
 `snapshot_<id>.pth`, whose `model` entry a `--frozen_policies ID:PATH` or the evaluation script
 loads), and a resumed run continues with it. `history.jsonl` there records the win rate and the
-ratings over the run (for the curves). A game is credited to the snapshot its slot holds when the
+ratings over the run (for the curves), and `return_sum`, every player's episode returns summed
+over this run: 0 while every game is zero-sum (PettingZoo's classic games end an illegal move with
+-1 for the mover and 0 for the other player, so there it counts illegal moves). A game is credited to the snapshot its slot holds when the
 game's end is reported: the few games under way when a slot changes are credited to the new one.
 """
 
@@ -219,6 +221,10 @@ class SelfPlayController:
         self.folder, self.writer = folder, writer
         self.placement: WeightsPlacement | None = None
         self.last_log = 0.0
+        # the returns of every player's episodes (policy 0 and the slots) summed: 0 while every
+        # game is zero-sum; PettingZoo's classic games end an illegal move with -1 for the mover and
+        # 0 for the other, so there it is minus the illegal moves of this run (not saved)
+        self.return_sum = 0.0
 
     @property
     def pool_file(self) -> Path | None:
@@ -271,6 +277,7 @@ class SelfPlayController:
         `episode_return`) and promotes a snapshot when the score passes update_score."""
         for ep in episodes:
             p = int(ep.policy_id)
+            self.return_sum += float(ep.episode_return)
             if p < 1:
                 continue
             self.pool.record(p - 1, float(ep.episode_return))
@@ -317,6 +324,7 @@ class SelfPlayController:
             "elo_snapshots": {str(s.id): s.elo for s in pool.snapshots.values()},
             "snapshots": len(pool.snapshots),
             "slots": list(pool.slots),
+            "return_sum": self.return_sum,
         }
         if self.writer is not None:
             w = self.writer
@@ -324,11 +332,18 @@ class SelfPlayController:
             w.add_scalar("self_play/elo_policy_0", pool.learner_elo, env_frames)
             w.add_scalar("self_play/snapshots", len(pool.snapshots), env_frames)
             w.add_scalar("self_play/games", pool.games, env_frames)
+            w.add_scalar("self_play/return_sum", self.return_sum, env_frames)
             for s in pool.snapshots.values():
                 w.add_scalar(f"self_play/elo_snapshot_{s.id}", s.elo, env_frames)
         if self.folder is not None:
             with open(self.folder / "history.jsonl", "a") as f:
                 f.write(json.dumps(point) + "\n")
+
+    def checkpoint(self, env_frames: int) -> None:
+        """At the run's checkpoints: a history point, and the pool saved."""
+        if self.pool.games:
+            self._log_point(env_frames)
+        self.save()
 
     def save(self) -> None:
         """Writes `pool.json` (atomically: a stop mid-write leaves the previous one)."""

@@ -365,7 +365,7 @@ class TrainingRun:
         for i in self.learning:
             self.placement.save(kind, self._counters(i), policy_id=i)
         if self.self_play is not None:
-            self.self_play.save()
+            self.self_play.checkpoint(self.monitor.env_frames)
 
     def _maybe_save(self, now: float) -> None:
         cfg, m, p = self.cfg, self.monitor, self.placement

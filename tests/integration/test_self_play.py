@@ -55,7 +55,8 @@ def test_self_play_promotes_snapshots_and_the_pool_survives_a_resume(tmp_path):
     assert "Self-play: win rate" in log and "now in opponent slot(s) [0]" in log
     history = [json.loads(line) for line in (folder / "history.jsonl").read_text().splitlines()]
     games = [h["games"] for h in history]
-    assert games == sorted(games) and 0 < games[-1] <= pool["games"]
+    assert games == sorted(games) and games[-1] == pool["games"]
+    assert history[-1]["return_sum"] == 0.0  # every game of this run was zero-sum
     last = torch.load(folder / f"snapshot_{max(ids):04d}.pth", weights_only=True)
     assert last["policy_version"] > 0
 
