@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     pool = json.loads((folder / "pool.json").read_text())
     frames = [p["env_frames"] / 1e3 for p in points]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
-    top.plot(frames, [p["win_rate"] for p in points], color="tab:blue", label="policy 0's win rate vs the pool")
+    top.plot(
+        frames, [p["win_rate"] for p in points], color="tab:blue", label="policy 0's win rate vs the pool"
+    )
     for s in pool["snapshots"][1:]:
         top.axvline(s["env_frames"] / 1e3, color="grey", linestyle=":", linewidth=0.8)
     top.axhline(0.5, color="black", linewidth=0.5)

@@ -105,14 +105,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default="", help="also write the result to this file")
     args = ap.parse_args(argv)
     saved = json.loads((Path(args.train_dir) / args.experiment / "cfg.json").read_text())
-    cfg = parse_cfg([f"--env={saved['env']}", f"--train_dir={args.train_dir}", f"--experiment={args.experiment}"])
+    cfg = parse_cfg(
+        [f"--env={saved['env']}", f"--train_dir={args.train_dir}", f"--experiment={args.experiment}"]
+    )
     folder = ExperimentFolder(cfg)
     env = make_env(cfg)
     if env.num_agents != 2:
         raise SystemExit(f"{cfg.env} has {env.num_agents} agents: this script plays two-player games")
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
-    player_path = Path(args.player) if args.player else CheckpointManager(folder.checkpoints(0), 1, 0).latest()
+    player_path = (
+        Path(args.player) if args.player else CheckpointManager(folder.checkpoints(0), 1, 0).latest()
+    )
     if player_path is None:
         raise SystemExit("policy 0 has no checkpoint")
     me = Player(load_model(cfg, env, player_path), args.deterministic, rng)
