@@ -319,9 +319,18 @@ def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
             (the run's start reports why, and `surge.runtime.components.env_info` checks again
             with the agents it counts).
     Raises:
-        ConfigError: on --num_policies, naming the idle policies and the alternatives.
+        ConfigError: on --num_policies, naming the idle policies and the alternatives; on
+            --self_play for an env of one agent (self-play needs two players).
     """
     n = cfg.num_policies
+    if getattr(cfg, "self_play", False) and num_agents is None:
+        num_agents = _count_agents(cfg)
+    if getattr(cfg, "self_play", False) and num_agents is not None and num_agents < 2:
+        raise ConfigError(
+            "self_play",
+            f"{cfg.env} has {num_agents} agent: self-play needs a game of two players.",
+            "use a two-player env (e.g. --env=pettingzoo_classic.connect_four_v3), or --self_play=False.",
+        )
     if n <= 1 or cfg.policy_mapping not in ("agent_index", "env_index"):
         return
     if cfg.policy_mapping == "env_index":

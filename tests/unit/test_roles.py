@@ -3,6 +3,7 @@ values are refused before anything starts, naming the field."""
 
 import pytest
 import torch
+import two_player_toy  # noqa: F401  (registers --env=higher_number)
 
 from surge.cfg.cli import parse_cfg
 from surge.cfg.validate import validate_cfg
@@ -23,7 +24,10 @@ def test_roles_from_the_flags(tmp_path):
     cfg = _cfg(tmp_path, "--num_policies=3", "--frozen_policies", "1:uniform", "2:random")
     assert learning_policies(cfg) == [0]
     assert frozen_sources(cfg) == {1: "uniform", 2: "random"}
-    cfg = _cfg(tmp_path, "--num_policies=4", "--self_play=True")
+    cfg = parse_cfg(
+        ["--env=higher_number", f"--train_dir={tmp_path}", "--num_policies=4", "--self_play=True"]
+    )
+    validate_cfg(cfg)
     assert learning_policies(cfg) == [0]
     assert frozen_sources(cfg) == {1: "self_play", 2: "self_play", 3: "self_play"}
 
@@ -48,6 +52,7 @@ def test_roles_from_the_flags(tmp_path):
             "self_play_games_to_check",
         ),
         (["--num_policies=2", "--policy_mapping=self_play"], "policy_mapping"),
+        (["--num_policies=2", "--self_play=True"], "self_play"),  # CartPole has one player
     ],
 )
 def test_wrong_roles_are_refused_naming_the_field(tmp_path, args, field):
