@@ -99,3 +99,18 @@ def test_the_state_survives_a_json_round_trip():
     assert math.isclose(again.win_rate(), pool.win_rate())
     with pytest.raises(ValueError, match="slots"):
         SelfPlayPool(3, 0.5, 3, True, 1).load_state_dict(state)
+
+
+def test_the_self_play_mapping_pairs_policy_0_with_a_slot_on_both_sides_in_turn():
+    from surge.sampling.policy_mapping import PolicyMapper
+
+    m = PolicyMapper("self_play", 5, True, seed=0)
+    seats = []
+    for env in range(3):
+        for episode in range(6):
+            game = [m.policy_for(env, agent, episode) for agent in (0, 1)]
+            assert sorted(game)[0] == 0 and 1 <= sorted(game)[1] <= 4  # policy 0 against one slot
+            seats.append(game.index(0))
+    assert seats.count(0) == seats.count(1)  # first and second player equally often
+    slots = {m.policy_for(0, 1, e) for e in range(0, 200, 2)}
+    assert slots == {1, 2, 3, 4}  # every slot is drawn
