@@ -306,10 +306,9 @@ def check_env_spaces(
         ConfigError: the run would need more memory than this machine has (see `check_memory`).
     """
     from surge.cfg.validate import check_memory, estimate_memory
+    from surge.envs.action_masks import check_mask_space
     from surge.envs.wrappers import is_channels_last
     from surge.models.encoders import CONV_LAYERS
-
-    from surge.envs.action_masks import check_mask_space
 
     custom = bool(getattr(cfg, "encoder_custom", ""))
     if not custom:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,7 +300,11 @@ def make_pettingzoo_env(
     except ImportError as e:
         raise EnvError('the pettingzoo_ family needs PettingZoo: pip install "surge-rl[pettingzoo]"') from e
     try:
-        module = importlib.import_module(name)
+        with (
+            warnings.catch_warnings()
+        ):  # PettingZoo 1.27 prefers its registry; modules are the API of 1.24 on
+            warnings.filterwarnings("ignore", "The old environment creation API", DeprecationWarning)
+            module = importlib.import_module(name)
     except ModuleNotFoundError as e:
         if e.name and (e.name == name or name.startswith(e.name + ".")):
             raise ConfigError(
