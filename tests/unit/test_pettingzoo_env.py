@@ -178,3 +178,14 @@ def test_random_legal_play_never_breaks_the_rules():
     obs, _ = env.reset(seed=0)
     for _ in range(500):
         obs, *_ = env.step([sample_legal(env.action_space, o["action_mask"]) for o in obs])
+
+
+def test_check_env_understands_pettingzoo_and_keeps_to_legal_moves():
+    from surge.envs.check import check_env
+
+    notes: list[str] = []
+    found = check_env("pettingzoo_classic.connect_four_v3", num_steps=200, notes=notes)
+    assert not any("Illegal move" in w for w in found), found  # PettingZoo's own referee
+    assert any("AEC" in n and "player_0, player_1" in n for n in notes)
+    mask_note = next(n for n in notes if "action masks" in n)
+    assert "7 entries for Discrete(7)" in mask_note and "min " in mask_note
