@@ -180,6 +180,7 @@ def test_random_legal_play_never_breaks_the_rules():
         obs, *_ = env.step([sample_legal(env.action_space, o["action_mask"]) for o in obs])
 
 
+@pytest.mark.slow  # 300 steps through the checker: ~5 s on a busy machine
 def test_check_env_understands_pettingzoo_and_keeps_to_legal_moves():
     from pettingzoo.utils.env_logger import EnvLogger
 
@@ -192,3 +193,26 @@ def test_check_env_understands_pettingzoo_and_keeps_to_legal_moves():
     assert any("AEC" in n and "player_0, player_1" in n for n in notes)
     mask_note = next(n for n in notes if "action masks" in n)
     assert "7 entries for Discrete(7)" in mask_note and "min " in mask_note
+
+
+class _KeepsTheDead(_Spawning):
+    """The same, but `a` stays in `agents` after it terminated (some Parallel envs do)."""
+
+    def step(self, actions):
+        before = list(self.agents)
+        obs, rew, term, trunc, infos = super().step(actions)
+        if "a" in before and "a" not in self.agents and not trunc["a"]:
+            self.agents.insert(0, "a")
+            obs = self._obs()
+        return obs, rew, term, trunc, infos
+
+
+def test_an_agent_kept_after_it_ended_stays_inactive_and_ends_once():
+    env = PettingZooAsMultiAgent(_KeepsTheDead())
+    env.reset(seed=0)
+    ends, active_a = 0, []
+    for _ in range(5):
+        _, _, term, trunc, infos = env.step([0, 0, 0])
+        ends += term[0] or trunc[0]
+        active_a.append(infos[0]["is_active"])
+    assert ends == 1 and active_a == [True, True, True, False, False]
