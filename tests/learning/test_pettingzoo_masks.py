@@ -73,3 +73,26 @@ def test_a_parallel_env_whose_agents_die_trains(tmp_path):
     assert train(cfg) == "done"
     log = (tmp_path / "kaz" / "surge_log.txt").read_text()
     assert "Episode return" in log
+
+
+@pytest.mark.slow
+def test_the_dummy_samplers_random_moves_are_legal(tmp_path, monkeypatch):
+    logs = tmp_path / "moves"
+    logs.mkdir()
+    monkeypatch.setenv("SURGE_MASK_LOG", str(logs))
+    cfg = parse_cfg(
+        [
+            "--env=strict_masks:strict_connect_four",
+            "--algo=DUMMY_SAMPLER",
+            "--experiment=dummy",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            "--num_workers=1",
+            "--num_envs_per_worker=4",
+            "--train_for_env_steps=3000",
+            "--seed=0",
+        ]
+    )
+    assert train(cfg) == "done"
+    legal, illegal = strict_masks.counts(logs)
+    assert illegal == 0 and legal > 2000, (legal, illegal)
