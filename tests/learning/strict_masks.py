@@ -1,4 +1,4 @@
-"""`strict_masks:strict_connect_four`: PettingZoo's connect four through the `pettingzoo_` family,
+"""`strict_masks:strict_connect_four` (and `strict_tictactoe`): PettingZoo's connect four through the `pettingzoo_` family,
 with a referee that checks every move of the agent to move against the action mask it was shown
 (PettingZoo's own rules, independent of surge's sampling code) and appends `legal illegal` counts
 to a file in `$SURGE_MASK_LOG` at each game's end, from whichever process plays it."""
@@ -53,11 +53,12 @@ class Referee:
 
 
 def make_strict(full_env_name, cfg, render_mode=None):
-    from pettingzoo.classic import connect_four_v3
+    from pettingzoo.classic import connect_four_v3, tictactoe_v3
 
+    game = connect_four_v3 if full_env_name == "strict_connect_four" else tictactoe_v3
     # TerminateIllegalWrapper left out: an illegal move must reach the referee, not end the game
     kwargs = {"render_mode": render_mode} if render_mode else {}
-    return Referee(PettingZooAsMultiAgent(connect_four_v3.raw_env(**kwargs)))
+    return Referee(PettingZooAsMultiAgent(game.raw_env(**kwargs)))
 
 
 def counts(folder) -> tuple[int, int]:
@@ -72,3 +73,5 @@ def counts(folder) -> tuple[int, int]:
 
 
 register_env("strict_connect_four", make_strict, default_overrides=VECTOR_OBS_DEFAULTS)
+# tic-tac-toe: a random move is illegal as soon as a cell is taken (connect four's only when a column is full)
+register_env("strict_tictactoe", make_strict, default_overrides=VECTOR_OBS_DEFAULTS)

@@ -96,3 +96,27 @@ def test_the_dummy_samplers_random_moves_are_legal(tmp_path, monkeypatch):
     assert train(cfg) == "done"
     legal, illegal = strict_masks.counts(logs)
     assert illegal == 0 and legal > 2000, (legal, illegal)
+
+
+@pytest.mark.slow
+def test_decorrelation_moves_are_legal(tmp_path, monkeypatch):
+    logs = tmp_path / "moves"
+    logs.mkdir()
+    monkeypatch.setenv("SURGE_MASK_LOG", str(logs))
+    cfg = parse_cfg(
+        [
+            "--env=strict_masks:strict_tictactoe",
+            "--experiment=decorrelate",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            "--num_workers=1",
+            "--num_envs_per_worker=8",
+            "--decorrelate_envs_on_one_worker=True",
+            "--rollout=64",
+            "--train_for_env_steps=600",
+            "--seed=0",
+        ]
+    )
+    assert train(cfg) == "done"
+    legal, illegal = strict_masks.counts(logs)
+    assert illegal == 0 and legal > 300, (legal, illegal)
