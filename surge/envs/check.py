@@ -706,7 +706,13 @@ def _run_gymnasium_checks(env: gym.Env, found: list[str]) -> None:
         fn = getattr(env_checker, name, None)
         if fn is None:  # another gymnasium version
             continue
-        args = (env, env.action_space.sample()) if name == "env_step_passive_checker" else (env,)
+        args: tuple = (env,)
+        if name == "env_step_passive_checker":
+            action = env.action_space.sample()
+            if has_action_mask(env.observation_space):  # a legal action, from a state it is legal in
+                obs, _ = env.reset(seed=0)
+                action = sample_legal(env.action_space, obs[MASK_KEY])
+            args = (env, action)
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - gymnasium raises AssertionError, Error, TypeError...

@@ -239,3 +239,26 @@ def test_masked_logit_is_finite_and_zero_after_softmax():
 
     assert math.isfinite(MASKED_LOGIT)
     assert float(torch.softmax(torch.tensor([0.0, MASKED_LOGIT]), -1)[1]) == 0.0
+
+
+class _LenientInfoMaskEnv(_InfoMaskEnv):
+    def step(self, action):
+        self.t += 1
+        return (
+            np.zeros(2, np.float32),
+            0.0,
+            False,
+            self.t >= 8,
+            {"action_mask": np.eye(4, dtype=np.int8)[self.t % 4]},
+        )
+
+
+def test_check_env_points_to_the_wrapper_for_info_masks_and_keeps_to_them():
+    from surge.envs.check import check_env
+
+    found = check_env(_LenientInfoMaskEnv(), num_steps=20)
+    assert any("surge.envs.action_masks:InfoActionMask" in w for w in found)
+    notes: list[str] = []
+    found = check_env(InfoActionMask(_InfoMaskEnv()), num_steps=20, notes=notes)  # raises on an illegal move
+    assert not any("InfoActionMask" in w for w in found)
+    assert any("4 entries for Discrete(4)" in n for n in notes), notes
