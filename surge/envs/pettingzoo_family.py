@@ -330,7 +330,17 @@ def make_pettingzoo_env(
     kwargs = env_kwargs(p.pettingzoo_kwargs)
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    return PettingZooAsMultiAgent(ctor(**kwargs))
+    try:
+        env = ctor(**kwargs)
+    except TypeError as e:  # an argument the env does not take
+        if "argument" not in str(e):
+            raise
+        raise ConfigError(
+            "pettingzoo_kwargs",
+            f"{name}.{ctor.__name__}() refused {sorted(kwargs)}: {e}.",
+            "pass only the env's own arguments (see its page on pettingzoo.farama.org).",
+        ) from None
+    return PettingZooAsMultiAgent(env)
 
 
 register_env_family(
