@@ -45,6 +45,7 @@ import torch
 from torch import Tensor
 
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
+from surge.envs.action_masks import MASK_KEY, has_action_mask, sample_legal
 from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
 from surge.sampling.env_state import load_env_state, save_env_state
@@ -258,10 +259,15 @@ class RolloutWorker:
             self.buffers.rnn_states[split.index, 0] = 0.0
 
     def _random_steps(self, split: SplitState, e_idx: int, obs: list, n: int) -> list:
-        """Steps env `e_idx` of `split` `n` times with random actions (decorrelation); a fault
-        rebuilds the env, whose first observations are returned then."""
+        """Steps env `e_idx` of `split` `n` times with random actions (decorrelation), legal ones
+        under the observations' action masks; a fault rebuilds the env, whose first observations
+        are returned then."""
+        masked = has_action_mask(self.obs_space)
         for _ in range(n):
-            actions = [self.action_space.sample() for _ in range(self.num_agents)]
+            if masked:
+                actions = [sample_legal(self.action_space, o[MASK_KEY]) for o in obs]
+            else:
+                actions = [self.action_space.sample() for _ in range(self.num_agents)]
             try:
                 obs, *_ = split.envs[e_idx].step(actions)
             except Exception as e:  # noqa: BLE001 - a fault, as in `advance`
