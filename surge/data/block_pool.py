@@ -1,8 +1,9 @@
 """Trajectory slots grouped in blocks of one split's agents, and who holds each block.
 
 Block b holds slots `[b·n, (b+1)·n)`. Each block belongs to one `(worker, split)` owner, which fills
-it with one rollout; a finished block is then held by every policy's learner whose policy acted in
-it, until that learner trained on it. The pool is one int8 flag per (block, holder) in shared memory:
+it with one rollout; a finished block is then held by the learner of every learning policy that
+acted in one of its trajectories (`surge.data.routing`), until that learner trained on the last of
+its trajectories there (`surge.learning.batcher`). The pool is one int8 flag per (block, holder) in shared memory:
 column p < num_policies is "learner p holds it", the last column "its owner is filling it". Only the
 owner sets flags and only learner p clears column p, so no lock is needed; a block is free when no
 flag is set.

@@ -20,12 +20,13 @@ import torch
 from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
 from surge.cfg.validate import check_policy_mapping
 from surge.data.block_pool import BlockPool
+from surge.data.routing import learning_policies
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
-from surge.learning.algorithm import Algorithm, get_algorithm
+from surge.learning.algorithm import Algorithm, Feed, get_algorithm
 from surge.learning.base import LearnerBase
-from surge.learning.batcher import blocks_per_batch, traj_per_iteration
+from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
 from surge.models.actor_critic import ActorCritic, make_actor_critic
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
@@ -110,6 +111,12 @@ class RunLayout:
     def blocks_per_batch(self) -> int:
         return blocks_per_batch(self.cfg, self.block_pool.block_size)
 
+    def make_batcher(self) -> Batcher:
+        """A learner's batcher: an iteration's trajectories per batch (on-policy), or each block's
+        share as it comes (replay learners)."""
+        replay = self.algo.feed is Feed.REPLAY
+        return Batcher(None if replay else traj_per_iteration(self.cfg), self.block_pool.block_size)
+
 
 def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:
     """Sizes the block pool and allocates the buffers for the env of `info` and a model whose
@@ -187,6 +194,7 @@ def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
         mapper,
         has_learners,
         env_factory=lambda: make_env(cfg),
+        learning=learning_policies(cfg),
     )
 
 

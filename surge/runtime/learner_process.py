@@ -137,7 +137,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         drop: Callable[[], list[Any]] = trainer.drop_pending if trainer is not None else list
         try:
             replay = layout.algo.feed is Feed.REPLAY
-            batcher = Batcher(1 if replay else layout.blocks_per_batch, pool.block_size)
+            batcher = layout.make_batcher()
             _collect(ctx, learner, batcher, "observe" if replay else "train", submit, drop, idle_beat)
         finally:
             if trainer is not None:
@@ -220,7 +220,6 @@ def _collect(
     iterations when the learner is the bottleneck (4-5 when blocks were freed on copy, doom_basic).
     With `num_minibatches_to_accumulate=0` the pool holds one batch: synchronous PPO."""
     pool, p = ctx.shared.block_pool, ctx.policy_id
-    block = pool.block_size
     while True:
         beat()
         try:
@@ -239,9 +238,9 @@ def _collect(
             pass
         try:
             for msg in ctx.learner_queue.get_many(timeout=0.05):
-                batcher.add(BlockReady._make(msg).first_slot)  # a plain tuple on the wire
+                batcher.add(*BlockReady._make(msg))  # a plain tuple on the wire
         except Empty:
             continue
-        while not ctx.shared.stop_event.is_set() and (blocks := batcher.take()) is not None:
-            batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in blocks]))
-            submit((kind, batch, blocks))
+        while not ctx.shared.stop_event.is_set() and (taken := batcher.take()) is not None:
+            batch = learner.prepare_batch(torch.tensor(taken.slots, dtype=torch.int64))
+            submit((kind, batch, taken.release))

@@ -24,9 +24,10 @@ import torch
 from surge.cfg.config import Config
 from surge.data.trajectory import tree_assign
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
+from surge.data.routing import route_block
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
-from surge.learning.batcher import Batcher
+from surge.learning.batcher import Batch, Batcher
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
 from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
@@ -41,8 +42,8 @@ class SerialSampler:
 
     def __init__(self, c: Components, state: dict[str, Any] | None = None):
         self.c = c
-        bpb = 1 if c.layout.algo.feed is Feed.REPLAY else c.layout.blocks_per_batch
-        self.batchers = [Batcher(bpb, c.block_pool.block_size) for _ in range(c.cfg.num_policies)]
+        self.batchers = [c.layout.make_batcher() for _ in range(c.cfg.num_policies)]
+        self.in_training: dict[int, Batch] = {}  # per policy: the batch `take` gave, until released
         self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
         if state is not None:
             self.load_state_dict(state)
@@ -64,7 +65,7 @@ class SerialSampler:
             "workers": [w.state_dict() for w in c.workers],
             "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
             "block_pool": c.block_pool.held.clone(),
-            "pending": [list(b.pending) for b in self.batchers],
+            "pending_slots": [b.state() for b in self.batchers],
             "waiting": sorted(self.waiting),
         }
 
@@ -85,11 +86,31 @@ class SerialSampler:
         for name, saved in state["buffers"].items():
             tree_assign(getattr(c.buffers, name), slice(None), saved)
         c.block_pool.held.copy_(state["block_pool"])
-        for b, pending in zip(self.batchers, state["pending"], strict=True):
-            b.pending = [int(f) for f in pending]
+        if "pending_slots" in state:
+            for b, pending in zip(self.batchers, state["pending_slots"], strict=True):
+                b.load_state(pending)
+        else:  # saved before routing by trajectory: whole blocks, each policy's share of them
+            for p, (b, firsts) in enumerate(zip(self.batchers, state["pending"], strict=True)):
+                self._load_pending_blocks(p, b, [int(f) for f in firsts])
         self.waiting = {(int(w), int(s)) for w, s in state["waiting"]}
         for w, ws in zip(c.workers, state["workers"], strict=True):
             w.load_state_dict(ws)
+
+    def _load_pending_blocks(self, policy_id: int, batcher: Batcher, firsts: list[int]) -> None:
+        """Pending blocks of a sampler state saved before routing by trajectory: each block's
+        trajectories policy `policy_id` acted in (from the restored buffers) go to its batcher."""
+        n, buffers = self.c.block_pool.block_size, self.c.buffers
+        for f in firsts:
+            route = route_block(
+                f,
+                buffers.policy_id[f : f + n].numpy(),
+                buffers.is_active[f : f + n].numpy(),
+                [policy_id],
+            )
+            if policy_id in route:
+                batcher.add(f, route[policy_id])
+            else:  # nothing of it to learn from: no longer held
+                self.c.block_pool.release(f, policy_id)
 
     def step(self) -> None:
         """One env step of every split that has slots: inference for all of them, then env stepping.
@@ -122,32 +143,36 @@ class SerialSampler:
             w = c.workers[i]
             finished = w.advance(s)
             if finished is not None:
-                for p in w.hand_over(s, finished):
-                    self.batchers[p].add(int(finished[0]))
+                first = int(finished[0])
+                for p, own in w.hand_over(s, finished).items():
+                    self.batchers[p].add(first, own)
                 if not w.start_next_rollout(s):
                     self.waiting.add((i, s))
 
     def take(self, policy_id: int = 0) -> torch.Tensor | None:
         """The slots `[N]` int64 of policy `policy_id`'s next batch (exactly one iteration's worth of
-        blocks), or None; give them back with `release` after training, or with `put_back` when the
-        batch was not trained."""
-        blocks = self.batchers[policy_id].take()
-        return None if blocks is None else self._slots(blocks)
+        its trajectories), or None; give them back with `release` after training, or with
+        `put_back` when the batch was not trained."""
+        batch = self.batchers[policy_id].take()
+        if batch is None:
+            return None
+        self.in_training[policy_id] = batch
+        return torch.tensor(batch.slots, dtype=torch.int64)
 
     def put_back(self, slots: torch.Tensor, policy_id: int = 0) -> None:
         """Returns an untrained batch (as returned by `take`) to the front of the policy's queue: the
         next `take` gives it again."""
-        firsts = slots[:: self.c.block_pool.block_size].tolist()
-        self.batchers[policy_id].pending[:0] = firsts
-
-    def _slots(self, blocks: list[int]) -> torch.Tensor:
-        n = self.c.block_pool.block_size
-        return torch.cat([torch.arange(f, f + n) for f in blocks])
+        batch = self.in_training.pop(policy_id)
+        assert batch.slots == slots.tolist(), "put_back takes the batch `take` gave last"
+        self.batchers[policy_id].put_back(batch)
 
     def release(self, slots: torch.Tensor, policy_id: int = 0) -> None:
-        """Returns the blocks of `slots` (as returned by `take`) from policy `policy_id`'s learner."""
+        """Policy `policy_id`'s learner trained on `slots` (as returned by `take`): the blocks none
+        of whose trajectories it still waits to train on are no longer held by it."""
+        batch = self.in_training.pop(policy_id)
+        assert batch.slots == slots.tolist(), "release takes the batch `take` gave last"
         pool = self.c.block_pool
-        for first in slots[:: pool.block_size].tolist():
+        for first in batch.release:
             pool.release(first, policy_id)
 
 
