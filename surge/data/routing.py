@@ -22,19 +22,19 @@ def learning_policies(cfg: Any) -> list[int]:
 
 
 def route_block(
-    first_slot: int, policy_id: np.ndarray, is_active: np.ndarray, learning: list[int]
+    slots: np.ndarray, policy_id: np.ndarray, is_active: np.ndarray, learning: list[int]
 ) -> dict[int, OwnSlots]:
-    """Each learning policy's slots of one finished block.
+    """Each learning policy's trajectories of one finished rollout of a split.
 
     Args:
-        first_slot: the block's first slot; its slots are `first_slot + arange(N)`.
+        slots: `[N]` int64, the rollout's slots.
         policy_id: `[N, T]` int8, the policy that acted at each step (`TrajectoryBuffers.policy_id`).
         is_active: `[N, T]` bool, whether the step is trained on.
         learning: the learning policies (`learning_policies`).
     Returns:
-        `{policy: its slots}` for each learning policy with at least one active step in the block:
-        None when that is every slot, else the slots' absolute indices. Vectorised over the block:
-        a few numpy passes over `[N, T]`, none per agent.
+        `{policy: its slots}` for each learning policy with at least one active step in the
+        rollout: None when that is every slot, else the slots (ascending as in `slots`).
+        Vectorised: a few numpy passes over `[N, T]`, none per agent.
     """
     n = policy_id.shape[0]
     first = policy_id[:, 0]
@@ -49,5 +49,5 @@ def route_block(
         if count == n:
             out[p] = None
         elif count:
-            out[p] = tuple((np.flatnonzero(mask) + first_slot).tolist())
+            out[p] = tuple(slots[mask].tolist())
     return out

@@ -123,8 +123,8 @@ class LearnerBase:
 
     def _mask_stale(self, b: dict[str, Any]) -> None:
         """Adds `own_active` `[T, N]` bool (active steps this learner's policy acted on), `valids`
-        `[T, N]` float32 (those whose lag <= max_policy_lag) and `lag` (learner version - acting
-        version) of this policy's samples: `[T, N]`, or `[n]` with several policies. With several
+        `[T, N]` float32 (those whose lag <= max_policy_lag), their share `valid_fraction` (a scalar
+        tensor) and `lag` (learner version - acting version) of this policy's samples: `[T, N]`, or `[n]` with several policies. With several
         policies a batch holds only trajectories this policy acted in (`surge.data.routing`); one
         whose policy changed at an episode boundary also holds another policy's steps, masked here."""
         lag = self.policy_version - b.pop("behavior_version")
@@ -137,15 +137,19 @@ class LearnerBase:
             lag_own = lag
         b["own_active"] = own_active
         b["valids"] = (own_active & (lag <= self.cfg.max_policy_lag)).float()
+        b["valid_fraction"] = b["valids"].mean()
         b["lag"] = lag_own.float()
 
     @staticmethod
     def lag_stats(b: dict[str, Any]) -> dict[str, float]:
-        """policy_lag_min/avg/max (policy versions) over the batch's samples of this policy."""
+        """valid_fraction (the share of the batch's samples trained on: this policy's, active, not
+        too stale; 1 when no trajectory changed policy and nothing was masked) and
+        policy_lag_min/avg/max (policy versions) over the batch's samples of this policy."""
         lag = b["lag"]
         if not lag.numel():
-            return {}
+            return {"valid_fraction": float(b["valid_fraction"])}
         return {
+            "valid_fraction": float(b["valid_fraction"]),
             "policy_lag_min": float(lag.min()),
             "policy_lag_avg": float(lag.mean()),
             "policy_lag_max": float(lag.max()),

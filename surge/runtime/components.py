@@ -112,10 +112,10 @@ class RunLayout:
         return blocks_per_batch(self.cfg, self.block_pool.block_size)
 
     def make_batcher(self) -> Batcher:
-        """A learner's batcher: an iteration's trajectories per batch (on-policy), or each block's
+        """A learner's batcher: an iteration's trajectories per batch (on-policy), or each rollout's
         share as it comes (replay learners)."""
         replay = self.algo.feed is Feed.REPLAY
-        return Batcher(None if replay else traj_per_iteration(self.cfg), self.block_pool.block_size)
+        return Batcher(1 if replay else traj_per_iteration(self.cfg), self.block_pool.block_size)
 
 
 def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from surge.cfg.config import Config
@@ -27,7 +28,7 @@ from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rn
 from surge.data.routing import route_block
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
-from surge.learning.batcher import Batch, Batcher
+from surge.learning.batcher import Batcher
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
 from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
@@ -43,7 +44,6 @@ class SerialSampler:
     def __init__(self, c: Components, state: dict[str, Any] | None = None):
         self.c = c
         self.batchers = [c.layout.make_batcher() for _ in range(c.cfg.num_policies)]
-        self.in_training: dict[int, Batch] = {}  # per policy: the batch `take` gave, until released
         self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
         if state is not None:
             self.load_state_dict(state)
@@ -53,7 +53,7 @@ class SerialSampler:
 
     def state_dict(self) -> dict[str, Any]:
         """The sampler's whole state between two steps: every trajectory buffer, the block pool's
-        holder flags, each policy's pending blocks, the waiting splits and each worker's
+        holder flags, each policy's pending trajectories, the waiting splits and each worker's
         `state_dict` (envs included). Tensors and plain values only.
 
         Raises:
@@ -65,7 +65,7 @@ class SerialSampler:
             "workers": [w.state_dict() for w in c.workers],
             "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
             "block_pool": c.block_pool.held.clone(),
-            "pending_slots": [b.state() for b in self.batchers],
+            "pending_slots": [[list(own) for own in b.pending] for b in self.batchers],
             "waiting": sorted(self.waiting),
         }
 
@@ -76,19 +76,21 @@ class SerialSampler:
             ValueError: the state is of a run with other buffers, blocks or workers.
         """
         c = self.c
-        if tuple(state["block_pool"].shape) != tuple(c.block_pool.held.shape) or len(state["workers"]) != len(
-            c.workers
-        ):
+        held = state["block_pool"]
+        if len(held) == c.block_pool.num_blocks and "pending_slots" not in state:
+            held = held.repeat_interleave(c.block_pool.block_size, dim=0)  # saved per block, not slot
+        if tuple(held.shape) != tuple(c.block_pool.held.shape) or len(state["workers"]) != len(c.workers):
             raise ValueError(
                 f"sampler state has {len(state['workers'])} workers and block pool "
-                f"{tuple(state['block_pool'].shape)}, this run {len(c.workers)} and {tuple(c.block_pool.held.shape)}"
+                f"{tuple(held.shape)}, this run {len(c.workers)} and {tuple(c.block_pool.held.shape)}"
             )
         for name, saved in state["buffers"].items():
             tree_assign(getattr(c.buffers, name), slice(None), saved)
-        c.block_pool.held.copy_(state["block_pool"])
+        c.block_pool.held.copy_(held)
         if "pending_slots" in state:
             for b, pending in zip(self.batchers, state["pending_slots"], strict=True):
-                b.load_state(pending)
+                for own in pending:
+                    b.add(0, [int(s) for s in own])
         else:  # saved before routing by trajectory: whole blocks, each policy's share of them
             for p, (b, firsts) in enumerate(zip(self.batchers, state["pending"], strict=True)):
                 self._load_pending_blocks(p, b, [int(f) for f in firsts])
@@ -99,18 +101,17 @@ class SerialSampler:
     def _load_pending_blocks(self, policy_id: int, batcher: Batcher, firsts: list[int]) -> None:
         """Pending blocks of a sampler state saved before routing by trajectory: each block's
         trajectories policy `policy_id` acted in (from the restored buffers) go to its batcher."""
-        n, buffers = self.c.block_pool.block_size, self.c.buffers
+        n, buffers, pool = self.c.block_pool.block_size, self.c.buffers, self.c.block_pool
         for f in firsts:
-            route = route_block(
-                f,
-                buffers.policy_id[f : f + n].numpy(),
-                buffers.is_active[f : f + n].numpy(),
-                [policy_id],
-            )
-            if policy_id in route:
-                batcher.add(f, route[policy_id])
-            else:  # nothing of it to learn from: no longer held
-                self.c.block_pool.release(f, policy_id)
+            slots = np.arange(f, f + n)
+            route = route_block(slots, buffers.policy_id[f : f + n].numpy(), buffers.is_active[f : f + n].numpy(), [policy_id])
+            if policy_id not in route:  # nothing of it to learn from
+                pool.release(slots.tolist(), policy_id)
+                continue
+            own = route[policy_id]
+            batcher.add(f, own)
+            if own is not None:  # the other trajectories are not its own
+                pool.release(sorted(set(slots.tolist()) - set(own)), policy_id)
 
     def step(self) -> None:
         """One env step of every split that has slots: inference for all of them, then env stepping.
@@ -150,30 +151,20 @@ class SerialSampler:
                     self.waiting.add((i, s))
 
     def take(self, policy_id: int = 0) -> torch.Tensor | None:
-        """The slots `[N]` int64 of policy `policy_id`'s next batch (exactly one iteration's worth of
-        its trajectories), or None; give them back with `release` after training, or with
+        """The slots `[N]` int64 of policy `policy_id`'s next batch (at least one iteration's worth
+        of its trajectories), or None; give them back with `release` after training, or with
         `put_back` when the batch was not trained."""
-        batch = self.batchers[policy_id].take()
-        if batch is None:
-            return None
-        self.in_training[policy_id] = batch
-        return torch.tensor(batch.slots, dtype=torch.int64)
+        slots = self.batchers[policy_id].take()
+        return None if slots is None else torch.tensor(slots, dtype=torch.int64)
 
     def put_back(self, slots: torch.Tensor, policy_id: int = 0) -> None:
         """Returns an untrained batch (as returned by `take`) to the front of the policy's queue: the
         next `take` gives it again."""
-        batch = self.in_training.pop(policy_id)
-        assert batch.slots == slots.tolist(), "put_back takes the batch `take` gave last"
-        self.batchers[policy_id].put_back(batch)
+        self.batchers[policy_id].put_back(slots.tolist())
 
     def release(self, slots: torch.Tensor, policy_id: int = 0) -> None:
-        """Policy `policy_id`'s learner trained on `slots` (as returned by `take`): the blocks none
-        of whose trajectories it still waits to train on are no longer held by it."""
-        batch = self.in_training.pop(policy_id)
-        assert batch.slots == slots.tolist(), "release takes the batch `take` gave last"
-        pool = self.c.block_pool
-        for first in batch.release:
-            pool.release(first, policy_id)
+        """Policy `policy_id`'s learner is done with the trajectories `slots` (as returned by `take`)."""
+        self.c.block_pool.release(slots, policy_id)
 
 
 class BatchSnapshot:

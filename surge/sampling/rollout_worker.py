@@ -165,8 +165,8 @@ class RolloutWorker:
         buffers: the trajectory buffers to write into (the worker writes through numpy views of
             them: move them to shared memory before building it, not after).
         slot_pools: where each split's fresh slots come from: one object per split whose
-            `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(first_slot,
-            policies)` passes a filled block on (`surge.data.block_pool.OwnerBlocks`).
+            `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(slots,
+            route)` passes filled ones on (`surge.data.block_pool.OwnerBlocks`).
         policy_mapper: which policy acts for each agent (None: policy 0 for all).
         has_learners: False when nothing trains on the trajectories (the dummy sampler,
             `--sampler_only`): a finished block is free again at once.
@@ -333,23 +333,27 @@ class RolloutWorker:
         return self.splits[split_idx].policies
 
     def hand_over(self, split_idx: int, slots: Tensor) -> dict[int, OwnSlots]:
-        """Routes the finished block `slots` (from `advance`): each trajectory to the learner of
-        every learning policy that acted in it at an active step (`surge.data.routing`), and marks
-        the block held by those learners.
+        """Routes the finished trajectories `slots` (from `advance`): each to the learner of every
+        learning policy that acted in it at an active step (`surge.data.routing`), and marks them
+        held by those learners.
 
         Returns:
-            `{policy: its slots of the block}` (None: all of them): deliver each share to its
-            learner. Empty when no learner takes any (the block is free again at once).
+            `{policy: its slots}` (None: all of `slots`, which are then contiguous): deliver each
+            share to its learner. Empty when no learner takes any (the slots are free again at
+            once).
         """
-        first = int(slots[0])
+        split = self.splits[split_idx]
+        assert split.slots is slots, "hand over a split's rollout before `start_next_rollout`"
         if not self.has_learners:
             route: dict[int, OwnSlots] = {}
-        elif self.mapper is None:  # one policy acted throughout: the whole block, or nobody
+        elif self.mapper is None:  # one policy acted throughout: all of them, or nobody
             route = {0: None} if 0 in self.learning else {}
         else:
-            idx = slice(first, first + len(slots))  # a block's slots are contiguous
-            route = route_block(first, self._np["policy_id"][idx], self._np["is_active"][idx], self.learning)
-        self.slot_pools[split_idx].hand_over(first, list(route))
+            idx = split.np_index
+            route = route_block(split.np_slots, self._np["policy_id"][idx], self._np["is_active"][idx], self.learning)
+        if not isinstance(split.index, slice):  # None stands for a contiguous block only
+            route = {p: tuple(split.np_slots.tolist()) if own is None else own for p, own in route.items()}
+        self.slot_pools[split_idx].hand_over(slots, route)
         return route
 
     def _env_actions(self, split: SplitState) -> np.ndarray:
