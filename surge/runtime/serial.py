@@ -23,9 +23,9 @@ import numpy as np
 import torch
 
 from surge.cfg.config import Config
+from surge.data.routing import route_block
 from surge.data.trajectory import tree_assign
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
-from surge.data.routing import route_block
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
@@ -104,7 +104,9 @@ class SerialSampler:
         n, buffers, pool = self.c.block_pool.block_size, self.c.buffers, self.c.block_pool
         for f in firsts:
             slots = np.arange(f, f + n)
-            route = route_block(slots, buffers.policy_id[f : f + n].numpy(), buffers.is_active[f : f + n].numpy(), [policy_id])
+            route = route_block(
+                slots, buffers.policy_id[f : f + n].numpy(), buffers.is_active[f : f + n].numpy(), [policy_id]
+            )
             if policy_id not in route:  # nothing of it to learn from
                 pool.release(slots.tolist(), policy_id)
                 continue

@@ -350,7 +350,9 @@ class RolloutWorker:
             route = {0: None} if 0 in self.learning else {}
         else:
             idx = split.np_index
-            route = route_block(split.np_slots, self._np["policy_id"][idx], self._np["is_active"][idx], self.learning)
+            route = route_block(
+                split.np_slots, self._np["policy_id"][idx], self._np["is_active"][idx], self.learning
+            )
         if not isinstance(split.index, slice):  # None stands for a contiguous block only
             route = {p: tuple(split.np_slots.tolist()) if own is None else own for p, own in route.items()}
         self.slot_pools[split_idx].hand_over(slots, route)

@@ -86,7 +86,9 @@ def test_serial_each_trajectory_reaches_exactly_the_learners_of_its_policies(tmp
             while (slots := sampler.take(p)) is not None:
                 batches += 1
                 # an iteration's worth of trajectories, rounded up to whole arrivals
-                assert traj_per_iteration(cfg) <= len(slots) < traj_per_iteration(cfg) + c.block_pool.block_size
+                assert (
+                    traj_per_iteration(cfg) <= len(slots) < traj_per_iteration(cfg) + c.block_pool.block_size
+                )
                 own = np.stack([_acted(buf, s, p) for s in slots.tolist()], axis=1)  # [T, N]
                 assert own.any(axis=0).all()  # every trajectory holds steps of this policy ...
                 for s in slots.tolist():
