@@ -82,8 +82,9 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     trained on it, up to an iteration's worth times the accumulation Sample Factory allows
     (`minibatches_to_accumulate`: -1 = 2 x num_batches_per_iteration, 0 = none), while each
     split keeps one in progress; with every block held, collection pauses. With several policies
-    each learner waits for its own batch, so the pool holds `num_policies` times as much: a learner
-    short of a batch never holds the blocks the others need."""
+    each learner waits for its own batch, so the pool holds `num_policies` times as much: the
+    trajectories learners short of a batch hold (fewer than a batch each, `surge.data.block_pool`)
+    never leave every split without a rollout's worth of free slots."""
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split) * cfg.num_policies
