@@ -171,3 +171,53 @@ def test_async_each_learner_gets_only_its_own_trajectories(tmp_path):
         for st in stats[p]:
             assert st["valid_fraction"] == 1.0
             assert st["samples"] >= cfg.rollout * traj_per_iteration(cfg)
+
+
+def _resume_cfg(tmp_path, exp: str, budget: int):
+    return parse_cfg(
+        [
+            "--env=cartpole",
+            f"--experiment={exp}",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            "--num_policies=2",
+            "--policy_mapping=random",
+            "--num_workers=2",
+            "--num_envs_per_worker=4",
+            "--batch_size=128",
+            "--normalize_input=True",
+            "--seed=7",
+            f"--train_for_env_steps={budget}",
+        ]
+    )
+
+
+def _last_checkpoint(tmp_path, exp: str, p: int) -> dict:
+    return torch.load(
+        sorted((tmp_path / exp / f"checkpoint_p{p}").glob("checkpoint_*.pth"))[-1], weights_only=True
+    )
+
+
+@pytest.mark.slow
+def test_two_policies_stopped_mid_run_and_resumed_end_as_the_uninterrupted_run(tmp_path):
+    """The sampler state holds each learner's pending trajectories and the per-slot holders: a
+    serial run stopped by its budget mid-way and resumed ends with the uninterrupted run's weights,
+    normalisers and optimizer state for both policies, bit for bit."""
+    from surge.runtime.training_run import train
+
+    n = 3000
+    assert train(_resume_cfg(tmp_path, "whole", n)) == "done"
+    assert train(_resume_cfg(tmp_path, "halves", n // 2)) == "done"
+    (tmp_path / "halves" / "done").unlink()
+    assert train(_resume_cfg(tmp_path, "halves", n)) == "done"
+    assert "Resumed the sampler where it stopped" in (tmp_path / "halves" / "surge_log.txt").read_text()
+    for p in range(2):
+        a, b = _last_checkpoint(tmp_path, "whole", p), _last_checkpoint(tmp_path, "halves", p)
+        assert a["learner"]["policy_version"] == b["learner"]["policy_version"] > 0
+        for k, v in a["model"].items():
+            assert torch.equal(v, b["model"][k]), f"policy {p}: {k} differs"
+        for k, v in a["learner"]["optimizer"]["state"].items():
+            for name, t in v.items():
+                assert torch.equal(t, b["learner"]["optimizer"]["state"][k][name]), (
+                    f"policy {p}: adam {k}.{name}"
+                )
