@@ -175,6 +175,7 @@ A2C = register_algorithm(
             "entropy": "policy/entropy",
             "grad_norm": "losses/grad_norm",
             "lr": "train/learning_rate",
+            "valid_fraction": "train/valid_fraction",
             "policy_lag_avg": "train/policy_lag_avg",
             "policy_version": "train/policy_version",
         },

@@ -1,7 +1,7 @@
 """What every learner shares: the optimizer and learning-rate schedule, `policy_version`, the policy
 it trains, and turning a set of finished trajectory slots into a time-major batch with the samples
-it must not learn from masked out (inactive agents, other policies' steps, samples older than
-`max_policy_lag`). Algorithms subclass `LearnerBase` (`surge.learning.learner` for APPO,
+it must not learn from masked out (inactive agents, other policies' steps in a trajectory whose
+policy changed at an episode boundary, samples older than `max_policy_lag`). Algorithms subclass `LearnerBase` (`surge.learning.learner` for APPO,
 `surge.learning.a2c`)."""
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ class LearnerBase:
         model: the policy's actor-critic (shared with inference in the serial placement).
         buffers: the trajectory buffers slots index into.
         device: where learning runs.
-        policy_id: the policy this learner trains; with several policies, steps another policy
-            acted on are masked out of its batches.
+        policy_id: the policy this learner trains; its batches hold the trajectories it acted in,
+            and steps another policy acted on in them are masked out.
     """
 
     def __init__(
@@ -122,25 +122,34 @@ class LearnerBase:
         return d
 
     def _mask_stale(self, b: dict[str, Any]) -> None:
-        """Adds `valids` `[T, N]` float32 (active, acted on by this learner's policy, and lag <=
-        max_policy_lag) and `lag` (learner version - acting version) of this policy's samples:
-        `[T, N]`, or `[n]` with several policies."""
+        """Adds `own_active` `[T, N]` bool (active steps this learner's policy acted on), `valids`
+        `[T, N]` float32 (those whose lag <= max_policy_lag), their share `valid_fraction` (a scalar
+        tensor) and `lag` (learner version - acting version) of this policy's samples: `[T, N]`, or `[n]` with several policies. With several
+        policies a batch holds only trajectories this policy acted in (`surge.data.routing`); one
+        whose policy changed at an episode boundary also holds another policy's steps, masked here."""
         lag = self.policy_version - b.pop("behavior_version")
-        valid = b.pop("is_active") & (lag <= self.cfg.max_policy_lag)
+        own_active = b.pop("is_active")
         if "acting_policy" in b:
             own = b.pop("acting_policy") == self.policy_id
-            valid &= own
-            lag = lag[own] if bool(own.any()) else lag[:0]
-        b["valids"] = valid.float()
-        b["lag"] = lag.float()
+            own_active = own_active & own
+            lag_own = lag[own] if bool(own.any()) else lag[:0]
+        else:
+            lag_own = lag
+        b["own_active"] = own_active
+        b["valids"] = (own_active & (lag <= self.cfg.max_policy_lag)).float()
+        b["valid_fraction"] = b["valids"].mean()
+        b["lag"] = lag_own.float()
 
     @staticmethod
     def lag_stats(b: dict[str, Any]) -> dict[str, float]:
-        """policy_lag_min/avg/max (policy versions) over the batch's samples of this policy."""
+        """valid_fraction (the share of the batch's samples trained on: this policy's, active, not
+        too stale; 1 when no trajectory changed policy and nothing was masked) and
+        policy_lag_min/avg/max (policy versions) over the batch's samples of this policy."""
         lag = b["lag"]
         if not lag.numel():
-            return {}
+            return {"valid_fraction": float(b["valid_fraction"])}
         return {
+            "valid_fraction": float(b["valid_fraction"]),
             "policy_lag_min": float(lag.min()),
             "policy_lag_avg": float(lag.mean()),
             "policy_lag_max": float(lag.max()),
@@ -174,9 +183,17 @@ class LearnerBase:
         return adv, self._normalized_targets(targets, b["valids"])
 
     def _update_obs_normalizer(self, b: dict[str, Any]) -> None:
+        """Folds the observations of the batch's `own_active` steps (`_mask_stale`) into the
+        observation normaliser's statistics (if enabled): not another policy's, not inactive ones
+        (e.g. a non-finite observation replaced by 0), not the bootstrap step."""
         norm: Any = getattr(self.model, "obs_normalizer", None)
-        if norm is not None:
-            norm.update(tree_map(lambda x: x[:-1], b["obs"]))
+        if norm is None:
+            return
+        obs = tree_map(lambda x: x[:-1], b["obs"])  # [T, N, ...]
+        mask = b["own_active"]
+        if not bool(mask.all()):
+            obs = tree_map(lambda x: x[mask], obs)  # [n, ...]
+        norm.update(obs)
 
     @staticmethod
     def normalize_advantages(adv: Tensor, valids: Tensor) -> Tensor:

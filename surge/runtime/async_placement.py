@@ -10,7 +10,7 @@ objects the serial placement builds (`surge.runtime.components`), each made insi
 Supervision. A rollout or inference worker that crashes, exits, or shows no heartbeat for
 `--heartbeat_timeout_sec` is killed and replaced, at start-up (a stuck first reset, as Sample
 Factory's `init_subset`) and at any time after, within `--max_worker_restarts_per_hour`:
-- a rollout worker's replacement gets the blocks its predecessor was filling (their partial
+- a rollout worker's replacement gets the slots its predecessor was filling (their partial
   trajectories are discarded, at most one rollout per split) and the current weights through
   inference; its env-step counter goes on, so no frame is counted twice;
 - when an inference worker is replaced, its rollout workers send the requests it had not answered
@@ -405,14 +405,14 @@ class AsyncPlacement:
             proc.kill()
         proc.join(5)
         if name.startswith("rollout_"):
-            w, splits = int(name.rsplit("_", 1)[1]), cfg.worker_num_splits
-            k = self.block_pool.blocks_per_owner
-            filling = int(self.block_pool.held[w * splits * k : (w + 1) * splits * k, -1].sum())
+            w, splits, pool = int(name.rsplit("_", 1)[1]), cfg.worker_num_splits, self.block_pool
+            lo, hi = pool.owner_slots(w * splits).start, pool.owner_slots((w + 1) * splits - 1).stop
+            filling = int(pool.held[lo:hi, -1].sum())  # slots its splits were filling
             log.info(
                 "Rollout worker %d's %d partial rollout(s) are discarded (at most %d agent steps)",
                 w,
-                filling,
-                filling * self.block_pool.block_size * cfg.rollout,
+                filling // pool.block_size,
+                filling * cfg.rollout,
             )
             self._spawn_worker(w)
             return

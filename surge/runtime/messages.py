@@ -2,7 +2,7 @@
 of ints, strings and plain values: data itself stays in shared memory, messages carry indices.
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
-Per rollout: `BlockReady` to each learner whose policy acted in the block. These three travel as
+Per rollout: `BlockReady` to each learner whose policy acted in the block, with its share. These three travel as
 plain tuples of their fields in order: the queue pickles what it carries, and a named tuple is
 pickled by class reference (5-8x the cost of a plain tuple's round trip). The two per-step ones
 are also built and unpacked without their class (a few microseconds per env step of a split);
@@ -37,9 +37,12 @@ class ActionsReady(NamedTuple):
 
 
 class BlockReady(NamedTuple):
-    """A finished block of trajectories starting at `first_slot`, held for the receiving learner."""
+    """A finished block of trajectories starting at `first_slot`, held for the receiving learner
+    until it trained on `slots`: the block's trajectories its policy acted in (None: all of them;
+    `surge.data.routing`)."""
 
     first_slot: int
+    slots: tuple[int, ...] | None = None
 
 
 class ResetDone(NamedTuple):

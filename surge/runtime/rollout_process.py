@@ -181,9 +181,9 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
             finished = worker.advance(s)
             counts[w_idx] += worker.pop_env_steps()
             if finished is not None:
-                block = tuple(BlockReady(int(finished[0])))
-                for p in worker.hand_over(s, finished):
-                    ctx.learner_queues[p].put(block)
+                first = int(finished[0])
+                for p, own in worker.hand_over(s, finished).items():
+                    ctx.learner_queues[p].put(tuple(BlockReady(first, own)))
                 if not worker.start_next_rollout(s):
                     waiting.append(s)
                     continue

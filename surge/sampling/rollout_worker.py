@@ -7,7 +7,8 @@ split step in lockstep, so a split has one time index t and one slot per agent. 
 split is: `policy_request(split)` gives `(slots, t)` whose obs inference must act on and the policies
 that act on them; once each of those policies' inference has written actions at `(slots, t)`,
 `advance(split)` steps the envs and returns the finished trajectories (if t reached the rollout
-length), which `hand_over` passes to the learners of the policies that acted in them.
+length), which `hand_over` routes: each trajectory (slot) to the learner of every learning policy
+that acted in it (`surge.data.routing`).
 
 With several policies, each agent has a policy for its current episode (`PolicyMapper`), written
 into `policy_id[slot, t]` before inference reads the step, and re-drawn when its episode ends.
@@ -44,6 +45,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from surge.data.routing import OwnSlots, route_block
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.action_masks import MASK_KEY, has_action_mask, sample_legal
 from surge.envs.batched import BatchedInfo
@@ -164,11 +166,13 @@ class RolloutWorker:
         buffers: the trajectory buffers to write into (the worker writes through numpy views of
             them: move them to shared memory before building it, not after).
         slot_pools: where each split's fresh slots come from: one object per split whose
-            `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(first_slot,
-            policies)` passes a filled block on (`surge.data.block_pool.OwnerBlocks`).
+            `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(slots,
+            route)` passes filled ones on (`surge.data.block_pool.OwnerBlocks`).
         policy_mapper: which policy acts for each agent (None: policy 0 for all).
         has_learners: False when nothing trains on the trajectories (the dummy sampler,
             `--sampler_only`): a finished block is free again at once.
+        learning: the policies that have a learner (None: all; `surge.data.routing`); a frozen
+            policy's trajectories go to no learner.
         env_factory: builds a replacement env object for one that raised in `step` (None: such an
             exception propagates).
     Raises:
@@ -185,8 +189,10 @@ class RolloutWorker:
         policy_mapper: PolicyMapper | None = None,
         has_learners: bool = True,
         env_factory: Callable[[], Any] | None = None,
+        learning: list[int] | None = None,
     ):
         self.has_learners = has_learners
+        self.learning = list(range(cfg.num_policies)) if learning is None else list(learning)
         self.env_factory = env_factory
         self.env_steps = 0  # env steps since the last `pop_env_steps`
         self.env_faults = 0  # env.step calls that raised since the last `pop_env_faults`
@@ -199,7 +205,7 @@ class RolloutWorker:
         # fraction of a tensor's (whose dispatch alone is a few microseconds), several per step
         self._np = {
             name: tree_map(lambda x: x.numpy(), getattr(buffers, name))
-            for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states")
+            for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states", "policy_id")
         }
         self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
         self.rollout = cfg.rollout
@@ -332,17 +338,31 @@ class RolloutWorker:
         must answer before `advance`)."""
         return self.splits[split_idx].policies
 
-    def hand_over(self, split_idx: int, slots: Tensor) -> list[int]:
-        """Passes the finished block `slots` (from `advance`) to the learners of the policies that
-        acted in it; returns their ids (deliver the block to each of them)."""
+    def hand_over(self, split_idx: int, slots: Tensor) -> dict[int, OwnSlots]:
+        """Routes the finished trajectories `slots` (from `advance`): each to the learner of every
+        learning policy that acted in it at an active step (`surge.data.routing`), and marks them
+        held by those learners.
+
+        Returns:
+            `{policy: its slots}` (None: all of `slots`, which are then contiguous): deliver each
+            share to its learner. Empty when no learner takes any (the slots are free again at
+            once).
+        """
+        split = self.splits[split_idx]
+        assert split.slots is slots, "hand over a split's rollout before `start_next_rollout`"
         if not self.has_learners:
-            policies = []
-        elif self.mapper is None:
-            policies = [0]
+            route: dict[int, OwnSlots] = {}
+        elif self.mapper is None:  # one policy acted throughout: all of them, or nobody
+            route = {0: None} if 0 in self.learning else {}
         else:
-            policies = torch.unique(self.buffers.policy_id[slots]).tolist()
-        self.slot_pools[split_idx].hand_over(int(slots[0]), policies)
-        return policies
+            idx = split.np_index
+            route = route_block(
+                split.np_slots, self._np["policy_id"][idx], self._np["is_active"][idx], self.learning
+            )
+        if not isinstance(split.index, slice):  # None stands for a contiguous block only
+            route = {p: tuple(split.np_slots.tolist()) if own is None else own for p, own in route.items()}
+        self.slot_pools[split_idx].hand_over(slots, route)
+        return route
 
     def _env_actions(self, split: SplitState) -> np.ndarray:
         actions = self.buffers.actions[split.index, split.t].numpy()
