@@ -38,6 +38,7 @@ from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
+from surge.population.commands import Command, ReplacePolicy
 from surge.runtime.child_start import ChildTask, child_main
 from surge.runtime.components import env_info, make_layout, make_learner, make_model, seed_everything
 from surge.runtime.inbox import Inbox
@@ -47,8 +48,12 @@ from surge.runtime.messages import (
     ChildError,
     EnvFaults,
     Episodes,
+    ExportPolicy,
+    ImportPolicy,
     LearnerReady,
     NonFiniteEnvOutput,
+    PolicyExported,
+    PolicyImported,
     ResetDone,
     SaveCommand,
     Saved,
@@ -56,7 +61,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import StepReport, checkpoint_state
+from surge.runtime.placement import StepReport, check_command, checkpoint_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
@@ -96,6 +101,12 @@ class AsyncPlacement:
         self.supervising = False  # after the start-up: replace crashed or hung workers
         self.final_written: set[int] = set()  # see `Placement`
         self.save_refusals: list[SaveRefused] = []
+        # ReplacePolicy in flight: export file -> (replaced policy, source policy); commands to a
+        # policy being replaced wait until its import is sent, so they apply after it, in order
+        self.exports: dict[str, tuple[int, int]] = {}
+        self.held: dict[int, list[Any]] = {}
+        self.exchange_dir: str | None = None  # temporary folder of the exported states
+        self.replaced: list[PolicyImported] = []  # imports done since the last `step`
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -303,7 +314,7 @@ class AsyncPlacement:
         report.env_steps, self.env_steps_counted = total - self.env_steps_counted, total
         for msg in msgs:
             if isinstance(msg, Episodes):
-                report.episodes += [EpisodeStats(r, n, p) for r, n, p in msg.episodes]
+                report.episodes += [EpisodeStats(*e) for e in msg.episodes]
             elif isinstance(msg, NonFiniteEnvOutput):
                 report.nonfinite_rewards += msg.rewards
                 report.nonfinite_obs += msg.observations
@@ -314,6 +325,10 @@ class AsyncPlacement:
                 report.train_stats[msg.policy_id] = msg.stats
             elif isinstance(msg, (Saved, SaveRefused)):
                 self._on_save(msg)
+            elif isinstance(msg, PolicyExported):
+                self._on_exported(msg)
+            elif isinstance(msg, PolicyImported):
+                self._on_imported(msg)
             elif isinstance(msg, ChildError):
                 if not msg.name.startswith(("rollout worker", "inference worker")):
                     raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
@@ -425,6 +440,49 @@ class AsyncPlacement:
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames[0] = env_frames
 
+    # ---------------------------------------------------------------------------------------
+    def send_command(self, cmd: Command) -> None:
+        """Sends `cmd` to the learner processes (see `Placement.send_command`). `ReplacePolicy(p,
+        src)` asks learner `src` to export its state to a file, and once it reported it, learner
+        `p` to import it; commands to `p` sent meanwhile follow the import.
+
+        Raises:
+            ValueError: see `check_command`; or the run does not train (no learners).
+        """
+        check_command(cmd, self.cfg.num_policies)
+        if not self.algo.trains:
+            raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
+        p = cmd.policy_id
+        if p in self.held:  # a replacement of p is in flight
+            self.held[p].append(cmd)
+            return
+        if not isinstance(cmd, ReplacePolicy):
+            self.command_queues[p].put(cmd)
+            return
+        if self.exchange_dir is None:
+            import tempfile
+
+            self.exchange_dir = tempfile.mkdtemp(prefix="surge_replace_")
+        path = f"{self.exchange_dir}/p{cmd.source_policy_id}_to_p{p}_{len(self.exports)}_{time.monotonic_ns()}.pth"
+        self.exports[path] = (p, cmd.source_policy_id)
+        self.held[p] = []
+        self.command_queues[cmd.source_policy_id].put(ExportPolicy(path))
+
+    def _on_exported(self, msg: PolicyExported) -> None:
+        p, src = self.exports.pop(msg.path)
+        self.command_queues[p].put(ImportPolicy(msg.path, src))
+        for cmd in self.held.pop(p, []):
+            self.send_command(cmd)
+
+    def _on_imported(self, msg: PolicyImported) -> None:
+        log.info(
+            "Policy %d now plays with policy %d's weights (policy version %d)",
+            msg.policy_id,
+            msg.source_policy_id,
+            msg.policy_version,
+        )
+        self.replaced.append(msg)
+
     def limit_env_steps(self, env_steps: int) -> None:
         """The rollout workers step no more once they took `env_steps` more env steps in all."""
         self.env_steps_budget[0] = self.env_steps_counted + max(0, env_steps)
@@ -533,3 +591,7 @@ class AsyncPlacement:
             elif isinstance(msg, ChildError):
                 log.error("%s crashed:\n%s", msg.name, msg.traceback)
         self.procs.clear()
+        if self.exchange_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.exchange_dir, ignore_errors=True)

@@ -197,7 +197,7 @@ def _report(ctx: RolloutContext, worker: RolloutWorker, last_report: float) -> f
     now = time.monotonic()
     if now - last_report < REPORT_INTERVAL_SEC:
         return last_report
-    episodes = [(e.episode_return, e.episode_length, e.policy_id) for e in worker.pop_episodes()]
+    episodes = [(e.episode_return, e.episode_length, e.policy_id, e.extra) for e in worker.pop_episodes()]
     if episodes:
         ctx.shared.report_queue.put(Episodes(ctx.worker_idx, episodes))
     rewards, obs = worker.pop_nonfinite()

@@ -47,6 +47,7 @@ from torch import Tensor
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
+from surge.population.objective import TRUE_REWARD, episode_statistic
 from surge.sampling.env_state import load_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
@@ -56,11 +57,14 @@ MAX_CONSECUTIVE_ENV_FAULTS = 3
 
 @dataclass
 class EpisodeStats:
-    """One finished episode: return in env reward units, length in env steps."""
+    """One finished episode: return in env reward units, length in env steps, and (with
+    `--with_pbt` and a `--pbt_target_objective` other than true_reward) that statistic as the env
+    reported it (`surge.population.objective`), in `extra` by name."""
 
     episode_return: float
     episode_length: int
     policy_id: int = 0
+    extra: dict[str, float] | None = None
 
 
 @dataclass
@@ -193,6 +197,10 @@ class RolloutWorker:
         self.last_env_fault = ""  # the latest one's exception, one line
         self.fault_streaks: dict[tuple[int, int], int] = {}  # (split, env) -> faults in a row
         self.cfg, self.worker_idx = cfg, worker_idx
+        # the per-episode statistic PBT selects on, when it is not the return (None: none to read)
+        self.objective_name: str | None = (
+            cfg.pbt_target_objective if cfg.with_pbt and cfg.pbt_target_objective != TRUE_REWARD else None
+        )
         self.buffers, self.slot_pools = buffers, slot_pools
         # numpy views of the buffers the worker writes every step: a numpy assignment costs a
         # fraction of a tensor's (whose dispatch alone is a few microseconds), several per step
@@ -428,10 +436,20 @@ class RolloutWorker:
                             float(np.asarray(ep["r"])),
                             int(np.asarray(ep["l"])),
                             int(split.agent_policy[lo + a]) if self.mapper is not None else 0,
+                            self._objective(info),
                         )
                     )
         self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
+
+    def _objective(self, info: dict[str, Any]) -> dict[str, float] | None:
+        """PBT's objective statistic of an episode-ending step's `info`, when PBT selects on one
+        other than the return (`surge.population.objective`); None otherwise or when absent."""
+        name = self.objective_name
+        if name is None:
+            return None
+        value = episode_statistic(info, name)
+        return None if value is None else {name: value}
 
     def _replace_env(self, split: SplitState, e_idx: int, error: Exception) -> Any:
         """Counts the fault `error` of env `e_idx` of `split`, closes it, builds and resets a new one
