@@ -72,6 +72,7 @@ log = logging.getLogger("surge")
 JOIN_TIMEOUT_SEC = 10.0
 LEARNER_STOP_TIMEOUT_SEC = 300.0
 QUEUE_BYTES = 10 * 1000 * 1000
+REPLACE_TIMEOUT_SEC = 60.0  # the final checkpoint waits this long for replacements in flight
 STEP_POLL_SEC = 0.1  # the main loop's period while no report arrives (the budget and stop checks)
 RESTART_WINDOW_SEC = 3600.0  # --max_worker_restarts_per_hour counts replacements in this window
 
@@ -468,6 +469,23 @@ class AsyncPlacement:
         self.held[p] = []
         self.command_queues[cmd.source_policy_id].put(ExportPolicy(path))
 
+    def _finish_replacements(self, timeout: float) -> None:
+        """Waits up to `timeout` s for the exports of the replacements in flight and sends their
+        imports (and the commands held behind them); other reports are kept for the next `step`."""
+        deadline = time.time() + timeout
+        while self.exports and time.time() < deadline:
+            for msg in self._drain(timeout=0.1):
+                if isinstance(msg, PolicyExported):
+                    self._on_exported(msg)
+                else:
+                    self._early.append(msg)
+        if self.exports:
+            log.warning(
+                "Replacements not done at the stop (the source's learner did not export its state within %.0f s): %s",
+                timeout,
+                ", ".join(f"policy {p} by {src}" for p, src in self.exports.values()),
+            )
+
     def _on_exported(self, msg: PolicyExported) -> None:
         p, src = self.exports.pop(msg.path)
         self.command_queues[p].put(ImportPolicy(msg.path, src))
@@ -497,7 +515,10 @@ class AsyncPlacement:
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
         """Asks the learners (or policy `policy_id`'s) to write a checkpoint (asynchronously; the
         final one is awaited in close). Kind "final" is a regular checkpoint for which a learner
-        skips batches it has not started."""
+        skips batches it has not started. Before the final one, replacements in flight are completed
+        (`ReplacePolicy`), so the checkpoints hold what PBT's state says."""
+        if kind == "final":
+            self._finish_replacements(timeout=REPLACE_TIMEOUT_SEC)
         for p in range(self.cfg.num_policies):
             if policy_id is not None and p != policy_id:
                 continue
@@ -583,7 +604,8 @@ class AsyncPlacement:
                 log.warning("Process %s did not exit in time: killing it", name)
                 p.kill()
                 p.join(5)
-        for msg in self._drain(timeout=0.05):
+        early, self._early = getattr(self, "_early", []), []
+        for msg in early + self._drain(timeout=0.05):
             if isinstance(msg, TrainStats):
                 log_train_notes(msg.policy_id, msg.stats)
             elif isinstance(msg, (Saved, SaveRefused)):

@@ -174,3 +174,15 @@ def test_async_commands_reach_the_learner_processes(tmp_path):
     assert hp0["exploration_loss_coeff"] == 0.01 and hp0["value_loss_coeff"] == cfg.value_loss_coeff
     assert last[1]["learner"]["policy_version"] > first1["learner"]["policy_version"]
     assert placement.replaced[0].policy_id == 1 and placement.replaced[0].source_policy_id == 0
+
+
+def test_a_checkpoint_restores_the_policys_own_hyperparams(tmp_path):
+    placement = _serial(tmp_path)
+    c = placement.c
+    c.learners[1].set_hyperparams({"learning_rate": 0.02, "gamma": 0.9, "adam_beta2": 0.99})
+    state = c.learners[1].state_dict()
+    c.learners[0].load_state_dict(state)  # a fresh learner of the same model would do the same
+    assert c.learners[0].hp == c.learners[1].hp and c.learners[0].hp.gamma == 0.9
+    assert c.learners[0].optimizer.param_groups[0]["betas"] == (0.9, 0.99)
+    assert c.learners[0].policy_version == c.learners[1].policy_version
+    placement.close()
