@@ -32,4 +32,13 @@ class ReplacePolicy(NamedTuple):
     source_policy_id: int
 
 
-Command = SetHyperparams | ReplacePolicy
+class SetRewardShaping(NamedTuple):
+    """Set policy `policy_id`'s reward-shaping scheme (a Doom scheme dict,
+    `surge.envs.doom.reward_shaping`) in every rollout worker: an agent's env takes it when the
+    agent starts an episode played by that policy, and at once for the agents playing it now."""
+
+    policy_id: int
+    scheme: dict
+
+
+Command = SetHyperparams | ReplacePolicy | SetRewardShaping

@@ -45,13 +45,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from surge.population.commands import Command, ReplacePolicy, SetHyperparams
+from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.population.hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.population.objective import TRUE_REWARD
+from surge.population.shaping import default_reward_shaping
 
 log = logging.getLogger("surge")
 
 EPS = 1e-8  # Sample Factory's EPS in the relative gap
+#: the reward-shaping sections PBT perturbs (Sample Factory's REWARD_CATEGORIES_TO_TUNE for Doom)
+SHAPING_SECTIONS = ("delta", "selected_weapon")
 #: Sample Factory's HYPERPARAMS_TO_TUNE
 TUNED = (
     "learning_rate",
@@ -107,23 +110,40 @@ class PopulationBasedTraining:
         self.objective_seen = False
         self.warned_missing = False
         self.hyperparams: list[dict[str, float]] = []
+        # each policy's reward shaping (Doom scenarios with shaping; None elsewhere)
+        self.default_shaping = default_reward_shaping(cfg)
+        self.shaping: list[dict | None] = []
         explicit = parse_policy_hyperparams(cfg.policy_hyperparams, P)
         resumed = self._load()
         if not resumed:
             for p in range(P):
                 hp = PolicyHyperparams.from_cfg(cfg, p).to_dict()
                 values = {n: hp[n] for n in self.names}
+                shaping = copy.deepcopy(self.default_shaping)
                 if p > 0 and p not in explicit:  # keep policy 0 (and given values) as they are
                     values = self.perturb(values)
+                if p > 0:
+                    shaping = self.perturb_shaping(shaping)
                 self.hyperparams.append(values)
+                self.shaping.append(shaping)
 
     # ------------------------------------------------------------------------------------------
     def start(self, env_frames: int) -> None:
         """Sends every policy its hyper-parameters (Sample Factory's `on_start`) and logs them."""
         for p, values in enumerate(self.hyperparams):
             self.send(SetHyperparams(p, dict(values)))
+            scheme = self.shaping[p]
+            if scheme is not None:
+                self.send(SetRewardShaping(p, copy.deepcopy(scheme)))
             log.info("PBT: policy %d starts with %s", p, _fmt(values))
-        self._append({"env_frames": env_frames, "event": "start", "hyperparams": self.hyperparams})
+        self._append(
+            {
+                "env_frames": env_frames,
+                "event": "start",
+                "hyperparams": self.hyperparams,
+                "reward_shaping": self.shaping,
+            }
+        )
         self.save()
 
     def observe(self, episodes: list[Any], frameskip: int) -> None:
@@ -198,13 +218,18 @@ class PopulationBasedTraining:
                 source = candidate
         old, base = dict(self.hyperparams[p]), dict(self.hyperparams[source])
         new = dict(base) if p == 0 else self.perturb(base)
-        self.hyperparams[p] = new
+        base_shaping = copy.deepcopy(self.shaping[source])
+        shaping = base_shaping if p == 0 else self.perturb_shaping(base_shaping)
+        self.hyperparams[p], self.shaping[p] = new, shaping
         if source != p:
             self.send(ReplacePolicy(p, source))
             self.objectives[p].clear()
         self.send(SetHyperparams(p, dict(new)))
+        if shaping is not None:
+            self.send(SetRewardShaping(p, copy.deepcopy(shaping)))
         mutated = {k: [base[k], v] for k, v in new.items() if base[k] != v}  # the explore step
-        if source == p and not mutated:
+        shaping_mutated = _diff(base_shaping, shaping)
+        if source == p and not mutated and not shaping_mutated:
             return None
         record = {
             "env_frames": env_frames,
@@ -219,6 +244,8 @@ class PopulationBasedTraining:
             "previous": old,
             "mutated": mutated,
             "hyperparams": new,
+            "reward_shaping_mutated": shaping_mutated,
+            "reward_shaping": shaping,
         }
         if source != p:
             log.info(
@@ -242,6 +269,25 @@ class PopulationBasedTraining:
             out[name] = self.perturb_value(name, value, self.defaults[name])
         return out
 
+    def perturb_shaping(self, scheme: dict | None) -> dict | None:
+        """A copy of a reward-shaping scheme with the values of its `SHAPING_SECTIONS` perturbed
+        as hyper-parameters are (a `[increase, decrease]` pair: each element on its own), the
+        defaults being the env's own scheme (Sample Factory's `_perturb_reward`)."""
+        if scheme is None:
+            return None
+        out = copy.deepcopy(scheme)
+        default = self.default_shaping or {}
+        for section in SHAPING_SECTIONS:
+            for key, value in out.get(section, {}).items():
+                ref = default.get(section, {}).get(key, value)
+                if isinstance(value, (list, tuple)):
+                    out[section][key] = [
+                        self.perturb_value(f"{key}_{i}", float(v), float(ref[i])) for i, v in enumerate(value)
+                    ]
+                else:
+                    out[section][key] = self.perturb_value(key, float(value), float(ref))
+        return out
+
     def perturb_value(self, name: str, value: float, default: float) -> float:
         cfg, rng = self.cfg, self.rng
         if rng.random() > cfg.pbt_mutation_rate:
@@ -258,6 +304,7 @@ class PopulationBasedTraining:
         version, internal, gauss = self.rng.getstate()
         return {
             "hyperparams": self.hyperparams,
+            "reward_shaping": self.shaping,
             "frames_played": self.frames_played,
             "last_update": self.last_update,
             "objectives": [list(o) for o in self.objectives],
@@ -271,6 +318,7 @@ class PopulationBasedTraining:
         self.hyperparams = [
             {n: float(v[n]) if n in v else self.defaults[n] for n in self.names} for v in state["hyperparams"]
         ]
+        self.shaping = state.get("reward_shaping") or [copy.deepcopy(self.default_shaping) for _ in range(P)]
         self.frames_played = [int(x) for x in state["frames_played"]]
         self.last_update = [int(x) for x in state["last_update"]]
         for o, saved in zip(self.objectives, state["objectives"], strict=True):
@@ -303,6 +351,17 @@ class PopulationBasedTraining:
 def _scale(x: float, amount: float, rng: random.Random) -> float:
     """Sample Factory's perturb_float: `x / amount` or `x * amount`, with probability 1/2 each."""
     return x / amount if rng.random() < 0.5 else x * amount
+
+
+def _diff(old: dict | None, new: dict | None) -> dict[str, list]:
+    """`{"section/key": [old, new]}` of the reward-shaping values that differ."""
+    out: dict[str, list] = {}
+    for section in SHAPING_SECTIONS:
+        a, b = (old or {}).get(section, {}), (new or {}).get(section, {})
+        for key in b:
+            if a.get(key) != b[key]:
+                out[f"{section}/{key}"] = [a.get(key), b[key]]
+    return out
 
 
 def _fmt(values: dict[str, float]) -> str:

@@ -38,7 +38,7 @@ from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
-from surge.population.commands import Command, ReplacePolicy
+from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
 from surge.runtime.child_start import ChildTask, child_main
 from surge.runtime.components import env_info, make_layout, make_learner, make_model, seed_everything
 from surge.runtime.inbox import Inbox
@@ -108,6 +108,7 @@ class AsyncPlacement:
         self.held: dict[int, list[Any]] = {}
         self.exchange_dir: str | None = None  # temporary folder of the exported states
         self.replaced: list[PolicyImported] = []  # imports done since the last `step`
+        self.reward_shaping: dict[int, dict] = {}  # each policy's latest SetRewardShaping scheme
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -232,6 +233,9 @@ class AsyncPlacement:
             self.request_queues,
             self.worker_queues[w],
             self.learner_queues,
+            # a replacement worker starts with them (it drains its inbox when it starts: a scheme
+            # sent between its spawn and that drain is lost until the next one)
+            dict(self.reward_shaping),
         )
         self._spawn(f"rollout_{w}", rollout_process_main, rctx, daemon=False)
 
@@ -451,6 +455,11 @@ class AsyncPlacement:
             ValueError: see `check_command`; or the run does not train (no learners).
         """
         check_command(cmd, self.cfg.num_policies)
+        if isinstance(cmd, SetRewardShaping):  # to the rollout workers, and to any started later
+            self.reward_shaping[cmd.policy_id] = cmd.scheme
+            for q in self.worker_queues:
+                q.put(cmd)
+            return
         if not self.algo.trains:
             raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
         p = cmd.policy_id

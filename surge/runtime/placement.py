@@ -18,7 +18,7 @@ from torch import nn
 
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.learning.base import LearnerBase
-from surge.population.commands import Command, ReplacePolicy, SetHyperparams
+from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.population.hyperparams import check_values
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
@@ -85,7 +85,7 @@ class Placement(Protocol):
 
     def send_command(self, cmd: Command) -> None:
         """Sends a command (`surge.population.commands`: `SetHyperparams`, `ReplacePolicy`) to a
-        policy's learner. The serial placement applies it at once (the run calls this between
+        policy's learner, or `SetRewardShaping` to every rollout worker. The serial placement applies it at once (the run calls this between
         steps, so between batches); the async placement sends it to the learner process, which
         applies it in order with its batches and checkpoints.
 
@@ -127,6 +127,9 @@ def check_command(cmd: Command, num_policies: int) -> None:
         raise ValueError(f"ReplacePolicy: policy {cmd.policy_id} cannot replace itself")
     if isinstance(cmd, SetHyperparams):
         check_values(cmd.values)
+    elif isinstance(cmd, SetRewardShaping):
+        if not isinstance(cmd.scheme, dict):
+            raise ValueError(f"SetRewardShaping: the scheme must be a dict, got {type(cmd.scheme).__name__}")
     elif not isinstance(cmd, ReplacePolicy):
         raise ValueError(f"unknown command {cmd!r}")
 

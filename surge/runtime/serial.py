@@ -27,7 +27,7 @@ from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rn
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
-from surge.population.commands import Command, SetHyperparams
+from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
 from surge.runtime.placement import (
@@ -383,6 +383,10 @@ class SerialPlacement:
         c = self.c
         assert c is not None
         check_command(cmd, self.cfg.num_policies)
+        if isinstance(cmd, SetRewardShaping):
+            for w in c.workers:
+                w.set_policy_reward_shaping(cmd.policy_id, cmd.scheme)
+            return
         if not c.learners:
             raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
         learner = c.learners[cmd.policy_id]

@@ -48,6 +48,7 @@ from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
 from surge.population.objective import TRUE_REWARD, episode_statistic
+from surge.population.shaping import WorkerShaping
 from surge.sampling.env_state import load_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
@@ -209,6 +210,7 @@ class RolloutWorker:
             for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states")
         }
         self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
+        self.shaping = WorkerShaping(env_splits[0][0].num_agents)  # each policy's reward shaping (PBT)
         self.rollout = cfg.rollout
         env0 = env_splits[0][0]
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
@@ -320,6 +322,26 @@ class RolloutWorker:
             env_index = split.first_env + j // n_ag
             split.agent_policy[j] = mapper.policy_for(env_index, j % n_ag, int(split.agent_episode[j]))
         split.policies = sorted(set(split.agent_policy.tolist()))
+        if self.shaping.schemes:  # each agent's env takes its new policy's reward shaping
+            for j in np.flatnonzero(agents).tolist():
+                self._shape(split, j)
+
+    def set_policy_reward_shaping(self, policy_id: int, scheme: dict) -> None:
+        """Policy `policy_id`'s reward-shaping scheme from now on (`surge.population.shaping`):
+        set at once on the envs of the agents playing it, and on each agent's env when it starts
+        an episode for it."""
+        self.shaping.set(policy_id, scheme)
+        for split in self.splits:
+            for j in range(split.n):
+                if (int(split.agent_policy[j]) if self.mapper is not None else 0) == policy_id:
+                    self._shape(split, j)
+
+    def _shape(self, split: SplitState, j: int) -> None:
+        p = int(split.agent_policy[j]) if self.mapper is not None else 0
+        try:
+            self.shaping.apply(split.envs, id(split), j, p)
+        except EnvError:  # a multi-agent env before its first reset: set at the agent's next episode
+            pass
 
     def policy_request(self, split_idx: int) -> tuple[Tensor, int]:
         """The `(slots [N] int64, t)` whose observations wait for actions; with several policies,
