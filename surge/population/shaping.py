@@ -49,6 +49,7 @@ class WorkerShaping:
         env = envs[agent // self.num_agents]
         if self.num_agents > 1:
             env.set_reward_shaping(scheme, agent % self.num_agents)
-        else:
-            env.get_wrapper_attr("set_reward_shaping")(scheme)
+        else:  # a gymnasium env, bare or in the worker's single-agent adapter (`.env`)
+            inner = env if hasattr(env, "get_wrapper_attr") else env.env
+            inner.get_wrapper_attr("set_reward_shaping")(scheme)
         self.applied[key] = want

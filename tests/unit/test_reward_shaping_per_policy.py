@@ -27,17 +27,22 @@ class _MultiAgent:
         self.calls.append((scheme, agent_idx))
 
 
+class _Adapter:  # the rollout worker's single-agent adapter (surge.envs.multi_agent) holds the env
+    def __init__(self, env):
+        self.env = env
+
+
 def test_a_worker_sets_each_policys_scheme_once_per_change():
-    envs = [_SingleAgent(), _SingleAgent()]
+    envs = [_SingleAgent(), _Adapter(_SingleAgent())]
     ws = WorkerShaping(num_agents=1)
     ws.apply(envs, 0, 1, policy_id=3)  # no scheme for policy 3 yet: nothing set
     ws.set(3, {"delta": {"HEALTH": [1.0, -1.0]}})
     ws.apply(envs, 0, 1, 3)
     ws.apply(envs, 0, 1, 3)  # already has it
-    assert envs[1].calls == [{"delta": {"HEALTH": [1.0, -1.0]}}] and envs[0].calls == []
+    assert envs[1].env.calls == [{"delta": {"HEALTH": [1.0, -1.0]}}] and envs[0].calls == []
     ws.set(3, {"delta": {"HEALTH": [2.0, -1.0]}})
     ws.apply(envs, 0, 1, 3)
-    assert envs[1].calls[-1] == {"delta": {"HEALTH": [2.0, -1.0]}}
+    assert envs[1].env.calls[-1] == {"delta": {"HEALTH": [2.0, -1.0]}}
     multi = [_MultiAgent(), _MultiAgent()]  # 2 agents per env: agent 3 is env 1's agent 1
     ws2 = WorkerShaping(num_agents=2)
     ws2.set(0, {"x": 1})
