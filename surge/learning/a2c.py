@@ -100,8 +100,8 @@ class A2CLearner(LearnerBase):
             flat(adv),
             flat(targets),
             flat(valids),
-            cfg.value_loss_coeff,
-            cfg.exploration_loss_coeff,
+            self.hp.value_loss_coeff,
+            self.hp.exploration_loss_coeff,
         )
         grad_norm = self.apply_gradients(loss)
         out = {k: float(v) for k, v in stats.items()}

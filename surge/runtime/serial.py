@@ -29,9 +29,16 @@ from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rn
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
-from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
+from surge.runtime.placement import (
+    StepReport,
+    check_command,
+    checkpoint_state,
+    copy_policy_state,
+    restore_policy,
+)
 from surge.sampling.env_state import EnvStateUnsupported
 
 log = logging.getLogger("surge")
@@ -363,6 +370,7 @@ class SerialPlacement:
                     else:
                         self.sampler.release(slots, p)
                 if stats is not None:
+                    stats.update(learner.hp.stats())
                     report.train_stats[p] = stats
                 c.inferences[p].policy_version = learner.policy_version
 
@@ -382,6 +390,32 @@ class SerialPlacement:
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
+
+    def send_command(self, cmd: Command) -> None:
+        """Applies `cmd` at once (see `Placement.send_command`); inference shares the models, so
+        it acts with replaced weights from the next step on.
+
+        Raises:
+            ValueError: see `check_command`; or the run does not train (no learners).
+        """
+        c = self.c
+        assert c is not None
+        check_command(cmd, self.cfg.num_policies)
+        if isinstance(cmd, SetRewardShaping):
+            for w in c.workers:
+                w.set_policy_reward_shaping(cmd.policy_id, cmd.scheme)
+            return
+        if not c.learners:
+            raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
+        learner = c.learners[cmd.policy_id]
+        if isinstance(cmd, SetHyperparams):
+            learner.set_hyperparams(cmd.values)
+            return
+        p, src = cmd.policy_id, cmd.source_policy_id
+        # deep copies: the two policies must not share Adam's moment tensors
+        state = copy.deepcopy({"model": c.models[src].state_dict(), "learner": c.learners[src].state_dict()})
+        copy_policy_state(state, c.models[p], learner)
+        c.inferences[p].policy_version = learner.policy_version
 
     def _between_optimizer_steps(self) -> bool:
         """The learners' `should_stop`: reports progress (a batch can take longer than the

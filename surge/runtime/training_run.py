@@ -19,6 +19,7 @@ from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.experiment.monitor import Monitor
 from surge.learning.algorithm import get_algorithm
+from surge.population.pbt import PopulationBasedTraining
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
 from surge.runtime.serial import SerialPlacement
@@ -62,6 +63,7 @@ class TrainingRun:
         self.train_seconds_before = 0.0
         self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
         self.summary: dict[str, float] = {}
+        self.pbt: PopulationBasedTraining | None = None
 
     def run(self) -> str:
         """Trains until the budget, a stop signal or a crash of a child process; see the class doc.
@@ -150,6 +152,7 @@ class TrainingRun:
             p.start()
             p.limit_env_steps(math.ceil((cfg.train_for_env_steps - m.env_frames) / p.frameskip))
             p.set_progress(m.tick)
+            self.pbt = self._make_pbt()
             self.start_time = time.time()
             m.start_clock(self.start_time, self.train_seconds_before)
             self.last_save = self.last_milestone = self.start_time
@@ -328,6 +331,9 @@ class TrainingRun:
             self.first_frames = (time.time(), m.env_frames)
         m.add_steps(report.env_steps, p.frameskip, p.num_agents)
         m.add_episodes(report.episodes)
+        if self.pbt is not None:
+            self.pbt.observe(report.episodes, p.frameskip)
+            self.pbt.step(m.env_frames)
         if report.nonfinite_rewards or report.nonfinite_obs:
             m.add_nonfinite(report.nonfinite_rewards, report.nonfinite_obs)
         if report.env_faults or report.worker_restarts:
@@ -343,7 +349,26 @@ class TrainingRun:
         elapsed = self.train_seconds_before + time.time() - self.start_time
         return m.env_frames < cfg.train_for_env_steps and elapsed < cfg.train_for_seconds
 
+    def _make_pbt(self) -> PopulationBasedTraining | None:
+        """The PBT controller with `--with_pbt` (resumed from `pbt_state.json`), after it sent
+        every policy its hyper-parameters; None without."""
+        cfg, folder = self.cfg, self.folder
+        if not cfg.with_pbt:
+            return None
+        bench = cfg.benchmark
+        pbt = PopulationBasedTraining(
+            cfg,
+            self.placement.send_command,
+            None if bench else folder.pbt_state_file,
+            None if bench else folder.pbt_log_file,
+            self.monitor.writers,
+        )
+        pbt.start(self.monitor.env_frames)
+        return pbt
+
     def _save_all(self, kind: str) -> None:
+        if self.pbt is not None:
+            self.pbt.save()
         for i in range(self.cfg.num_policies):
             self.placement.save(kind, self._counters(i), policy_id=i)
 
