@@ -326,6 +326,45 @@ class PbtParams:
 
 
 @dataclass
+class SelfPlayParams:
+    """Policy roles (learning or frozen) and self-play against a pool of past snapshots, rl_games'
+    `self_play_config` (docs/population.md). (`--help` section "self-play and policy roles")"""
+
+    frozen_policies: list = param(
+        [],
+        "Policies that act but never learn (no learner, no optimizer, no experience), as ID:SOURCE "
+        "items: SOURCE is a checkpoint file (.pth, its 'model' weights), 'random' (its random "
+        "initial weights) or 'uniform' (action logits zeroed: uniformly random over the legal "
+        "actions). Example: --frozen_policies 1:uniform 2:train_dir/exp/checkpoint_p0/best.pth",
+        item_type=str,
+    )
+    self_play: bool = param(
+        False,
+        "Self-play the rl_games way: policy 0 learns, policies 1..num_policies-1 are frozen opponent "
+        "slots holding snapshots of policy 0 (a pool, saved in <experiment>/self_play/); every game "
+        "pairs policy 0 with one opponent slot (--policy_mapping=self_play).",
+    )
+    self_play_update_score: float = param(
+        0.7,
+        "rl_games' update_score: a new snapshot of policy 0 joins the pool when its mean score over "
+        "the last self_play_games_to_check games against the pool is above this.",
+    )
+    self_play_games_to_check: int = param(
+        200, "rl_games' games_to_check: games since the last snapshot before the score is checked."
+    )
+    self_play_check_scores: bool = param(
+        True,
+        "rl_games' check_scores: True scores each game as a win 1, draw 0.5, loss 0 (the win rate); "
+        "False uses policy 0's mean episode return instead (rl_games' default).",
+    )
+    self_play_env_update_num: int = param(
+        1,
+        "rl_games' env_update_num: opponent slots that receive each new snapshot; the slots refreshed "
+        "rotate by one per snapshot, so with 1 the pool keeps the latest num_policies-1 snapshots.",
+    )
+
+
+@dataclass
 class DebugParams:
     """Benchmarking and progress reporting. (`--help` section "debugging and benchmarking")"""
 
@@ -365,6 +404,7 @@ SECTIONS: tuple[tuple[str, type], ...] = (
     ("sampling", SamplingParams),
     ("model", ModelParams),
     ("PBT", PbtParams),
+    ("self-play and policy roles", SelfPlayParams),
     ("debugging and benchmarking", DebugParams),
 )
 
@@ -372,6 +412,7 @@ SECTIONS: tuple[tuple[str, type], ...] = (
 @dataclass
 class Config(
     DebugParams,
+    SelfPlayParams,
     PbtParams,
     ModelParams,
     SamplingParams,

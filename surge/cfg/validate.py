@@ -102,6 +102,20 @@ def config_notes(cfg: Any) -> list[str]:
         for name in PBT_ONLY:
             if name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect without --with_pbt=True.")
+    if getattr(cfg, "self_play", False) and cfg.policy_mapping == "random":
+        notes.append(
+            "--self_play=True: the agents are mapped with --policy_mapping=self_play (each game pairs "
+            "policy 0 with one opponent slot), not random."
+        )
+    if not getattr(cfg, "self_play", False):
+        for name in (
+            "self_play_update_score",
+            "self_play_games_to_check",
+            "self_play_check_scores",
+            "self_play_env_update_num",
+        ):
+            if name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --self_play=True.")
     return notes
 
 
@@ -188,6 +202,7 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError(
             "num_policies", f"at most 127 policies (int8 policy ids), got {cfg.num_policies}.", ""
         )
+    check_roles(cfg)
     check_policy_mapping(cfg)
     from surge.learning.algorithm import get_algorithm
 
@@ -230,6 +245,67 @@ def validate_cfg(cfg: Any) -> None:
         check_train_dir(cfg.train_dir, cfg.experiment)
 
 
+# ------------------------------------------------------------------------------- policy roles
+
+
+def check_roles(cfg: Any) -> None:
+    """Refuses `--frozen_policies` and `--self_play` settings that cannot run: see
+    `surge.population.roles.parse_frozen_policies`; self-play needs at least one opponent slot
+    (`--num_policies` >= 2), no `--frozen_policies` of its own (its slots are the frozen ones), the
+    `self_play` mapping (the default `random` is replaced by it), a positive games_to_check,
+    env_update_num in [1, num_policies-1], and an algorithm that learns.
+
+    Raises:
+        ConfigError: naming the field and the fix.
+    """
+    from surge.population.roles import parse_frozen_policies
+
+    parse_frozen_policies(list(cfg.frozen_policies or []), cfg.num_policies)
+    if not cfg.self_play:
+        if cfg.policy_mapping == "self_play":
+            raise ConfigError(
+                "policy_mapping",
+                "the self_play mapping pairs policy 0 with the pool's slots.",
+                "pass --self_play=True, or another mapping.",
+            )
+        return
+    if cfg.num_policies < 2:
+        raise ConfigError(
+            "num_policies",
+            f"self-play needs opponent slots: policy 0 learns, 1..num_policies-1 hold snapshots; got "
+            f"--num_policies={cfg.num_policies}.",
+            "pass --num_policies=2 or more (e.g. 5 for a pool of 4 snapshots).",
+        )
+    if cfg.frozen_policies:
+        raise ConfigError(
+            "frozen_policies",
+            "with --self_play=True policies 1..num_policies-1 are the pool's frozen slots.",
+            "drop --frozen_policies, or --self_play.",
+        )
+    if cfg.policy_mapping not in ("random", "self_play"):
+        raise ConfigError(
+            "policy_mapping",
+            f"self-play pairs policy 0 with an opponent slot in every game; --policy_mapping="
+            f"{cfg.policy_mapping} would not.",
+            "leave --policy_mapping unset (or pass self_play).",
+        )
+    if cfg.self_play_games_to_check < 1:
+        raise ConfigError("self_play_games_to_check", "must be >= 1.", "e.g. 200.")
+    if not 1 <= cfg.self_play_env_update_num <= cfg.num_policies - 1:
+        raise ConfigError(
+            "self_play_env_update_num",
+            f"must be between 1 and the {cfg.num_policies - 1} opponent slot(s), got "
+            f"{cfg.self_play_env_update_num}.",
+            "e.g. --self_play_env_update_num=1.",
+        )
+    if cfg.with_pbt:
+        raise ConfigError("self_play", "self-play and PBT do not run together yet.", "pass one of them.")
+    from surge.learning.algorithm import get_algorithm
+
+    if not get_algorithm(cfg.algo).trains or cfg.sampler_only:
+        raise ConfigError("self_play", f"--algo={cfg.algo} does not learn: no snapshots to play.", "")
+
+
 # ------------------------------------------------------------------------------- policy mapping
 
 
@@ -246,9 +322,18 @@ def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
             (the run's start reports why, and `surge.runtime.components.env_info` checks again
             with the agents it counts).
     Raises:
-        ConfigError: on --num_policies, naming the idle policies and the alternatives.
+        ConfigError: on --num_policies, naming the idle policies and the alternatives; on
+            --self_play for an env of one agent (self-play needs two players).
     """
     n = cfg.num_policies
+    if getattr(cfg, "self_play", False) and num_agents is None:
+        num_agents = _count_agents(cfg)
+    if getattr(cfg, "self_play", False) and num_agents is not None and num_agents < 2:
+        raise ConfigError(
+            "self_play",
+            f"{cfg.env} has {num_agents} agent: self-play needs a game of two players.",
+            "use a two-player env (e.g. --env=pettingzoo_classic.connect_four_v3), or --self_play=False.",
+        )
     if n <= 1 or cfg.policy_mapping not in ("agent_index", "env_index"):
         return
     if cfg.policy_mapping == "env_index":

@@ -39,6 +39,7 @@ from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
 from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
+from surge.population.roles import learning_policies
 from surge.runtime.child_start import ChildTask, child_main
 from surge.runtime.components import env_info, make_layout, make_learner, make_model, seed_everything
 from surge.runtime.inbox import Inbox
@@ -175,8 +176,9 @@ class AsyncPlacement:
         ]
         self.worker_queues = [Inbox(QUEUE_BYTES) for _ in range(cfg.num_workers)]
 
-        if self.algo.trains:
-            for p in range(P):
+        self.learning = learning_policies(cfg) if self.algo.trains else []
+        if self.learning:
+            for p in self.learning:  # a frozen policy has no learner (surge.population.roles)
                 lctx = LearnerContext(
                     self.shared,
                     p,
@@ -191,7 +193,7 @@ class AsyncPlacement:
             def all_ready(msg: Any) -> bool:
                 if isinstance(msg, LearnerReady):
                     ready.add(msg.policy_id)
-                return len(ready) == P
+                return len(ready) == len(self.learning)
 
             self._wait_for(all_ready, timeout=120.0, what="the learners to start")
         for p in range(P):
@@ -509,6 +511,39 @@ class AsyncPlacement:
             msg.policy_version,
         )
         self.replaced.append(msg)
+
+    def set_policy_weights(
+        self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int
+    ) -> None:
+        """Publishes `state_dict` as frozen policy `policy_id`'s weights in shared memory, stamped
+        `policy_version`; its inference workers load them before their next batch (they reload on
+        every publish, even one with the same version).
+
+        Raises:
+            ValueError: the policy learns (its learner owns its weights), or the id is out of range.
+        """
+        if not 0 <= policy_id < self.cfg.num_policies:
+            raise ValueError(f"no policy {policy_id}")
+        if policy_id in self.learning:
+            raise ValueError(f"policy {policy_id} learns: only a frozen policy's weights are set by the run")
+        self.model.load_state_dict(state_dict)
+        self.shared.weights[policy_id].publish(self.model, int(policy_version))
+
+    def policy_weights(self, policy_id: int) -> tuple[dict[str, torch.Tensor], int]:
+        """Policy `policy_id`'s weights as last published in shared memory (a learner publishes
+        after each training iteration) and their policy_version; non-float buffers are the
+        layout's initial ones (they are not shared).
+
+        Raises:
+            ValueError: the id is out of range.
+            ChildProcessFailed: no consistent copy could be read within 1 s (a writer died mid-write).
+        """
+        if not 0 <= policy_id < self.cfg.num_policies:
+            raise ValueError(f"no policy {policy_id}")
+        version = self.shared.weights[policy_id].load_into(self.model)
+        if version is None:
+            raise ChildProcessFailed(f"policy {policy_id}'s shared weights could not be read consistently")
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}, version
 
     def limit_env_steps(self, env_steps: int) -> None:
         """The rollout workers step no more once they took `env_steps` more env steps in all."""

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from torch import nn
+from torch import Tensor, nn
 
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.learning.base import LearnerBase
@@ -66,6 +66,20 @@ class Placement(Protocol):
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
         """Writes a checkpoint of `kind` (checkpoint, best, milestone, or final = last regular one)
         for policy `policy_id`, or for every policy when None."""
+        ...
+
+    def set_policy_weights(self, policy_id: int, state_dict: dict[str, Tensor], policy_version: int) -> None:
+        """Gives frozen policy `policy_id` (`surge.population.roles`) the model state `state_dict`;
+        inference acts with it from its next batch on, stamping `policy_version`.
+
+        Raises:
+            ValueError: the policy learns (its learner owns its weights), or does not exist.
+        """
+        ...
+
+    def policy_weights(self, policy_id: int) -> tuple[dict[str, Tensor], int]:
+        """A CPU copy of policy `policy_id`'s current model state (a learner's as last published to
+        inference) and its policy_version."""
         ...
 
     def set_env_frames(self, env_frames: int) -> None:
