@@ -10,6 +10,7 @@ at which its learners together consume samples: the ratio P-policy / 1-policy is
 
     python benchmarks/population_ab.py --config cartpole --policies 4 --rounds 3 .
     python benchmarks/population_ab.py --config cartpole /tmp/main_checkout .   # before / after
+    python benchmarks/population_ab.py --extra "--policy_workers_per_policy=1" .
 """
 
 from __future__ import annotations
@@ -38,23 +39,22 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--frames", type=int, default=400_000, help="env frames per run")
     p.add_argument("--timeout", type=float, default=240.0, help="wall-clock limit of one run, seconds")
-    p.add_argument("extra", nargs=argparse.REMAINDER, help="after --: flags added to every run")
+    p.add_argument("--extra", default="", help="flags added to every run, one string")
     a = p.parse_args()
     cfg = CONFIGS[a.config]
     total = int(_arg(cfg.surge_args, "batch_size"))
     if total % a.policies:
         raise SystemExit(f"batch_size {total} is not divisible by {a.policies} policies")
-    extra = [x for x in a.extra if x != "--"]
-    modes = {
-        "1 policy": ["--serial_mode=False", "--num_policies=1", f"--batch_size={total}", *extra],
-        f"{a.policies} policies": [
+    extra = a.extra.split()
+    modes = {"1 policy": ["--serial_mode=False", "--num_policies=1", f"--batch_size={total}", *extra]}
+    if a.policies > 1:  # --policies 1: one policy alone (a checkout's single-policy throughput)
+        modes[f"{a.policies} policies"] = [
             "--serial_mode=False",
             f"--num_policies={a.policies}",
             "--policy_mapping=random",
             f"--batch_size={total // a.policies}",
             *extra,
-        ],
-    }
+        ]
     roots = [c.resolve() for c in a.checkouts]
     results: dict[tuple[Path, str], list[float]] = {}
     for i in range(a.rounds):
@@ -67,13 +67,14 @@ def main() -> None:
     print(f"\n{a.config}, async, total batch {total} samples, {a.frames} env frames per run: env frames/s")
     print("| checkout | " + " | ".join(modes) + f" | {a.policies} policies / 1 policy |")
     print("|---|" + "---|" * (len(modes) + 1))
+    ratio = (lambda med: f"{med[1] / med[0]:.2f}") if len(modes) > 1 else (lambda med: "-")
     for r in roots:
         med = [statistics.median(results[(r, m)]) for m in modes]
         cells = [
             f"{' / '.join(f'{v:.0f}' for v in results[(r, m)])} (median {x:.0f})"
             for m, x in zip(modes, med, strict=True)
         ]
-        print(f"| {r} | " + " | ".join(cells) + f" | {med[1] / med[0]:.2f} |")
+        print(f"| {r} | " + " | ".join(cells) + f" | {ratio(med)} |")
 
 
 if __name__ == "__main__":

@@ -96,6 +96,13 @@ class Learner(LearnerBase):
         else:
             units = self._gae_units(b)
             unit_len = cfg.recurrence
+        # units (BPTT chunks, single samples without an RNN, whole trajectories for V-trace) with no
+        # step to learn from, e.g. another policy's part of a trajectory that changed policy at an
+        # episode boundary, are left out: their loss terms are zero, and passes over them would make
+        # a population's learners cost more than their own samples
+        keep = units["valids"].any(dim=0)
+        if not bool(keep.all()) and bool(keep.any()):
+            units = {k: tree_map(_columns(keep.nonzero().flatten()), v) for k, v in units.items()}
         num_units = units["valids"].shape[1]
         per_mb = max(1, cfg.batch_size // unit_len)
         stats: list[dict[str, Tensor]] = []

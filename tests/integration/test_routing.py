@@ -221,3 +221,22 @@ def test_two_policies_stopped_mid_run_and_resumed_end_as_the_uninterrupted_run(t
                 assert torch.equal(t, b["learner"]["optimizer"]["state"][k][name]), (
                     f"policy {p}: adam {k}.{name}"
                 )
+
+
+def test_units_without_a_step_to_learn_from_cost_no_optimizer_step(tmp_path):
+    """A learner's passes follow its own samples: trajectories (V-trace units) of a batch with no
+    valid step are left out, so a batch with 4 valid trajectories takes one minibatch per epoch."""
+    args = [*BASE, f"--train_dir={tmp_path}", "--serial_mode=True", "--num_policies=1"]
+    cfg = parse_cfg([*args, "--num_batches_per_iteration=4"])
+    c = build_components(cfg)
+    sampler = SerialSampler(c)
+    while (slots := sampler.take(0)) is None:
+        sampler.step()
+    per_mb = cfg.batch_size // cfg.rollout
+    assert len(slots) > per_mb  # without the rule: several minibatches per epoch
+    c.buffers.is_active[slots[per_mb:]] = False
+    learner = c.learners[0]
+    stats = learner.train(slots)
+    assert learner.policy_version == cfg.ppo_epochs
+    assert stats["valid_fraction"] == pytest.approx(per_mb / len(slots))
+    c.close()
