@@ -53,14 +53,14 @@ def _serial(tmp_path, *extra):
 def _train_both(placement, batches=2):
     """Steps until each learner trained `batches` more batches."""
     c = placement.c
-    start = [lr.policy_version for lr in c.learners]
+    start = [lr.policy_version for lr in c.learners.values()]
     trained = [0, 0]
     for _ in range(5000):
         report = placement.step()
         for p in report.train_stats:
             trained[p] += 1
         if min(trained) >= batches:
-            return [lr.policy_version - v for lr, v in zip(c.learners, start, strict=True)]
+            return [lr.policy_version - v for lr, v in zip(c.learners.values(), start, strict=True)]
     raise AssertionError(f"the learners trained {trained} batches")
 
 
