@@ -42,20 +42,22 @@ MAX_TORCH_THREADS = 4096
 NO_EFFECT = {
     "actor_worker_gpus": ([], "rollout workers do not render on GPUs"),
     "learner_main_loop_num_cores": (1, "the learner uses --num_torch_threads threads"),
-    **{
-        name: (default, "population-based training is not available yet")
-        for name, default in (
-            ("pbt_period_env_steps", int(5e6)),
-            ("pbt_start_mutation", int(2e7)),
-            ("pbt_replace_fraction", 0.3),
-            ("pbt_mutation_rate", 0.15),
-            ("pbt_replace_reward_gap", 0.1),
-            ("pbt_replace_reward_gap_absolute", 1e-6),
-            ("pbt_optimize_batch_size", False),
-            ("pbt_target_objective", "true_reward"),
-        )
-    },
 }
+
+
+#: flags only population-based training reads
+PBT_ONLY = (
+    "pbt_period_env_steps",
+    "pbt_start_mutation",
+    "pbt_replace_fraction",
+    "pbt_mutation_rate",
+    "pbt_replace_reward_gap",
+    "pbt_replace_reward_gap_absolute",
+    "pbt_optimize_gamma",
+    "pbt_target_objective",
+    "pbt_perturb_min",
+    "pbt_perturb_max",
+)
 
 
 #: flags read only by the processes of the multi-process placement: no effect with --serial_mode=True
@@ -96,6 +98,10 @@ def config_notes(cfg: Any) -> list[str]:
             notes.append(f"--{name} has no effect with --algo={algo.name} ({algo.description}).")
     if cfg.num_policies == 1 and cfg.policy_mapping != defaults.get("policy_mapping", "random"):
         notes.append("--policy_mapping has no effect with --num_policies=1.")
+    if not cfg.with_pbt:
+        for name in PBT_ONLY:
+            if name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --with_pbt=True.")
     if getattr(cfg, "self_play", False) and cfg.policy_mapping == "random":
         notes.append(
             "--self_play=True: the agents are mapped with --policy_mapping=self_play (each game pairs "
@@ -201,10 +207,7 @@ def validate_cfg(cfg: Any) -> None:
     from surge.learning.algorithm import get_algorithm
 
     get_algorithm(cfg.algo).validate(cfg)
-    if cfg.with_pbt:
-        raise ConfigError(
-            "with_pbt", "population-based training is not available yet.", "use --with_pbt=False."
-        )
+    check_population(cfg)
     if cfg.with_wandb:
         import importlib.util
 
@@ -832,3 +835,60 @@ def check_memory(parts: list[tuple[str, int, str]], available: int | None = None
 
 def _check_memory(cfg: Any) -> None:
     check_memory(estimate_memory(cfg))
+
+
+def check_population(cfg: Any) -> None:
+    """Per-policy hyper-parameters and PBT's flags (docs/population.md).
+
+    Raises:
+        ConfigError: a malformed `--policy_hyperparams`, a PBT flag out of range, or
+            `--pbt_optimize_batch_size=True`.
+    """
+    from surge.population.hyperparams import parse_policy_hyperparams
+
+    parse_policy_hyperparams(cfg.policy_hyperparams, cfg.num_policies)
+    if cfg.pbt_optimize_batch_size:
+        raise ConfigError(
+            "pbt_optimize_batch_size",
+            "PBT cannot change the batch size: it sizes the shared trajectory buffers and the block "
+            "pool, allocated once before the processes start (Sample Factory 2 disables it for the same reason).",
+            "use --pbt_optimize_batch_size=False.",
+        )
+    if not cfg.with_pbt:
+        return
+    if cfg.num_policies < 2:
+        raise ConfigError(
+            "with_pbt", "PBT needs a population: --num_policies is 1.", "pass --num_policies=2 or more."
+        )
+    from surge.learning.algorithm import get_algorithm
+
+    if not get_algorithm(cfg.algo).trains or cfg.sampler_only:
+        raise ConfigError(
+            "with_pbt", f"--algo={cfg.algo} does not train: there is nothing for PBT to select.", ""
+        )
+    if not 0.0 < cfg.pbt_replace_fraction <= 0.5:
+        raise ConfigError(
+            "pbt_replace_fraction",
+            f"must be in (0, 0.5], got {cfg.pbt_replace_fraction}: the best and the worst fractions must not overlap.",
+            "",
+        )
+    if not 0.0 <= cfg.pbt_mutation_rate <= 1.0:
+        raise ConfigError("pbt_mutation_rate", f"is a probability, got {cfg.pbt_mutation_rate}.", "")
+    if not 1.0 <= cfg.pbt_perturb_min <= cfg.pbt_perturb_max:
+        raise ConfigError(
+            "pbt_perturb_min",
+            f"need 1 <= --pbt_perturb_min <= --pbt_perturb_max, got {cfg.pbt_perturb_min} and {cfg.pbt_perturb_max}.",
+            "",
+        )
+    for name in (
+        "pbt_period_env_steps",
+        "pbt_start_mutation",
+        "pbt_replace_reward_gap",
+        "pbt_replace_reward_gap_absolute",
+    ):
+        if getattr(cfg, name) < 0:
+            raise ConfigError(name, f"must be >= 0, got {getattr(cfg, name)}.", "")
+    if not cfg.pbt_target_objective:
+        raise ConfigError(
+            "pbt_target_objective", "is empty.", "pass true_reward or a statistic the env reports in info."
+        )

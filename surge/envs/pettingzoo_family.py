@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +151,7 @@ class PettingZooAsMultiAgent:
         self._returns = np.zeros(self.num_agents)
         self._lengths = np.zeros(self.num_agents, dtype=np.int64)
         self._alive = np.zeros(self.num_agents, dtype=bool)  # present and not yet done this episode
+        self._ended = np.zeros(self.num_agents, dtype=bool)  # done this episode (never alive again)
 
     # --- spaces -------------------------------------------------------------------------------
     @staticmethod
@@ -201,19 +203,19 @@ class PettingZooAsMultiAgent:
             infos = {}
         self._returns[:] = 0.0
         self._lengths[:] = 0
+        self._ended[:] = False
         return self._observe_all(obs if self.parallel else None), [
             dict(infos.get(a, {})) for a in self.agents
         ]
 
     def _observe_all(self, parallel_obs: dict | None) -> list:
-        """Every slot's observation now (zeros for absent agents); marks who is alive."""
+        """Every slot's observation now (zeros for absent agents); marks who is alive: present and
+        not ended this episode (an AEC env keeps a done agent in `agents` until it steps None, and
+        some Parallel envs keep theirs)."""
         present = set(self.env.agents)
-        if parallel_obs is None:  # an AEC env keeps a done agent in `agents` until it steps None
-            env = self.env
-            present = {a for a in present if not (env.terminations.get(a) or env.truncations.get(a))}
         out = []
         for i, a in enumerate(self.agents):
-            self._alive[i] = a in present
+            self._alive[i] = a in present and not self._ended[i]
             if parallel_obs is not None:
                 out.append(self._obs(parallel_obs[a], True) if a in parallel_obs else self._zero_obs)
             elif a in present:
@@ -228,14 +230,15 @@ class PettingZooAsMultiAgent:
         terminated = np.zeros(n, dtype=bool)
         truncated = np.zeros(n, dtype=bool)
         infos: list[dict] = [{} for _ in range(n)]
+        alive = {a for i, a in enumerate(self.agents) if self._alive[i]}
         if self.parallel:
-            acting = [a for a in self.agents if a in set(self.env.agents)]
+            acting = [a for a in self.env.agents if a in alive]
             obs, rew, term, trunc, env_infos = self.env.step(
-                {a: actions[self.agents.index(a)] for a in acting}
+                {a: actions[self.agents.index(a)] for a in self.env.agents}
             )
         else:
-            acting = [self.env.agent_selection]
-            self.env.step(actions[self.agents.index(acting[0])])
+            acting = [self.env.agent_selection] if self.env.agent_selection in alive else []
+            self.env.step(actions[self.agents.index(self.env.agent_selection)])
             obs = None
             rew, term, trunc, env_infos = (
                 self.env.rewards,
@@ -256,13 +259,15 @@ class PettingZooAsMultiAgent:
             if terminated[i] or truncated[i]:
                 infos[i]["episode"] = {"r": float(self._returns[i]), "l": int(self._lengths[i])}
                 self._alive[i] = False
+                self._ended[i] = True
         if not self.parallel:  # the AEC protocol: dead agents leave by stepping None
             while self.env.agents and (
                 self.env.terminations[self.env.agent_selection]
                 or self.env.truncations[self.env.agent_selection]
             ):
                 self.env.step(None)
-        if not self.env.agents:  # every agent is done: the next episode (auto-reset)
+        if not self.env.agents or self._ended[[self.agents.index(a) for a in self.env.agents]].all():
+            # every agent is done: the next episode (auto-reset)
             next_obs, reset_infos = self.reset()
             for i, info in enumerate(reset_infos):
                 infos[i] = {**info, **infos[i]}
@@ -299,7 +304,11 @@ def make_pettingzoo_env(
     except ImportError as e:
         raise EnvError('the pettingzoo_ family needs PettingZoo: pip install "surge-rl[pettingzoo]"') from e
     try:
-        module = importlib.import_module(name)
+        with (
+            warnings.catch_warnings()
+        ):  # PettingZoo 1.27 prefers its registry; modules are the API of 1.24 on
+            warnings.filterwarnings("ignore", "The old environment creation API", DeprecationWarning)
+            module = importlib.import_module(name)
     except ModuleNotFoundError as e:
         if e.name and (e.name == name or name.startswith(e.name + ".")):
             raise ConfigError(
@@ -321,7 +330,17 @@ def make_pettingzoo_env(
     kwargs = env_kwargs(p.pettingzoo_kwargs)
     if render_mode is not None:
         kwargs["render_mode"] = render_mode
-    return PettingZooAsMultiAgent(ctor(**kwargs))
+    try:
+        env = ctor(**kwargs)
+    except TypeError as e:  # an argument the env does not take
+        if "argument" not in str(e):
+            raise
+        raise ConfigError(
+            "pettingzoo_kwargs",
+            f"{name}.{ctor.__name__}() refused {sorted(kwargs)}: {e}.",
+            "pass only the env's own arguments (see its page on pettingzoo.farama.org).",
+        ) from None
+    return PettingZooAsMultiAgent(env)
 
 
 register_env_family(

@@ -1,14 +1,18 @@
 """The batcher: decides what one learner's batch is, the same in every placement.
 
-On-policy learners train on exactly `blocks_per_batch` finished trajectory blocks at a time (one
-training iteration: `batch_size x num_batches_per_iteration` samples, rounded up to whole blocks),
-in arrival order. The blocks stay held by the learner until it trained on them and released them
-(`surge.data.block_pool`), which is the back-pressure that bounds the policy lag.
+A learner receives, per finished rollout of a split, the trajectories (slots) its policy acted in
+(`surge.data.routing`): with one policy the whole block, with several its share. On-policy learners
+train on at least `traj_per_iteration` trajectories at a time (one training iteration:
+`batch_size x num_batches_per_iteration` samples), made of whole arrivals in arrival order, so a
+batch overshoots by less than one arrival (with one policy: rounded up to whole blocks, as before
+routing by trajectory). The learner holds its trajectories until it trained on them and released
+them (`surge.data.block_pool`), which is the back-pressure that bounds the policy lag.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 
 from surge.cfg.config import Config
 
@@ -19,24 +23,41 @@ def traj_per_iteration(cfg: Config) -> int:
 
 
 def blocks_per_batch(cfg: Config, block_size: int) -> int:
-    """Blocks of `block_size` trajectories in one batch: an iteration's worth, rounded up."""
+    """Blocks of `block_size` trajectories that one iteration's worth fills, rounded up."""
     return math.ceil(traj_per_iteration(cfg) / block_size)
 
 
 class Batcher:
-    """Collects the first slots of finished blocks and hands them out in batches of exactly
-    `blocks_per_batch`, oldest first."""
+    """One learner's pending trajectories, handed out in batches of at least `traj_per_batch`
+    (whole arrivals, oldest first; 1: each arrival as it comes, for replay learners).
 
-    def __init__(self, blocks_per_batch: int, block_size: int):
-        self.blocks_per_batch, self.block_size = blocks_per_batch, block_size
-        self.pending: list[int] = []
+    Args:
+        traj_per_batch: the least number of trajectories of a batch.
+        block_size: slots per block: an arrival given as None is the block `[first, first + n)`.
+    """
 
-    def add(self, first_slot: int) -> None:
-        self.pending.append(first_slot)
+    def __init__(self, traj_per_batch: int, block_size: int):
+        self.traj_per_batch, self.block_size = traj_per_batch, block_size
+        self.pending: deque[list[int]] = deque()  # the slots of each arrival
+        self.count = 0  # pending slots in all
+
+    def add(self, first_slot: int, slots: tuple[int, ...] | list[int] | None = None) -> None:
+        """Trajectories this learner now holds: `slots`, or None for the block at `first_slot`."""
+        own = list(range(first_slot, first_slot + self.block_size)) if slots is None else list(slots)
+        self.pending.append(own)
+        self.count += len(own)
 
     def take(self) -> list[int] | None:
-        """The first slots of the next batch's blocks, or None while fewer are pending."""
-        if len(self.pending) < self.blocks_per_batch:
+        """The slots of the next batch, or None while too few trajectories are pending."""
+        if self.count < self.traj_per_batch:
             return None
-        batch, self.pending = self.pending[: self.blocks_per_batch], self.pending[self.blocks_per_batch :]
-        return batch
+        slots: list[int] = []
+        while len(slots) < self.traj_per_batch:
+            slots += self.pending.popleft()
+        self.count -= len(slots)
+        return slots
+
+    def put_back(self, slots: list[int]) -> None:
+        """Returns an untrained batch from `take` to the front: the next `take` gives it again."""
+        self.pending.appendleft(list(slots))
+        self.count += len(slots)

@@ -8,8 +8,6 @@ rollouts store as the behavior policy's parameters (for the KL penalty). Built o
 
 from __future__ import annotations
 
-import math
-
 import gymnasium as gym
 import numpy as np
 import torch
@@ -255,7 +253,9 @@ class MixedDistribution(ActionDistribution):
         return sum(h.symmetric_kl_with_uniform() for h in self.heads)
 
 
-def make_distribution(space: gym.Space, logits: Tensor, action_mask: Tensor | None = None) -> ActionDistribution:
+def make_distribution(
+    space: gym.Space, logits: Tensor, action_mask: Tensor | None = None
+) -> ActionDistribution:
     """The action distribution of `space` parameterised by `logits` `[B, num_action_logits(space)]`;
     with `action_mask` `[B, num_action_logits]` (bool or 0/1, 1 = legal; Discrete and MultiDiscrete
     only) the illegal actions get probability 0, and entropy and KL are over the legal ones

@@ -23,9 +23,9 @@ from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
-from surge.learning.algorithm import Algorithm, get_algorithm
+from surge.learning.algorithm import Algorithm, Feed, get_algorithm
 from surge.learning.base import LearnerBase
-from surge.learning.batcher import blocks_per_batch, traj_per_iteration
+from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
 from surge.models.actor_critic import ActorCritic, make_actor_critic
 from surge.population.roles import learning_policies
 from surge.sampling.inference import InferenceWorker
@@ -83,7 +83,9 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     (`minibatches_to_accumulate`: -1 = 2 x num_batches_per_iteration, 0 = none), while each
     split keeps one in progress; with every block held, collection pauses. With several policies
     each learner waits for its own batch, so the pool holds as much for each learning policy (a
-    frozen one holds none): a learner short of a batch never holds the blocks the others need."""
+    frozen one holds none): the trajectories learners short of a batch hold (fewer than a batch
+    each, `surge.data.block_pool`) never leave every split without a rollout's worth of free
+    slots."""
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     learners = len(learning_policies(cfg))
@@ -111,6 +113,12 @@ class RunLayout:
     @property
     def blocks_per_batch(self) -> int:
         return blocks_per_batch(self.cfg, self.block_pool.block_size)
+
+    def make_batcher(self) -> Batcher:
+        """A learner's batcher: an iteration's trajectories per batch (on-policy), or each rollout's
+        share as it comes (replay learners)."""
+        replay = self.algo.feed is Feed.REPLAY
+        return Batcher(1 if replay else traj_per_iteration(self.cfg), self.block_pool.block_size)
 
 
 def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:

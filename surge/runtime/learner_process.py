@@ -1,9 +1,12 @@
-"""A learner's process in the async placement (one per policy): collect finished trajectory blocks,
-train once the batcher has a batch, give the blocks back, publish weights, save checkpoints on
+"""A learner's process in the async placement (one per policy): collect its policy's finished
+trajectories, train once the batcher has a batch, give the trajectories back, publish weights, save checkpoints on
 request.
 
-Commands from the main process (its command queue): `SaveCommand(kind, counters)`, `StopCommand()`.
-Reports to the main process: `TrainStats`, `Saved`, `LearnerReady` (`surge.runtime.messages`).
+Commands from the main process (its command queue): `SaveCommand(kind, counters)`, `StopCommand()`,
+`SetHyperparams`, `ExportPolicy`, `ImportPolicy` (the population commands, run in order with the
+batches on the thread that trains).
+Reports to the main process: `TrainStats`, `Saved`, `LearnerReady`, `PolicyExported`,
+`PolicyImported` (`surge.runtime.messages`).
 """
 
 from __future__ import annotations
@@ -20,22 +23,27 @@ from typing import Any
 
 import torch
 
-from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save
 from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.population.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
 from surge.runtime.messages import (
     BlockReady,
+    ExportPolicy,
+    ImportPolicy,
     LearnerReady,
+    PolicyExported,
+    PolicyImported,
     SaveCommand,
     Saved,
     SaveRefused,
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import checkpoint_state, restore_policy
+from surge.runtime.placement import checkpoint_state, copy_policy_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import run_child, setup_child
 
@@ -96,6 +104,26 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 in_item[0] = False
 
         def run_item(item: tuple) -> None:
+            if isinstance(item, SetHyperparams):
+                changed = learner.set_hyperparams(item.values)
+                log.info("Learner %d: hyper-parameters set: %s", p, _changes(changed))
+                return
+            if isinstance(item, ExportPolicy):
+                atomic_torch_save(
+                    {"model": model.state_dict(), "learner": learner.state_dict()}, Path(item.path)
+                )
+                shared.report_queue.put(PolicyExported(p, item.path))
+                return
+            if isinstance(item, ImportPolicy):
+                state = torch.load(item.path, map_location=device, weights_only=True)
+                copy_policy_state(state, model, learner)
+                weights.publish(model, learner.policy_version)
+                log.info(
+                    "Learner %d: replaced by policy %d's weights, optimizer and hyper-parameters "
+                    "(policy version %d)", p, item.source_policy_id, learner.policy_version,
+                )  # fmt: skip
+                shared.report_queue.put(PolicyImported(p, item.source_policy_id, learner.policy_version))
+                return
             if isinstance(item, SaveCommand):
                 frames = int(item.counters["env_frames"])
                 path = ckpt.save(
@@ -109,22 +137,21 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 else:
                     shared.report_queue.put(Saved(p, item.kind, str(path)))
                 return
-            kind, batch, blocks = item
+            kind, batch, slots = item
             t0 = time.monotonic()
             env_frames = int(shared.env_frames[0])
             if kind == "observe":  # replay: copied out, released at once, trained at the replay ratio
                 learner.observe(batch)
-                for first_slot in blocks:
-                    pool.release(first_slot, p)
+                pool.release(slots, p)
                 maybe_stats = learner.train_replay(env_frames=env_frames)
                 if maybe_stats is None:
                     return
                 stats = maybe_stats
             else:
                 stats = learner.train_batch(batch, env_frames=env_frames)
-                for first_slot in blocks:  # on-policy: blocks come back only after training
-                    pool.release(first_slot, p)
+                pool.release(slots, p)  # on-policy: trajectories come back only after training
             stats["train_seconds"] = time.monotonic() - t0
+            stats.update(learner.hp.stats())
             weights.publish(model, learner.policy_version)
             shared.report_queue.put(TrainStats(p, stats))
 
@@ -137,13 +164,21 @@ def learner_process_main(ctx: LearnerContext) -> None:
         drop: Callable[[], list[Any]] = trainer.drop_pending if trainer is not None else list
         try:
             replay = layout.algo.feed is Feed.REPLAY
-            batcher = Batcher(1 if replay else layout.blocks_per_batch, pool.block_size)
+            batcher = layout.make_batcher()
             _collect(ctx, learner, batcher, "observe" if replay else "train", submit, drop, idle_beat)
         finally:
             if trainer is not None:
                 trainer.finish()
 
     run_child(f"learner {p}", shared.report_queue, loop)
+
+
+#: commands the learner runs in order with its batches (see the module docstring)
+POPULATION_ITEMS = (SetHyperparams, ExportPolicy, ImportPolicy)
+
+
+def _changes(changed: dict[str, tuple[float, float]]) -> str:
+    return ", ".join(f"{k} {old:.6g} -> {new:.6g}" for k, (old, new) in changed.items()) or "no change"
 
 
 class TrainerThread:
@@ -208,40 +243,45 @@ def _collect(
     drop: Callable[[], list[Any]],
     beat: Callable[[], None],
 ) -> None:
-    """The learner's main loop: gather finished blocks into batches and submit training and
+    """The learner's main loop: gather finished trajectories into batches and submit training and
     checkpoint work in arrival order; return on `StopCommand`. `beat()` on every iteration (at
     least every 0.05 s while it waits) writes the learner's heartbeat unless a batch or checkpoint
     is in progress.
 
-    A batch's blocks go back to the pool only once it is trained, as Sample Factory's batcher stops
+    A batch's trajectories go back to the pool only once it is trained, as Sample Factory's batcher stops
     collection while all `num_batches_to_accumulate` batch slots are taken: the pool
     (`blocks_per_split`) then bounds the batches the learner holds, so collection pauses when the
     learner falls behind instead of queueing stale experience. This keeps the policy lag at 1-2
     iterations when the learner is the bottleneck (4-5 when blocks were freed on copy, doom_basic).
     With `num_minibatches_to_accumulate=0` the pool holds one batch: synchronous PPO."""
     pool, p = ctx.shared.block_pool, ctx.policy_id
-    block = pool.block_size
     while True:
         beat()
         try:
             for cmd in ctx.command_queue.get_many(block=False):
                 if isinstance(cmd, StopCommand):
                     return
-                if cmd.kind == "final":  # stopping: skip batches not yet started
-                    dropped = [item for item in drop() if not isinstance(item, SaveCommand)]
-                    for _, _, blocks in dropped:
-                        for first_slot in blocks:
-                            pool.release(first_slot, p)
+                # stopping: skip batches not yet started
+                if isinstance(cmd, SaveCommand) and cmd.kind == "final":
+                    pending = drop()
+                    dropped = [
+                        item for item in pending if not isinstance(item, (SaveCommand, *POPULATION_ITEMS))
+                    ]
+                    for _, _, slots in dropped:
+                        pool.release(slots, p)
                     if dropped:
                         log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
+                    for item in pending:  # a population command still acts, before the final save
+                        if isinstance(item, POPULATION_ITEMS):
+                            submit(item)
                 submit(cmd)  # a "final" one is written as a regular checkpoint, reported as final
         except Empty:
             pass
         try:
             for msg in ctx.learner_queue.get_many(timeout=0.05):
-                batcher.add(BlockReady._make(msg).first_slot)  # a plain tuple on the wire
+                batcher.add(*BlockReady._make(msg))  # a plain tuple on the wire
         except Empty:
             continue
-        while not ctx.shared.stop_event.is_set() and (blocks := batcher.take()) is not None:
-            batch = learner.prepare_batch(torch.cat([torch.arange(f, f + block) for f in blocks]))
-            submit((kind, batch, blocks))
+        while not ctx.shared.stop_event.is_set() and (taken := batcher.take()) is not None:
+            slots = torch.tensor(taken, dtype=torch.int64)
+            submit((kind, learner.prepare_batch(slots), slots))

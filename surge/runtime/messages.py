@@ -2,14 +2,17 @@
 of ints, strings and plain values: data itself stays in shared memory, messages carry indices.
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
-Per rollout: `BlockReady` to each learner whose policy acted in the block. These three travel as
+Per rollout: `BlockReady` to each learner whose policy acted in the block, with its share. These three travel as
 plain tuples of their fields in order: the queue pickles what it carries, and a named tuple is
 pickled by class reference (5-8x the cost of a plain tuple's round trip). The two per-step ones
 are also built and unpacked without their class (a few microseconds per env step of a split);
 `BlockReady`, once per rollout, goes through it. The classes document the fields.
 Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `EnvFaults`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
-Commands from the main process to a learner: `SaveCommand`, `StopCommand`.
+Commands from the main process to a learner: `SaveCommand`, `StopCommand`, and the population
+commands (`surge.population.commands.SetHyperparams`; `ReplacePolicy` travels as `ExportPolicy` to
+the source's learner, then `ImportPolicy` to the replaced one's). Their reports: `PolicyExported`,
+`PolicyImported`.
 """
 
 from __future__ import annotations
@@ -37,9 +40,12 @@ class ActionsReady(NamedTuple):
 
 
 class BlockReady(NamedTuple):
-    """A finished block of trajectories starting at `first_slot`, held for the receiving learner."""
+    """A finished block of trajectories starting at `first_slot`, held for the receiving learner
+    until it trained on `slots`: the block's trajectories its policy acted in (None: all of them;
+    `surge.data.routing`)."""
 
     first_slot: int
+    slots: tuple[int, ...] | None = None
 
 
 class ResetDone(NamedTuple):
@@ -48,12 +54,12 @@ class ResetDone(NamedTuple):
 
 
 class Episodes(NamedTuple):
-    """Finished episodes `[(return, length in env steps, policy_id)]` of a rollout worker since its
+    """Finished episodes `[(return, length in env steps, policy_id, extra)]` of a rollout worker since its
     last report. Env steps are not reported: they are counted in shared memory
     (`SharedContext.env_steps`), so the main process sees them at once."""
 
     worker_idx: int
-    episodes: list[tuple[float, int, int]]
+    episodes: list[tuple[float, int, int, dict[str, float] | None]]  # extra: `EpisodeStats.extra`
 
 
 class NonFiniteEnvOutput(NamedTuple):
@@ -121,3 +127,30 @@ class SaveCommand(NamedTuple):
 
 class StopCommand(NamedTuple):
     pass
+
+
+class ExportPolicy(NamedTuple):
+    """`ReplacePolicy`'s first half, to the source policy's learner: write its model and learner
+    state (hyper-parameters included) to `path`, then report `PolicyExported`."""
+
+    path: str
+
+
+class PolicyExported(NamedTuple):
+    policy_id: int
+    path: str
+
+
+class ImportPolicy(NamedTuple):
+    """`ReplacePolicy`'s second half, to the replaced policy's learner: load the state at `path`
+    (written by policy `source_policy_id`'s learner), keep its own policy_version increasing,
+    publish the weights, report `PolicyImported`."""
+
+    path: str
+    source_policy_id: int
+
+
+class PolicyImported(NamedTuple):
+    policy_id: int
+    source_policy_id: int
+    policy_version: int

@@ -18,6 +18,8 @@ from torch import Tensor, nn
 
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.learning.base import LearnerBase
+from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
+from surge.population.hyperparams import check_values
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
 
@@ -95,6 +97,17 @@ class Placement(Protocol):
         placement trains in other processes and never calls it."""
         ...
 
+    def send_command(self, cmd: Command) -> None:
+        """Sends a command (`surge.population.commands`: `SetHyperparams`, `ReplacePolicy`) to a
+        policy's learner, or `SetRewardShaping` to every rollout worker. The serial placement applies it at once (the run calls this between
+        steps, so between batches); the async placement sends it to the learner process, which
+        applies it in order with its batches and checkpoints.
+
+        Raises:
+            ValueError: an unknown policy id, or a bad hyper-parameter name or value.
+        """
+        ...
+
     def interrupt(self) -> None:
         """Called from the Ctrl+C / SIGTERM handler: the learners leave the batch they are training
         at their next optimizer step, so the stop is not held up by a long batch."""
@@ -109,6 +122,38 @@ def checkpoint_state(model: nn.Module, learner: LearnerBase, counters: dict[str,
     """The content of one policy's checkpoint: model, optimizer and policy_version, the run's
     counters (env_steps, env_frames, train_seconds, best_return) and the RNG states."""
     return {"model": model.state_dict(), "learner": learner.state_dict(), **counters, "rng": rng_state()}
+
+
+def check_command(cmd: Command, num_policies: int) -> None:
+    """Refuses a command the learners could not apply, before it is applied or sent.
+
+    Raises:
+        ValueError: an unknown policy id, a policy replaced by itself, or a bad hyper-parameter
+            name or value (`surge.population.hyperparams.check_values`).
+    """
+    ids = [cmd.policy_id] + ([cmd.source_policy_id] if isinstance(cmd, ReplacePolicy) else [])
+    for p in ids:
+        if not 0 <= p < num_policies:
+            raise ValueError(
+                f"{type(cmd).__name__}: policy {p} does not exist (--num_policies={num_policies})"
+            )
+    if isinstance(cmd, ReplacePolicy) and cmd.source_policy_id == cmd.policy_id:
+        raise ValueError(f"ReplacePolicy: policy {cmd.policy_id} cannot replace itself")
+    if isinstance(cmd, SetHyperparams):
+        check_values(cmd.values)
+    elif isinstance(cmd, SetRewardShaping):
+        if not isinstance(cmd.scheme, dict):
+            raise ValueError(f"SetRewardShaping: the scheme must be a dict, got {type(cmd.scheme).__name__}")
+    elif not isinstance(cmd, ReplacePolicy):
+        raise ValueError(f"unknown command {cmd!r}")
+
+
+def copy_policy_state(src: dict[str, Any], model: nn.Module, learner: LearnerBase) -> None:
+    """`ReplacePolicy`'s effect on the replaced policy: `src` (`{"model": ..., "learner": ...}`,
+    another policy's model and learner state) is loaded into `model` and `learner`, except that
+    `learner.policy_version` increments instead of being copied."""
+    model.load_state_dict(src["model"])
+    learner.load_state_dict(src["learner"], keep_version=True)
 
 
 def restore_policy(model: nn.Module, learner: LearnerBase, state: dict[str, Any]) -> None:

@@ -19,17 +19,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from surge.cfg.config import Config
+from surge.data.routing import route_block
 from surge.data.trajectory import tree_assign
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
-from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
+from surge.runtime.placement import (
+    StepReport,
+    check_command,
+    checkpoint_state,
+    copy_policy_state,
+    restore_policy,
+)
 from surge.sampling.env_state import EnvStateUnsupported
 
 log = logging.getLogger("surge")
@@ -41,8 +50,7 @@ class SerialSampler:
 
     def __init__(self, c: Components, state: dict[str, Any] | None = None):
         self.c = c
-        bpb = 1 if c.layout.algo.feed is Feed.REPLAY else c.layout.blocks_per_batch
-        self.batchers = [Batcher(bpb, c.block_pool.block_size) for _ in range(c.cfg.num_policies)]
+        self.batchers = [c.layout.make_batcher() for _ in range(c.cfg.num_policies)]
         self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
         if state is not None:
             self.load_state_dict(state)
@@ -52,7 +60,7 @@ class SerialSampler:
 
     def state_dict(self) -> dict[str, Any]:
         """The sampler's whole state between two steps: every trajectory buffer, the block pool's
-        holder flags, each policy's pending blocks, the waiting splits and each worker's
+        holder flags, each policy's pending trajectories, the waiting splits and each worker's
         `state_dict` (envs included). Tensors and plain values only.
 
         Raises:
@@ -64,7 +72,7 @@ class SerialSampler:
             "workers": [w.state_dict() for w in c.workers],
             "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
             "block_pool": c.block_pool.held.clone(),
-            "pending": [list(b.pending) for b in self.batchers],
+            "pending_slots": [[list(own) for own in b.pending] for b in self.batchers],
             "waiting": sorted(self.waiting),
         }
 
@@ -75,21 +83,44 @@ class SerialSampler:
             ValueError: the state is of a run with other buffers, blocks or workers.
         """
         c = self.c
-        if tuple(state["block_pool"].shape) != tuple(c.block_pool.held.shape) or len(state["workers"]) != len(
-            c.workers
-        ):
+        held = state["block_pool"]
+        if len(held) == c.block_pool.num_blocks and "pending_slots" not in state:
+            held = held.repeat_interleave(c.block_pool.block_size, dim=0)  # saved per block, not slot
+        if tuple(held.shape) != tuple(c.block_pool.held.shape) or len(state["workers"]) != len(c.workers):
             raise ValueError(
                 f"sampler state has {len(state['workers'])} workers and block pool "
-                f"{tuple(state['block_pool'].shape)}, this run {len(c.workers)} and {tuple(c.block_pool.held.shape)}"
+                f"{tuple(held.shape)}, this run {len(c.workers)} and {tuple(c.block_pool.held.shape)}"
             )
         for name, saved in state["buffers"].items():
             tree_assign(getattr(c.buffers, name), slice(None), saved)
-        c.block_pool.held.copy_(state["block_pool"])
-        for b, pending in zip(self.batchers, state["pending"], strict=True):
-            b.pending = [int(f) for f in pending]
+        c.block_pool.held.copy_(held)
+        if "pending_slots" in state:
+            for b, pending in zip(self.batchers, state["pending_slots"], strict=True):
+                for own in pending:
+                    b.add(0, [int(s) for s in own])
+        else:  # saved before routing by trajectory: whole blocks, each policy's share of them
+            for p, (b, firsts) in enumerate(zip(self.batchers, state["pending"], strict=True)):
+                self._load_pending_blocks(p, b, [int(f) for f in firsts])
         self.waiting = {(int(w), int(s)) for w, s in state["waiting"]}
         for w, ws in zip(c.workers, state["workers"], strict=True):
             w.load_state_dict(ws)
+
+    def _load_pending_blocks(self, policy_id: int, batcher: Batcher, firsts: list[int]) -> None:
+        """Pending blocks of a sampler state saved before routing by trajectory: each block's
+        trajectories policy `policy_id` acted in (from the restored buffers) go to its batcher."""
+        n, buffers, pool = self.c.block_pool.block_size, self.c.buffers, self.c.block_pool
+        for f in firsts:
+            slots = np.arange(f, f + n)
+            route = route_block(
+                slots, buffers.policy_id[f : f + n].numpy(), buffers.is_active[f : f + n].numpy(), [policy_id]
+            )
+            if policy_id not in route:  # nothing of it to learn from
+                pool.release(slots.tolist(), policy_id)
+                continue
+            own = route[policy_id]
+            batcher.add(f, own)
+            if own is not None:  # the other trajectories are not its own
+                pool.release(sorted(set(slots.tolist()) - set(own)), policy_id)
 
     def step(self) -> None:
         """One env step of every split that has slots: inference for all of them, then env stepping.
@@ -122,33 +153,27 @@ class SerialSampler:
             w = c.workers[i]
             finished = w.advance(s)
             if finished is not None:
-                for p in w.hand_over(s, finished):
-                    self.batchers[p].add(int(finished[0]))
+                first = int(finished[0])
+                for p, own in w.hand_over(s, finished).items():
+                    self.batchers[p].add(first, own)
                 if not w.start_next_rollout(s):
                     self.waiting.add((i, s))
 
     def take(self, policy_id: int = 0) -> torch.Tensor | None:
-        """The slots `[N]` int64 of policy `policy_id`'s next batch (exactly one iteration's worth of
-        blocks), or None; give them back with `release` after training, or with `put_back` when the
-        batch was not trained."""
-        blocks = self.batchers[policy_id].take()
-        return None if blocks is None else self._slots(blocks)
+        """The slots `[N]` int64 of policy `policy_id`'s next batch (at least one iteration's worth
+        of its trajectories), or None; give them back with `release` after training, or with
+        `put_back` when the batch was not trained."""
+        slots = self.batchers[policy_id].take()
+        return None if slots is None else torch.tensor(slots, dtype=torch.int64)
 
     def put_back(self, slots: torch.Tensor, policy_id: int = 0) -> None:
         """Returns an untrained batch (as returned by `take`) to the front of the policy's queue: the
         next `take` gives it again."""
-        firsts = slots[:: self.c.block_pool.block_size].tolist()
-        self.batchers[policy_id].pending[:0] = firsts
-
-    def _slots(self, blocks: list[int]) -> torch.Tensor:
-        n = self.c.block_pool.block_size
-        return torch.cat([torch.arange(f, f + n) for f in blocks])
+        self.batchers[policy_id].put_back(slots.tolist())
 
     def release(self, slots: torch.Tensor, policy_id: int = 0) -> None:
-        """Returns the blocks of `slots` (as returned by `take`) from policy `policy_id`'s learner."""
-        pool = self.c.block_pool
-        for first in slots[:: pool.block_size].tolist():
-            pool.release(first, policy_id)
+        """Policy `policy_id`'s learner is done with the trajectories `slots` (as returned by `take`)."""
+        self.c.block_pool.release(slots, policy_id)
 
 
 class BatchSnapshot:
@@ -346,6 +371,7 @@ class SerialPlacement:
                     else:
                         self.sampler.release(slots, p)
                 if stats is not None:
+                    stats.update(learner.hp.stats())
                     report.train_stats[p] = stats
                 c.inferences[p].policy_version = learner.policy_version
 
@@ -365,6 +391,32 @@ class SerialPlacement:
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
+
+    def send_command(self, cmd: Command) -> None:
+        """Applies `cmd` at once (see `Placement.send_command`); inference shares the models, so
+        it acts with replaced weights from the next step on.
+
+        Raises:
+            ValueError: see `check_command`; or the run does not train (no learners).
+        """
+        c = self.c
+        assert c is not None
+        check_command(cmd, self.cfg.num_policies)
+        if isinstance(cmd, SetRewardShaping):
+            for w in c.workers:
+                w.set_policy_reward_shaping(cmd.policy_id, cmd.scheme)
+            return
+        if not c.learners:
+            raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
+        learner = c.learners[cmd.policy_id]
+        if isinstance(cmd, SetHyperparams):
+            learner.set_hyperparams(cmd.values)
+            return
+        p, src = cmd.policy_id, cmd.source_policy_id
+        # deep copies: the two policies must not share Adam's moment tensors
+        state = copy.deepcopy({"model": c.models[src].state_dict(), "learner": c.learners[src].state_dict()})
+        copy_policy_state(state, c.models[p], learner)
+        c.inferences[p].policy_version = learner.policy_version
 
     def set_policy_weights(
         self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int

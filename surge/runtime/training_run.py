@@ -19,6 +19,7 @@ from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.experiment.monitor import Monitor
 from surge.learning.algorithm import get_algorithm
+from surge.population.pbt import PopulationBasedTraining
 from surge.population.roles import apply_frozen_sources, learning_policies
 from surge.population.self_play import SelfPlayController
 from surge.runtime.placement import Placement
@@ -64,6 +65,7 @@ class TrainingRun:
         self.train_seconds_before = 0.0
         self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
         self.summary: dict[str, float] = {}
+        self.pbt: PopulationBasedTraining | None = None
         self.self_play: SelfPlayController | None = None  # with --self_play=True, set at the start
 
     def run(self) -> str:
@@ -164,6 +166,7 @@ class TrainingRun:
                 self.self_play.start(p, resume_states[0] is not None, m.env_frames)
             p.limit_env_steps(math.ceil((cfg.train_for_env_steps - m.env_frames) / p.frameskip))
             p.set_progress(m.tick)
+            self.pbt = self._make_pbt()
             self.start_time = time.time()
             m.start_clock(self.start_time, self.train_seconds_before)
             self.last_save = self.last_milestone = self.start_time
@@ -344,6 +347,9 @@ class TrainingRun:
             self.first_frames = (time.time(), m.env_frames)
         m.add_steps(report.env_steps, p.frameskip, p.num_agents)
         m.add_episodes(report.episodes)
+        if self.pbt is not None:
+            self.pbt.observe(report.episodes, p.frameskip)
+            self.pbt.step(m.env_frames)
         if self.self_play is not None and report.episodes:
             self.self_play.on_episodes(report.episodes, m.env_frames)
         if report.nonfinite_rewards or report.nonfinite_obs:
@@ -361,7 +367,26 @@ class TrainingRun:
         elapsed = self.train_seconds_before + time.time() - self.start_time
         return m.env_frames < cfg.train_for_env_steps and elapsed < cfg.train_for_seconds
 
+    def _make_pbt(self) -> PopulationBasedTraining | None:
+        """The PBT controller with `--with_pbt` (resumed from `pbt_state.json`), after it sent
+        every policy its hyper-parameters; None without."""
+        cfg, folder = self.cfg, self.folder
+        if not cfg.with_pbt:
+            return None
+        bench = cfg.benchmark
+        pbt = PopulationBasedTraining(
+            cfg,
+            self.placement.send_command,
+            None if bench else folder.pbt_state_file,
+            None if bench else folder.pbt_log_file,
+            self.monitor.writers,
+        )
+        pbt.start(self.monitor.env_frames)
+        return pbt
+
     def _save_all(self, kind: str) -> None:
+        if self.pbt is not None:
+            self.pbt.save()
         for i in self.learning:
             self.placement.save(kind, self._counters(i), policy_id=i)
         if self.self_play is not None:

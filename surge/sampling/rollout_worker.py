@@ -7,7 +7,8 @@ split step in lockstep, so a split has one time index t and one slot per agent. 
 split is: `policy_request(split)` gives `(slots, t)` whose obs inference must act on and the policies
 that act on them; once each of those policies' inference has written actions at `(slots, t)`,
 `advance(split)` steps the envs and returns the finished trajectories (if t reached the rollout
-length), which `hand_over` passes to the learners of the policies that acted in them.
+length), which `hand_over` routes: each trajectory (slot) to the learner of every learning policy
+that acted in it (`surge.data.routing`).
 
 With several policies, each agent has a policy for its current episode (`PolicyMapper`), written
 into `policy_id[slot, t]` before inference reads the step, and re-drawn when its episode ends.
@@ -44,10 +45,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from surge.data.routing import OwnSlots, route_block
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.action_masks import MASK_KEY, has_action_mask, sample_legal
 from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
+from surge.population.objective import TRUE_REWARD, episode_statistic
+from surge.population.shaping import WorkerShaping
 from surge.sampling.env_state import load_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
@@ -57,11 +61,14 @@ MAX_CONSECUTIVE_ENV_FAULTS = 3
 
 @dataclass
 class EpisodeStats:
-    """One finished episode: return in env reward units, length in env steps."""
+    """One finished episode: return in env reward units, length in env steps, and (with
+    `--with_pbt` and a `--pbt_target_objective` other than true_reward) that statistic as the env
+    reported it (`surge.population.objective`), in `extra` by name."""
 
     episode_return: float
     episode_length: int
     policy_id: int = 0
+    extra: dict[str, float] | None = None
 
 
 @dataclass
@@ -164,15 +171,15 @@ class RolloutWorker:
         buffers: the trajectory buffers to write into (the worker writes through numpy views of
             them: move them to shared memory before building it, not after).
         slot_pools: where each split's fresh slots come from: one object per split whose
-            `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(first_slot,
-            policies)` passes a filled block on (`surge.data.block_pool.OwnerBlocks`).
+            `get(n)` returns n free slots `[n]` int64 or None and whose `hand_over(slots,
+            route)` passes filled ones on (`surge.data.block_pool.OwnerBlocks`).
         policy_mapper: which policy acts for each agent (None: policy 0 for all).
         has_learners: False when nothing trains on the trajectories (the dummy sampler,
             `--sampler_only`): a finished block is free again at once.
+        learning: the policies that have a learner (`surge.population.roles.learning_policies`;
+            None: all); a frozen policy's trajectories go to no learner (`surge.data.routing`).
         env_factory: builds a replacement env object for one that raised in `step` (None: such an
             exception propagates).
-        learning: the policies that learn (`surge.population.roles.learning_policies`; None: all):
-            a frozen policy's steps go to no learner.
     Raises:
         EnvError: when an env returns something the buffers cannot hold (wrong shape or dtype).
     """
@@ -190,7 +197,7 @@ class RolloutWorker:
         learning: list[int] | None = None,
     ):
         self.has_learners = has_learners
-        self.learning = None if learning is None else set(learning)
+        self.learning = list(range(cfg.num_policies)) if learning is None else list(learning)
         self.env_factory = env_factory
         self.env_steps = 0  # env steps since the last `pop_env_steps`
         self.env_faults = 0  # env.step calls that raised since the last `pop_env_faults`
@@ -198,14 +205,19 @@ class RolloutWorker:
         self.last_env_fault = ""  # the latest one's exception, one line
         self.fault_streaks: dict[tuple[int, int], int] = {}  # (split, env) -> faults in a row
         self.cfg, self.worker_idx = cfg, worker_idx
+        # the per-episode statistic PBT selects on, when it is not the return (None: none to read)
+        self.objective_name: str | None = (
+            cfg.pbt_target_objective if cfg.with_pbt and cfg.pbt_target_objective != TRUE_REWARD else None
+        )
         self.buffers, self.slot_pools = buffers, slot_pools
         # numpy views of the buffers the worker writes every step: a numpy assignment costs a
         # fraction of a tensor's (whose dispatch alone is a few microseconds), several per step
         self._np = {
             name: tree_map(lambda x: x.numpy(), getattr(buffers, name))
-            for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states")
+            for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states", "policy_id")
         }
         self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
+        self.shaping = WorkerShaping(env_splits[0][0].num_agents)  # each policy's reward shaping (PBT)
         self.rollout = cfg.rollout
         env0 = env_splits[0][0]
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
@@ -322,6 +334,26 @@ class RolloutWorker:
             env_index = split.first_env + j // n_ag
             split.agent_policy[j] = mapper.policy_for(env_index, j % n_ag, int(split.agent_episode[j]))
         split.policies = sorted(set(split.agent_policy.tolist()))
+        if self.shaping.schemes:  # each agent's env takes its new policy's reward shaping
+            for j in np.flatnonzero(agents).tolist():
+                self._shape(split, j)
+
+    def set_policy_reward_shaping(self, policy_id: int, scheme: dict) -> None:
+        """Policy `policy_id`'s reward-shaping scheme from now on (`surge.population.shaping`):
+        set at once on the envs of the agents playing it, and on each agent's env when it starts
+        an episode for it."""
+        self.shaping.set(policy_id, scheme)
+        for split in self.splits:
+            for j in range(split.n):
+                if (int(split.agent_policy[j]) if self.mapper is not None else 0) == policy_id:
+                    self._shape(split, j)
+
+    def _shape(self, split: SplitState, j: int) -> None:
+        p = int(split.agent_policy[j]) if self.mapper is not None else 0
+        try:
+            self.shaping.apply(split.envs, id(split), j, p)
+        except EnvError:  # a multi-agent env before its first reset: set at the agent's next episode
+            pass
 
     def policy_request(self, split_idx: int) -> tuple[Tensor, int]:
         """The `(slots [N] int64, t)` whose observations wait for actions; with several policies,
@@ -336,19 +368,31 @@ class RolloutWorker:
         must answer before `advance`)."""
         return self.splits[split_idx].policies
 
-    def hand_over(self, split_idx: int, slots: Tensor) -> list[int]:
-        """Passes the finished block `slots` (from `advance`) to the learners of the policies that
-        acted in it; returns their ids (deliver the block to each of them)."""
+    def hand_over(self, split_idx: int, slots: Tensor) -> dict[int, OwnSlots]:
+        """Routes the finished trajectories `slots` (from `advance`): each to the learner of every
+        learning policy that acted in it at an active step (`surge.data.routing`), and marks them
+        held by those learners.
+
+        Returns:
+            `{policy: its slots}` (None: all of `slots`, which are then contiguous): deliver each
+            share to its learner. Empty when no learner takes any (the slots are free again at
+            once).
+        """
+        split = self.splits[split_idx]
+        assert split.slots is slots, "hand over a split's rollout before `start_next_rollout`"
         if not self.has_learners:
-            policies = []
-        elif self.mapper is None:
-            policies = [0]
+            route: dict[int, OwnSlots] = {}
+        elif self.mapper is None:  # one policy acted throughout: all of them, or nobody
+            route = {0: None} if 0 in self.learning else {}
         else:
-            policies = torch.unique(self.buffers.policy_id[slots]).tolist()
-            if self.learning is not None:  # frozen policies have no learner
-                policies = [p for p in policies if p in self.learning]
-        self.slot_pools[split_idx].hand_over(int(slots[0]), policies)
-        return policies
+            idx = split.np_index
+            route = route_block(
+                split.np_slots, self._np["policy_id"][idx], self._np["is_active"][idx], self.learning
+            )
+        if not isinstance(split.index, slice):  # None stands for a contiguous block only
+            route = {p: tuple(split.np_slots.tolist()) if own is None else own for p, own in route.items()}
+        self.slot_pools[split_idx].hand_over(slots, route)
+        return route
 
     def _env_actions(self, split: SplitState) -> np.ndarray:
         actions = self.buffers.actions[split.index, split.t].numpy()
@@ -440,10 +484,20 @@ class RolloutWorker:
                             float(np.asarray(ep["r"])),
                             int(np.asarray(ep["l"])),
                             int(split.agent_policy[lo + a]) if self.mapper is not None else 0,
+                            self._objective(info),
                         )
                     )
         self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
+
+    def _objective(self, info: dict[str, Any]) -> dict[str, float] | None:
+        """PBT's objective statistic of an episode-ending step's `info`, when PBT selects on one
+        other than the return (`surge.population.objective`); None otherwise or when absent."""
+        name = self.objective_name
+        if name is None:
+            return None
+        value = episode_statistic(info, name)
+        return None if value is None else {name: value}
 
     def _replace_env(self, split: SplitState, e_idx: int, error: Exception) -> Any:
         """Counts the fault `error` of env `e_idx` of `split`, closes it, builds and resets a new one

@@ -1,4 +1,5 @@
-"""Gymnasium wrappers that raise in `step`, for the env-fault tests (applied with --env_wrappers)."""
+"""Gymnasium wrappers for tests, applied with --env_wrappers: envs that raise in `step` (the env-fault
+tests), and fixed-length episodes (the routing tests)."""
 
 import gymnasium as gym
 
@@ -22,3 +23,17 @@ class RaisesAtStep5(gym.Wrapper):
         if self.steps == 5:
             raise RuntimeError("step 5 fails")
         return self.env.step(action)
+
+
+class EpisodesOf16Steps(gym.Wrapper):
+    """Every episode lasts exactly 16 steps (truncated then, never terminated earlier): with
+    `--rollout=16` and no decorrelation each trajectory is one whole episode, so one policy's."""
+
+    def reset(self, **kwargs):
+        self.steps = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action):
+        self.steps += 1
+        obs, reward, _, _, info = self.env.step(action)
+        return obs, reward, False, self.steps == 16, info

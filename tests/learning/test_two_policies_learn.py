@@ -13,7 +13,7 @@ from surge.runtime.training_run import train
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # both learners train on most blocks (masked): about twice one policy's compute
+@pytest.mark.timeout(1200)  # each learner trains on its own trajectories only (routing by trajectory)
 @pytest.mark.parametrize("placement", list(PLACEMENTS))
 def test_two_policies_each_reach_475_on_cartpole(tmp_path, placement):
     args = ["--env=CartPole-v1", "--experiment=mp", f"--train_dir={tmp_path}"]

@@ -32,7 +32,7 @@ class FakeWorker:
         return [10 * s] if self.finish else None
 
     def hand_over(self, s, slots):
-        return self.policies
+        return {p: None for p in self.policies}
 
     def start_next_rollout(self, s):
         return True
@@ -131,7 +131,7 @@ def test_a_split_waits_for_every_acting_policy_and_its_block_goes_to_each_learne
     # split 0 is asked of both policies' inference and advances after the second reply only
     assert worker.advanced == [0]
     assert [len(q[0].items) for q in ctx.request_queues] == [3, 3]  # 2 first requests + 1 after advance
-    assert ctx.learner_queues[0].items == ctx.learner_queues[1].items == [BlockReady(0)]
+    assert ctx.learner_queues[0].items == ctx.learner_queues[1].items == [BlockReady(0, None)]
 
 
 def test_a_second_answer_from_one_policy_or_a_stale_reply_does_not_advance_the_split():

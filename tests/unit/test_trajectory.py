@@ -46,20 +46,36 @@ def test_block_pool_hands_each_block_to_its_owner_once():
     a1, a2 = a.get(3), a.get(3)
     assert a.get(3) is None  # both of owner 0's blocks are in use
     assert a1.tolist() == [0, 1, 2] and a2.tolist() == [3, 4, 5] and b.get(3).tolist() == [6, 7, 8]
-    a.hand_over(3, [0])  # filled: now held by policy 0's learner
+    a.hand_over(a2, [0])  # filled: now held by policy 0's learner
     assert a.get(3) is None
-    pool.release(3, 0)
+    pool.release([3, 4, 5], 0)
     assert a.get(3).tolist() == [3, 4, 5]
 
 
-def test_a_block_is_free_only_once_every_learner_that_holds_it_released_it():
+def test_a_slot_is_free_only_once_every_learner_that_holds_it_released_it():
     pool = BlockPool(num_owners=1, blocks_per_owner=1, block_size=2, num_policies=3)
     owner = pool.owner_view(0)
     slots = owner.get(2)
-    owner.hand_over(int(slots[0]), [0, 2])  # policies 0 and 2 acted in this rollout
-    pool.release(0, 2)
-    assert owner.get(2) is None  # learner 0 still holds it
-    pool.release(0, 0)
+    owner.hand_over(slots, [0, 2])  # policies 0 and 2 acted in both trajectories
+    pool.release([0, 1], 2)
+    assert owner.get(2) is None  # learner 0 still holds them
+    pool.release([0, 1], 0)
     assert owner.get(2).tolist() == [0, 1]
-    pool.reset_owner(0)  # a restarted worker gets the blocks it was filling back
+    pool.reset_owner(0)  # a restarted worker gets the slots it was filling back
     assert owner.get(2).tolist() == [0, 1]
+
+
+def test_learners_hold_only_their_own_trajectories_and_an_owner_fills_any_free_slots():
+    pool = BlockPool(num_owners=1, blocks_per_owner=2, block_size=2, num_policies=2)
+    owner = pool.owner_view(0)
+    first, second = owner.get(2), owner.get(2)
+    owner.hand_over(first, {0: (0,), 1: (1,)})  # slot 0 policy 0's trajectory, slot 1 policy 1's
+    owner.hand_over(second, {0: None})  # both policy 0's
+    pool.release([2, 3], 0)
+    assert owner.get(2).tolist() == [2, 3]  # a whole free block first: contiguous slots
+    owner.hand_over(torch.tensor([2, 3]), {1: None})
+    pool.release([1], 1)  # block 0: only slot 0 is still held (by learner 0)
+    assert owner.get(2) is None  # one free slot: not enough for a rollout
+    pool.release([2], 1)
+    assert owner.get(2).tolist() == [1, 2]  # any free slots of the owner, lowest first
+    assert pool.held[[1, 2], -1].tolist() == [1, 1] and pool.held[0, 0] == 1
