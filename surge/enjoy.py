@@ -31,6 +31,7 @@ import torch
 
 from surge.cfg.cli import parse_cfg
 from surge.cfg.config import Config, enjoy_params, env_frameskip, set_env_frameskip
+from surge.envs.action_masks import MASK_KEY, is_legal
 from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.experiment.checkpoint import CheckpointManager
@@ -53,6 +54,17 @@ def _obs_tensor(obs_list: list, device: torch.device) -> Any:
     if isinstance(first, dict):
         return {k: torch.as_tensor(np.stack([o[k] for o in obs_list]), device=device) for k in first}
     return torch.as_tensor(np.stack(obs_list), device=device)
+
+
+def _illegal_actions(obs_list: list, actions: np.ndarray, active: list[bool], space: gym.Space) -> int:
+    """How many acting agents' `actions` their observation's `action_mask` forbids (0 without masks)."""
+    if not isinstance(obs_list[0], dict) or MASK_KEY not in obs_list[0]:
+        return 0
+    count = 0
+    for o, a, act in zip(obs_list, actions, active, strict=True):
+        if act and not is_legal(space, o[MASK_KEY], a):
+            count += 1
+    return count
 
 
 def _write_video(frames: list[np.ndarray], path: Path, fps: int) -> None:
@@ -171,7 +183,8 @@ def enjoy(cfg: Config) -> dict[str, Any]:
 
     Returns:
         {"returns": [per-episode return], "lengths": [env steps], "video": path or None,
-        "interrupted": whether Ctrl+C ended the play}.
+        "interrupted": whether Ctrl+C ended the play, "illegal_actions": actions of acting
+        agents that their observation's `action_mask` forbade (0 for envs without masks)}.
     Raises:
         ConfigError: an enjoy flag that would play nothing (`check_enjoy_params`), a policy index
             the experiment does not have, or no checkpoint of the kind asked for (the message says
@@ -235,17 +248,21 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     lengths: list[int] = []
     ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
     num_frames = 0
+    illegal = 0  # actions an acting agent took against its observation's action mask
+    active = [True] * n  # who acts at this step (an AEC env's other agents are inactive)
     delay = 1.0 / ev.fps if ev.fps > 0 and not ev.save_video else 0.0
     interrupted = False
     try:
         while len(returns) < max_episodes and num_frames < ev.max_num_frames:
             out = model.act(_obs_tensor(obs, device), rnn, deterministic=ev.eval_deterministic)
             actions = out.actions.cpu().numpy()
+            illegal += _illegal_actions(obs, actions, active, env.action_space)
             if isinstance(env.action_space, gym.spaces.Box):
                 actions = np.clip(actions, env.action_space.low, env.action_space.high)
             rnn = out.rnn_states
             for _ in range(action_repeat):  # the policy acts every env_frameskip frames, as in training
                 obs, rew, term, trunc, infos = env.step(list(actions))
+                active = [info.get("is_active", True) is not False for info in infos]
                 num_frames += frameskip
                 ep_ret += np.asarray(rew, dtype=np.float64)
                 ep_len += 1
@@ -279,7 +296,15 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     if ev.save_video and frames:
         video = folder.root / (ev.video_name or "replay.mp4")
         _write_video(frames, video, ev.fps or 30)
-    return {"returns": returns, "lengths": lengths, "video": video, "interrupted": interrupted}
+    if illegal:
+        log.warning("%d action(s) were illegal under the env's action masks", illegal)
+    return {
+        "returns": returns,
+        "lengths": lengths,
+        "video": video,
+        "interrupted": interrupted,
+        "illegal_actions": illegal,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -272,18 +272,96 @@ class ModelParams:
 
 @dataclass
 class PbtParams:
-    """Population-based training (accepted for Sample Factory's command lines; not available yet). (`--help` section "PBT")"""
+    """Per-policy hyper-parameters and population-based training (Sample Factory's PBT flags and meanings; docs/population.md). (`--help` section "PBT")"""
 
-    with_pbt: bool = param(False, "Population-based training.")
-    pbt_mix_policies_in_one_env: bool = param(True, "Multi-agent: mix policies in one env.")
-    pbt_period_env_steps: int = param(int(5e6), "Env frames between PBT replacements.")
-    pbt_start_mutation: int = param(int(2e7), "Env frames before PBT starts.")
-    pbt_replace_fraction: float = param(0.3, "Fraction of worst policies replaced.")
-    pbt_mutation_rate: float = param(0.15, "Probability that a hyper-parameter mutates.")
-    pbt_replace_reward_gap: float = param(0.1, "Relative reward gap needed to replace a policy.")
-    pbt_replace_reward_gap_absolute: float = param(1e-6, "Absolute reward gap needed to replace a policy.")
-    pbt_optimize_batch_size: bool = param(False, "PBT also mutates the batch size.")
-    pbt_target_objective: str = param("true_reward", "Per-policy statistic PBT maximises.")
+    policy_hyperparams: str = param(
+        "",
+        "Per-policy starting hyper-parameters as JSON, policy id -> {name: value}, e.g. "
+        '\'{"1": {"learning_rate": 3e-3}}\'; names: learning_rate, exploration_loss_coeff, value_loss_coeff, '
+        "ppo_clip_ratio, ppo_clip_value, gamma, gae_lambda, max_grad_norm, adam_beta1, adam_beta2. "
+        "Unnamed values come from their flags. A resumed policy keeps its checkpoint's values.",
+    )
+    with_pbt: bool = param(
+        False,
+        "Population-based training (Jaderberg et al. 2017, as Sample Factory's): every --pbt_period_env_steps "
+        "the worst policies copy a better one's weights, optimizer and hyper-parameters, then perturb them.",
+    )
+    pbt_mix_policies_in_one_env: bool = param(
+        True,
+        "Multi-agent envs with the random policy mapping: each agent draws its own policy (else one per env).",
+    )
+    pbt_period_env_steps: int = param(
+        int(5e6),
+        "Env frames a policy plays (its episodes' lengths x frameskip) between two PBT updates of it.",
+    )
+    pbt_start_mutation: int = param(
+        int(2e7), "Env frames a policy plays before PBT first updates it (initial diversification)."
+    )
+    pbt_replace_fraction: float = param(
+        0.3,
+        "Fraction of the population (rounded up) counted as best and as worst: the worst may copy a best one.",
+    )
+    pbt_mutation_rate: float = param(0.15, "Probability that each hyper-parameter is perturbed at an update.")
+    pbt_replace_reward_gap: float = param(
+        0.1, "Relative objective gap |best - worst| / |best| a replacement needs (besides the absolute one)."
+    )
+    pbt_replace_reward_gap_absolute: float = param(
+        1e-6, "Absolute objective gap |best - worst| a replacement needs (besides the relative one)."
+    )
+    pbt_optimize_batch_size: bool = param(
+        False,
+        "Refused when True: the batch size sizes the shared buffers, allocated once (as Sample Factory 2).",
+    )
+    pbt_optimize_gamma: bool = param(False, "PBT also perturbs gamma (Sample Factory 2's flag).")
+    pbt_target_objective: str = param(
+        "true_reward",
+        "Per-episode statistic PBT maximises (mean of the last --stats_avg episodes): true_reward is the "
+        "episode return; any other name is read from the env's info at the episode's end, "
+        "info['episode_extra_stats'][name] or info[name] (Doom: FRAGCOUNT, KILLCOUNT).",
+    )
+    pbt_perturb_min: float = param(
+        1.1, "A perturbed value is multiplied or divided by a factor drawn in [min, max]."
+    )
+    pbt_perturb_max: float = param(1.5, "See --pbt_perturb_min.")
+
+
+@dataclass
+class SelfPlayParams:
+    """Policy roles (learning or frozen) and self-play against a pool of past snapshots, rl_games'
+    `self_play_config` (docs/population.md). (`--help` section "self-play and policy roles")"""
+
+    frozen_policies: list = param(
+        [],
+        "Policies that act but never learn (no learner, no optimizer, no experience), as ID:SOURCE "
+        "items: SOURCE is a checkpoint file (.pth, its 'model' weights), 'random' (its random "
+        "initial weights) or 'uniform' (action logits zeroed: uniformly random over the legal "
+        "actions). Example: --frozen_policies 1:uniform 2:train_dir/exp/checkpoint_p0/best.pth",
+        item_type=str,
+    )
+    self_play: bool = param(
+        False,
+        "Self-play the rl_games way: policy 0 learns, policies 1..num_policies-1 are frozen opponent "
+        "slots holding snapshots of policy 0 (a pool, saved in <experiment>/self_play/); every game "
+        "pairs policy 0 with one opponent slot (--policy_mapping=self_play).",
+    )
+    self_play_update_score: float = param(
+        0.7,
+        "rl_games' update_score: a new snapshot of policy 0 joins the pool when its mean score over "
+        "the last self_play_games_to_check games against the pool is above this.",
+    )
+    self_play_games_to_check: int = param(
+        200, "rl_games' games_to_check: games since the last snapshot before the score is checked."
+    )
+    self_play_check_scores: bool = param(
+        True,
+        "rl_games' check_scores: True scores each game as a win 1, draw 0.5, loss 0 (the win rate); "
+        "False uses policy 0's mean episode return instead (rl_games' default).",
+    )
+    self_play_env_update_num: int = param(
+        1,
+        "rl_games' env_update_num: opponent slots that receive each new snapshot; the slots refreshed "
+        "rotate by one per snapshot, so with 1 the pool keeps the latest num_policies-1 snapshots.",
+    )
 
 
 @dataclass
@@ -326,6 +404,7 @@ SECTIONS: tuple[tuple[str, type], ...] = (
     ("sampling", SamplingParams),
     ("model", ModelParams),
     ("PBT", PbtParams),
+    ("self-play and policy roles", SelfPlayParams),
     ("debugging and benchmarking", DebugParams),
 )
 
@@ -333,6 +412,7 @@ SECTIONS: tuple[tuple[str, type], ...] = (
 @dataclass
 class Config(
     DebugParams,
+    SelfPlayParams,
     PbtParams,
     ModelParams,
     SamplingParams,

@@ -42,20 +42,22 @@ MAX_TORCH_THREADS = 4096
 NO_EFFECT = {
     "actor_worker_gpus": ([], "rollout workers do not render on GPUs"),
     "learner_main_loop_num_cores": (1, "the learner uses --num_torch_threads threads"),
-    **{
-        name: (default, "population-based training is not available yet")
-        for name, default in (
-            ("pbt_period_env_steps", int(5e6)),
-            ("pbt_start_mutation", int(2e7)),
-            ("pbt_replace_fraction", 0.3),
-            ("pbt_mutation_rate", 0.15),
-            ("pbt_replace_reward_gap", 0.1),
-            ("pbt_replace_reward_gap_absolute", 1e-6),
-            ("pbt_optimize_batch_size", False),
-            ("pbt_target_objective", "true_reward"),
-        )
-    },
 }
+
+
+#: flags only population-based training reads
+PBT_ONLY = (
+    "pbt_period_env_steps",
+    "pbt_start_mutation",
+    "pbt_replace_fraction",
+    "pbt_mutation_rate",
+    "pbt_replace_reward_gap",
+    "pbt_replace_reward_gap_absolute",
+    "pbt_optimize_gamma",
+    "pbt_target_objective",
+    "pbt_perturb_min",
+    "pbt_perturb_max",
+)
 
 
 #: flags read only by the processes of the multi-process placement: no effect with --serial_mode=True
@@ -96,6 +98,24 @@ def config_notes(cfg: Any) -> list[str]:
             notes.append(f"--{name} has no effect with --algo={algo.name} ({algo.description}).")
     if cfg.num_policies == 1 and cfg.policy_mapping != defaults.get("policy_mapping", "random"):
         notes.append("--policy_mapping has no effect with --num_policies=1.")
+    if not cfg.with_pbt:
+        for name in PBT_ONLY:
+            if name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --with_pbt=True.")
+    if getattr(cfg, "self_play", False) and cfg.policy_mapping == "random":
+        notes.append(
+            "--self_play=True: the agents are mapped with --policy_mapping=self_play (each game pairs "
+            "policy 0 with one opponent slot), not random."
+        )
+    if not getattr(cfg, "self_play", False):
+        for name in (
+            "self_play_update_score",
+            "self_play_games_to_check",
+            "self_play_check_scores",
+            "self_play_env_update_num",
+        ):
+            if name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --self_play=True.")
     return notes
 
 
@@ -182,14 +202,12 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError(
             "num_policies", f"at most 127 policies (int8 policy ids), got {cfg.num_policies}.", ""
         )
+    check_roles(cfg)
     check_policy_mapping(cfg)
     from surge.learning.algorithm import get_algorithm
 
     get_algorithm(cfg.algo).validate(cfg)
-    if cfg.with_pbt:
-        raise ConfigError(
-            "with_pbt", "population-based training is not available yet.", "use --with_pbt=False."
-        )
+    check_population(cfg)
     if cfg.with_wandb:
         import importlib.util
 
@@ -227,6 +245,67 @@ def validate_cfg(cfg: Any) -> None:
         check_train_dir(cfg.train_dir, cfg.experiment)
 
 
+# ------------------------------------------------------------------------------- policy roles
+
+
+def check_roles(cfg: Any) -> None:
+    """Refuses `--frozen_policies` and `--self_play` settings that cannot run: see
+    `surge.population.roles.parse_frozen_policies`; self-play needs at least one opponent slot
+    (`--num_policies` >= 2), no `--frozen_policies` of its own (its slots are the frozen ones), the
+    `self_play` mapping (the default `random` is replaced by it), a positive games_to_check,
+    env_update_num in [1, num_policies-1], and an algorithm that learns.
+
+    Raises:
+        ConfigError: naming the field and the fix.
+    """
+    from surge.population.roles import parse_frozen_policies
+
+    parse_frozen_policies(list(cfg.frozen_policies or []), cfg.num_policies)
+    if not cfg.self_play:
+        if cfg.policy_mapping == "self_play":
+            raise ConfigError(
+                "policy_mapping",
+                "the self_play mapping pairs policy 0 with the pool's slots.",
+                "pass --self_play=True, or another mapping.",
+            )
+        return
+    if cfg.num_policies < 2:
+        raise ConfigError(
+            "num_policies",
+            f"self-play needs opponent slots: policy 0 learns, 1..num_policies-1 hold snapshots; got "
+            f"--num_policies={cfg.num_policies}.",
+            "pass --num_policies=2 or more (e.g. 5 for a pool of 4 snapshots).",
+        )
+    if cfg.frozen_policies:
+        raise ConfigError(
+            "frozen_policies",
+            "with --self_play=True policies 1..num_policies-1 are the pool's frozen slots.",
+            "drop --frozen_policies, or --self_play.",
+        )
+    if cfg.policy_mapping not in ("random", "self_play"):
+        raise ConfigError(
+            "policy_mapping",
+            f"self-play pairs policy 0 with an opponent slot in every game; --policy_mapping="
+            f"{cfg.policy_mapping} would not.",
+            "leave --policy_mapping unset (or pass self_play).",
+        )
+    if cfg.self_play_games_to_check < 1:
+        raise ConfigError("self_play_games_to_check", "must be >= 1.", "e.g. 200.")
+    if not 1 <= cfg.self_play_env_update_num <= cfg.num_policies - 1:
+        raise ConfigError(
+            "self_play_env_update_num",
+            f"must be between 1 and the {cfg.num_policies - 1} opponent slot(s), got "
+            f"{cfg.self_play_env_update_num}.",
+            "e.g. --self_play_env_update_num=1.",
+        )
+    if cfg.with_pbt:
+        raise ConfigError("self_play", "self-play and PBT do not run together yet.", "pass one of them.")
+    from surge.learning.algorithm import get_algorithm
+
+    if not get_algorithm(cfg.algo).trains or cfg.sampler_only:
+        raise ConfigError("self_play", f"--algo={cfg.algo} does not learn: no snapshots to play.", "")
+
+
 # ------------------------------------------------------------------------------- policy mapping
 
 
@@ -243,9 +322,18 @@ def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
             (the run's start reports why, and `surge.runtime.components.env_info` checks again
             with the agents it counts).
     Raises:
-        ConfigError: on --num_policies, naming the idle policies and the alternatives.
+        ConfigError: on --num_policies, naming the idle policies and the alternatives; on
+            --self_play for an env of one agent (self-play needs two players).
     """
     n = cfg.num_policies
+    if getattr(cfg, "self_play", False) and num_agents is None:
+        num_agents = _count_agents(cfg)
+    if getattr(cfg, "self_play", False) and num_agents is not None and num_agents < 2:
+        raise ConfigError(
+            "self_play",
+            f"{cfg.env} has {num_agents} agent: self-play needs a game of two players.",
+            "use a two-player env (e.g. --env=pettingzoo_classic.connect_four_v3), or --self_play=False.",
+        )
     if n <= 1 or cfg.policy_mapping not in ("agent_index", "env_index"):
         return
     if cfg.policy_mapping == "env_index":
@@ -747,3 +835,60 @@ def check_memory(parts: list[tuple[str, int, str]], available: int | None = None
 
 def _check_memory(cfg: Any) -> None:
     check_memory(estimate_memory(cfg))
+
+
+def check_population(cfg: Any) -> None:
+    """Per-policy hyper-parameters and PBT's flags (docs/population.md).
+
+    Raises:
+        ConfigError: a malformed `--policy_hyperparams`, a PBT flag out of range, or
+            `--pbt_optimize_batch_size=True`.
+    """
+    from surge.population.hyperparams import parse_policy_hyperparams
+
+    parse_policy_hyperparams(cfg.policy_hyperparams, cfg.num_policies)
+    if cfg.pbt_optimize_batch_size:
+        raise ConfigError(
+            "pbt_optimize_batch_size",
+            "PBT cannot change the batch size: it sizes the shared trajectory buffers and the block "
+            "pool, allocated once before the processes start (Sample Factory 2 disables it for the same reason).",
+            "use --pbt_optimize_batch_size=False.",
+        )
+    if not cfg.with_pbt:
+        return
+    if cfg.num_policies < 2:
+        raise ConfigError(
+            "with_pbt", "PBT needs a population: --num_policies is 1.", "pass --num_policies=2 or more."
+        )
+    from surge.learning.algorithm import get_algorithm
+
+    if not get_algorithm(cfg.algo).trains or cfg.sampler_only:
+        raise ConfigError(
+            "with_pbt", f"--algo={cfg.algo} does not train: there is nothing for PBT to select.", ""
+        )
+    if not 0.0 < cfg.pbt_replace_fraction <= 0.5:
+        raise ConfigError(
+            "pbt_replace_fraction",
+            f"must be in (0, 0.5], got {cfg.pbt_replace_fraction}: the best and the worst fractions must not overlap.",
+            "",
+        )
+    if not 0.0 <= cfg.pbt_mutation_rate <= 1.0:
+        raise ConfigError("pbt_mutation_rate", f"is a probability, got {cfg.pbt_mutation_rate}.", "")
+    if not 1.0 <= cfg.pbt_perturb_min <= cfg.pbt_perturb_max:
+        raise ConfigError(
+            "pbt_perturb_min",
+            f"need 1 <= --pbt_perturb_min <= --pbt_perturb_max, got {cfg.pbt_perturb_min} and {cfg.pbt_perturb_max}.",
+            "",
+        )
+    for name in (
+        "pbt_period_env_steps",
+        "pbt_start_mutation",
+        "pbt_replace_reward_gap",
+        "pbt_replace_reward_gap_absolute",
+    ):
+        if getattr(cfg, name) < 0:
+            raise ConfigError(name, f"must be >= 0, got {getattr(cfg, name)}.", "")
+    if not cfg.pbt_target_objective:
+        raise ConfigError(
+            "pbt_target_objective", "is empty.", "pass true_reward or a statistic the env reports in info."
+        )

@@ -7,18 +7,10 @@ the other's steps, `LearnerBase._mask_stale`); a frozen policy's steps go nowher
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 #: a learner's share of a block: its slots (absolute indices, ascending), or None for every slot
 OwnSlots = tuple[int, ...] | None
-
-
-def learning_policies(cfg: Any) -> list[int]:
-    """The ids of the policies that have a learner (the others are frozen: they act, and receive no
-    experience). Every policy learns until policy roles exist (`surge.population.roles`)."""
-    return list(range(cfg.num_policies))
 
 
 def route_block(

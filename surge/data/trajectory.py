@@ -13,6 +13,7 @@ last being the bootstrap step):
 field               shape                      dtype
 ==================  =========================  =========
 obs                 [S, T+1, *obs_shape]       obs dtype (a dict of them for Dict spaces)
+obs["action_mask"]  [S, T+1, num_logits]       bool, 1 = legal (envs with action masks only)
 rnn_states          [S, T+1, state_size]       float32
 actions             [S, T, *action_shape]      int64 / float32
 rewards             [S, T]                     float32
@@ -37,6 +38,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from surge.envs.action_masks import MASK_KEY
 from surge.errors import EnvError
 from surge.models.distributions import action_shape
 
@@ -65,7 +67,10 @@ def _torch_dtype(np_dtype: np.dtype) -> torch.dtype:
 
 def _obs_buffer(space: gym.Space, lead: tuple[int, ...]) -> Tree:
     if isinstance(space, gym.spaces.Dict):
-        return {k: _obs_buffer(s, lead) for k, s in space.spaces.items()}
+        return {
+            k: torch.ones(*lead, *s.shape, dtype=torch.bool) if k == MASK_KEY else _obs_buffer(s, lead)
+            for k, s in space.spaces.items()
+        }
     if not isinstance(space, gym.spaces.Box):
         raise EnvError(f"observation space {space} is not supported: use Box or Dict of Box")
     dtype = _torch_dtype(space.dtype)

@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import RecordEpisodeStatistics
 
+from surge.envs.action_masks import MASK_KEY, check_mask_space, has_action_mask, sample_legal
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.envs.wrappers import is_flattenable, unflattenable_entries
 from surge.errors import EnvError, SurgeError
@@ -41,7 +42,9 @@ GYMNASIUM_API_HINT = (
 # --------------------------------------------------------------------------------------------- entry point
 
 
-def check_env(env_or_name: Any, cfg: Any = None, num_steps: int = 50) -> list[str]:
+def check_env(
+    env_or_name: Any, cfg: Any = None, num_steps: int = 50, notes: list[str] | None = None
+) -> list[str]:
     """Checks that an env can run in surge; raises at the first problem, returns the warnings.
 
     The env is reset and stepped with random actions (`action_space.sample()`), so reset it again
@@ -53,7 +56,10 @@ def check_env(env_or_name: Any, cfg: Any = None, num_steps: int = 50) -> list[st
             with the family factory of `surge.envs.registry`.
         cfg: config used to make a named env and for model-related hints (`obs_scale`,
             `encoder_custom`); None: `config_for_env(name)` for a name, no hints for an env object.
-        num_steps: random steps taken (env steps; episodes that end are reset and go on).
+        num_steps: random steps taken (env steps; episodes that end are reset and go on); legal
+            ones under the observations' action masks (`surge.envs.action_masks`).
+        notes: if given, receives what the check learned about the env that is not a problem
+            (a PettingZoo env's API and agents, its action masks and how many actions they allow).
 
     Returns:
         Warnings: things that work but look unintended (plain sentences, no duplicates).
@@ -72,7 +78,10 @@ def check_env(env_or_name: Any, cfg: Any = None, num_steps: int = 50) -> list[st
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _check_any(env, owned, cfg, num_steps, found)
+            legal_counts: list[int] = []
+            _check_any(env, owned, cfg, num_steps, found, legal_counts)
+            if notes is not None:
+                notes.extend(_env_notes(env, legal_counts))
     finally:
         if owned:
             try:
@@ -87,21 +96,23 @@ def check_env(env_or_name: Any, cfg: Any = None, num_steps: int = 50) -> list[st
     return list(dict.fromkeys(found))
 
 
-def _check_any(env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str]) -> None:
+def _check_any(
+    env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str], legal_counts: list[int]
+) -> None:
     if isinstance(env, SingleAgentAsMultiAgent):
         inner = env.env
         if isinstance(inner, RecordEpisodeStatistics):  # the one the wrapper added, if outermost
             inner = inner.env
         _check_single_agent(inner, cfg, num_steps, found)
-        _check_multi_agent(env, cfg, min(num_steps, 10), found)
+        _check_multi_agent(env, cfg, min(num_steps, 10), found, legal_counts)
     elif owned and isinstance(env, gym.Env) and not is_multi_agent_env(env):
         # surge wraps it so (registry.make_env): check the env, then the wrapped env
         _check_single_agent(env, cfg, num_steps, found)
         if cfg is not None:  # what `surge train` with these flags refuses, refused here too
             check_env_spaces(cfg, env.observation_space, env.action_space, memory=False)
-        _check_multi_agent(SingleAgentAsMultiAgent(env), cfg, min(num_steps, 10), found)
+        _check_multi_agent(SingleAgentAsMultiAgent(env), cfg, min(num_steps, 10), found, legal_counts)
     elif is_multi_agent_env(env):
-        _check_multi_agent(env, cfg, num_steps, found)
+        _check_multi_agent(env, cfg, num_steps, found, legal_counts)
     else:
         _check_single_agent(env, cfg, num_steps, found)
 
@@ -306,6 +317,7 @@ def check_env_spaces(
         ConfigError: the run would need more memory than this machine has (see `check_memory`).
     """
     from surge.cfg.validate import check_memory, estimate_memory
+    from surge.envs.action_masks import check_mask_space
     from surge.envs.wrappers import is_channels_last
     from surge.models.encoders import CONV_LAYERS
 
@@ -313,6 +325,7 @@ def check_env_spaces(
     if not custom:
         _refuse_unsupported_obs(observation_space, cfg)
     _check_action_space(action_space)
+    check_mask_space(observation_space, action_space)
     boxes = _boxes(observation_space)
     images = cfg.encoder_type != "mlp" and not custom
     for path, box in boxes:
@@ -628,11 +641,12 @@ def _check_single_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) ->
         _check_obs(obs, obs_space, where, found)
         return obs, info
 
-    reset("env.reset(seed=0)", seed=0)
+    obs, info = reset("env.reset(seed=0)", seed=0)
     env.action_space.seed(0)
+    masked = has_action_mask(obs_space)
     for i in range(num_steps):
         where = f"env.step() (step {i})"
-        action = env.action_space.sample()
+        action = sample_legal(env.action_space, obs[MASK_KEY]) if masked else env.action_space.sample()
         old_api = _old_step_api_error(where, multi_agent=False)
         result = _call(where, lambda a=action: env.step(a), old_api)
         if _looks_like_step_of_old_api(result):
@@ -649,8 +663,10 @@ def _check_single_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) ->
         _check_flag(terminated, "terminated", where)
         _check_flag(truncated, "truncated", where)
         _check_info(info, where)
+        if not masked and isinstance(info.get(MASK_KEY), (np.ndarray, list, tuple)):
+            found.append(INFO_MASK_HINT)
         if terminated or truncated:
-            reset(f"env.reset() (after step {i})")
+            obs, info = reset(f"env.reset() (after step {i})")
 
     _run_gymnasium_checks(env, found)
 
@@ -690,7 +706,13 @@ def _run_gymnasium_checks(env: gym.Env, found: list[str]) -> None:
         fn = getattr(env_checker, name, None)
         if fn is None:  # another gymnasium version
             continue
-        args = (env, env.action_space.sample()) if name == "env_step_passive_checker" else (env,)
+        args: tuple = (env,)
+        if name == "env_step_passive_checker":
+            action = env.action_space.sample()
+            if has_action_mask(env.observation_space):  # a legal action, from a state it is legal in
+                obs, _ = env.reset(seed=0)
+                action = sample_legal(env.action_space, obs[MASK_KEY])
+            args = (env, action)
         try:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - gymnasium raises AssertionError, Error, TypeError...
@@ -717,7 +739,11 @@ def _check_list(value: Any, what: str, n: int, where: str) -> None:
         )
 
 
-def _check_multi_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) -> None:
+def _check_multi_agent(
+    env: Any, cfg: Any, num_steps: int, found: list[str], legal_counts: list[int] | None = None
+) -> None:
+    """Resets and steps a multi-agent env `num_steps` times (legal random actions under its
+    action masks; `legal_counts` receives the number of legal actions of each acting agent step)."""
     n = getattr(env, "num_agents", None)
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
         raise EnvError(f"num_agents is {n!r}: a multi-agent env needs num_agents, an int >= 1.")
@@ -742,9 +768,21 @@ def _check_multi_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) -> 
         _check_info(infos[i], f"{where}, agent {i}")
 
     env.action_space.seed(0)
+    masked = has_action_mask(obs_space)
+    if masked:
+        check_mask_space(obs_space, env.action_space)
     for t in range(num_steps):
         where = f"env.step() (step {t})"
-        actions = [env.action_space.sample() for _ in range(n)]
+        if masked:
+            actions = [sample_legal(env.action_space, o[MASK_KEY]) for o in obs]
+            if legal_counts is not None:
+                legal_counts.extend(
+                    int(np.count_nonzero(o[MASK_KEY]))
+                    for o, i in zip(obs, infos, strict=True)
+                    if i.get("is_active", True) is not False
+                )
+        else:
+            actions = [env.action_space.sample() for _ in range(n)]
         old_api = _old_step_api_error(where, multi_agent=True)
         result = _call(where, lambda a=actions: env.step(a), old_api)
         if _looks_like_step_of_old_api(result):
@@ -768,6 +806,39 @@ def _check_multi_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) -> 
             active = infos[i].get("is_active", True)
             if not isinstance(active, (bool, np.bool_)):
                 raise EnvError(f"{at} returned info['is_active']={active!r}: it must be a bool.")
+            if not masked and isinstance(infos[i].get(MASK_KEY), (np.ndarray, list, tuple)):
+                found.append(INFO_MASK_HINT)
+
+
+INFO_MASK_HINT = (
+    "the env reports info['action_mask'], which surge reads from the observation: pass "
+    "--env_wrappers=surge.envs.action_masks:InfoActionMask so that the policy keeps to the legal actions."
+)
+
+
+def _env_notes(env: Any, legal_counts: list[int]) -> list[str]:
+    """What `surge check-env` reports of an env besides problems: its PettingZoo API and agents,
+    and its action masks with the legal actions per acting agent step seen (`legal_counts`)."""
+    from surge.envs.pettingzoo_family import PettingZooAsMultiAgent
+
+    out = []
+    if isinstance(env, PettingZooAsMultiAgent):
+        api = "Parallel" if env.parallel else "AEC (turn-based: only the agent to move is active)"
+        out.append(f"PettingZoo {api} env with {env.num_agents} agent slot(s): {', '.join(env.agents)}.")
+    space = env.observation_space
+    if has_action_mask(space):
+        width = space.spaces[MASK_KEY].shape[0]
+        seen = legal_counts
+        legal = (
+            f"; legal actions per acting agent step: min {min(seen)}, mean {np.mean(seen):.1f}, max {max(seen)}"
+            if seen
+            else ""
+        )
+        out.append(
+            f"action masks: observation['action_mask'], {width} entries for {env.action_space} "
+            f"(stripped from the encoder's input, applied to the policy's logits){legal}."
+        )
+    return out
 
 
 # --------------------------------------------------------------------------------------------- CLI
@@ -796,11 +867,14 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     try:
         cfg = config_for_env(args.env, rest)
-        found = check_env(args.env, cfg=cfg, num_steps=args.num_steps)
+        notes: list[str] = []
+        found = check_env(args.env, cfg=cfg, num_steps=args.num_steps, notes=notes)
     except SurgeError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
     print(f"OK: env {args.env!r} passed the checks ({args.num_steps} random steps).")
+    for note in notes:
+        print(f"note: {note}")
     for w in found:
         print(f"warning: {w}")
     return 0

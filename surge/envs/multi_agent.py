@@ -43,6 +43,9 @@ def has_wrapper(env: gym.Env, wrapper_type: type) -> bool:
 class SingleAgentAsMultiAgent:
     """Presents a gymnasium single-agent env as a multi-agent env with one agent and auto-reset.
 
+    An env of rl_games' API with `has_action_mask()` True gets its `get_action_mask()` as the
+    observation's `action_mask` entry (`surge.envs.action_masks.RlGamesActionMask`).
+
     Adds `RecordEpisodeStatistics` outermost unless the env already records its episodes inside
     (the Atari family does, below the episodic-life and reward-clipping wrappers, so that reported
     returns are whole games in unclipped score).
@@ -52,6 +55,10 @@ class SingleAgentAsMultiAgent:
     is_multiagent = False
 
     def __init__(self, env: gym.Env):
+        from surge.envs.action_masks import RlGamesActionMask, uses_rl_games_mask
+
+        if uses_rl_games_mask(env):  # rl_games' has_action_mask()/get_action_mask(): into the obs
+            env = RlGamesActionMask(env)
         if not has_wrapper(env, RecordEpisodeStatistics):
             env = RecordEpisodeStatistics(env)
         self.env = env

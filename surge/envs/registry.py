@@ -115,6 +115,7 @@ def _load_builtins() -> None:
             envpool_family,
             memory,  # noqa: F401  (the memory_cue task)
             mujoco_family,
+            pettingzoo_family,
         )
         from surge.envs.doom import family as _doom  # noqa: F401
 
@@ -290,6 +291,8 @@ _EXTRAS = {
     "mujoco": 'pip install "surge-rl[mujoco]"',
     "envpool": 'pip install "surge-rl[envpool]"',
     "pygame": 'pip install "surge-rl[video]"',
+    "pettingzoo": 'pip install "surge-rl[pettingzoo]"',
+    "pymunk": 'pip install "surge-rl[pettingzoo]"',
 }
 
 

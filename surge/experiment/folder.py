@@ -51,6 +51,16 @@ class ExperimentFolder:
         """The serial placement's sampler state at the last stop (`surge.runtime.serial`)."""
         return self.root / "sampler_state.pth"
 
+    @property
+    def pbt_state_file(self) -> Path:
+        """PBT's state (each policy's hyper-parameters, counters, objective windows, RNG) for resume."""
+        return self.root / "pbt_state.json"
+
+    @property
+    def pbt_log_file(self) -> Path:
+        """PBT's decisions, one JSON object per line (`surge.population.pbt`)."""
+        return self.root / "pbt_log.jsonl"
+
     def summaries(self, policy_id: int = 0) -> Path:
         return self.root / "summaries" / str(policy_id)
 
@@ -64,8 +74,8 @@ class ExperimentFolder:
 
     def clear_previous_run(self) -> list[Path]:
         """Removes what a previous run left that a new run from scratch must not mix with or
-        resume from: every `checkpoint_p*/` folder, `summaries/`, the `done` marker and the sampler state
-        (restart_behavior=overwrite). The log and cfg.json stay (the new run appends to the log
+        resume from: every `checkpoint_p*/` folder, `summaries/`, the `done` marker, the sampler state
+        and PBT's state and log (restart_behavior=overwrite). The log and cfg.json stay (the new run appends to the log
         and rewrites cfg.json).
 
         Returns:
@@ -78,7 +88,7 @@ class ExperimentFolder:
             if p.is_dir():
                 shutil.rmtree(p)
                 removed.append(p)
-        for f in (self.done_file, self.sampler_state_file):
+        for f in (self.done_file, self.sampler_state_file, self.pbt_state_file, self.pbt_log_file):
             if f.exists():
                 f.unlink()
                 removed.append(f)

@@ -3,7 +3,8 @@
 Metric names are namespaced and fixed (docs/metrics.md lists them): `perf/env_frames_per_sec`,
 `episode/return_mean`, `losses/policy_loss`, `policy/approx_kl`, ... Units: frames = env steps ×
 frameskip; agent steps = env steps × agents. The learner's statistics are logged under the tags its
-algorithm declares (`Algorithm.metric_tags`), any other under `train/<name>`. Each policy has its
+algorithm declares (`Algorithm.metric_tags`), the policy's own hyper-parameters (`hp_<name>`) under
+`hyperparams/<name>`, any other under `train/<name>`. Each policy has its
 own TensorBoard folder (`summaries/<policy_id>`) and, with several policies, its own console line.
 """
 
@@ -124,6 +125,14 @@ class Monitor:
             if cfg.with_wandb:
                 self.wandb_run = init_wandb(cfg, summary_dirs[0])
             self.writers = [SummaryWriter(str(d), flush_secs=10) for d in summary_dirs]
+
+    def _tag(self, stat: str) -> str:
+        """The TensorBoard tag of learner statistic `stat` (see the module docstring)."""
+        if stat in self.metric_tags:
+            return self.metric_tags[stat]
+        if stat.startswith("hp_"):
+            return f"hyperparams/{stat[3:]}"
+        return f"train/{stat}"
 
     # policy 0's statistics, for single-policy callers
     @property
@@ -324,7 +333,7 @@ class Monitor:
                 w.add_scalar("episode/length_mean", float(np.mean(ps.lengths)), step)
                 w.add_scalar("episode/count", ps.episodes, step)
             for k, v in ps.train_stats.items():
-                w.add_scalar(self.metric_tags.get(k, f"train/{k}"), v, step)
+                w.add_scalar(self._tag(k), v, step)
 
     def close(self) -> None:
         for w in self.writers:

@@ -10,7 +10,7 @@ last state. Loss per sample (valid samples only, mean):
 
 Defaults as rlpyt's A2C: Adam, lr 1e-3, gamma 0.99, gae_lambda 1 (n-step returns), value loss
 coefficient 0.5, entropy coefficient 0.01, gradient norm clipped to 1, no advantage
-normalisation; synchronous sampling (`num_minibatches_to_accumulate=0`: every sample of a batch
+or return normalisation; synchronous sampling (`num_minibatches_to_accumulate=0`: every sample of a batch
 comes from the policy version being trained). The same module runs in both placements.
 """
 
@@ -100,8 +100,8 @@ class A2CLearner(LearnerBase):
             flat(adv),
             flat(targets),
             flat(valids),
-            cfg.value_loss_coeff,
-            cfg.exploration_loss_coeff,
+            self.hp.value_loss_coeff,
+            self.hp.exploration_loss_coeff,
         )
         grad_norm = self.apply_gradients(loss)
         out = {k: float(v) for k, v in stats.items()}
@@ -149,6 +149,9 @@ A2C = register_algorithm(
             "exploration_loss_coeff": 0.01,
             "max_grad_norm": 1.0,
             "normalize_advantage": False,
+            # rlpyt's A2C has no value normalisation; with the vector-obs default (True) the
+            # deterministic CartPole policy collapsed in 5 of 8 seeds (docs/logs/2026-11-24-a2c.md)
+            "normalize_returns": False,
             "num_minibatches_to_accumulate": 0,
             # one gradient step per batch (validate_a2c), also where an env family or the env's
             # spaces choose several minibatches per iteration for PPO

@@ -16,18 +16,21 @@ from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.models.actor_critic import ActorCritic
+from surge.population.hyperparams import PolicyHyperparams
 
 
 def _never() -> bool:
     return False
 
 
-def learning_rate(cfg: Config, env_frames: int) -> float:
+def learning_rate(cfg: Config, env_frames: int, base_lr: float | None = None) -> float:
     """Learning rate at `env_frames` under `cfg.lr_schedule` (constant or linear decay to 0 at
-    `train_for_env_steps`)."""
+    `train_for_env_steps`), from `base_lr` (default `cfg.learning_rate`; a learner passes its
+    policy's own, `PolicyHyperparams.learning_rate`)."""
+    lr = cfg.learning_rate if base_lr is None else base_lr
     if cfg.lr_schedule == "linear_decay":
-        return cfg.learning_rate * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
-    return cfg.learning_rate
+        return lr * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
+    return lr
 
 
 def _adam_impl(device: torch.device) -> dict[str, Any]:
@@ -37,12 +40,16 @@ def _adam_impl(device: torch.device) -> dict[str, Any]:
     return {"fused": True, "foreach": None} if device.type in ("cpu", "cuda") else {"fused": None}
 
 
-def make_adam(model: nn.Module, cfg: Config, device: torch.device) -> torch.optim.Adam:
-    """Adam over `model`'s parameters with `learning_rate`, `adam_beta1/2`, `adam_eps`."""
+def make_adam(
+    model: nn.Module, cfg: Config, device: torch.device, hp: PolicyHyperparams | None = None
+) -> torch.optim.Adam:
+    """Adam over `model`'s parameters with `learning_rate`, `adam_beta1/2` (the policy's own `hp`,
+    default the cfg's) and `adam_eps`."""
+    hp = hp or PolicyHyperparams.from_cfg(cfg)
     return torch.optim.Adam(
         model.parameters(),
-        lr=cfg.learning_rate,
-        betas=(cfg.adam_beta1, cfg.adam_beta2),
+        lr=hp.learning_rate,
+        betas=(hp.adam_beta1, hp.adam_beta2),
         eps=cfg.adam_eps,
         **_adam_impl(device),
     )
@@ -59,6 +66,10 @@ class LearnerBase:
         device: where learning runs.
         policy_id: the policy this learner trains; its batches hold the trajectories it acted in,
             and steps another policy acted on in them are masked out.
+
+    `self.hp` holds the policy's own hyper-parameters (`PolicyHyperparams`, from the cfg and
+    `--policy_hyperparams`); the learner reads them there, never from `cfg`, and
+    `set_hyperparams` changes them while the run goes on.
     """
 
     def __init__(
@@ -71,7 +82,8 @@ class LearnerBase:
     ):
         self.cfg, self.model, self.buffers, self.device = cfg, model, buffers, device
         self.policy_id = policy_id
-        self.optimizer = make_adam(model, cfg, device)
+        self.hp = PolicyHyperparams.from_cfg(cfg, policy_id)
+        self.optimizer = make_adam(model, cfg, device, self.hp)
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
@@ -80,18 +92,44 @@ class LearnerBase:
         self.should_stop: Callable[[], bool] = _never
 
     def state_dict(self) -> dict[str, Any]:
-        """Optimizer state and `policy_version` (the model's state is saved separately)."""
-        return {"optimizer": self.optimizer.state_dict(), "policy_version": self.policy_version}
+        """Optimizer state, `policy_version` and the policy's hyper-parameters (`hyperparams`, a
+        dict of floats); the model's state is saved separately."""
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "policy_version": self.policy_version,
+            "hyperparams": self.hp.to_dict(),
+        }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
+        """Restores `state_dict`'s state. A checkpoint written before hyper-parameters were saved
+        keeps the current ones. `keep_version`: `policy_version` is not taken from `state` but
+        incremented (`ReplacePolicy`: the policy's version keeps increasing, so the lag of its
+        samples in flight never goes negative)."""
         self.optimizer.load_state_dict(state["optimizer"])
         for group in self.optimizer.param_groups:  # a checkpoint's own flags would undo `make_adam`'s
             group.update(_adam_impl(self.device))
-        self.policy_version = int(state["policy_version"])
+        if "hyperparams" in state:
+            self.set_hyperparams(state["hyperparams"])
+        self.policy_version = self.policy_version + 1 if keep_version else int(state["policy_version"])
+
+    def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        """Changes the policy's hyper-parameters (`PolicyHyperparams` names; the others keep
+        their values) from the next optimizer step on; Adam's betas and learning rate at once.
+        Returns `{name: (old, new)}` of the values that changed.
+
+        Raises:
+            ValueError: an unknown name or a value out of range (nothing changed).
+        """
+        changed = self.hp.update(values)
+        for group in self.optimizer.param_groups:
+            group["betas"] = (self.hp.adam_beta1, self.hp.adam_beta2)
+            group["lr"] = self.hp.learning_rate
+        return changed
 
     def set_learning_rate(self, env_frames: int) -> float:
-        """Sets the optimizer's learning rate for `env_frames` (the schedule); returns it."""
-        lr = learning_rate(self.cfg, env_frames)
+        """Sets the optimizer's learning rate for `env_frames` (the schedule, from the policy's
+        own `hp.learning_rate`); returns it."""
+        lr = learning_rate(self.cfg, env_frames, self.hp.learning_rate)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         return lr
@@ -172,14 +210,14 @@ class LearnerBase:
     def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
         """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value
         (GAE, Schulman et al. 2016, eq. 16; a truncated step is bootstrapped with its own value)."""
-        cfg, T = self.cfg, b["rewards"].shape[0]
+        hp, T = self.hp, b["rewards"].shape[0]
         last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
         zeros = torch.zeros_like(b["dones"][:1])
         _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
         old = self._denormalized(b["old_values"])
         values = torch.cat([old, self._denormalized(boot)], dim=0)
-        rewards = bootstrap_truncated_rewards(b["rewards"], old, b["trunc"], cfg.gamma)
-        adv, targets = gae(rewards, values, b["dones"], cfg.gamma, cfg.gae_lambda)
+        rewards = bootstrap_truncated_rewards(b["rewards"], old, b["trunc"], hp.gamma)
+        adv, targets = gae(rewards, values, b["dones"], hp.gamma, hp.gae_lambda)
         return adv, self._normalized_targets(targets, b["valids"])
 
     def _update_obs_normalizer(self, b: dict[str, Any]) -> None:
@@ -215,7 +253,7 @@ class LearnerBase:
         The check costs one host synchronisation per step."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        max_norm = self.cfg.max_grad_norm if self.cfg.max_grad_norm > 0 else float("inf")
+        max_norm = self.hp.max_grad_norm if self.hp.max_grad_norm > 0 else float("inf")
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         self.last_step_skipped = not bool(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
         if self.last_step_skipped:

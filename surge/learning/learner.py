@@ -50,12 +50,17 @@ class Learner(LearnerBase):
         policy_id: int = 0,
     ):
         super().__init__(cfg, model, buffers, device, policy_id)
-        self.loss_cfg = PPOLossConfig(
-            cfg.ppo_clip_ratio,
-            cfg.ppo_clip_value,
-            cfg.value_loss_coeff,
+
+    @property
+    def loss_cfg(self) -> PPOLossConfig:
+        """The PPO loss's settings, from the policy's own hyper-parameters (`self.hp`)."""
+        cfg, hp = self.cfg, self.hp
+        return PPOLossConfig(
+            hp.ppo_clip_ratio,
+            hp.ppo_clip_value,
+            hp.value_loss_coeff,
             cfg.exploration_loss,
-            cfg.exploration_loss_coeff,
+            hp.exploration_loss_coeff,
             cfg.kl_loss_coeff,
         )
 
@@ -167,10 +172,10 @@ class Learner(LearnerBase):
         if vtrace_mode:
             with torch.no_grad():
                 v = self._denormalized(values_all.detach())
-                rewards = bootstrap_truncated_rewards(mb["rewards"], v[:L], mb["trunc"], cfg.gamma)
+                rewards = bootstrap_truncated_rewards(mb["rewards"], v[:L], mb["trunc"], self.hp.gamma)
                 log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]
                 targets, adv = vtrace(
-                    rewards, v, mb["dones"], log_rhos, cfg.gamma, cfg.vtrace_rho, cfg.vtrace_c
+                    rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c
                 )
                 targets = self._normalized_targets(targets, mb["valids"])
         else:

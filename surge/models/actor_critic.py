@@ -17,9 +17,15 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
+from surge.envs.action_masks import MASK_KEY, has_action_mask, model_obs_space, split_obs, unwrapped_key
 from surge.errors import ConfigError
 from surge.models.cores import make_core
-from surge.models.distributions import ActionDistribution, make_distribution, num_action_logits
+from surge.models.distributions import (
+    ActionDistribution,
+    apply_action_mask,
+    make_distribution,
+    num_action_logits,
+)
 from surge.models.encoders import make_encoder
 from surge.models.normalization import RunningMeanStd, make_obs_normalizer
 
@@ -45,8 +51,28 @@ def _map_obs(obs: Obs, fn: Callable[[Tensor], Tensor]) -> Obs:
     return {k: fn(v) for k, v in obs.items()} if isinstance(obs, dict) else fn(obs)
 
 
+class _StripMask(nn.Module):
+    """An observation normaliser that sees observations without their `action_mask` entry (the
+    learner updates the model's normaliser with the stored observations, masks included)."""
+
+    def __init__(self, inner: nn.Module, key: str | None):
+        super().__init__()
+        self.inner, self.key = inner, key
+
+    def update(self, obs: dict[str, Tensor]) -> None:
+        self.inner.update(split_obs(obs, self.key)[0])  # type: ignore[operator]
+
+    def forward(self, obs: Any) -> Any:
+        return self.inner(obs)
+
+
 class ActorCritic(nn.Module):
-    """Shared-weights actor-critic for one agent's observation and action spaces."""
+    """Shared-weights actor-critic for one agent's observation and action spaces.
+
+    An observation space with an `action_mask` entry (`surge.envs.action_masks`) is split: the
+    encoder sees the rest, the mask sets illegal actions' logits to `MASKED_LOGIT` in `act` and
+    `evaluate` (so they get probability 0 and no gradient), and is never an input feature.
+    """
 
     def __init__(self, cfg: Any, obs_space: gym.Space, action_space: gym.Space):
         super().__init__()
@@ -57,11 +83,16 @@ class ActorCritic(nn.Module):
                 "leave it True (the default).",
             )
         self.action_space = action_space
+        self.has_action_mask = has_action_mask(obs_space)
+        self._obs_key = unwrapped_key(obs_space)  # the one other entry of a masked Dict, or None
+        obs_space = model_obs_space(obs_space)
         self.obs_normalizer = (
             make_obs_normalizer(obs_space, cfg.obs_subtract_mean, cfg.obs_scale)
             if cfg.normalize_input
             else None
         )
+        if self.obs_normalizer is not None and self.has_action_mask:
+            self.obs_normalizer = _StripMask(self.obs_normalizer, self._obs_key)
         if self.obs_normalizer is not None:  # images arrive scaled and standardised
             cfg = dataclasses.replace(cfg, obs_subtract_mean=0.0, obs_scale=1.0)
         self.returns_normalizer = RunningMeanStd((), clip=1e9) if cfg.normalize_returns else None
@@ -116,6 +147,14 @@ class ActorCritic(nn.Module):
                 half = self.num_logits // 2
                 self.policy_head.bias[half:] = float(torch.tensor(cfg.initial_stddev).log())
 
+    def split_mask(self, obs: Obs, action_mask: Tensor | None = None) -> tuple[Obs, Tensor | None]:
+        """`(the encoder's observation, the action mask or None)`: the `action_mask` entry of a
+        masked observation dict is taken out (an explicit `action_mask` argument wins)."""
+        if self.has_action_mask and isinstance(obs, dict) and MASK_KEY in obs:
+            obs, stored = split_obs(obs, self._obs_key)
+            return obs, stored if action_mask is None else action_mask
+        return obs, action_mask
+
     def _encode(self, obs: Obs) -> Tensor:
         if self.obs_normalizer is not None:
             obs = self.obs_normalizer(obs)
@@ -127,35 +166,56 @@ class ActorCritic(nn.Module):
             logits = torch.cat([logits, self.log_std.expand_as(logits)], dim=-1)
         return logits, self.value_head(x).squeeze(-1)
 
-    def distribution(self, logits: Tensor) -> ActionDistribution:
-        """The action distribution parameterised by `logits` `[..., num_logits]`."""
-        return make_distribution(self.action_space, logits)
+    def distribution(self, logits: Tensor, action_mask: Tensor | None = None) -> ActionDistribution:
+        """The action distribution parameterised by `logits` `[..., num_logits]`; `action_mask`
+        `[..., num_logits]` bool or 0/1 (1 = legal) gives illegal actions probability 0."""
+        return make_distribution(self.action_space, logits, action_mask)
 
     @torch.no_grad()
-    def act(self, obs: Obs, rnn_states: Tensor, deterministic: bool = False) -> ActOutput:
-        """One inference step. obs `[B, *obs_shape]` (or a dict of them), rnn_states `[B, state_size]`."""
+    def act(
+        self, obs: Obs, rnn_states: Tensor, deterministic: bool = False, action_mask: Tensor | None = None
+    ) -> ActOutput:
+        """One inference step. obs `[B, *obs_shape]` (or a dict of them; an `action_mask` entry
+        `[B, num_logits]` masks the actions), rnn_states `[B, state_size]`, action_mask `[B,
+        num_logits]` bool or 0/1 (1 = legal) or None. The returned logits are the masked ones."""
+        obs, action_mask = self.split_mask(obs, action_mask)
         x, new_states = self.core.step(self._encode(obs), rnn_states)
         logits, values = self._heads(x)
+        if action_mask is not None:
+            logits = apply_action_mask(self.action_space, logits, action_mask)
         dist = self.distribution(logits)
         actions = dist.mode() if deterministic else dist.sample()
         return ActOutput(actions, dist.log_prob(actions), values, logits, new_states)
 
-    def evaluate(self, obs: Obs, rnn_states: Tensor, dones: Tensor, recurrence: int) -> tuple[Tensor, Tensor]:
+    def evaluate(
+        self,
+        obs: Obs,
+        rnn_states: Tensor,
+        dones: Tensor,
+        recurrence: int,
+        action_mask: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor]:
         """Forward pass over trajectories for learning.
 
         Args:
-            obs: `[T, B, *obs_shape]` (or a dict of them).
+            obs: `[T, B, *obs_shape]` (or a dict of them; an `action_mask` entry masks the logits).
             rnn_states: `[T, B, state_size]` stored behavior states (used at BPTT chunk starts).
             dones: `[T, B]` float32, 1 where the episode ended at step t.
             recurrence: BPTT chunk length in steps.
+            action_mask: `[T, B, num_logits]` bool or 0/1 (1 = legal), or None.
         Returns:
-            logits `[T, B, num_logits]` and values `[T, B]` float32.
+            logits `[T, B, num_logits]` (illegal actions at `MASKED_LOGIT`, with zero gradient)
+            and values `[T, B]` float32.
         """
+        obs, action_mask = self.split_mask(obs, action_mask)
         first = next(iter(obs.values())) if isinstance(obs, dict) else obs
         T, B = first.shape[:2]
         feats = self._encode(_map_obs(obs, lambda v: v.reshape(T * B, *v.shape[2:])))
         x = self.core.sequence(feats.view(T, B, -1), rnn_states, dones, recurrence)
-        return self._heads(x)
+        logits, values = self._heads(x)
+        if action_mask is not None:
+            logits = apply_action_mask(self.action_space, logits, action_mask)
+        return logits, values
 
 
 ModelFactory = Callable[[Any, gym.Space, gym.Space], "ActorCritic"]

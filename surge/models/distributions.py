@@ -8,8 +8,6 @@ rollouts store as the behavior policy's parameters (for the KL penalty). Built o
 
 from __future__ import annotations
 
-import math
-
 import gymnasium as gym
 import numpy as np
 import torch
@@ -19,6 +17,12 @@ from torch.distributions import Categorical, Normal, kl_divergence
 from surge.errors import EnvError
 
 torch.distributions.Distribution.set_default_validate_args(False)
+
+#: the logit an illegal action gets: finite, so that no -inf enters a softmax, an entropy (0·-inf)
+#: or a KL (-inf - -inf) as NaN; exp(-1e8 - logsumexp) is exactly 0 in float32
+MASKED_LOGIT = -1e8
+#: normalised logits below this are masked actions (legal ones stay far above it)
+_LEGAL_ABOVE = MASKED_LOGIT / 10
 
 
 def _discrete_sizes(space: gym.Space) -> list[int] | None:
@@ -74,6 +78,30 @@ def action_shape(space: gym.Space) -> tuple[tuple[int, ...], torch.dtype]:
     if mixed is not None:  # one float per discrete head (its index), then each Box's values
         return (sum(1 if discrete else n for discrete, n in mixed),), torch.float32
     raise EnvError(f"action space {space} is not supported")
+
+
+def apply_action_mask(space: gym.Space, logits: Tensor, mask: Tensor | None) -> Tensor:
+    """`logits` `[..., num_logits]` float with the illegal actions' entries set to `MASKED_LOGIT`.
+
+    Args:
+        space: the Discrete or MultiDiscrete action space (a MultiDiscrete mask is the heads'
+            masks concatenated).
+        logits: the policy head's output.
+        mask: `[..., num_logits]` bool or 0/1 (1 = legal), or None (returns `logits` as it is).
+            A head whose mask has no legal entry (an agent whose turn it is not) is left unmasked:
+            a distribution needs at least one action.
+    Returns:
+        The masked logits (a new tensor); the gradient of an illegal entry is 0 (`torch.where`).
+    """
+    if mask is None:
+        return logits
+    legal = mask if mask.dtype == torch.bool else mask != 0
+    sizes = _discrete_sizes(space) or [legal.shape[-1]]
+    if len(sizes) == 1:
+        legal = legal | ~legal.any(-1, keepdim=True)
+    else:
+        legal = torch.cat([h | ~h.any(-1, keepdim=True) for h in torch.split(legal, sizes, dim=-1)], dim=-1)
+    return torch.where(legal, logits, torch.full_like(logits, MASKED_LOGIT))
 
 
 class ActionDistribution:
@@ -136,12 +164,16 @@ class CategoricalDistribution(ActionDistribution):
         return sum(kl_divergence(a, b) for a, b in zip(self.heads, other.heads, strict=True))
 
     def symmetric_kl_with_uniform(self) -> Tensor:
+        """Against the uniform distribution over the legal actions when logits are masked
+        (`apply_action_mask`): masked entries take no part, as if the action did not exist."""
         total = 0.0
-        for h, n in zip(self.heads, self.sizes, strict=True):
+        for h in self.heads:
             log_p = h.logits  # normalised log-probabilities
-            log_u = -math.log(n)
-            kl_pu = (h.probs * (log_p - log_u)).sum(-1)
-            kl_up = ((log_u - log_p) / n).sum(-1)
+            legal = log_p > _LEGAL_ABOVE  # all True without a mask: the plain formula
+            n_legal = legal.sum(-1, keepdim=True).to(log_p.dtype)
+            log_u = -n_legal.log()
+            kl_pu = (h.probs * (log_p - log_u)).sum(-1)  # masked actions' probs are 0
+            kl_up = torch.where(legal, (log_u - log_p) / n_legal, torch.zeros_like(log_p)).sum(-1)
             total = total + 0.5 * (kl_pu + kl_up)
         return total
 
@@ -221,8 +253,15 @@ class MixedDistribution(ActionDistribution):
         return sum(h.symmetric_kl_with_uniform() for h in self.heads)
 
 
-def make_distribution(space: gym.Space, logits: Tensor) -> ActionDistribution:
-    """The action distribution of `space` parameterised by `logits` `[B, num_action_logits(space)]`."""
+def make_distribution(
+    space: gym.Space, logits: Tensor, action_mask: Tensor | None = None
+) -> ActionDistribution:
+    """The action distribution of `space` parameterised by `logits` `[B, num_action_logits(space)]`;
+    with `action_mask` `[B, num_action_logits]` (bool or 0/1, 1 = legal; Discrete and MultiDiscrete
+    only) the illegal actions get probability 0, and entropy and KL are over the legal ones
+    (`apply_action_mask`)."""
+    if action_mask is not None:
+        logits = apply_action_mask(space, logits, action_mask)
     sizes = _discrete_sizes(space)
     if sizes is not None:
         return CategoricalDistribution(logits, sizes, isinstance(space, gym.spaces.Discrete))

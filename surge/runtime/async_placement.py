@@ -38,6 +38,8 @@ from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
+from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
+from surge.population.roles import learning_policies
 from surge.runtime.child_start import ChildTask, child_main
 from surge.runtime.components import env_info, make_layout, make_learner, make_model, seed_everything
 from surge.runtime.inbox import Inbox
@@ -47,8 +49,12 @@ from surge.runtime.messages import (
     ChildError,
     EnvFaults,
     Episodes,
+    ExportPolicy,
+    ImportPolicy,
     LearnerReady,
     NonFiniteEnvOutput,
+    PolicyExported,
+    PolicyImported,
     ResetDone,
     SaveCommand,
     Saved,
@@ -56,7 +62,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import StepReport, checkpoint_state
+from surge.runtime.placement import StepReport, check_command, checkpoint_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
@@ -67,6 +73,7 @@ log = logging.getLogger("surge")
 JOIN_TIMEOUT_SEC = 10.0
 LEARNER_STOP_TIMEOUT_SEC = 300.0
 QUEUE_BYTES = 10 * 1000 * 1000
+REPLACE_TIMEOUT_SEC = 60.0  # the final checkpoint waits this long for replacements in flight
 STEP_POLL_SEC = 0.1  # the main loop's period while no report arrives (the budget and stop checks)
 RESTART_WINDOW_SEC = 3600.0  # --max_worker_restarts_per_hour counts replacements in this window
 
@@ -96,6 +103,13 @@ class AsyncPlacement:
         self.supervising = False  # after the start-up: replace crashed or hung workers
         self.final_written: set[int] = set()  # see `Placement`
         self.save_refusals: list[SaveRefused] = []
+        # ReplacePolicy in flight: export file -> (replaced policy, source policy); commands to a
+        # policy being replaced wait until its import is sent, so they apply after it, in order
+        self.exports: dict[str, tuple[int, int]] = {}
+        self.held: dict[int, list[Any]] = {}
+        self.exchange_dir: str | None = None  # temporary folder of the exported states
+        self.replaced: list[PolicyImported] = []  # imports done since the last `step`
+        self.reward_shaping: dict[int, dict] = {}  # each policy's latest SetRewardShaping scheme
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -162,8 +176,9 @@ class AsyncPlacement:
         ]
         self.worker_queues = [Inbox(QUEUE_BYTES) for _ in range(cfg.num_workers)]
 
-        if self.algo.trains:
-            for p in range(P):
+        self.learning = learning_policies(cfg) if self.algo.trains else []
+        if self.learning:
+            for p in self.learning:  # a frozen policy has no learner (surge.population.roles)
                 lctx = LearnerContext(
                     self.shared,
                     p,
@@ -178,7 +193,7 @@ class AsyncPlacement:
             def all_ready(msg: Any) -> bool:
                 if isinstance(msg, LearnerReady):
                     ready.add(msg.policy_id)
-                return len(ready) == P
+                return len(ready) == len(self.learning)
 
             self._wait_for(all_ready, timeout=120.0, what="the learners to start")
         for p in range(P):
@@ -220,6 +235,9 @@ class AsyncPlacement:
             self.request_queues,
             self.worker_queues[w],
             self.learner_queues,
+            # a replacement worker starts with them (it drains its inbox when it starts: a scheme
+            # sent between its spawn and that drain is lost until the next one)
+            dict(self.reward_shaping),
         )
         self._spawn(f"rollout_{w}", rollout_process_main, rctx, daemon=False)
 
@@ -303,7 +321,7 @@ class AsyncPlacement:
         report.env_steps, self.env_steps_counted = total - self.env_steps_counted, total
         for msg in msgs:
             if isinstance(msg, Episodes):
-                report.episodes += [EpisodeStats(r, n, p) for r, n, p in msg.episodes]
+                report.episodes += [EpisodeStats(*e) for e in msg.episodes]
             elif isinstance(msg, NonFiniteEnvOutput):
                 report.nonfinite_rewards += msg.rewards
                 report.nonfinite_obs += msg.observations
@@ -314,6 +332,10 @@ class AsyncPlacement:
                 report.train_stats[msg.policy_id] = msg.stats
             elif isinstance(msg, (Saved, SaveRefused)):
                 self._on_save(msg)
+            elif isinstance(msg, PolicyExported):
+                self._on_exported(msg)
+            elif isinstance(msg, PolicyImported):
+                self._on_imported(msg)
             elif isinstance(msg, ChildError):
                 if not msg.name.startswith(("rollout worker", "inference worker")):
                     raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
@@ -425,6 +447,104 @@ class AsyncPlacement:
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames[0] = env_frames
 
+    # ---------------------------------------------------------------------------------------
+    def send_command(self, cmd: Command) -> None:
+        """Sends `cmd` to the learner processes (see `Placement.send_command`). `ReplacePolicy(p,
+        src)` asks learner `src` to export its state to a file, and once it reported it, learner
+        `p` to import it; commands to `p` sent meanwhile follow the import.
+
+        Raises:
+            ValueError: see `check_command`; or the run does not train (no learners).
+        """
+        check_command(cmd, self.cfg.num_policies)
+        if isinstance(cmd, SetRewardShaping):  # to the rollout workers, and to any started later
+            self.reward_shaping[cmd.policy_id] = cmd.scheme
+            for q in self.worker_queues:
+                q.put(cmd)
+            return
+        if not self.algo.trains:
+            raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
+        p = cmd.policy_id
+        if p in self.held:  # a replacement of p is in flight
+            self.held[p].append(cmd)
+            return
+        if not isinstance(cmd, ReplacePolicy):
+            self.command_queues[p].put(cmd)
+            return
+        if self.exchange_dir is None:
+            import tempfile
+
+            self.exchange_dir = tempfile.mkdtemp(prefix="surge_replace_")
+        path = f"{self.exchange_dir}/p{cmd.source_policy_id}_to_p{p}_{len(self.exports)}_{time.monotonic_ns()}.pth"
+        self.exports[path] = (p, cmd.source_policy_id)
+        self.held[p] = []
+        self.command_queues[cmd.source_policy_id].put(ExportPolicy(path))
+
+    def _finish_replacements(self, timeout: float) -> None:
+        """Waits up to `timeout` s for the exports of the replacements in flight and sends their
+        imports (and the commands held behind them); other reports are kept for the next `step`."""
+        deadline = time.time() + timeout
+        while self.exports and time.time() < deadline:
+            for msg in self._drain(timeout=0.1):
+                if isinstance(msg, PolicyExported):
+                    self._on_exported(msg)
+                else:
+                    self._early.append(msg)
+        if self.exports:
+            log.warning(
+                "Replacements not done at the stop (the source's learner did not export its state within %.0f s): %s",
+                timeout,
+                ", ".join(f"policy {p} by {src}" for p, src in self.exports.values()),
+            )
+
+    def _on_exported(self, msg: PolicyExported) -> None:
+        p, src = self.exports.pop(msg.path)
+        self.command_queues[p].put(ImportPolicy(msg.path, src))
+        for cmd in self.held.pop(p, []):
+            self.send_command(cmd)
+
+    def _on_imported(self, msg: PolicyImported) -> None:
+        log.info(
+            "Policy %d now plays with policy %d's weights (policy version %d)",
+            msg.policy_id,
+            msg.source_policy_id,
+            msg.policy_version,
+        )
+        self.replaced.append(msg)
+
+    def set_policy_weights(
+        self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int
+    ) -> None:
+        """Publishes `state_dict` as frozen policy `policy_id`'s weights in shared memory, stamped
+        `policy_version`; its inference workers load them before their next batch (they reload on
+        every publish, even one with the same version).
+
+        Raises:
+            ValueError: the policy learns (its learner owns its weights), or the id is out of range.
+        """
+        if not 0 <= policy_id < self.cfg.num_policies:
+            raise ValueError(f"no policy {policy_id}")
+        if policy_id in self.learning:
+            raise ValueError(f"policy {policy_id} learns: only a frozen policy's weights are set by the run")
+        self.model.load_state_dict(state_dict)
+        self.shared.weights[policy_id].publish(self.model, int(policy_version))
+
+    def policy_weights(self, policy_id: int) -> tuple[dict[str, torch.Tensor], int]:
+        """Policy `policy_id`'s weights as last published in shared memory (a learner publishes
+        after each training iteration) and their policy_version; non-float buffers are the
+        layout's initial ones (they are not shared).
+
+        Raises:
+            ValueError: the id is out of range.
+            ChildProcessFailed: no consistent copy could be read within 1 s (a writer died mid-write).
+        """
+        if not 0 <= policy_id < self.cfg.num_policies:
+            raise ValueError(f"no policy {policy_id}")
+        version = self.shared.weights[policy_id].load_into(self.model)
+        if version is None:
+            raise ChildProcessFailed(f"policy {policy_id}'s shared weights could not be read consistently")
+        return {k: v.detach().clone() for k, v in self.model.state_dict().items()}, version
+
     def limit_env_steps(self, env_steps: int) -> None:
         """The rollout workers step no more once they took `env_steps` more env steps in all."""
         self.env_steps_budget[0] = self.env_steps_counted + max(0, env_steps)
@@ -439,7 +559,10 @@ class AsyncPlacement:
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:
         """Asks the learners (or policy `policy_id`'s) to write a checkpoint (asynchronously; the
         final one is awaited in close). Kind "final" is a regular checkpoint for which a learner
-        skips batches it has not started."""
+        skips batches it has not started. Before the final one, replacements in flight are completed
+        (`ReplacePolicy`), so the checkpoints hold what PBT's state says."""
+        if kind == "final":
+            self._finish_replacements(timeout=REPLACE_TIMEOUT_SEC)
         for p in range(self.cfg.num_policies):
             if policy_id is not None and p != policy_id:
                 continue
@@ -525,7 +648,8 @@ class AsyncPlacement:
                 log.warning("Process %s did not exit in time: killing it", name)
                 p.kill()
                 p.join(5)
-        for msg in self._drain(timeout=0.05):
+        early, self._early = getattr(self, "_early", []), []
+        for msg in early + self._drain(timeout=0.05):
             if isinstance(msg, TrainStats):
                 log_train_notes(msg.policy_id, msg.stats)
             elif isinstance(msg, (Saved, SaveRefused)):
@@ -533,3 +657,7 @@ class AsyncPlacement:
             elif isinstance(msg, ChildError):
                 log.error("%s crashed:\n%s", msg.name, msg.traceback)
         self.procs.clear()
+        if self.exchange_dir is not None:
+            import shutil
+
+            shutil.rmtree(self.exchange_dir, ignore_errors=True)

@@ -20,7 +20,6 @@ import torch
 from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
 from surge.cfg.validate import check_policy_mapping
 from surge.data.block_pool import BlockPool
-from surge.data.routing import learning_policies
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
@@ -28,6 +27,7 @@ from surge.learning.algorithm import Algorithm, Feed, get_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
 from surge.models.actor_critic import ActorCritic, make_actor_critic
+from surge.population.roles import learning_policies
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
 from surge.sampling.rollout_worker import RolloutWorker
@@ -82,15 +82,17 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     trained on it, up to an iteration's worth times the accumulation Sample Factory allows
     (`minibatches_to_accumulate`: -1 = 2 x num_batches_per_iteration, 0 = none), while each
     split keeps one in progress; with every block held, collection pauses. With several policies
-    each learner waits for its own batch, so the pool holds `num_policies` times as much: the
-    trajectories learners short of a batch hold (fewer than a batch each, `surge.data.block_pool`)
-    never leave every split without a rollout's worth of free slots."""
+    each learner waits for its own batch, so the pool holds as much for each learning policy (a
+    frozen one holds none): the trajectories learners short of a batch hold (fewer than a batch
+    each, `surge.data.block_pool`) never leave every split without a rollout's worth of free
+    slots."""
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
-    per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split) * cfg.num_policies
+    learners = len(learning_policies(cfg))
+    per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split) * learners
     acc = minibatches_to_accumulate(cfg)
     if acc == 0:  # synchronous: collection waits while the learners hold every block
-        return max(1, math.ceil(per_iteration_blocks / owners)) + (cfg.num_policies > 1)
+        return max(1, math.ceil(per_iteration_blocks / owners)) + (learners > 1)
     iterations = 2 if acc < 0 else math.ceil(acc / cfg.num_batches_per_iteration)
     held = math.ceil(per_iteration_blocks * iterations / owners)
     return max(cfg.min_traj_buffers_per_worker, held + 1)
@@ -180,7 +182,7 @@ def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
     env_splits = [[make_env(cfg) for _ in range(per_split)] for _ in range(splits)]
     pools = [layout.block_pool.owner_view(worker_idx * splits + s) for s in range(splits)]
     mapper = PolicyMapper(
-        cfg.policy_mapping,
+        "self_play" if cfg.self_play else cfg.policy_mapping,
         cfg.num_policies,
         cfg.pbt_mix_policies_in_one_env,
         None if cfg.seed is None else cfg.seed * 7919 + worker_idx,
@@ -201,12 +203,13 @@ def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
 
 @dataclass
 class Components:
-    """Every component of a run in one process (the serial placement): per policy a model, a
-    learner (none for algorithms that do not train) and an inference worker."""
+    """Every component of a run in one process (the serial placement): per policy a model and an
+    inference worker, and per learning policy (`surge.population.roles`) a learner, keyed by policy
+    id (none for algorithms that do not train, nor for frozen policies)."""
 
     layout: RunLayout
     models: list[ActorCritic]
-    learners: list[LearnerBase]
+    learners: dict[int, LearnerBase]
     inferences: list[InferenceWorker]
     workers: list[RolloutWorker]
     device: torch.device
@@ -253,7 +256,8 @@ def build_components(cfg: Config) -> Components:
     models = [make_model(cfg, info, device) for _ in range(cfg.num_policies)]
     layout = make_layout(cfg, info, int(models[0].rnn_state_size))
     trains = layout.algo.trains
-    learners = [make_learner(layout, m, device, p) for p, m in enumerate(models)] if trains else []
+    learning = learning_policies(cfg) if trains else []
+    learners = {p: make_learner(layout, models[p], device, p) for p in learning}
     inferences = [make_inference(layout, m, device, p) for p, m in enumerate(models)]
     workers = [make_rollout_worker(layout, w) for w in range(cfg.num_workers)]
     return Components(layout, models, learners, inferences, workers, device)

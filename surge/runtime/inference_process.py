@@ -1,7 +1,7 @@
 """An inference worker's process in the async placement: batch every pending request of its policy
 into one forward pass, write what the algorithm acts into the trajectory buffers, tell each worker
 its split is ready. Weights are refreshed from the policy's `SharedWeights` whenever its learner
-published a newer policy_version.
+published new weights (or the main process gave a frozen policy new ones).
 
 The worker writes its heartbeat every loop iteration (at least every 0.1 s). A request it already
 answered is not acted on twice: after an inference worker is replaced, rollout workers send their
@@ -41,7 +41,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
         model.eval()
         inference = make_inference(layout, model, device, p)
         weights, stop_event, request_queue = shared.weights[p], shared.stop_event, ctx.request_queue
-        version = -1
+        seen = -1  # the weights' write counter when last loaded (moves with every publish)
         beats = shared.heartbeats.numpy()
         answered: dict[int, tuple[int, int]] = {}  # first_slot -> (tag, t) of the latest request served
         while not stop_event.is_set():
@@ -50,10 +50,11 @@ def inference_process_main(ctx: InferenceContext) -> None:
                 msgs = request_queue.get_many(timeout=0.1)
             except Empty:
                 continue
-            if weights.read_version() != version:
+            stamp = weights.read_seq()
+            if stamp != seen:
                 loaded = weights.load_into(model)
                 if loaded is not None:  # else the learner died mid-publish: the run is stopping
-                    version = inference.policy_version = loaded
+                    inference.policy_version, seen = loaded, stamp
             # plain `PolicyRequest` tuples on the wire: (worker_idx, tag, first_slot, num_slots, t);
             # a request sent twice (to a replacement of this worker) is served once
             fresh, requests = [], []

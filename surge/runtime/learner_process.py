@@ -2,8 +2,11 @@
 trajectories, train once the batcher has a batch, give the trajectories back, publish weights, save checkpoints on
 request.
 
-Commands from the main process (its command queue): `SaveCommand(kind, counters)`, `StopCommand()`.
-Reports to the main process: `TrainStats`, `Saved`, `LearnerReady` (`surge.runtime.messages`).
+Commands from the main process (its command queue): `SaveCommand(kind, counters)`, `StopCommand()`,
+`SetHyperparams`, `ExportPolicy`, `ImportPolicy` (the population commands, run in order with the
+batches on the thread that trains).
+Reports to the main process: `TrainStats`, `Saved`, `LearnerReady`, `PolicyExported`,
+`PolicyImported` (`surge.runtime.messages`).
 """
 
 from __future__ import annotations
@@ -20,22 +23,27 @@ from typing import Any
 
 import torch
 
-from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save
 from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.population.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
 from surge.runtime.messages import (
     BlockReady,
+    ExportPolicy,
+    ImportPolicy,
     LearnerReady,
+    PolicyExported,
+    PolicyImported,
     SaveCommand,
     Saved,
     SaveRefused,
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import checkpoint_state, restore_policy
+from surge.runtime.placement import checkpoint_state, copy_policy_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import run_child, setup_child
 
@@ -96,6 +104,26 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 in_item[0] = False
 
         def run_item(item: tuple) -> None:
+            if isinstance(item, SetHyperparams):
+                changed = learner.set_hyperparams(item.values)
+                log.info("Learner %d: hyper-parameters set: %s", p, _changes(changed))
+                return
+            if isinstance(item, ExportPolicy):
+                atomic_torch_save(
+                    {"model": model.state_dict(), "learner": learner.state_dict()}, Path(item.path)
+                )
+                shared.report_queue.put(PolicyExported(p, item.path))
+                return
+            if isinstance(item, ImportPolicy):
+                state = torch.load(item.path, map_location=device, weights_only=True)
+                copy_policy_state(state, model, learner)
+                weights.publish(model, learner.policy_version)
+                log.info(
+                    "Learner %d: replaced by policy %d's weights, optimizer and hyper-parameters "
+                    "(policy version %d)", p, item.source_policy_id, learner.policy_version,
+                )  # fmt: skip
+                shared.report_queue.put(PolicyImported(p, item.source_policy_id, learner.policy_version))
+                return
             if isinstance(item, SaveCommand):
                 frames = int(item.counters["env_frames"])
                 path = ckpt.save(
@@ -123,6 +151,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 stats = learner.train_batch(batch, env_frames=env_frames)
                 pool.release(slots, p)  # on-policy: trajectories come back only after training
             stats["train_seconds"] = time.monotonic() - t0
+            stats.update(learner.hp.stats())
             weights.publish(model, learner.policy_version)
             shared.report_queue.put(TrainStats(p, stats))
 
@@ -142,6 +171,14 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 trainer.finish()
 
     run_child(f"learner {p}", shared.report_queue, loop)
+
+
+#: commands the learner runs in order with its batches (see the module docstring)
+POPULATION_ITEMS = (SetHyperparams, ExportPolicy, ImportPolicy)
+
+
+def _changes(changed: dict[str, tuple[float, float]]) -> str:
+    return ", ".join(f"{k} {old:.6g} -> {new:.6g}" for k, (old, new) in changed.items()) or "no change"
 
 
 class TrainerThread:
@@ -224,12 +261,19 @@ def _collect(
             for cmd in ctx.command_queue.get_many(block=False):
                 if isinstance(cmd, StopCommand):
                     return
-                if cmd.kind == "final":  # stopping: skip batches not yet started
-                    dropped = [item for item in drop() if not isinstance(item, SaveCommand)]
+                # stopping: skip batches not yet started
+                if isinstance(cmd, SaveCommand) and cmd.kind == "final":
+                    pending = drop()
+                    dropped = [
+                        item for item in pending if not isinstance(item, (SaveCommand, *POPULATION_ITEMS))
+                    ]
                     for _, _, slots in dropped:
                         pool.release(slots, p)
                     if dropped:
                         log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
+                    for item in pending:  # a population command still acts, before the final save
+                        if isinstance(item, POPULATION_ITEMS):
+                            submit(item)
                 submit(cmd)  # a "final" one is written as a regular checkpoint, reported as final
         except Empty:
             pass

@@ -9,7 +9,10 @@ are also built and unpacked without their class (a few microseconds per env step
 `BlockReady`, once per rollout, goes through it. The classes document the fields.
 Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `EnvFaults`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
-Commands from the main process to a learner: `SaveCommand`, `StopCommand`.
+Commands from the main process to a learner: `SaveCommand`, `StopCommand`, and the population
+commands (`surge.population.commands.SetHyperparams`; `ReplacePolicy` travels as `ExportPolicy` to
+the source's learner, then `ImportPolicy` to the replaced one's). Their reports: `PolicyExported`,
+`PolicyImported`.
 """
 
 from __future__ import annotations
@@ -51,12 +54,12 @@ class ResetDone(NamedTuple):
 
 
 class Episodes(NamedTuple):
-    """Finished episodes `[(return, length in env steps, policy_id)]` of a rollout worker since its
+    """Finished episodes `[(return, length in env steps, policy_id, extra)]` of a rollout worker since its
     last report. Env steps are not reported: they are counted in shared memory
     (`SharedContext.env_steps`), so the main process sees them at once."""
 
     worker_idx: int
-    episodes: list[tuple[float, int, int]]
+    episodes: list[tuple[float, int, int, dict[str, float] | None]]  # extra: `EpisodeStats.extra`
 
 
 class NonFiniteEnvOutput(NamedTuple):
@@ -124,3 +127,30 @@ class SaveCommand(NamedTuple):
 
 class StopCommand(NamedTuple):
     pass
+
+
+class ExportPolicy(NamedTuple):
+    """`ReplacePolicy`'s first half, to the source policy's learner: write its model and learner
+    state (hyper-parameters included) to `path`, then report `PolicyExported`."""
+
+    path: str
+
+
+class PolicyExported(NamedTuple):
+    policy_id: int
+    path: str
+
+
+class ImportPolicy(NamedTuple):
+    """`ReplacePolicy`'s second half, to the replaced policy's learner: load the state at `path`
+    (written by policy `source_policy_id`'s learner), keep its own policy_version increasing,
+    publish the weights, report `PolicyImported`."""
+
+    path: str
+    source_policy_id: int
+
+
+class PolicyImported(NamedTuple):
+    policy_id: int
+    source_policy_id: int
+    policy_version: int

@@ -14,10 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from torch import nn
+from torch import Tensor, nn
 
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.learning.base import LearnerBase
+from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
+from surge.population.hyperparams import check_values
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
 
@@ -66,6 +68,20 @@ class Placement(Protocol):
         for policy `policy_id`, or for every policy when None."""
         ...
 
+    def set_policy_weights(self, policy_id: int, state_dict: dict[str, Tensor], policy_version: int) -> None:
+        """Gives frozen policy `policy_id` (`surge.population.roles`) the model state `state_dict`;
+        inference acts with it from its next batch on, stamping `policy_version`.
+
+        Raises:
+            ValueError: the policy learns (its learner owns its weights), or does not exist.
+        """
+        ...
+
+    def policy_weights(self, policy_id: int) -> tuple[dict[str, Tensor], int]:
+        """A CPU copy of policy `policy_id`'s current model state (a learner's as last published to
+        inference) and its policy_version."""
+        ...
+
     def set_env_frames(self, env_frames: int) -> None:
         """Tells the learners the run's env frames (for the learning-rate schedule)."""
         ...
@@ -79,6 +95,17 @@ class Placement(Protocol):
         """`fn` is called between the optimizer steps of a batch trained in this process (the
         serial placement), so the progress line keeps coming during a long batch; the async
         placement trains in other processes and never calls it."""
+        ...
+
+    def send_command(self, cmd: Command) -> None:
+        """Sends a command (`surge.population.commands`: `SetHyperparams`, `ReplacePolicy`) to a
+        policy's learner, or `SetRewardShaping` to every rollout worker. The serial placement applies it at once (the run calls this between
+        steps, so between batches); the async placement sends it to the learner process, which
+        applies it in order with its batches and checkpoints.
+
+        Raises:
+            ValueError: an unknown policy id, or a bad hyper-parameter name or value.
+        """
         ...
 
     def interrupt(self) -> None:
@@ -95,6 +122,38 @@ def checkpoint_state(model: nn.Module, learner: LearnerBase, counters: dict[str,
     """The content of one policy's checkpoint: model, optimizer and policy_version, the run's
     counters (env_steps, env_frames, train_seconds, best_return) and the RNG states."""
     return {"model": model.state_dict(), "learner": learner.state_dict(), **counters, "rng": rng_state()}
+
+
+def check_command(cmd: Command, num_policies: int) -> None:
+    """Refuses a command the learners could not apply, before it is applied or sent.
+
+    Raises:
+        ValueError: an unknown policy id, a policy replaced by itself, or a bad hyper-parameter
+            name or value (`surge.population.hyperparams.check_values`).
+    """
+    ids = [cmd.policy_id] + ([cmd.source_policy_id] if isinstance(cmd, ReplacePolicy) else [])
+    for p in ids:
+        if not 0 <= p < num_policies:
+            raise ValueError(
+                f"{type(cmd).__name__}: policy {p} does not exist (--num_policies={num_policies})"
+            )
+    if isinstance(cmd, ReplacePolicy) and cmd.source_policy_id == cmd.policy_id:
+        raise ValueError(f"ReplacePolicy: policy {cmd.policy_id} cannot replace itself")
+    if isinstance(cmd, SetHyperparams):
+        check_values(cmd.values)
+    elif isinstance(cmd, SetRewardShaping):
+        if not isinstance(cmd.scheme, dict):
+            raise ValueError(f"SetRewardShaping: the scheme must be a dict, got {type(cmd.scheme).__name__}")
+    elif not isinstance(cmd, ReplacePolicy):
+        raise ValueError(f"unknown command {cmd!r}")
+
+
+def copy_policy_state(src: dict[str, Any], model: nn.Module, learner: LearnerBase) -> None:
+    """`ReplacePolicy`'s effect on the replaced policy: `src` (`{"model": ..., "learner": ...}`,
+    another policy's model and learner state) is loaded into `model` and `learner`, except that
+    `learner.policy_version` increments instead of being copied."""
+    model.load_state_dict(src["model"])
+    learner.load_state_dict(src["learner"], keep_version=True)
 
 
 def restore_policy(model: nn.Module, learner: LearnerBase, state: dict[str, Any]) -> None:

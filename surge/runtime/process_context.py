@@ -4,7 +4,7 @@ pickled once, at spawn; their tensors are in shared memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from torch import Tensor
@@ -108,7 +108,8 @@ class InferenceContext:
 class RolloutContext:
     """Rollout worker `worker_idx` (its `incarnation`-th process): requests go to
     `request_queues[policy]`, replies come on `worker_queue`, finished blocks go to
-    `learner_queues[policy]`."""
+    `learner_queues[policy]`. `reward_shaping`: each policy's scheme set so far
+    (`SetRewardShaping`), for a worker started after it was sent."""
 
     shared: SharedContext
     worker_idx: int
@@ -116,3 +117,4 @@ class RolloutContext:
     request_queues: list[Any]
     worker_queue: Any
     learner_queues: list[Any]
+    reward_shaping: dict[int, dict] = field(default_factory=dict)

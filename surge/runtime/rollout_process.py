@@ -20,6 +20,7 @@ from queue import Empty
 from typing import Any
 
 from surge.experiment.folder import run_log_file
+from surge.population.commands import SetRewardShaping
 from surge.runtime.components import make_rollout_worker
 from surge.runtime.messages import (
     BlockReady,
@@ -55,6 +56,8 @@ def rollout_process_main(ctx: RolloutContext) -> None:
         try:
             _drain(ctx.worker_queue)
             worker.reset()
+            for p, scheme in ctx.reward_shaping.items():  # sent before this process started
+                worker.set_policy_reward_shaping(p, scheme)
             shared.report_queue.put(ResetDone(w, ctx.incarnation))
             beats = shared.heartbeats.numpy()
             beats[w] = time.monotonic()
@@ -174,6 +177,9 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
         except Empty:
             ready = []
         for raw in ready:
+            if type(raw) is SetRewardShaping:  # the only message that is not a plain tuple
+                worker.set_policy_reward_shaping(raw.policy_id, raw.scheme)
+                continue
             answered = requester.answered(raw)  # a plain ActionsReady tuple
             if answered is None:
                 continue
@@ -197,7 +203,7 @@ def _report(ctx: RolloutContext, worker: RolloutWorker, last_report: float) -> f
     now = time.monotonic()
     if now - last_report < REPORT_INTERVAL_SEC:
         return last_report
-    episodes = [(e.episode_return, e.episode_length, e.policy_id) for e in worker.pop_episodes()]
+    episodes = [(e.episode_return, e.episode_length, e.policy_id, e.extra) for e in worker.pop_episodes()]
     if episodes:
         ctx.shared.report_queue.put(Episodes(ctx.worker_idx, episodes))
     rewards, obs = worker.pop_nonfinite()

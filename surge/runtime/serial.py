@@ -29,9 +29,16 @@ from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rn
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
-from surge.runtime.placement import StepReport, checkpoint_state, restore_policy
+from surge.runtime.placement import (
+    StepReport,
+    check_command,
+    checkpoint_state,
+    copy_policy_state,
+    restore_policy,
+)
 from surge.sampling.env_state import EnvStateUnsupported
 
 log = logging.getLogger("surge")
@@ -266,12 +273,12 @@ class SerialPlacement:
         )
         self.c = c = build_components(self.cfg)
         self.num_agents, self.frameskip = c.info.agents_per_step, c.info.frameskip
-        for p, learner in enumerate(c.learners):
+        for p, learner in c.learners.items():
             state = self.resume_states[p]
             if state is not None:
                 restore_policy(c.models[p], learner, state)
                 c.inferences[p].policy_version = learner.policy_version
-        for learner in c.learners:
+        for learner in c.learners.values():
             learner.should_stop = self._between_optimizer_steps
         sampler_state = self._matching_sampler_state()
         self.sampler = SerialSampler(c, sampler_state)
@@ -303,7 +310,8 @@ class SerialPlacement:
         assert c is not None
         ours = [
             (int(s["env_frames"]), int(s["learner"]["policy_version"])) if s is not None else None
-            for s in self.resume_states
+            for p, s in enumerate(self.resume_states)
+            if p in c.learners
         ]
         saved = [(int(state["env_frames"]), int(v)) for v in state["policy_versions"]]
         if ours != saved:
@@ -347,7 +355,7 @@ class SerialPlacement:
         assert c is not None
         if not self.trains:  # the workers free their blocks themselves
             return
-        for p, learner in enumerate(c.learners):
+        for p, learner in c.learners.items():
             while not self.interrupted and (slots := self.sampler.take(p)) is not None:
                 if self.replay:  # copied out, released at once, trained at the replay ratio
                     learner.observe(learner.prepare_batch(slots))
@@ -363,6 +371,7 @@ class SerialPlacement:
                     else:
                         self.sampler.release(slots, p)
                 if stats is not None:
+                    stats.update(learner.hp.stats())
                     report.train_stats[p] = stats
                 c.inferences[p].policy_version = learner.policy_version
 
@@ -382,6 +391,65 @@ class SerialPlacement:
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
+
+    def send_command(self, cmd: Command) -> None:
+        """Applies `cmd` at once (see `Placement.send_command`); inference shares the models, so
+        it acts with replaced weights from the next step on.
+
+        Raises:
+            ValueError: see `check_command`; or the run does not train (no learners).
+        """
+        c = self.c
+        assert c is not None
+        check_command(cmd, self.cfg.num_policies)
+        if isinstance(cmd, SetRewardShaping):
+            for w in c.workers:
+                w.set_policy_reward_shaping(cmd.policy_id, cmd.scheme)
+            return
+        if not c.learners:
+            raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
+        learner = c.learners[cmd.policy_id]
+        if isinstance(cmd, SetHyperparams):
+            learner.set_hyperparams(cmd.values)
+            return
+        p, src = cmd.policy_id, cmd.source_policy_id
+        # deep copies: the two policies must not share Adam's moment tensors
+        state = copy.deepcopy({"model": c.models[src].state_dict(), "learner": c.learners[src].state_dict()})
+        copy_policy_state(state, c.models[p], learner)
+        c.inferences[p].policy_version = learner.policy_version
+
+    def set_policy_weights(
+        self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int
+    ) -> None:
+        """Loads `state_dict` into frozen policy `policy_id`'s model; its next actions use it and
+        are stamped `policy_version`.
+
+        Raises:
+            ValueError: the policy learns (its learner owns its weights), or the id is out of range.
+        """
+        c = self._frozen_check(policy_id)
+        c.models[policy_id].load_state_dict(state_dict)
+        c.inferences[policy_id].policy_version = int(policy_version)
+
+    def policy_weights(self, policy_id: int) -> tuple[dict[str, torch.Tensor], int]:
+        """A copy (on the CPU) of policy `policy_id`'s current model state, and its policy_version."""
+        c = self.c
+        assert c is not None
+        if not 0 <= policy_id < len(c.models):
+            raise ValueError(f"no policy {policy_id}")
+        state = {k: v.detach().to("cpu", copy=True) for k, v in c.models[policy_id].state_dict().items()}
+        learner = c.learners.get(policy_id)
+        version = learner.policy_version if learner is not None else c.inferences[policy_id].policy_version
+        return state, int(version)
+
+    def _frozen_check(self, policy_id: int) -> Components:
+        c = self.c
+        assert c is not None
+        if not 0 <= policy_id < len(c.models):
+            raise ValueError(f"no policy {policy_id}")
+        if policy_id in c.learners:
+            raise ValueError(f"policy {policy_id} learns: only a frozen policy's weights are set by the run")
+        return c
 
     def _between_optimizer_steps(self) -> bool:
         """The learners' `should_stop`: reports progress (a batch can take longer than the
@@ -405,7 +473,7 @@ class SerialPlacement:
         if c is None:
             return
         final = kind == "final"
-        for p, learner in enumerate(c.learners):
+        for p, learner in c.learners.items():
             if policy_id is not None and p != policy_id:
                 continue
             path = self.ckpts[p].save(
@@ -425,7 +493,7 @@ class SerialPlacement:
         # a refused final checkpoint leaves the previous one the latest: the sampler state that
         # matches it (if any) stays, a new one would match no checkpoint
         final_refused = any(r.kind == "final" for r in self.save_refusals)
-        if final and policy_id in (None, len(c.learners) - 1) and not final_refused:
+        if final and c.learners and policy_id in (None, max(c.learners)) and not final_refused:
             self._save_sampler_state(int(counters["env_frames"]))
 
     def _save_sampler_state(self, env_frames: int) -> None:
@@ -451,7 +519,9 @@ class SerialPlacement:
             )
             return
         state.update(
-            env_frames=env_frames, policy_versions=[lr.policy_version for lr in c.learners], rng=rng_state()
+            env_frames=env_frames,
+            policy_versions=[lr.policy_version for lr in c.learners.values()],
+            rng=rng_state(),
         )
         atomic_torch_save(state, path)
         log.info("Saved the sampler state %s", path)

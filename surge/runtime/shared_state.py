@@ -37,8 +37,8 @@ class SharedWeights:
         self.seq = torch.zeros(1, dtype=torch.int64).share_memory_()  # odd while being written
 
     def publish(self, model: nn.Module, policy_version: int) -> None:
-        """Learner side (the only writer of this policy): copies the model's state and sets
-        `policy_version`."""
+        """Writer side (the policy's learner, or for a frozen policy the main process: one writer
+        per policy): copies the model's state and sets `policy_version`."""
         with torch.no_grad():
             self.seq[0] += 1
             offset = 0
@@ -51,8 +51,17 @@ class SharedWeights:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state.pop("_version_view", None)  # a numpy view would travel as a copy, not shared
+        state.pop("_version_view", None)  # numpy views would travel as copies, not shared
+        state.pop("_seq_view", None)
         return state
+
+    def read_seq(self) -> int:
+        """The write counter: it moves with every `publish`, also one that keeps the policy_version
+        (a frozen policy given other weights), so readers reload when it changed."""
+        view = self.__dict__.get("_seq_view")
+        if view is None:
+            view = self._seq_view = self.seq.numpy()
+        return view.item(0)
 
     def read_version(self) -> int:
         """The latest published policy_version (read before each inference batch: a numpy view's

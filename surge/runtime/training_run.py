@@ -19,6 +19,9 @@ from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.experiment.monitor import Monitor
 from surge.learning.algorithm import get_algorithm
+from surge.population.pbt import PopulationBasedTraining
+from surge.population.roles import apply_frozen_sources, learning_policies
+from surge.population.self_play import SelfPlayController
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
 from surge.runtime.serial import SerialPlacement
@@ -62,6 +65,8 @@ class TrainingRun:
         self.train_seconds_before = 0.0
         self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
         self.summary: dict[str, float] = {}
+        self.pbt: PopulationBasedTraining | None = None
+        self.self_play: SelfPlayController | None = None  # with --self_play=True, set at the start
 
     def run(self) -> str:
         """Trains until the budget, a stop signal or a crash of a child process; see the class doc.
@@ -137,7 +142,10 @@ class TrainingRun:
                     ", ".join(p.name for p in partial),
                 )
         resume = cfg.restart_behavior == "resume"
-        resume_states = [c.load("latest") if resume else None for c in self.ckpts]
+        self.learning = learning_policies(cfg)  # frozen policies have no checkpoints
+        resume_states = [
+            c.load("latest") if resume and i in self.learning else None for i, c in enumerate(self.ckpts)
+        ]
         summaries = None if cfg.benchmark else [folder.summaries(i) for i in range(P)]
         self.monitor = m = Monitor(cfg, summaries, get_algorithm(cfg.algo).metric_tags)
         self._restore_counters(resume_states)
@@ -148,8 +156,17 @@ class TrainingRun:
         finished = failed = saving = False
         try:
             p.start()
+            apply_frozen_sources(cfg, p)
+            if cfg.self_play:
+                self.self_play = SelfPlayController(
+                    cfg,
+                    None if cfg.benchmark else folder.root / "self_play",
+                    m.writers[0] if m.writers else None,
+                )
+                self.self_play.start(p, resume_states[0] is not None, m.env_frames)
             p.limit_env_steps(math.ceil((cfg.train_for_env_steps - m.env_frames) / p.frameskip))
             p.set_progress(m.tick)
+            self.pbt = self._make_pbt()
             self.start_time = time.time()
             m.start_clock(self.start_time, self.train_seconds_before)
             self.last_save = self.last_milestone = self.start_time
@@ -197,7 +214,7 @@ class TrainingRun:
         and where its weights were first found non-finite (the first refused save names the
         tensors that were non-finite then), and that the run is not marked done."""
         p, folder = self.placement, self.folder
-        missing = [i for i in range(self.cfg.num_policies) if i not in p.final_written]
+        missing = [i for i in self.learning if i not in p.final_written]
         for i in missing:
             refusals = [r for r in p.save_refusals if r.policy_id == i]
             final = next((r for r in refusals if r.kind == "final"), None)
@@ -288,6 +305,8 @@ class TrainingRun:
         m.env_steps, m.env_frames = int(last["env_steps"]), int(last["env_frames"])
         self.train_seconds_before = float(last["train_seconds"])
         for p, state in enumerate(states):
+            if p not in self.learning:
+                continue
             if state is not None:
                 self.best_returns[p] = float(state["best_return"])
                 ps = m.policies[p]
@@ -328,6 +347,11 @@ class TrainingRun:
             self.first_frames = (time.time(), m.env_frames)
         m.add_steps(report.env_steps, p.frameskip, p.num_agents)
         m.add_episodes(report.episodes)
+        if self.pbt is not None:
+            self.pbt.observe(report.episodes, p.frameskip)
+            self.pbt.step(m.env_frames)
+        if self.self_play is not None and report.episodes:
+            self.self_play.on_episodes(report.episodes, m.env_frames)
         if report.nonfinite_rewards or report.nonfinite_obs:
             m.add_nonfinite(report.nonfinite_rewards, report.nonfinite_obs)
         if report.env_faults or report.worker_restarts:
@@ -343,9 +367,30 @@ class TrainingRun:
         elapsed = self.train_seconds_before + time.time() - self.start_time
         return m.env_frames < cfg.train_for_env_steps and elapsed < cfg.train_for_seconds
 
+    def _make_pbt(self) -> PopulationBasedTraining | None:
+        """The PBT controller with `--with_pbt` (resumed from `pbt_state.json`), after it sent
+        every policy its hyper-parameters; None without."""
+        cfg, folder = self.cfg, self.folder
+        if not cfg.with_pbt:
+            return None
+        bench = cfg.benchmark
+        pbt = PopulationBasedTraining(
+            cfg,
+            self.placement.send_command,
+            None if bench else folder.pbt_state_file,
+            None if bench else folder.pbt_log_file,
+            self.monitor.writers,
+        )
+        pbt.start(self.monitor.env_frames)
+        return pbt
+
     def _save_all(self, kind: str) -> None:
-        for i in range(self.cfg.num_policies):
+        if self.pbt is not None:
+            self.pbt.save()
+        for i in self.learning:
             self.placement.save(kind, self._counters(i), policy_id=i)
+        if self.self_play is not None:
+            self.self_play.checkpoint(self.monitor.env_frames)
 
     def _maybe_save(self, now: float) -> None:
         cfg, m, p = self.cfg, self.monitor, self.placement
@@ -358,6 +403,8 @@ class TrainingRun:
         if now - self.last_best < cfg.save_best_every_sec or m.env_frames < cfg.save_best_after:
             return
         for i, ps in enumerate(m.policies):
+            if i not in self.learning:
+                continue
             mean = ps.mean_return()
             if len(ps.returns) >= min(10, cfg.stats_avg) and mean > self.best_returns[i]:
                 self.best_returns[i] = mean

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.envs.action_masks import MASK_KEY
 from surge.models.actor_critic import ActorCritic
 
 
@@ -27,7 +28,8 @@ class InferenceWorker:
         policy_id: the policy this worker acts for.
         num_policies: policies of the run; with more than one, a request's slots are filtered to
             those whose `policy_id` at t is this worker's.
-        reads_obs: whether `act` needs observations.
+        reads_obs: whether `act` needs observations (when False and the env has action masks,
+            `act` gets the dict `{"action_mask": [B, num_logits] bool}` alone).
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class InferenceWorker:
         self._fields = {name: getattr(buffers, name) for name in buffers.FIELDS}
         self._on_cpu = device.type == "cpu"
         self._no_state: dict[int, Tensor] = {}  # [n, 0] hidden states of models without an RNN
+        self._masked = isinstance(buffers.obs, dict) and MASK_KEY in buffers.obs
 
     def infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         """Acts on every request `(slots, t)` in one forward pass (without autograd); `slots` is
@@ -92,7 +95,12 @@ class InferenceWorker:
             def read(x: Tensor) -> Tensor:
                 return x[slots, ts].to(dev, non_blocking=True)
 
-        obs = tree_map(read, buf.obs) if self.reads_obs else None
+        if self.reads_obs:
+            obs = tree_map(read, buf.obs)
+        elif self._masked:  # a policy that reads no observation still keeps to the legal actions
+            obs = {MASK_KEY: read(buf.obs[MASK_KEY])}
+        else:
+            obs = None
         if buf.rnn_states.shape[-1]:
             rnn_states = read(buf.rnn_states)
         else:  # no recurrent state: spare the gather
@@ -120,8 +128,16 @@ def _count(slots: Tensor | slice) -> int:
     return slots.stop - slots.start if isinstance(slots, slice) else len(slots)
 
 
-def random_actions(space: gym.Space, n: int) -> Tensor:
-    """`n` uniformly random actions of `space` in the buffers' layout (the dummy sampler's policy)."""
+def random_actions(space: gym.Space, n: int, action_mask: Tensor | None = None) -> Tensor:
+    """`n` uniformly random actions of `space` in the buffers' layout (the dummy sampler's policy);
+    with `action_mask` `[n, num_logits]` bool (Discrete, MultiDiscrete), uniform over the legal
+    actions of each row (each head), every action where a head's row has none."""
+    if action_mask is not None:
+        from surge.models.distributions import apply_action_mask, make_distribution
+
+        logits = apply_action_mask(space, torch.zeros(action_mask.shape), action_mask)
+        actions = make_distribution(space, logits).sample()
+        return actions + int(space.start) if isinstance(space, gym.spaces.Discrete) else actions
     if isinstance(space, gym.spaces.Discrete):
         return torch.randint(int(space.n), (n,)) + int(space.start)
     if isinstance(space, gym.spaces.MultiDiscrete):

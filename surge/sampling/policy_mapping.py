@@ -9,7 +9,10 @@ seeded from `--seed` and the worker. Built in:
 - `random`: a random policy per env and episode, the same for all agents of the env; with
   `--pbt_mix_policies_in_one_env=True` (Sample Factory's default) each agent draws its own;
 - `agent_index`: agent i -> policy i mod num_policies (one policy per player of a match);
-- `env_index`: env k -> policy k mod num_policies, fixed for the run.
+- `env_index`: env k -> policy k mod num_policies, fixed for the run;
+- `self_play` (`--self_play=True`): in each episode of a two-player game policy 0 plays one side,
+  first and second in turn (agent (env + episode) mod 2), and a random opponent slot 1..n-1 the
+  other.
 """
 
 from __future__ import annotations
@@ -37,8 +40,17 @@ def _env_index(env: int, agent: int, episode: int, n: int, rng: random.Random) -
     return env % n
 
 
+def _self_play(env: int, agent: int, episode: int, n: int, rng: random.Random) -> int:
+    # policy 0 takes side (env + episode) mod 2, so it plays first and second in turn; every other
+    # agent is an opponent slot 1..n-1 drawn at random (a two-player game pairs 0 with one slot)
+    if agent == (env + episode) % 2:
+        return 0
+    return 1 + rng.randrange(n - 1)
+
+
 register_policy_mapping("agent_index", _agent_index)
 register_policy_mapping("env_index", _env_index)
+register_policy_mapping("self_play", _self_play)
 
 
 def mapping_names() -> list[str]:

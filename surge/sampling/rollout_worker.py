@@ -47,8 +47,11 @@ from torch import Tensor
 
 from surge.data.routing import OwnSlots, route_block
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
+from surge.envs.action_masks import MASK_KEY, has_action_mask, sample_legal
 from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
+from surge.population.objective import TRUE_REWARD, episode_statistic
+from surge.population.shaping import WorkerShaping
 from surge.sampling.env_state import load_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
@@ -58,11 +61,14 @@ MAX_CONSECUTIVE_ENV_FAULTS = 3
 
 @dataclass
 class EpisodeStats:
-    """One finished episode: return in env reward units, length in env steps."""
+    """One finished episode: return in env reward units, length in env steps, and (with
+    `--with_pbt` and a `--pbt_target_objective` other than true_reward) that statistic as the env
+    reported it (`surge.population.objective`), in `extra` by name."""
 
     episode_return: float
     episode_length: int
     policy_id: int = 0
+    extra: dict[str, float] | None = None
 
 
 @dataclass
@@ -170,8 +176,8 @@ class RolloutWorker:
         policy_mapper: which policy acts for each agent (None: policy 0 for all).
         has_learners: False when nothing trains on the trajectories (the dummy sampler,
             `--sampler_only`): a finished block is free again at once.
-        learning: the policies that have a learner (None: all; `surge.data.routing`); a frozen
-            policy's trajectories go to no learner.
+        learning: the policies that have a learner (`surge.population.roles.learning_policies`;
+            None: all); a frozen policy's trajectories go to no learner (`surge.data.routing`).
         env_factory: builds a replacement env object for one that raised in `step` (None: such an
             exception propagates).
     Raises:
@@ -199,6 +205,10 @@ class RolloutWorker:
         self.last_env_fault = ""  # the latest one's exception, one line
         self.fault_streaks: dict[tuple[int, int], int] = {}  # (split, env) -> faults in a row
         self.cfg, self.worker_idx = cfg, worker_idx
+        # the per-episode statistic PBT selects on, when it is not the return (None: none to read)
+        self.objective_name: str | None = (
+            cfg.pbt_target_objective if cfg.with_pbt and cfg.pbt_target_objective != TRUE_REWARD else None
+        )
         self.buffers, self.slot_pools = buffers, slot_pools
         # numpy views of the buffers the worker writes every step: a numpy assignment costs a
         # fraction of a tensor's (whose dispatch alone is a few microseconds), several per step
@@ -207,6 +217,7 @@ class RolloutWorker:
             for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states", "policy_id")
         }
         self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
+        self.shaping = WorkerShaping(env_splits[0][0].num_agents)  # each policy's reward shaping (PBT)
         self.rollout = cfg.rollout
         env0 = env_splits[0][0]
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
@@ -264,10 +275,15 @@ class RolloutWorker:
             self.buffers.rnn_states[split.index, 0] = 0.0
 
     def _random_steps(self, split: SplitState, e_idx: int, obs: list, n: int) -> list:
-        """Steps env `e_idx` of `split` `n` times with random actions (decorrelation); a fault
-        rebuilds the env, whose first observations are returned then."""
+        """Steps env `e_idx` of `split` `n` times with random actions (decorrelation), legal ones
+        under the observations' action masks; a fault rebuilds the env, whose first observations
+        are returned then."""
+        masked = has_action_mask(self.obs_space)
         for _ in range(n):
-            actions = [self.action_space.sample() for _ in range(self.num_agents)]
+            if masked:
+                actions = [sample_legal(self.action_space, o[MASK_KEY]) for o in obs]
+            else:
+                actions = [self.action_space.sample() for _ in range(self.num_agents)]
             try:
                 obs, *_ = split.envs[e_idx].step(actions)
             except Exception as e:  # noqa: BLE001 - a fault, as in `advance`
@@ -318,6 +334,26 @@ class RolloutWorker:
             env_index = split.first_env + j // n_ag
             split.agent_policy[j] = mapper.policy_for(env_index, j % n_ag, int(split.agent_episode[j]))
         split.policies = sorted(set(split.agent_policy.tolist()))
+        if self.shaping.schemes:  # each agent's env takes its new policy's reward shaping
+            for j in np.flatnonzero(agents).tolist():
+                self._shape(split, j)
+
+    def set_policy_reward_shaping(self, policy_id: int, scheme: dict) -> None:
+        """Policy `policy_id`'s reward-shaping scheme from now on (`surge.population.shaping`):
+        set at once on the envs of the agents playing it, and on each agent's env when it starts
+        an episode for it."""
+        self.shaping.set(policy_id, scheme)
+        for split in self.splits:
+            for j in range(split.n):
+                if (int(split.agent_policy[j]) if self.mapper is not None else 0) == policy_id:
+                    self._shape(split, j)
+
+    def _shape(self, split: SplitState, j: int) -> None:
+        p = int(split.agent_policy[j]) if self.mapper is not None else 0
+        try:
+            self.shaping.apply(split.envs, id(split), j, p)
+        except EnvError:  # a multi-agent env before its first reset: set at the agent's next episode
+            pass
 
     def policy_request(self, split_idx: int) -> tuple[Tensor, int]:
         """The `(slots [N] int64, t)` whose observations wait for actions; with several policies,
@@ -448,10 +484,20 @@ class RolloutWorker:
                             float(np.asarray(ep["r"])),
                             int(np.asarray(ep["l"])),
                             int(split.agent_policy[lo + a]) if self.mapper is not None else 0,
+                            self._objective(info),
                         )
                     )
         self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
+
+    def _objective(self, info: dict[str, Any]) -> dict[str, float] | None:
+        """PBT's objective statistic of an episode-ending step's `info`, when PBT selects on one
+        other than the return (`surge.population.objective`); None otherwise or when absent."""
+        name = self.objective_name
+        if name is None:
+            return None
+        value = episode_statistic(info, name)
+        return None if value is None else {name: value}
 
     def _replace_env(self, split: SplitState, e_idx: int, error: Exception) -> Any:
         """Counts the fault `error` of env `e_idx` of `split`, closes it, builds and resets a new one

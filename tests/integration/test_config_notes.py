@@ -31,7 +31,7 @@ def test_flags_without_effect_are_reported_once_in_the_log_file(tmp_path):
         ("--learner_main_loop_num_cores", "has no effect in surge (the learner uses"),
         ("--default_niceness", "has no effect with --serial_mode=True (there are no child processes"),
         ("--policy_workers_per_policy", "has no effect with --serial_mode=True (inference runs"),
-        ("--pbt_mutation_rate", "has no effect in surge (population-based training is not available"),
+        ("--pbt_mutation_rate", "has no effect without --with_pbt=True"),
     ]:
         assert log.count(f"{flag} {why}") == 1, flag
     assert "--num_workers has no effect" not in log  # serial mode runs num_workers workers too

@@ -146,6 +146,11 @@ def _shaping_scheme(s: DoomScenario, p: DoomParams) -> dict | None:
     return scheme
 
 
+def default_reward_shaping(cfg: Config) -> dict | None:
+    """The reward-shaping scheme `cfg`'s Doom envs start with (None: the scenario has none)."""
+    return _shaping_scheme(_scenario(cfg.env), family_params(cfg, DoomParams))
+
+
 def make_player_env(s: DoomScenario, p: DoomParams, net: NetGame | None, render_mode: str | None) -> gym.Env:
     """One agent's wrapped env (see the module docstring), with the family's flags `p`."""
     env: gym.Env = DoomGameEnv(
