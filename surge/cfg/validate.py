@@ -845,8 +845,16 @@ def check_population(cfg: Any) -> None:
             `--pbt_optimize_batch_size=True`.
     """
     from surge.population.hyperparams import parse_policy_hyperparams
+    from surge.population.roles import learning_policies
 
-    parse_policy_hyperparams(cfg.policy_hyperparams, cfg.num_policies)
+    per_policy = parse_policy_hyperparams(cfg.policy_hyperparams, cfg.num_policies)
+    learning = learning_policies(cfg)
+    if frozen := sorted(p for p in per_policy if p not in learning):
+        raise ConfigError(
+            "policy_hyperparams",
+            f"policies {frozen} are frozen (--frozen_policies / --self_play): they have no learner to use hyper-parameters.",
+            "give hyper-parameters to learning policies only.",
+        )
     if cfg.pbt_optimize_batch_size:
         raise ConfigError(
             "pbt_optimize_batch_size",
@@ -865,6 +873,13 @@ def check_population(cfg: Any) -> None:
     if not get_algorithm(cfg.algo).trains or cfg.sampler_only:
         raise ConfigError(
             "with_pbt", f"--algo={cfg.algo} does not train: there is nothing for PBT to select.", ""
+        )
+    if len(learning) < cfg.num_policies:
+        raise ConfigError(
+            "with_pbt",
+            f"PBT ranks and replaces every policy, but policies {sorted(set(range(cfg.num_policies)) - set(learning))} "
+            "are frozen (--frozen_policies): they have no learner to copy into or from.",
+            "drop --frozen_policies, or use --with_pbt=False.",
         )
     if not 0.0 < cfg.pbt_replace_fraction <= 0.5:
         raise ConfigError(

@@ -150,7 +150,7 @@ A2C = register_algorithm(
             "max_grad_norm": 1.0,
             "normalize_advantage": False,
             # rlpyt's A2C has no value normalisation; with the vector-obs default (True) the
-            # deterministic CartPole policy collapsed in 5 of 8 seeds (docs/logs/2026-11-24-a2c.md)
+            # deterministic CartPole policy collapsed in 5 of 8 seeds (docs/logs/a2c_2026-11-24.md)
             "normalize_returns": False,
             "num_minibatches_to_accumulate": 0,
             # one gradient step per batch (validate_a2c), also where an env family or the env's

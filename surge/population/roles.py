@@ -7,7 +7,8 @@ no share of the trajectory blocks and no checkpoints: its weights are set by the
 
 - `--frozen_policies ID:SOURCE`: SOURCE is a checkpoint file (its `model` weights), `random` (the
   policy's random initial weights) or `uniform` (the action-logits layer zeroed, so every legal
-  action is equally likely: a uniformly random player), applied once at the start of the run;
+  action is equally likely: a uniformly random player, for Discrete and MultiDiscrete actions;
+  for Box actions it gives the mean 0 and leaves the log-std as initialised), applied once at the start of the run;
 - `--self_play=True`: policies 1..num_policies-1 are the opponent slots of the self-play pool
   (`surge.population.self_play`), which loads past snapshots of policy 0 into them.
 

@@ -456,7 +456,7 @@ class AsyncPlacement:
         Raises:
             ValueError: see `check_command`; or the run does not train (no learners).
         """
-        check_command(cmd, self.cfg.num_policies)
+        check_command(cmd, self.cfg.num_policies, self.learning)
         if isinstance(cmd, SetRewardShaping):  # to the rollout workers, and to any started later
             self.reward_shaping[cmd.policy_id] = cmd.scheme
             for q in self.worker_queues:

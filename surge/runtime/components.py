@@ -92,7 +92,10 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split) * learners
     acc = minibatches_to_accumulate(cfg)
     if acc == 0:  # synchronous: collection waits while the learners hold every block
-        return max(1, math.ceil(per_iteration_blocks / owners)) + (learners > 1)
+        # one block more per owner with several policies (frozen ones too): learners hold single
+        # trajectories, so the free slots of an owner can fall short of a block (a frozen policy's
+        # slots are freed at once) while no learner has its batch yet
+        return max(1, math.ceil(per_iteration_blocks / owners)) + (cfg.num_policies > 1)
     iterations = 2 if acc < 0 else math.ceil(acc / cfg.num_batches_per_iteration)
     held = math.ceil(per_iteration_blocks * iterations / owners)
     return max(cfg.min_traj_buffers_per_worker, held + 1)

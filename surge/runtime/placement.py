@@ -124,12 +124,20 @@ def checkpoint_state(model: nn.Module, learner: LearnerBase, counters: dict[str,
     return {"model": model.state_dict(), "learner": learner.state_dict(), **counters, "rng": rng_state()}
 
 
-def check_command(cmd: Command, num_policies: int) -> None:
+def check_command(cmd: Command, num_policies: int, learning: list[int] | None = None) -> None:
     """Refuses a command the learners could not apply, before it is applied or sent.
 
+    Args:
+        cmd: the command.
+        num_policies: `--num_policies`.
+        learning: the policies with a learner (`surge.population.roles.learning_policies`; None:
+            all). `SetHyperparams` and `ReplacePolicy` name learning policies only: a frozen
+            policy has no learner to set or to export from.
+
     Raises:
-        ValueError: an unknown policy id, a policy replaced by itself, or a bad hyper-parameter
-            name or value (`surge.population.hyperparams.check_values`).
+        ValueError: an unknown policy id, a frozen policy in `SetHyperparams` / `ReplacePolicy`, a
+            policy replaced by itself, or a bad hyper-parameter name or value
+            (`surge.population.hyperparams.check_values`).
     """
     ids = [cmd.policy_id] + ([cmd.source_policy_id] if isinstance(cmd, ReplacePolicy) else [])
     for p in ids:
@@ -137,6 +145,8 @@ def check_command(cmd: Command, num_policies: int) -> None:
             raise ValueError(
                 f"{type(cmd).__name__}: policy {p} does not exist (--num_policies={num_policies})"
             )
+        if learning is not None and p not in learning and isinstance(cmd, (SetHyperparams, ReplacePolicy)):
+            raise ValueError(f"{type(cmd).__name__}: policy {p} is frozen (no learner); learning: {learning}")
     if isinstance(cmd, ReplacePolicy) and cmd.source_policy_id == cmd.policy_id:
         raise ValueError(f"ReplacePolicy: policy {cmd.policy_id} cannot replace itself")
     if isinstance(cmd, SetHyperparams):

@@ -401,7 +401,7 @@ class SerialPlacement:
         """
         c = self.c
         assert c is not None
-        check_command(cmd, self.cfg.num_policies)
+        check_command(cmd, self.cfg.num_policies, sorted(c.learners))
         if isinstance(cmd, SetRewardShaping):
             for w in c.workers:
                 w.set_policy_reward_shaping(cmd.policy_id, cmd.scheme)

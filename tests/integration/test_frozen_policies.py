@@ -93,3 +93,50 @@ def test_serial_frozen_policy_acts_but_never_learns(tmp_path):
 def test_async_frozen_policy_acts_but_never_learns(tmp_path):
     p = _placement(tmp_path, serial=False)
     _check(p, _budget(120), lambda: p.block_pool, lambda i: f"learner_p{i}" in p.procs)
+
+
+def test_commands_to_a_frozen_policy_are_refused_with_value_error(tmp_path):
+    """SetHyperparams / ReplacePolicy name learners: a frozen policy has none (serial: a KeyError
+    before, async: a command queue nobody reads)."""
+    from surge.population.commands import ReplacePolicy, SetHyperparams
+
+    placement = _placement(tmp_path, serial=True)
+    placement.start()
+    try:
+        for cmd in (SetHyperparams(1, {"gamma": 0.9}), ReplacePolicy(0, 1), ReplacePolicy(1, 0)):
+            with pytest.raises(ValueError, match="frozen"):
+                placement.send_command(cmd)
+        placement.send_command(SetHyperparams(0, {"gamma": 0.9}))  # the learning one still takes it
+        assert placement.c.learners[0].hp.gamma == 0.9
+    finally:
+        placement.close()
+
+
+@pytest.mark.timeout(60)
+def test_synchronous_learning_beside_a_frozen_policy_does_not_stall(tmp_path):
+    """A2C learns synchronously (`num_minibatches_to_accumulate=0`): the pool holds one batch. A
+    frozen policy's trajectories are freed at hand-over, so the learner's held trajectories grow by
+    less than a block and the pool needs one block more per owner, as with two learners; without
+    it this run waits forever for a batch (one worker, one block per owner)."""
+    from surge.runtime.training_run import train
+
+    args = [
+        "--env=CartPole-v1",
+        "--experiment=a2c_frozen",
+        f"--train_dir={tmp_path}",
+        "--algo=A2C",
+        "--serial_mode=True",
+        "--num_policies=2",
+        "--frozen_policies",
+        "1:uniform",
+        "--num_workers=1",
+        "--num_envs_per_worker=4",
+        "--worker_num_splits=1",
+        "--rollout=8",
+        "--recurrence=8",
+        "--batch_size=32",
+        "--use_rnn=False",
+        "--train_for_env_steps=3000",
+        "--seed=1",
+    ]
+    assert train(parse_cfg(args)) == "done"

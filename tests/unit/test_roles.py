@@ -53,6 +53,18 @@ def test_roles_from_the_flags(tmp_path):
         ),
         (["--num_policies=2", "--policy_mapping=self_play"], "policy_mapping"),
         (["--num_policies=2", "--self_play=True"], "self_play"),  # CartPole has one player
+        # PBT would rank, set and replace a policy that has no learner
+        (["--num_policies=3", "--with_pbt=True", "--frozen_policies", "2:uniform"], "with_pbt"),
+        (
+            [
+                "--num_policies=2",
+                "--frozen_policies",
+                "1:uniform",
+                "--policy_hyperparams",
+                '{"1": {"gamma": 0.9}}',
+            ],
+            "policy_hyperparams",
+        ),
     ],
 )
 def test_wrong_roles_are_refused_naming_the_field(tmp_path, args, field):
