@@ -116,6 +116,8 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 return
             if isinstance(item, ImportPolicy):
                 state = torch.load(item.path, map_location=device, weights_only=True)
+                # one import per export: kept, they would pile up over a long PBT run
+                Path(item.path).unlink(missing_ok=True)
                 copy_policy_state(state, model, learner)
                 weights.publish(model, learner.policy_version)
                 log.info(

@@ -3,6 +3,7 @@ runtime (`SetHyperparams`, `ReplacePolicy`), in both placements."""
 
 import copy
 import json
+import os
 
 import pytest
 import torch
@@ -158,6 +159,8 @@ def test_async_commands_reach_the_learner_processes(tmp_path):
         placement.send_command(SetHyperparams(0, {"exploration_loss_coeff": 0.01}))
         while not placement.replaced:
             placement.step()
+        # the exported state is removed once imported (a long PBT run would pile them up)
+        assert placement.exchange_dir is not None and not os.listdir(placement.exchange_dir)
         for _ in range(20):
             placement.step()
         placement.save("final", counters)
