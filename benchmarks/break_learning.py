@@ -77,20 +77,20 @@ BREAKAGES = [
         "V-trace without traces: c-bar = 0 where the learner calls vtrace",
         [
             (
-                'rewards, v, mb["dones"], log_rhos, cfg.gamma, cfg.vtrace_rho, cfg.vtrace_c',
-                'rewards, v, mb["dones"], log_rhos, cfg.gamma, cfg.vtrace_rho, 0.0',
+                'rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c',
+                'rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, 0.0',
             )
         ],
     ),
     Breakage(
         "gae_lambda_is_1",
         "GAE with lambda ignored: lambda = 1 where the learner calls gae",
-        [("cfg.gamma, cfg.gae_lambda)", "cfg.gamma, 1.0)")],
+        [("hp.gamma, hp.gae_lambda)", "hp.gamma, 1.0)")],
     ),
     Breakage(
         "gae_lambda_is_0",
         "GAE with lambda ignored: lambda = 0 where the learner calls gae",
-        [("cfg.gamma, cfg.gae_lambda)", "cfg.gamma, 0.0)")],
+        [("hp.gamma, hp.gae_lambda)", "hp.gamma, 0.0)")],
     ),
     Breakage(
         "rnn_state_not_carried",
@@ -157,10 +157,13 @@ BREAKAGES = [
     ),
     Breakage(
         "lr_schedule_ignored",
-        "learning-rate schedule ignored: the learner always uses cfg.learning_rate",
+        "learning-rate schedule ignored: the learner always uses its base learning rate",
         [
-            ("lr = learning_rate(self.cfg, env_frames)", "lr = self.cfg.learning_rate"),
-            ("lr = learning_rate(cfg, env_frames)", "lr = cfg.learning_rate"),
+            # the policy's own base rate (PBT may change it), never decayed
+            (
+                "lr = learning_rate(self.cfg, env_frames, self.hp.learning_rate)",
+                "lr = self.hp.learning_rate",
+            ),
         ],
     ),
 ]
