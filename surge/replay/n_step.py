@@ -1,0 +1,68 @@
+"""n-step returns read from the ring (Mnih et al. 2016 / Hessel et al. 2018 "Rainbow", eq. 2;
+rlpyt's `n_step_return`), with terminated and truncated kept apart.
+
+For a sampled step t of column c, the window is the steps t .. t+L-1 with L <= n: it stops after n
+steps or at the first step that ends the episode, whichever comes first, and never reaches a step
+not yet written:
+
+    G_t^(n) = sum_{k=0}^{L-1} gamma^k r_{t+k}
+    target  = G_t^(n) + discount * Q(next_obs),  discount = gamma^L, or 0 when step t+L-1 TERMINATED
+
+next_obs is the observation after the window, obs_{t+L}; when step t+L-1 was TRUNCATED it is that
+step's own observation obs_{t+L-1} (surge does not store a truncated episode's final observation,
+`surge.replay.ring`), still with discount gamma^L.
+
+A step is sampleable when it is written and active, every step of its window is active, and the
+window is complete: n steps are written, or it ends with the episode. So the newest n-1 steps of a
+column are not sampleable until the steps after them arrive (unless their episode ended).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from surge.replay.ring import RingStore
+
+
+@dataclass
+class Window:
+    """The n-step window of each sampled step, all `[B]`: valid (bool), returns (float32),
+    discounts (float32), n_steps (int64, L), next_rows (int64, the ring row of next_obs)."""
+
+    valid: Tensor
+    returns: Tensor
+    discounts: Tensor
+    n_steps: Tensor
+    next_rows: Tensor
+
+
+def n_step_window(ring: RingStore, rows: Tensor, cols: Tensor, n: int, gamma: float) -> Window:
+    """The n-step windows of steps `rows`, `cols` (`[B]` int64 each); see the module docstring.
+    Vectorised over `[n, B]`; observations are checked by the ring's observation store too (a frame
+    stack whose history was overwritten is not sampleable)."""
+    C = ring.capacity
+    k = torch.arange(n)[:, None]
+    win = (rows[None] + k) % C  # [n, B]
+    c = cols[None].expand_as(win)
+    age = ring.age(rows, cols)
+    written = k <= age[None]
+    done = (ring.terminated[win, c] | ring.truncated[win, c]) & written
+    ended_before = (done.long().cumsum(0) - done.long()) > 0
+    inside = written & ~ended_before
+    ends = (done & inside).any(0)
+    L = inside.long().sum(0)
+    active = (ring.is_active[win, c] | ~inside).all(0)
+    valid = (age < ring.count[cols]) & (ends | (age >= n - 1)) & active
+    disc_k = gamma ** k.double()
+    returns = torch.where(inside, ring.rewards[win, c].double() * disc_k, 0.0).sum(0).float()
+    last = (rows + (L - 1).clamp(min=0)) % C
+    term_last = ends & ring.terminated[last, cols]
+    trunc_last = ends & ~term_last
+    discounts = torch.where(term_last, 0.0, gamma ** L.double()).float()
+    next_rows = (rows + L - trunc_last.long()) % C
+    if ring.obs.history:
+        valid = valid & ring.obs.valid(ring, rows, cols) & ring.obs.valid(ring, next_rows, cols)
+    return Window(valid, returns, discounts, L, next_rows)

@@ -1,0 +1,104 @@
+"""Uniform replay with n-step returns (SB3's ReplayBuffer, rlpyt's UniformReplayBuffer): every
+sampleable step of every column equally likely."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from surge.replay.n_step import Window, n_step_window
+from surge.replay.ring import Appended, RingStore
+
+#: rounds of rejection sampling before `sample` gives up
+MAX_ROUNDS = 64
+
+
+class UniformReplay:
+    """A replay ring (`RingStore`) sampled uniformly over its sampleable steps (`surge.replay.n_step`).
+
+    Args:
+        capacity: rows per column; the buffer holds up to `(capacity - 1) * num_columns` steps.
+        num_columns: env-agent streams (one per actor of the sampler).
+        n_step: n of the n-step return (1 = one-step TD).
+        gamma: discount.
+        frame_stack: 0, or F to store stacked-frame observations one frame per step (`frames`).
+    Raises:
+        ValueError: n_step < 1, gamma outside [0, 1], or a bad capacity (`RingStore`).
+    """
+
+    def __init__(self, capacity: int, num_columns: int, n_step: int = 1, gamma: float = 0.99, frame_stack: int = 0):
+        if n_step < 1:
+            raise ValueError(f"n_step must be >= 1, got {n_step}")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        self.ring = RingStore(capacity, num_columns, frame_stack)
+        self.n_step, self.gamma = int(n_step), float(gamma)
+
+    def append(self, block: dict[str, Any], columns: Tensor, new_episode: Tensor | None = None) -> Appended:
+        """Stores a block `[T, n]` (`RingStore.append`, which lists its fields and errors)."""
+        return self.ring.append(block, columns, new_episode)
+
+    def __len__(self) -> int:
+        """Steps stored (some of them not sampleable yet, see `surge.replay.n_step`)."""
+        return self.ring.num_steps()
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> dict[str, Any]:
+        """`batch_size` steps drawn uniformly, with replacement, among the sampleable ones (by
+        rejection from uniform draws over the written rows: exactly uniform over the accepted set).
+
+        Returns:
+            a dict: obs and next_obs `[B, ...]` (dicts for Dict spaces; next_obs as in
+            `surge.replay.n_step`), actions `[B, ...]`, returns `[B]` float32 (the n-step return),
+            discounts `[B]` float32 (gamma^L, 0 after a termination), n_steps `[B]` int64,
+            rows, columns and indices `[B]` int64 (`indices = row * num_columns + column`).
+        Raises:
+            ValueError: no step is sampleable after `MAX_ROUNDS` rounds of draws.
+        """
+        ring = self.ring
+        need, got_r, got_c = batch_size, [], []
+        for _ in range(MAX_ROUNDS):
+            if need <= 0 or ring.high_water == 0:
+                break
+            m = max(2 * need, 64)
+            r = torch.randint(ring.high_water, (m,), generator=generator)
+            c = torch.randint(ring.num_columns, (m,), generator=generator)
+            ok = n_step_window(ring, r, c, self.n_step, self.gamma).valid
+            r, c = r[ok][:need], c[ok][:need]
+            got_r.append(r)
+            got_c.append(c)
+            need -= r.numel()
+        if need > 0:
+            raise ValueError(
+                f"the replay has too few sampleable steps ({len(self)} stored): wait for more "
+                "(learning starts later) before sampling"
+            )
+        rows, cols = torch.cat(got_r), torch.cat(got_c)
+        return self.gather(rows, cols, n_step_window(ring, rows, cols, self.n_step, self.gamma))
+
+    def gather(self, rows: Tensor, cols: Tensor, w: Window) -> dict[str, Any]:
+        """The sample dict of steps `rows`, `cols` `[B]` with their windows (see `sample`)."""
+        ring = self.ring
+        assert ring.actions is not None
+        return {
+            "obs": ring.obs.read(rows, cols),
+            "actions": ring.actions[rows, cols],
+            "returns": w.returns,
+            "next_obs": ring.obs.read(w.next_rows, cols),
+            "discounts": w.discounts,
+            "n_steps": w.n_steps,
+            "rows": rows,
+            "columns": cols,
+            "indices": rows * ring.num_columns + cols,
+        }
+
+    def state_dict(self) -> dict[str, Any]:
+        """The whole buffer (tensors shared, not copied); `surge.replay.persist` saves it."""
+        return {"kind": type(self).__name__, "n_step": self.n_step, "gamma": self.gamma, "ring": self.ring.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Raises ValueError for a state of another kind, n_step or shape."""
+        if state["kind"] != type(self).__name__ or state["n_step"] != self.n_step:
+            raise ValueError(f"saved replay is a {state['kind']} with n_step={state['n_step']}, this one {type(self).__name__} with {self.n_step}")
+        self.ring.load_state_dict(state["ring"])
