@@ -61,7 +61,8 @@ class FrameObs:
         F = self.F
         if self.frames is None:
             self.frames = torch.zeros(self.capacity, self.num_columns, *obs.shape[3:], dtype=obs.dtype)
-        self.frames[rows, cols[None]] = obs[:, :, -1]
+        flat = (rows * self.num_columns + cols[None]).reshape(-1).numpy()
+        self._flat_frames()[flat] = obs[:, :, -1].reshape(flat.size, -1).numpy()
         # h0: the stack reach of row 0, from the column's pending row or, for a new stream, from obs[0]
         first = obs[0]
         reset_like = (first == first[:, -1:]).reshape(first.shape[0], -1).all(1)
@@ -88,7 +89,16 @@ class FrameObs:
         reach = self._reach(rows, cols).clamp(min=0)[..., None]  # [..., 1]
         back = torch.arange(self.F - 1, -1, -1)  # frame f is F-1-f rows back
         src = (rows[..., None] - torch.minimum(back, reach)) % self.capacity
-        return self.frames[src, cols[..., None].expand_as(src)]
+        flat = (src * self.num_columns + cols[..., None]).reshape(-1).numpy()
+        out = torch.from_numpy(self._flat_frames()[flat])
+        return out.view(*src.shape, *self.frames.shape[2:])
+
+    def _flat_frames(self) -> Any:
+        """The frames as a numpy view `[capacity * columns, H * W]` (same memory). numpy's row
+        gather and scatter are about 10x faster than torch's indexing for uint8 rows on CPU
+        (1.4 ms vs 17 ms to scatter 1,032 Atari frames, measured on the 2-core dev machine)."""
+        assert self.frames is not None
+        return self.frames.view(self.capacity * self.num_columns, -1).numpy()
 
     def valid(self, ring: Any, rows: Tensor, cols: Tensor) -> Tensor:
         """`[*rows.shape]` bool: the stack of each row can be rebuilt (its reach is known and no row
