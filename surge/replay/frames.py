@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -80,16 +81,14 @@ class FrameObs:
         h_carry = torch.where(h0[None] >= 0, h_carry_known, h_carry_unknown)
         self.hist[rows, cols[None]] = torch.where(in_block, h_ep, h_carry).to(torch.int8)
 
-    def _reach(self, rows: Tensor, cols: Tensor) -> Tensor:
-        return self.hist[rows, cols].to(torch.int64)
-
     def read(self, rows: Tensor, cols: Tensor) -> Tensor:
         """Rebuilt stacks `[*rows.shape, F, H, W]` (oldest frame first)."""
         assert self.frames is not None
-        reach = self._reach(rows, cols).clamp(min=0)[..., None]  # [..., 1]
-        back = torch.arange(self.F - 1, -1, -1)  # frame f is F-1-f rows back
-        src = (rows[..., None] - torch.minimum(back, reach)) % self.capacity
-        flat = (src * self.num_columns + cols[..., None]).reshape(-1).numpy()
+        r, c = rows.numpy(), cols.numpy()
+        reach = np.maximum(self.hist.numpy()[r, c], 0)[..., None].astype(np.int64)  # [..., 1]
+        back = np.arange(self.F - 1, -1, -1)  # frame f is F-1-f rows back
+        src = (r[..., None] - np.minimum(back, reach)) % self.capacity
+        flat = (src * self.num_columns + c[..., None]).reshape(-1)
         out = torch.from_numpy(self._flat_frames()[flat])
         return out.view(*src.shape, *self.frames.shape[2:])
 
@@ -103,9 +102,10 @@ class FrameObs:
     def valid(self, ring: Any, rows: Tensor, cols: Tensor) -> Tensor:
         """`[*rows.shape]` bool: the stack of each row can be rebuilt (its reach is known and no row
         it needs has been overwritten)."""
-        reach = self._reach(rows, cols)
-        obs_age = (ring.head[cols] - rows) % self.capacity  # 0 = the pending (bootstrap) row
-        return (reach >= 0) & (obs_age + reach <= ring.count[cols])
+        r, c = rows.numpy(), cols.numpy()
+        reach = self.hist.numpy()[r, c].astype(np.int64)
+        obs_age = (ring.head.numpy()[c] - r) % self.capacity  # 0 = the pending (bootstrap) row
+        return torch.from_numpy((reach >= 0) & (obs_age + reach <= ring.count.numpy()[c]))
 
     def nbytes(self) -> int:
         frames = 0 if self.frames is None else self.frames.numel() * self.frames.element_size()

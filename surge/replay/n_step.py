@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -41,28 +42,39 @@ class Window:
 
 def n_step_window(ring: RingStore, rows: Tensor, cols: Tensor, n: int, gamma: float) -> Window:
     """The n-step windows of steps `rows`, `cols` (`[B]` int64 each); see the module docstring.
-    Vectorised over `[n, B]`; observations are checked by the ring's observation store too (a frame
-    stack whose history was overwritten is not sampleable)."""
-    C = ring.capacity
-    k = torch.arange(n)[:, None]
-    win = (rows[None] + k) % C  # [n, B]
-    c = cols[None].expand_as(win)
-    age = ring.age(rows, cols)
+    Vectorised over `[n, B]` with numpy views of the ring (numpy's small gathers cost a fraction of
+    torch's per-call overhead on CPU); observations are checked by the ring's observation store
+    too (a frame stack whose history was overwritten is not sampleable)."""
+    C, N = ring.capacity, ring.num_columns
+    r, c = rows.numpy(), cols.numpy()
+    count = ring.count.numpy()[c]
+    age = (ring.head.numpy()[c] - 1 - r) % C
+    k = np.arange(n)[:, None]
+    flat = ((r[None] + k) % C) * N + c[None]  # [n, B]
+    term = ring.terminated.numpy().reshape(-1)[flat]
+    trunc = ring.truncated.numpy().reshape(-1)[flat]
     written = k <= age[None]
-    done = (ring.terminated[win, c] | ring.truncated[win, c]) & written
-    ended_before = (done.long().cumsum(0) - done.long()) > 0
+    done = (term | trunc) & written
+    ended_before = (np.cumsum(done, 0) - done) > 0
     inside = written & ~ended_before
     ends = (done & inside).any(0)
-    L = inside.long().sum(0)
-    active = (ring.is_active[win, c] | ~inside).all(0)
-    valid = (age < ring.count[cols]) & (ends | (age >= n - 1)) & active
-    disc_k = gamma ** k.double()
-    returns = torch.where(inside, ring.rewards[win, c].double() * disc_k, 0.0).sum(0).float()
-    last = (rows + (L - 1).clamp(min=0)) % C
-    term_last = ends & ring.terminated[last, cols]
+    L = inside.sum(0)
+    active = (ring.is_active.numpy().reshape(-1)[flat] | ~inside).all(0)
+    valid = (age < count) & (ends | (age >= n - 1)) & active
+    rewards = ring.rewards.numpy().reshape(-1)[flat].astype(np.float64)
+    returns = np.where(inside, rewards * gamma ** k.astype(np.float64), 0.0).sum(0)
+    last = np.maximum(L - 1, 0)
+    term_last = ends & np.take_along_axis(term, last[None], 0)[0]
     trunc_last = ends & ~term_last
-    discounts = torch.where(term_last, 0.0, gamma ** L.double()).float()
-    next_rows = (rows + L - trunc_last.long()) % C
+    discounts = np.where(term_last, 0.0, gamma ** L.astype(np.float64))
+    next_rows = torch.from_numpy((r + L - trunc_last) % C)
+    valid_t = torch.from_numpy(valid)
     if ring.obs.history:
-        valid = valid & ring.obs.valid(ring, rows, cols) & ring.obs.valid(ring, next_rows, cols)
-    return Window(valid, returns, discounts, L, next_rows)
+        valid_t &= ring.obs.valid(ring, rows, cols) & ring.obs.valid(ring, next_rows, cols)
+    return Window(
+        valid_t,
+        torch.from_numpy(returns.astype(np.float32)),
+        torch.from_numpy(discounts.astype(np.float32)),
+        torch.from_numpy(L.astype(np.int64)),
+        next_rows,
+    )

@@ -137,6 +137,8 @@ class RingStore:
             raise ValueError("non-finite reward in a replay block (surge's rollout worker replaces them)")
         term, trunc = step_flags(block)
         term, trunc = term.cpu(), trunc.cpu()
+        if n == 0:
+            return Appended(cols, cols.clone(), cols.clone(), T)
         new = torch.zeros(n, dtype=torch.bool) if new_episode is None else torch.as_tensor(new_episode).bool().cpu()
         cut = new & self.started[cols]
         if cut.any():  # nothing runs across a cut: its last stored step ends an episode (truncated)
@@ -174,7 +176,7 @@ class RingStore:
         self.head[cols] = rows[T]
         self.count[cols] = (self.count[cols] + T).clamp(max=self.capacity - 1)
         self.started[cols] = True
-        self.high_water = min(self.capacity, max(self.high_water, int(old_head.max()) + T + 1) if n else self.high_water)
+        self.high_water = min(self.capacity, max(self.high_water, int(old_head.max()) + T + 1))
         return Appended(cols, old_head, rows[T].clone(), T)
 
     # ------------------------------------------------------------------------------------ index math

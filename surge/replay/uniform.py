@@ -46,7 +46,8 @@ class UniformReplay:
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> dict[str, Any]:
         """`batch_size` steps drawn uniformly, with replacement, among the sampleable ones (by
-        rejection from uniform draws over the written rows: exactly uniform over the accepted set).
+        rejection from uniform draws over the written rows of the columns that have data: exactly
+        uniform over the accepted set). Tensors are on the CPU; the learner moves them.
 
         Returns:
             a dict: obs and next_obs `[B, ...]` (dicts for Dict spaces; next_obs as in
@@ -58,13 +59,18 @@ class UniformReplay:
         """
         ring = self.ring
         need, got_r, got_c = batch_size, [], []
+        started = torch.nonzero(ring.started).reshape(-1)
+        proposed = accepted = 0
         for _ in range(MAX_ROUNDS):
-            if need <= 0 or ring.high_water == 0:
+            if need <= 0 or started.numel() == 0:
                 break
-            m = max(2 * need, 64)
+            # propose enough to finish in about one round at the acceptance rate seen so far
+            p = max(accepted / proposed, 1e-3) if proposed else 0.5
+            m = min(int(1.5 * need / p) + 16, 1 << 20)
             r = torch.randint(ring.high_water, (m,), generator=generator)
-            c = torch.randint(ring.num_columns, (m,), generator=generator)
+            c = started[torch.randint(started.numel(), (m,), generator=generator)]
             ok = n_step_window(ring, r, c, self.n_step, self.gamma).valid
+            proposed, accepted = proposed + m, accepted + int(ok.sum())
             r, c = r[ok][:need], c[ok][:need]
             got_r.append(r)
             got_c.append(c)

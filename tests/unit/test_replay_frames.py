@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from replay_streams import Stream, naive_n_step
 
 pytest.importorskip("ale_py")
 pytest.importorskip("cv2")
@@ -84,17 +85,23 @@ def test_rebuilt_stacks_equal_the_env_observations(breakout):
             checked += 1
     assert checked >= 2 * (cap - F)
     out = replay.sample(256, torch.Generator().manual_seed(0))
+    streams = [Stream() for _ in range(2)]
+    for b in blocks:
+        for c in range(2):
+            streams[c].rewards += b["rewards"][:, c].tolist()
+            streams[c].terminated += b["terminated"][:, c].tolist()
+            streams[c].truncated += b["truncated"][:, c].tolist()
+            streams[c].active += b["is_active"][:, c].tolist()
     kinds = set()
     for i in range(256):
         c, row = int(out["columns"][i]), int(out["rows"][i])
         n = len(history[c]) - 1
         g = next(g for g in range(n - (cap - 1), n) if g % cap == row)
         np.testing.assert_array_equal(out["obs"][i].numpy(), history[c][g])
-        L = int(out["n_steps"][i])
-        # next obs: g + L, or g + L - 1 when the window ended truncated (surge's bootstrap)
-        ended_trunc = float(out["discounts"][i]) > 0 and L < 3
-        nxt = g + L - 1 if ended_trunc else g + L
-        kinds.add("truncated" if ended_trunc else "terminated" if float(out["discounts"][i]) == 0 else "full")
+        # the naive window (replay_streams.naive_n_step) over the env's own flags
+        G, disc, nxt, L = naive_n_step(streams[c], g, 3, 0.99)
+        assert int(out["n_steps"][i]) == L and float(out["discounts"][i]) == pytest.approx(disc)
+        kinds.add("terminated" if disc == 0 else "truncated" if nxt == g + L - 1 else "full")
         np.testing.assert_array_equal(out["next_obs"][i].numpy(), history[c][nxt])
     assert kinds == {"truncated", "terminated", "full"}
 

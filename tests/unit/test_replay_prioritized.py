@@ -116,3 +116,25 @@ def test_stale_priority_updates_do_not_revive_overwritten_steps():
     np.testing.assert_array_equal(replay.priorities.tree.leaves() > 0, valid.numpy())
     with pytest.raises(ValueError, match="finite"):
         replay.update_priorities(out["indices"][:1], torch.tensor([float("nan")]))
+
+
+def test_frame_rows_whose_history_was_overwritten_lose_their_priority():
+    """With frame storage the oldest F-1 rows of a wrapped column cannot rebuild their stacks: the
+    appends that overwrite their history set their priority to 0 (rlpyt's off_forward)."""
+    rng = np.random.default_rng(5)
+    cap, N, T, F = 24, 2, 5, 4
+    replay = PrioritizedReplay(cap, N, n_step=2, frame_stack=F)
+    for _ in range(17):
+        frames = torch.from_numpy(rng.integers(0, 255, (T + F, N, 3, 3), dtype=np.uint8))
+        obs = torch.stack([frames[t : t + F].transpose(0, 1) for t in range(T + 1)])
+        u = rng.random((T, N))
+        block = {"obs": obs, "actions": torch.zeros(T, N, dtype=torch.int64),
+                 "rewards": torch.zeros(T, N), "terminated": torch.from_numpy(u < 0.05),
+                 "truncated": torch.from_numpy((u > 0.05) & (u < 0.1)), "is_active": torch.ones(T, N, dtype=torch.bool)}
+        cols = torch.tensor([0, 1]) if rng.random() < 0.7 else torch.tensor([int(rng.integers(N))])
+        replay.append({k: v[:, cols] for k, v in block.items()}, cols)
+        rows, cc = all_cells(replay)
+        valid = n_step_window(replay.ring, rows, cc, 2, replay.gamma).valid
+        np.testing.assert_array_equal(replay.priorities.tree.leaves() > 0, valid.numpy())
+    assert len(replay) > cap, "wrapped"
+    assert (~valid).sum() >= F - 1

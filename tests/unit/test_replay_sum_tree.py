@@ -27,7 +27,7 @@ def test_consistent_after_a_million_random_batched_updates():
     tree.check()  # every internal node == the sum of its children, padding 0, num_nonzero
     assert tree.total == pytest.approx(leaves.sum(), rel=1e-12)
     assert tree.num_nonzero == int((leaves > 0).sum())
-    assert elapsed < 10.0
+    assert elapsed < 60.0  # ~1.3 s on the idle 2-core dev machine; only a gross slowdown fails
 
 
 def test_find_matches_a_cumulative_sum_search():
