@@ -82,19 +82,29 @@ def main() -> None:
     after = rss_gb()
     stored = len(replay)
     print(f"transitions stored           {stored:,} ({N} columns x {capacity - 1} steps)")
-    print(f"buffer bytes (ring.nbytes)   {replay.ring.nbytes() / 1e9:.3f} GB = {replay.ring.nbytes() / stored:.0f} B/transition")
+    print(
+        f"buffer bytes (ring.nbytes)   {replay.ring.nbytes() / 1e9:.3f} GB = {replay.ring.nbytes() / stored:.0f} B/transition"
+    )
     print(f"sum tree                     {replay.priorities.tree.tree.nbytes / 1e6:.1f} MB")
     print(f"VmRSS before / after fill    {before:.3f} GB / {after:.3f} GB (issue target <= 7.5 GB)")
-    print(f"append                       {appends * T * N / fill_cpu:,.0f} transitions/CPU-s ({fill_s:.1f} s wall to fill)")
+    print(
+        f"append                       {appends * T * N / fill_cpu:,.0f} transitions/CPU-s ({fill_s:.1f} s wall to fill)"
+    )
     uniform = UniformReplay(capacity, N, n_step=args.n_step, gamma=0.99, frame_stack=4)
     uniform.ring = replay.ring  # same storage, uniform sampling
     gen = torch.Generator().manual_seed(0)
     for B in (32, 256):
         s = replay.sample(B, gen, env_steps=0)
         td = torch.rand(B)
-        print(f"prioritized sample B={B:<4}     {rate(lambda: replay.sample(B, gen, env_steps=0), B):,.0f} transitions/CPU-s")
-        print(f"uniform sample     B={B:<4}     {rate(lambda: uniform.sample(B, gen), B):,.0f} transitions/CPU-s")
-        print(f"update_priorities  B={B:<4}     {rate(lambda: replay.update_priorities(s['indices'], td), B):,.0f} transitions/CPU-s")
+        print(
+            f"prioritized sample B={B:<4}     {rate(lambda B=B: replay.sample(B, gen, env_steps=0), B):,.0f} transitions/CPU-s"
+        )
+        print(
+            f"uniform sample     B={B:<4}     {rate(lambda B=B: uniform.sample(B, gen), B):,.0f} transitions/CPU-s"
+        )
+        print(
+            f"update_priorities  B={B:<4}     {rate(lambda s=s, td=td: replay.update_priorities(s['indices'], td), B):,.0f} transitions/CPU-s"
+        )
     print(f"VmRSS at the end             {rss_gb():.3f} GB")
 
 

@@ -35,7 +35,9 @@ class PlainObs:
         self.capacity, self.num_columns = capacity, num_columns
         self.data: Tree = None
 
-    def write(self, ring: Any, rows: Tensor, cols: Tensor, obs: Tree, episode_start: Tensor, stream_start: Tensor) -> None:
+    def write(
+        self, ring: Any, rows: Tensor, cols: Tensor, obs: Tree, episode_start: Tensor, stream_start: Tensor
+    ) -> None:
         if self.data is None:
             self.data = tree_map(
                 lambda x: torch.zeros(self.capacity, self.num_columns, *x.shape[2:], dtype=x.dtype), obs

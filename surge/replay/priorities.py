@@ -39,10 +39,22 @@ class Priorities:
         eps: added to |td| so that no transition gets priority 0.
     """
 
-    def __init__(self, size: int, alpha: float = 0.6, beta0: float = 0.4, beta_steps: int = 1_000_000, eps: float = 1e-6):
+    def __init__(
+        self,
+        size: int,
+        alpha: float = 0.6,
+        beta0: float = 0.4,
+        beta_steps: int = 1_000_000,
+        eps: float = 1e-6,
+    ):
         check_per_args(alpha, beta0, beta_steps, eps)
         self.tree = SumTree(size)
-        self.alpha, self.beta0, self.beta_steps, self.eps = float(alpha), float(beta0), int(beta_steps), float(eps)
+        self.alpha, self.beta0, self.beta_steps, self.eps = (
+            float(alpha),
+            float(beta0),
+            int(beta_steps),
+            float(eps),
+        )
         self.max_priority = 1.0  # largest p (before alpha) seen so far
 
     def beta(self, env_steps: int) -> float:

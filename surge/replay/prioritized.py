@@ -62,7 +62,9 @@ class PrioritizedReplay(UniformReplay):
         self.priorities.refresh(leaves, valid.numpy(), fresh.numpy())
         return a
 
-    def sample(self, batch_size: int, generator: torch.Generator | None = None, env_steps: int = 0) -> dict[str, Any]:
+    def sample(
+        self, batch_size: int, generator: torch.Generator | None = None, env_steps: int = 0
+    ) -> dict[str, Any]:
         """`batch_size` steps drawn with probability `P(i)` (eq. 1), with replacement.
 
         Args:

@@ -139,7 +139,11 @@ class RingStore:
         term, trunc = term.cpu(), trunc.cpu()
         if n == 0:
             return Appended(cols, cols.clone(), cols.clone(), T)
-        new = torch.zeros(n, dtype=torch.bool) if new_episode is None else torch.as_tensor(new_episode).bool().cpu()
+        new = (
+            torch.zeros(n, dtype=torch.bool)
+            if new_episode is None
+            else torch.as_tensor(new_episode).bool().cpu()
+        )
         cut = new & self.started[cols]
         if cut.any():  # nothing runs across a cut: its last stored step ends an episode (truncated)
             cc = cols[cut]
@@ -152,7 +156,9 @@ class RingStore:
         steps, c = rows[:T], cols[None]
         actions = block["actions"].detach().cpu()
         if self.actions is None:
-            self.actions = torch.zeros(self.capacity, self.num_columns, *actions.shape[2:], dtype=actions.dtype)
+            self.actions = torch.zeros(
+                self.capacity, self.num_columns, *actions.shape[2:], dtype=actions.dtype
+            )
         self.actions[steps, c] = actions.to(self.actions.dtype)
         self.rewards[steps, c] = rewards
         self.terminated[steps, c] = term
@@ -196,19 +202,44 @@ class RingStore:
     def nbytes(self) -> int:
         """Bytes of all stored tensors (the frame or observation store included)."""
         total = self.obs.nbytes()
-        for t in (self.rewards, self.terminated, self.truncated, self.is_active, self.episode, self.actions, self.rnn_states):
+        for t in (
+            self.rewards,
+            self.terminated,
+            self.truncated,
+            self.is_active,
+            self.episode,
+            self.actions,
+            self.rnn_states,
+        ):
             if t is not None:
                 total += t.numel() * t.element_size()
         return total
 
     # ------------------------------------------------------------------------------------ save / load
 
-    STATE = ("head", "count", "started", "next_episode", "rewards", "terminated", "truncated", "is_active", "episode", "actions", "rnn_states")
+    STATE = (
+        "head",
+        "count",
+        "started",
+        "next_episode",
+        "rewards",
+        "terminated",
+        "truncated",
+        "is_active",
+        "episode",
+        "actions",
+        "rnn_states",
+    )
 
     def state_dict(self) -> dict[str, Any]:
         """Every tensor and cursor (tensors are shared, not copied)."""
         d = {k: getattr(self, k) for k in self.STATE}
-        d.update(capacity=self.capacity, num_columns=self.num_columns, high_water=self.high_water, obs=self.obs.state_dict())
+        d.update(
+            capacity=self.capacity,
+            num_columns=self.num_columns,
+            high_water=self.high_water,
+            obs=self.obs.state_dict(),
+        )
         return d
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -77,7 +76,9 @@ class SequenceReplay:
         eta: float = 0.9,
     ):
         if burn_in < 0 or lookahead < 0 or learn_len < 1 or stride < 1:
-            raise ValueError(f"need burn_in, lookahead >= 0, learn_len, stride >= 1; got {burn_in}, {lookahead}, {learn_len}, {stride}")
+            raise ValueError(
+                f"need burn_in, lookahead >= 0, learn_len, stride >= 1; got {burn_in}, {lookahead}, {learn_len}, {stride}"
+            )
         if capacity % stride:
             raise ValueError(f"capacity {capacity} must be a multiple of stride {stride}")
         if not 0.0 <= eta <= 1.0:
@@ -104,7 +105,9 @@ class SequenceReplay:
         if block.get("rnn_states") is None:
             raise ValueError("sequence replay needs the blocks' rnn_states [T+1, N, state]")
         if self.seq_len + T + 1 + H > ring.capacity:
-            raise ValueError(f"capacity {ring.capacity} < seq_len {self.seq_len} + T {T} + 1 + {H} history frames")
+            raise ValueError(
+                f"capacity {ring.capacity} < seq_len {self.seq_len} + T {T} + 1 + {H} history frames"
+            )
         a = ring.append(block, columns, new_episode)
         off = torch.arange(-self.seq_len, T + 1 + H)[:, None]
         rows = (a.old_head[None] + off) % ring.capacity
@@ -131,7 +134,9 @@ class SequenceReplay:
             ok &= ring.obs.valid(ring, all_rows, cols[None].expand_as(all_rows)).all(0)
         return ok
 
-    def sample(self, batch_size: int, generator: torch.Generator | None = None, env_steps: int = 0) -> dict[str, Any]:
+    def sample(
+        self, batch_size: int, generator: torch.Generator | None = None, env_steps: int = 0
+    ) -> dict[str, Any]:
         """`batch_size` sequences drawn by priority (uniformly with alpha = 0), with replacement.
 
         Returns:
@@ -176,11 +181,18 @@ class SequenceReplay:
         self.priorities.update(indices.cpu().numpy(), p + self.priorities.eps)
 
     def state_dict(self) -> dict[str, Any]:
-        return {"kind": type(self).__name__, "seq_len": self.seq_len, "ring": self.ring.state_dict(), "priorities": self.priorities.state_dict()}
+        return {
+            "kind": type(self).__name__,
+            "seq_len": self.seq_len,
+            "ring": self.ring.state_dict(),
+            "priorities": self.priorities.state_dict(),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Raises ValueError for a state of another kind or sequence length."""
         if state["kind"] != type(self).__name__ or state["seq_len"] != self.seq_len:
-            raise ValueError(f"saved replay is a {state['kind']} of seq_len {state.get('seq_len')}, this one of {self.seq_len}")
+            raise ValueError(
+                f"saved replay is a {state['kind']} of seq_len {state.get('seq_len')}, this one of {self.seq_len}"
+            )
         self.ring.load_state_dict(state["ring"])
         self.priorities.load_state_dict(state["priorities"])

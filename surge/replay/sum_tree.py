@@ -99,7 +99,9 @@ class SumTree:
             left = tree[2 * node]
             right = tree[2 * node + 1]
             go_right = (u >= left) & (right > 0)
-            u = np.where(go_right, np.minimum(u - left, np.nextafter(right, 0)), np.minimum(u, np.nextafter(left, 0)))
+            u = np.where(
+                go_right, np.minimum(u - left, np.nextafter(right, 0)), np.minimum(u, np.nextafter(left, 0))
+            )
             node = 2 * node + go_right
         leaf = node - self.num_leaves
         return leaf, tree[node]

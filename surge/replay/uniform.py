@@ -28,7 +28,9 @@ class UniformReplay:
         ValueError: n_step < 1, gamma outside [0, 1], or a bad capacity (`RingStore`).
     """
 
-    def __init__(self, capacity: int, num_columns: int, n_step: int = 1, gamma: float = 0.99, frame_stack: int = 0):
+    def __init__(
+        self, capacity: int, num_columns: int, n_step: int = 1, gamma: float = 0.99, frame_stack: int = 0
+    ):
         if n_step < 1:
             raise ValueError(f"n_step must be >= 1, got {n_step}")
         if not 0.0 <= gamma <= 1.0:
@@ -101,10 +103,17 @@ class UniformReplay:
 
     def state_dict(self) -> dict[str, Any]:
         """The whole buffer (tensors shared, not copied); `surge.replay.persist` saves it."""
-        return {"kind": type(self).__name__, "n_step": self.n_step, "gamma": self.gamma, "ring": self.ring.state_dict()}
+        return {
+            "kind": type(self).__name__,
+            "n_step": self.n_step,
+            "gamma": self.gamma,
+            "ring": self.ring.state_dict(),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Raises ValueError for a state of another kind, n_step or shape."""
         if state["kind"] != type(self).__name__ or state["n_step"] != self.n_step:
-            raise ValueError(f"saved replay is a {state['kind']} with n_step={state['n_step']}, this one {type(self).__name__} with {self.n_step}")
+            raise ValueError(
+                f"saved replay is a {state['kind']} with n_step={state['n_step']}, this one {type(self).__name__} with {self.n_step}"
+            )
         self.ring.load_state_dict(state["ring"])

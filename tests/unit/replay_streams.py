@@ -29,8 +29,16 @@ def obs_id(col: int, g: int) -> float:
     return 1000.0 * col + g
 
 
-def make_block(rng: np.random.Generator, streams: list[Stream], cols: list[int], T: int, p_term: float,
-               p_trunc: float, p_inactive: float, state: int = 3) -> dict[str, torch.Tensor]:
+def make_block(
+    rng: np.random.Generator,
+    streams: list[Stream],
+    cols: list[int],
+    T: int,
+    p_term: float,
+    p_trunc: float,
+    p_inactive: float,
+    state: int = 3,
+) -> dict[str, torch.Tensor]:
     """A `[T, n]` block for `cols`, continuing each column's stream; records it in `streams`."""
     n = len(cols)
     obs = torch.zeros(T + 1, n, 1)
@@ -52,8 +60,15 @@ def make_block(rng: np.random.Generator, streams: list[Stream], cols: list[int],
             streams[c].terminated.append(bool(term[t, i]))
             streams[c].truncated.append(bool(trunc[t, i]))
             streams[c].active.append(bool(act[t, i]))
-    return {"obs": obs, "actions": actions, "rewards": rew, "terminated": term, "truncated": trunc,
-            "is_active": act, "rnn_states": rnn}
+    return {
+        "obs": obs,
+        "actions": actions,
+        "rewards": rew,
+        "terminated": term,
+        "truncated": trunc,
+        "is_active": act,
+        "rnn_states": rnn,
+    }
 
 
 def naive_n_step(s: Stream, g: int, n: int, gamma: float):

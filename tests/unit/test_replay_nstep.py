@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from replay_streams import Stream, make_block, naive_n_step, obs_id
 
 from surge.replay import UniformReplay
 from surge.replay.n_step import n_step_window
-from replay_streams import Stream, make_block, naive_n_step, obs_id
 
 
 def fill(replay, rng, streams, num_blocks, T, cuts=True, p_inactive=0.03):

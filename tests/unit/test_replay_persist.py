@@ -56,7 +56,11 @@ def test_round_trip(tmp_path, kind):
     b = build()
     load_replay(b, tmp_path / "replay.pt")
     same(a.sample(32, torch.Generator().manual_seed(1)), b.sample(32, torch.Generator().manual_seed(1)))
-    more = frames_block(rng, 5, 2) if kind == "prioritized" else make_block(rng, streams, [0, 1, 2], 5, 0.1, 0.05, 0.05)
+    more = (
+        frames_block(rng, 5, 2)
+        if kind == "prioritized"
+        else make_block(rng, streams, [0, 1, 2], 5, 0.1, 0.05, 0.05)
+    )
     cols = torch.tensor([0, 1]) if kind == "prioritized" else torch.tensor([0, 1, 2])
     a.append(more, cols)
     b.append(more, cols)

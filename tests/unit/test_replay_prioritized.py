@@ -76,7 +76,7 @@ def test_importance_weights_follow_eq_2_with_annealed_beta():
     idx = (rows * N + cols)[valid]
     td = torch.from_numpy(rng.random(idx.numel()) * 3)
     replay.update_priorities(idx, td)
-    pri = {int(i): (abs(float(t)) + 1e-6) ** 0.5 for i, t in zip(idx, td)}
+    pri = {int(i): (abs(float(t)) + 1e-6) ** 0.5 for i, t in zip(idx, td, strict=True)}
     total, count = sum(pri.values()), len(pri)
     for env_steps, beta in ((0, 0.4), (500, 0.7), (1000, 1.0), (5000, 1.0)):
         assert replay.priorities.beta(env_steps) == pytest.approx(beta)
@@ -128,9 +128,14 @@ def test_frame_rows_whose_history_was_overwritten_lose_their_priority():
         frames = torch.from_numpy(rng.integers(0, 255, (T + F, N, 3, 3), dtype=np.uint8))
         obs = torch.stack([frames[t : t + F].transpose(0, 1) for t in range(T + 1)])
         u = rng.random((T, N))
-        block = {"obs": obs, "actions": torch.zeros(T, N, dtype=torch.int64),
-                 "rewards": torch.zeros(T, N), "terminated": torch.from_numpy(u < 0.05),
-                 "truncated": torch.from_numpy((u > 0.05) & (u < 0.1)), "is_active": torch.ones(T, N, dtype=torch.bool)}
+        block = {
+            "obs": obs,
+            "actions": torch.zeros(T, N, dtype=torch.int64),
+            "rewards": torch.zeros(T, N),
+            "terminated": torch.from_numpy(u < 0.05),
+            "truncated": torch.from_numpy((u > 0.05) & (u < 0.1)),
+            "is_active": torch.ones(T, N, dtype=torch.bool),
+        }
         cols = torch.tensor([0, 1]) if rng.random() < 0.7 else torch.tensor([int(rng.integers(N))])
         replay.append({k: v[:, cols] for k, v in block.items()}, cols)
         rows, cc = all_cells(replay)

@@ -17,7 +17,7 @@ def fill(replay, rng, streams, blocks, T, cut_p=0.0, p_inactive=0.0):
     for _ in range(blocks):
         cols = sorted(rng.choice(N, size=rng.integers(1, N + 1), replace=False).tolist())
         new = torch.tensor([bool(len(streams[c]) and rng.random() < cut_p) for c in cols])
-        for c, cut in zip(cols, new.tolist()):
+        for c, cut in zip(cols, new.tolist(), strict=True):
             if cut:
                 streams[c].cut_after.add(len(streams[c]) - 1)
         replay.append(make_block(rng, streams, cols, T, 0.05, 0.03, p_inactive), torch.tensor(cols), new)
@@ -52,7 +52,7 @@ def test_sequences_are_contiguous_with_the_stored_start_state():
         ends = [s.terminated[g] or s.truncated[g] for g in range(g0, g0 + S - 1)]
         assert (ep[1:] - ep[:-1]).tolist() == [int(e) for e in ends]
     assert spans_blocks == 300, "with T=6 and 14-step sequences every sequence spans blocks"
-    assert len({(int(c), int(a)) for c, a in zip(out["columns"], out["actions"][0])}) > 30
+    assert len({(int(c), int(a)) for c, a in zip(out["columns"], out["actions"][0], strict=True)}) > 30
 
 
 def test_a_cut_is_a_truncation_and_starts_are_on_the_stride():
