@@ -169,3 +169,28 @@ def test_prepare_batch_flags_are_read():
     # step 1 truncated: bootstraps from its own obs; step 3 terminated: discount 0
     assert w.discounts.tolist() == [0.25, 0.5, 0.0, 0.0]
     assert w.next_rows.tolist() == [1, 1, 4, 4]  # after a termination: the next row (discount 0)
+
+
+def test_dict_observations_are_stored_per_key():
+    replay = UniformReplay(12, 2, n_step=1, gamma=0.9)
+    T, n = 4, 2
+    obs = {
+        "pos": torch.arange((T + 1) * n * 2, dtype=torch.float32).reshape(T + 1, n, 2),
+        "action_mask": torch.rand(T + 1, n, 3) > 0.5,
+    }
+    block = {
+        "obs": obs,
+        "actions": torch.zeros(T, n, dtype=torch.int64),
+        "rewards": torch.zeros(T, n),
+        "terminated": torch.zeros(T, n, dtype=torch.bool),
+        "truncated": torch.zeros(T, n, dtype=torch.bool),
+        "is_active": torch.ones(T, n, dtype=torch.bool),
+    }
+    replay.append(block, torch.tensor([1, 0]))
+    out = replay.sample(50, torch.Generator().manual_seed(0))
+    for i in range(50):
+        r, c = int(out["rows"][i]), int(out["columns"][i])
+        j = 0 if c == 1 else 1  # the block's index of column c
+        assert torch.equal(out["obs"]["pos"][i], obs["pos"][r, j])
+        assert torch.equal(out["next_obs"]["action_mask"][i], obs["action_mask"][r + 1, j])
+        assert out["obs"]["action_mask"].dtype == torch.bool

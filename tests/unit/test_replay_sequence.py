@@ -120,3 +120,50 @@ def test_blocks_without_rnn_states_are_refused():
         replay.append(block, torch.tensor([0]))
     with pytest.raises(ValueError, match="multiple"):
         SequenceReplay(31, 1, burn_in=1, learn_len=2, stride=2)
+
+
+def test_frame_sequences_rebuild_every_stack():
+    """Sequence replay over frame storage: every observation of a sampled sequence equals the
+    stacked observation the env gave (frames repeat the first one after an episode start)."""
+    rng = np.random.default_rng(4)
+    F, T, N = 4, 6, 2
+    replay = SequenceReplay(48, N, burn_in=2, learn_len=5, stride=2, frame_stack=F, alpha=0.0)
+    stacks: list[list[torch.Tensor]] = [[], []]
+    last = [None, None]
+    for _ in range(20):
+        obs = torch.zeros(T + 1, N, F, 3, 3, dtype=torch.uint8)
+        u = rng.random((T, N))
+        term, trunc = torch.from_numpy(u < 0.08), torch.from_numpy((u >= 0.08) & (u < 0.14))
+        for c in range(N):
+            st = last[c]
+            if st is None:  # reset stack: the first frame repeated
+                st = torch.from_numpy(rng.integers(0, 255, (3, 3), dtype=np.uint8)).expand(F, 3, 3).clone()
+                stacks[c].append(st)
+            obs[0, c] = st
+            for t in range(T):
+                frame = torch.from_numpy(rng.integers(0, 255, (3, 3), dtype=np.uint8))
+                st = (
+                    frame.expand(F, 3, 3).clone()
+                    if term[t, c] or trunc[t, c]
+                    else torch.cat([st[1:], frame[None]])
+                )
+                obs[t + 1, c] = st
+                stacks[c].append(st)
+            last[c] = st
+        block = {
+            "obs": obs,
+            "actions": torch.zeros(T, N, dtype=torch.int64),
+            "rewards": torch.zeros(T, N),
+            "terminated": term,
+            "truncated": trunc,
+            "is_active": torch.ones(T, N, dtype=torch.bool),
+            "rnn_states": torch.zeros(T + 1, N, 2),
+        }
+        replay.append(block, torch.arange(N))
+    out = replay.sample(64, torch.Generator().manual_seed(0))
+    n = len(stacks[0]) - 1
+    for b in range(64):
+        c, start = int(out["columns"][b]), int(out["starts"][b])
+        g0 = next(g for g in range(n - 47, n) if g % 48 == start)
+        for k in range(replay.seq_len + 1):
+            assert torch.equal(out["obs"][k, b], stacks[c][g0 + k]), (b, k)
