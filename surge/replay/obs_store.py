@@ -38,6 +38,15 @@ class PlainObs:
     def write(
         self, ring: Any, rows: Tensor, cols: Tensor, obs: Tree, episode_start: Tensor, stream_start: Tensor
     ) -> None:
+        """See the module docstring.
+
+        Raises:
+            ValueError: a floating-point observation is not finite (surge's rollout worker replaces
+                them with 0; one reaching the replay would poison every sample of it).
+        """
+        for x in _leaves(obs):
+            if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+                raise ValueError("non-finite observation in a replay block")
         if self.data is None:
             self.data = tree_map(
                 lambda x: torch.zeros(self.capacity, self.num_columns, *x.shape[2:], dtype=x.dtype), obs
@@ -66,6 +75,12 @@ class PlainObs:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.data = state["data"]
+
+
+def _leaves(tree: Tree) -> list[Tensor]:
+    if isinstance(tree, dict):
+        return [leaf for v in tree.values() for leaf in _leaves(v)]
+    return [tree]
 
 
 def _assign(dst: Tree, index: Any, src: Tree) -> None:

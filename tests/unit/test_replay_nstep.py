@@ -144,6 +144,10 @@ def test_bad_blocks_are_refused():
     bad["rewards"][0, 0] = float("nan")
     with pytest.raises(ValueError, match="non-finite"):
         replay.append(bad, torch.tensor([0, 1]))
+    bad = dict(block, obs=block["obs"].clone())
+    bad["obs"][1, 0, 0] = float("inf")
+    with pytest.raises(ValueError, match="non-finite observation"):
+        replay.append(bad, torch.tensor([0, 1]))
     long = make_block(rng, [Stream(), Stream()], [0, 1], 8, 0.1, 0.1, 0.0)
     with pytest.raises(ValueError, match="capacity"):
         replay.append(long, torch.tensor([0, 1]))
