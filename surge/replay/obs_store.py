@@ -38,15 +38,6 @@ class PlainObs:
     def write(
         self, ring: Any, rows: Tensor, cols: Tensor, obs: Tree, episode_start: Tensor, stream_start: Tensor
     ) -> None:
-        """See the module docstring.
-
-        Raises:
-            ValueError: a floating-point observation is not finite (surge's rollout worker replaces
-                them with 0; one reaching the replay would poison every sample of it).
-        """
-        for x in _leaves(obs):
-            if x.is_floating_point() and not bool(torch.isfinite(x).all()):
-                raise ValueError("non-finite observation in a replay block")
         if self.data is None:
             self.data = tree_map(
                 lambda x: torch.zeros(self.capacity, self.num_columns, *x.shape[2:], dtype=x.dtype), obs
@@ -75,6 +66,15 @@ class PlainObs:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.data = state["data"]
+
+
+def check_finite_obs(obs: Tree) -> None:
+    """Raises ValueError when a floating-point observation of `obs` (a tensor or a dict of them) is
+    not finite: surge's rollout worker replaces them with 0, and one reaching a replay would poison
+    every sample of it."""
+    for x in _leaves(obs):
+        if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+            raise ValueError("non-finite observation in a replay block")
 
 
 def _leaves(tree: Tree) -> list[Tensor]:

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from surge.replay.frames import FrameObs
-from surge.replay.obs_store import PlainObs
+from surge.replay.obs_store import PlainObs, check_finite_obs
 
 #: fields every block must carry (besides obs and the terminated/truncated or dones/trunc flags)
 STEP_FIELDS = ("actions", "rewards", "is_active")
@@ -121,7 +121,8 @@ class RingStore:
             `Appended`, where the block went.
         Raises:
             ValueError: repeated or out-of-range columns, T + 1 + history > capacity, shapes that do
-                not agree, or non-finite rewards (they are caught where they enter).
+                not agree, or non-finite rewards or floating-point observations (caught where they
+                enter, before anything is written).
         """
         cols = torch.as_tensor(columns, dtype=torch.int64).reshape(-1)
         n = cols.numel()
@@ -135,6 +136,8 @@ class RingStore:
             raise ValueError(f"a block of T={T} steps needs capacity >= {T + 1 + self.obs.history}")
         if not torch.isfinite(rewards).all():
             raise ValueError("non-finite reward in a replay block (surge's rollout worker replaces them)")
+        obs = _to_cpu(block["obs"])
+        check_finite_obs(obs)
         term, trunc = step_flags(block)
         term, trunc = term.cpu(), trunc.cpu()
         if n == 0:
@@ -177,7 +180,6 @@ class RingStore:
         episode_start = torch.zeros(T + 1, n, dtype=torch.bool)
         episode_start[1:] = dones
         episode_start[0] = stream_start
-        obs = _to_cpu(block["obs"])
         self.obs.write(self, rows, cols, obs, episode_start, stream_start)
         self.head[cols] = rows[T]
         self.count[cols] = (self.count[cols] + T).clamp(max=self.capacity - 1)
