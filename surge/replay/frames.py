@@ -51,6 +51,12 @@ class FrameObs:
         self.frames: Tensor | None = None
         self.hist = torch.full((capacity, num_columns), -frame_stack, dtype=torch.int8)
 
+    def check(self, obs: Any) -> None:
+        """Raises ValueError unless obs is a tensor `[T+1, N, F, ...]`."""
+        if not isinstance(obs, Tensor) or obs.dim() < 3 or obs.shape[2] != self.F:
+            shape = getattr(obs, "shape", type(obs))
+            raise ValueError(f"frame storage needs obs [T+1, N, {self.F}, ...], got {shape}")
+
     def write(
         self, ring: Any, rows: Tensor, cols: Tensor, obs: Any, episode_start: Tensor, stream_start: Tensor
     ) -> None:
@@ -59,10 +65,7 @@ class FrameObs:
         Raises:
             ValueError: obs is a dict or its stack is not F frames.
         """
-        if not isinstance(obs, Tensor) or obs.dim() < 3 or obs.shape[2] != self.F:
-            raise ValueError(
-                f"frame storage needs obs [T+1, N, {self.F}, ...], got {getattr(obs, 'shape', type(obs))}"
-            )
+        self.check(obs)
         F = self.F
         if self.frames is None:
             self.frames = torch.zeros(self.capacity, self.num_columns, *obs.shape[3:], dtype=obs.dtype)

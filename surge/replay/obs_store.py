@@ -35,6 +35,9 @@ class PlainObs:
         self.capacity, self.num_columns = capacity, num_columns
         self.data: Tree = None
 
+    def check(self, obs: Tree) -> None:
+        """Any observation tree is stored as it is."""
+
     def write(
         self, ring: Any, rows: Tensor, cols: Tensor, obs: Tree, episode_start: Tensor, stream_start: Tensor
     ) -> None:
@@ -72,14 +75,14 @@ def check_finite_obs(obs: Tree) -> None:
     """Raises ValueError when a floating-point observation of `obs` (a tensor or a dict of them) is
     not finite: surge's rollout worker replaces them with 0, and one reaching a replay would poison
     every sample of it."""
-    for x in _leaves(obs):
+    for x in leaves(obs):
         if x.is_floating_point() and not bool(torch.isfinite(x).all()):
             raise ValueError("non-finite observation in a replay block")
 
 
-def _leaves(tree: Tree) -> list[Tensor]:
+def leaves(tree: Tree) -> list[Tensor]:
     if isinstance(tree, dict):
-        return [leaf for v in tree.values() for leaf in _leaves(v)]
+        return [leaf for v in tree.values() for leaf in leaves(v)]
     return [tree]
 
 

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from surge.replay.frames import FrameObs
-from surge.replay.obs_store import PlainObs, check_finite_obs
+from surge.replay.obs_store import PlainObs, check_finite_obs, leaves
 
 #: fields every block must carry (besides obs and the terminated/truncated or dones/trunc flags)
 STEP_FIELDS = ("actions", "rewards", "is_active")
@@ -138,6 +138,13 @@ class RingStore:
             raise ValueError("non-finite reward in a replay block (surge's rollout worker replaces them)")
         obs = _to_cpu(block["obs"])
         check_finite_obs(obs)
+        self.obs.check(obs)
+        for name, x, lead in [("obs", leaf, (T + 1, n)) for leaf in leaves(obs)] + [
+            ("actions", block["actions"], (T, n)),
+            ("is_active", block["is_active"], (T, n)),
+        ]:
+            if tuple(x.shape[:2]) != lead:
+                raise ValueError(f"{name} must be {list(lead)} + ..., got {tuple(x.shape)}")
         term, trunc = step_flags(block)
         term, trunc = term.cpu(), trunc.cpu()
         if n == 0:

@@ -148,6 +148,8 @@ def test_bad_blocks_are_refused():
     bad["obs"][1, 0, 0] = float("inf")
     with pytest.raises(ValueError, match="non-finite observation"):
         replay.append(bad, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="obs must be"):
+        replay.append(dict(block, obs=block["obs"][:-1]), torch.tensor([0, 1]))
     long = make_block(rng, [Stream(), Stream()], [0, 1], 8, 0.1, 0.1, 0.0)
     with pytest.raises(ValueError, match="capacity"):
         replay.append(long, torch.tensor([0, 1]))
