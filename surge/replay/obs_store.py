@@ -81,6 +81,7 @@ def check_finite_obs(obs: Tree) -> None:
 
 
 def leaves(tree: Tree) -> list[Tensor]:
+    """The tensors of a tensor or a (nested) dict of them."""
     if isinstance(tree, dict):
         return [leaf for v in tree.values() for leaf in leaves(v)]
     return [tree]
