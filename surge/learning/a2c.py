@@ -25,6 +25,7 @@ from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, register_algorithm
 from surge.learning.base import LearnerBase
+from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
 
 
@@ -123,7 +124,9 @@ class A2CLearner(LearnerBase):
 
 
 def validate_a2c(cfg: Config) -> None:
-    """Raises `ConfigError` for settings A2C cannot honour."""
+    """Raises `ConfigError` for settings A2C cannot honour, or for its flags out of range
+    (`surge.learning.pg_checks.check_actor_critic_flags`)."""
+    check_actor_critic_flags(cfg)
     if cfg.exploration_loss != "entropy":
         raise ConfigError(
             "exploration_loss",

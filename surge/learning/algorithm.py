@@ -29,6 +29,7 @@ and `make_learner` in the learner, and route blocks by `feed`. A new algorithm i
 from __future__ import annotations
 
 import enum
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -204,15 +205,39 @@ def algorithm_names() -> list[str]:
 
 
 def get_algorithm(name: str) -> Algorithm:
-    """The algorithm registered as `name`.
+    """The algorithm registered as `name`; `module:NAME` (as `--env` takes `package.module:EnvId`)
+    first imports `module`, which registers NAME when imported (`register_algorithm` at its top
+    level). Every process resolves `--algo` through here (the spawned children too), so a user's
+    algorithm is loaded wherever the config is rebuilt.
 
     Raises:
-        ConfigError: no algorithm of that name (the message lists the registered ones).
+        ConfigError: no algorithm of that name (the message lists the registered ones), or
+            `module` cannot be imported, or it registers no NAME.
     """
     _load_builtins()
+    if ":" in name and name not in _ALGORITHMS:
+        module, _, algo_name = name.partition(":")
+        if not module or not algo_name:
+            raise ConfigError("algo", f"{name!r} is not of the form module:NAME.", "e.g. --algo=my_pkg.algos:MY_ALGO.")
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ConfigError(
+                "algo",
+                f"cannot import the module {module!r} of --algo={name}: {e}.",
+                "give a module importable from this directory or PYTHONPATH (dotted path, no .py).",
+            ) from e
+        if algo_name not in _ALGORITHMS:
+            raise ConfigError(
+                "algo",
+                f"the module {module!r} registers no algorithm {algo_name!r}.",
+                f"registered: {', '.join(algorithm_names())}; the module must call register_algorithm "
+                "when imported.",
+            )
+        return _ALGORITHMS[algo_name]
     if name not in _ALGORITHMS:
         raise ConfigError(
-            "algo", f"unknown algorithm {name!r}.", f"use one of {', '.join(algorithm_names())}."
+            "algo", f"unknown algorithm {name!r}.", f"use one of {', '.join(algorithm_names())}, or module:NAME."
         )
     return _ALGORITHMS[name]
 

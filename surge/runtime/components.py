@@ -49,8 +49,9 @@ def env_info(cfg: Config) -> EnvInfo:
 
     Raises:
         EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
-        ConfigError: buffers and model would not fit in this machine's memory, or policies the
-            mapping can never pick (`surge.cfg.validate.check_policy_mapping`).
+        ConfigError: buffers, model and the algorithm's replay (`Algorithm.replay_bytes`, per
+            learning policy) would not fit in this machine's memory, or policies the mapping can
+            never pick (`surge.cfg.validate.check_policy_mapping`).
     """
     env = make_env(cfg)
     try:
@@ -59,7 +60,9 @@ def env_info(cfg: Config) -> EnvInfo:
         info = EnvInfo(env.observation_space, env.action_space, n, env_frameskip(cfg), per_step)
     finally:
         env.close()
-    check_env_spaces(cfg, info.observation_space, info.action_space, n)
+    hook = get_algorithm(cfg.algo).replay_bytes
+    replay = int(hook(cfg, info)) * len(learning_policies(cfg)) if hook is not None else 0
+    check_env_spaces(cfg, info.observation_space, info.action_space, n, replay_bytes=replay)
     check_policy_mapping(cfg, n)  # validation checked it too, unless the env could not be made there
     return info
 
@@ -91,7 +94,14 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     each learner waits for its own batch, so the pool holds as much for each learning policy (a
     frozen one holds none): the trajectories learners short of a batch hold (fewer than a batch
     each, `surge.data.block_pool`) never leave every split without a rollout's worth of free
-    slots."""
+    slots.
+
+    With `Feed.REPLAY` a learner copies each block into its replay buffer and releases it at once:
+    a split needs one block it fills and one on its way to the learner (queued to be copied), so
+    the pool holds `min_traj_buffers_per_worker` (at least 2) blocks per split, one more with
+    several policies, whatever the batch size or accumulation."""
+    if get_algorithm(cfg.algo).feed is Feed.REPLAY:
+        return max(2, cfg.min_traj_buffers_per_worker) + (cfg.num_policies > 1)
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     learners = len(learning_policies(cfg))
