@@ -509,6 +509,11 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     restart = overrides.get("restart_behavior", defaults["restart_behavior"])
     if saved_path.is_file() and (evaluation or restart == "resume"):
         saved = {k: v for k, v in json.loads(saved_path.read_text()).items() if k not in COMMAND_ONLY}
+        saved_algo = saved.get("algo")
+        if "algo" not in overrides and isinstance(saved_algo, str) and saved_algo != algo:
+            # the saved run's algorithm decides its section's flags (resume, enjoy): parse again
+            # as if its --algo had been given
+            return parse_cfg([f"--algo={saved_algo}", *argv], evaluation)
         for k, v in saved.items():
             if k in values:
                 values[k] = v
