@@ -76,14 +76,18 @@ def make_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> Mo
     obs_dim = int(torch.tensor(obs_space.shape).prod())
     critic = _mlp(obs_dim, p.user_hidden, 1)
     target = copy.deepcopy(critic).requires_grad_(False)
-    return ModelParts(PolicyNet(obs_dim, int(action_space.n), p.user_hidden), {"critic": critic, "target": target})
+    return ModelParts(
+        PolicyNet(obs_dim, int(action_space.n), p.user_hidden), {"critic": critic, "target": target}
+    )
 
 
 def act(model: nn.Module, obs: Any, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:
     """`Algorithm.act`: actions `[B]` int64 sampled from the policy (argmax when
     `ctx.deterministic`); the hidden state stays `[B, 0]`."""
     logits = model(obs.float())
-    actions = logits.argmax(-1) if ctx.deterministic else torch.distributions.Categorical(logits=logits).sample()
+    actions = (
+        logits.argmax(-1) if ctx.deterministic else torch.distributions.Categorical(logits=logits).sample()
+    )
     return {"actions": actions, "rnn_states": rnn_states}
 
 

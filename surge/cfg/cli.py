@@ -496,7 +496,9 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
             raise ConfigError(
                 action.dest, "expected one value, got '--'.", f"pass --{action.dest}=VALUE (see --help)."
             )
-    refuse_other_algorithm_flags([f"--{k}" for k in yaml_values if k not in known], algo, f"--cfg {pre_args.cfg}")
+    refuse_other_algorithm_flags(
+        [f"--{k}" for k in yaml_values if k not in known], algo, f"--cfg {pre_args.cfg}"
+    )
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
     yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
     overrides = {**yaml_values, **explicit}

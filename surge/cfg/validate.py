@@ -741,9 +741,8 @@ def estimate_memory(
             or an image.
         num_agents: agents per env.
     """
-    from surge.runtime.components import blocks_per_split
-
     from surge.learning.algorithm import Feed, get_algorithm
+    from surge.runtime.components import blocks_per_split
 
     per_worker = cfg.num_workers * cfg.num_envs_per_worker * num_agents
     per_iteration = -(-cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)

@@ -218,7 +218,9 @@ def get_algorithm(name: str) -> Algorithm:
     if ":" in name and name not in _ALGORITHMS:
         module, _, algo_name = name.partition(":")
         if not module or not algo_name:
-            raise ConfigError("algo", f"{name!r} is not of the form module:NAME.", "e.g. --algo=my_pkg.algos:MY_ALGO.")
+            raise ConfigError(
+                "algo", f"{name!r} is not of the form module:NAME.", "e.g. --algo=my_pkg.algos:MY_ALGO."
+            )
         try:
             importlib.import_module(module)
         except ImportError as e:
@@ -237,7 +239,9 @@ def get_algorithm(name: str) -> Algorithm:
         return _ALGORITHMS[algo_name]
     if name not in _ALGORITHMS:
         raise ConfigError(
-            "algo", f"unknown algorithm {name!r}.", f"use one of {', '.join(algorithm_names())}, or module:NAME."
+            "algo",
+            f"unknown algorithm {name!r}.",
+            f"use one of {', '.join(algorithm_names())}, or module:NAME.",
         )
     return _ALGORITHMS[name]
 

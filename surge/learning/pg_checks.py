@@ -42,7 +42,9 @@ def check_actor_critic_flags(cfg: Any) -> None:
         ConfigError: naming the first flag out of range and how to fix it.
     """
     if not 0.0 <= cfg.gae_lambda <= 1.0:
-        raise ConfigError("gae_lambda", f"must be in [0, 1], got {cfg.gae_lambda}.", "e.g. --gae_lambda=0.95.")
+        raise ConfigError(
+            "gae_lambda", f"must be in [0, 1], got {cfg.gae_lambda}.", "e.g. --gae_lambda=0.95."
+        )
     for name, why in _NON_NEGATIVE.items():
         v = getattr(cfg, name)
         if v < 0:
@@ -60,7 +62,9 @@ def check_ppo_flags(cfg: Any) -> None:
     check_actor_critic_flags(cfg)
     v = cfg.ppo_epochs
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise ConfigError("ppo_epochs", f"must be a positive integer, got {v!r}.", "pass --ppo_epochs=N with N >= 1.")
+        raise ConfigError(
+            "ppo_epochs", f"must be a positive integer, got {v!r}.", "pass --ppo_epochs=N with N >= 1."
+        )
     for name in ("ppo_clip_ratio", "ppo_clip_value"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(name, f"must be > 0, got {getattr(cfg, name)}.", "")

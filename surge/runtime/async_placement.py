@@ -38,10 +38,10 @@ from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager, rng_state
 from surge.experiment.monitor import log_train_notes
+from surge.learning.algorithm import acting_state_size
 from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
 from surge.population.roles import learning_policies
 from surge.runtime.child_start import ChildTask, child_main
-from surge.learning.algorithm import acting_state_size
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inbox import Inbox
 from surge.runtime.inference_process import inference_process_main

@@ -193,7 +193,9 @@ def make_learner(
     return layout.algo.make_learner(layout.cfg, parts.acting, layout.buffers, device, policy_id, **extra)
 
 
-def make_inference(layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int) -> InferenceWorker:
+def make_inference(
+    layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int
+) -> InferenceWorker:
     """An inference worker acting with the algorithm's `act` for policy `policy_id`."""
     return InferenceWorker(
         model,

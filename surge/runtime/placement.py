@@ -150,7 +150,9 @@ def load_policy_state(
         if name in saved:
             module.load_state_dict(saved[name])
         else:
-            log.warning("Learner module %r is not in the state being loaded: it keeps its fresh weights.", name)
+            log.warning(
+                "Learner module %r is not in the state being loaded: it keeps its fresh weights.", name
+            )
     learner.load_state_dict(state["learner"], keep_version=keep_version)
 
 

@@ -40,9 +40,14 @@ def _states(c, p=0):
     learner = c.learners[p]
     return {
         "model": {k: v.clone() for k, v in c.models[p].state_dict().items()},
-        "modules": {n: {k: v.clone() for k, v in m.state_dict().items()} for n, m in learner.learner_modules.items()},
+        "modules": {
+            n: {k: v.clone() for k, v in m.state_dict().items()} for n, m in learner.learner_modules.items()
+        },
         "opts": {
-            n: {i: {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)} for i, s in o.state_dict()["state"].items()}
+            n: {
+                i: {k: v.clone() for k, v in s.items() if isinstance(v, torch.Tensor)}
+                for i, s in o.state_dict()["state"].items()
+            }
             for n, o in learner.optimizers.items()
         },
         "version": learner.policy_version,
@@ -76,7 +81,9 @@ def test_batch_snapshot_undoes_every_optimizer_and_learner_module(tmp_path):
     c, slots = _collect_batch(placement)
     c.learners[0].train(slots)
     after = _states(c)
-    assert not _equal(after["modules"], before["modules"]) and not _equal(after["opts"]["critic"], before["opts"]["critic"])
+    assert not _equal(after["modules"], before["modules"]) and not _equal(
+        after["opts"]["critic"], before["opts"]["critic"]
+    )
     snap.restore(c.models[0], c.learners[0])
     assert _equal(_states(c), before)
     placement.close()
@@ -143,7 +150,16 @@ register_algorithm(
 def test_replay_feed_pool_and_memory_estimate(tmp_path):
     big = ["--batch_size=4096", "--num_batches_per_iteration=8", "--num_minibatches_to_accumulate=64"]
     appo = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--rollout=8", "--recurrence=8", *big])
-    cfg = parse_cfg(["--env=CartPole-v1", "--algo=TEST_SEAMS_REPLAY", f"--train_dir={tmp_path}", "--rollout=8", "--recurrence=8", *big])
+    cfg = parse_cfg(
+        [
+            "--env=CartPole-v1",
+            "--algo=TEST_SEAMS_REPLAY",
+            f"--train_dir={tmp_path}",
+            "--rollout=8",
+            "--recurrence=8",
+            *big,
+        ]
+    )
     assert blocks_per_split(appo, 1) > 10  # on-policy: sized for the batches the learner holds
     assert blocks_per_split(cfg, 1) == 2  # one filling, one on its way into the replay
     with pytest.raises(ConfigError) as e:

@@ -123,7 +123,12 @@ def test_serial_trains_resumes_with_modules_and_optimizers_and_enjoy_uses_eval_a
 
     # resumed: the command line names neither the algorithm nor its flags; cfg.json brings both
     resumed = parse_cfg(
-        ["--env=CartPole-v1", f"--train_dir={tmp_path}", "--experiment=user_serial", "--train_for_env_steps=5000"]
+        [
+            "--env=CartPole-v1",
+            f"--train_dir={tmp_path}",
+            "--experiment=user_serial",
+            "--train_for_env_steps=5000",
+        ]
     )
     assert resumed.algo == cfg.algo and resumed.algo_params == cfg.algo_params
     placement = SerialPlacement(resumed, [ckpts], [saved])
@@ -145,7 +150,13 @@ def test_serial_trains_resumes_with_modules_and_optimizers_and_enjoy_uses_eval_a
 
     before = EVAL_CALLS[0]
     code = surge.enjoy.main(
-        ["--env=CartPole-v1", f"--train_dir={tmp_path}", "--experiment=user_serial", "--max_num_episodes=1", "--no_render"]
+        [
+            "--env=CartPole-v1",
+            f"--train_dir={tmp_path}",
+            "--experiment=user_serial",
+            "--max_num_episodes=1",
+            "--no_render",
+        ]
     )
     assert code == 0
     assert EVAL_CALLS[0] > before  # enjoy acted through the algorithm's eval_act
