@@ -36,7 +36,7 @@ from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
-from surge.models.actor_critic import make_actor_critic
+from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 
 log = logging.getLogger("surge")
 
@@ -231,7 +231,11 @@ def enjoy(cfg: Config) -> dict[str, Any]:
         set_env_frameskip(cfg, cfg.eval_env_frameskip)
     env = make_env(cfg, render_mode=mode, env_name=env_name)
     device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
-    model = make_actor_critic(cfg, env.observation_space, env.action_space).to(device)
+    algo = get_algorithm(cfg.algo)
+    # the acting module only: enjoy needs no critic, target network or optimizer
+    model = algo.make_model(cfg, env.observation_space, env.action_space).acting.to(device)
+    act = algo.evaluation_act
+    ctx = ActContext(deterministic=ev.eval_deterministic)
     state = ckpt.load(ev.load_checkpoint_kind, path=Path(ev.checkpoint_path) if ev.checkpoint_path else None)
     if state is None:
         env.close()
@@ -242,7 +246,7 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     n = env.num_agents
     frameskip = env_frameskip(cfg)
     obs, _ = env.reset(seed=cfg.seed)
-    rnn = torch.zeros(n, model.rnn_state_size, device=device)
+    rnn = torch.zeros(n, acting_state_size(model), device=device)
     frames: list[np.ndarray] = []
     returns: list[float] = []
     lengths: list[int] = []
@@ -254,12 +258,13 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     interrupted = False
     try:
         while len(returns) < max_episodes and num_frames < ev.max_num_frames:
-            out = model.act(_obs_tensor(obs, device), rnn, deterministic=ev.eval_deterministic)
-            actions = out.actions.cpu().numpy()
+            with torch.no_grad():
+                out = act(model, _obs_tensor(obs, device), rnn, ctx)
+            actions = out["actions"].cpu().numpy()
             illegal += _illegal_actions(obs, actions, active, env.action_space)
             if isinstance(env.action_space, gym.spaces.Box):
                 actions = np.clip(actions, env.action_space.low, env.action_space.high)
-            rnn = out.rnn_states
+            rnn = out["rnn_states"]
             for _ in range(action_repeat):  # the policy acts every env_frameskip frames, as in training
                 obs, rew, term, trunc, infos = env.step(list(actions))
                 active = [info.get("is_active", True) is not False for info in infos]

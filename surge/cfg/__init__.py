@@ -1,6 +1,6 @@
 """Configuration: the typed `Config`, the CLI derived from it, validation, save and load."""
 
-from surge.cfg.config import Config, EvalParams, env_frameskip, family_params, param
+from surge.cfg.config import Config, EvalParams, algo_params, env_frameskip, family_params, param
 from surge.errors import ConfigError
 
-__all__ = ["Config", "ConfigError", "EvalParams", "env_frameskip", "family_params", "param"]
+__all__ = ["Config", "ConfigError", "EvalParams", "algo_params", "env_frameskip", "family_params", "param"]

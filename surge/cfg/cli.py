@@ -87,16 +87,35 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(field or "command line", message, "see `surge train --env=ENV --help`.")
 
 
-def flag_fields(family: EnvFamily | None, evaluation: bool = False) -> list[dataclasses.Field]:
+def _algo_section(algo: str | None) -> type | None:
+    """The `Algorithm.params` dataclass of `--algo=algo` (None: the algorithm declares none)."""
+    if algo is None:
+        return None
+    from surge.learning.algorithm import get_algorithm
+
+    return get_algorithm(algo).params
+
+
+def flag_fields(
+    family: EnvFamily | None, evaluation: bool = False, algo: str | None = None
+) -> list[dataclasses.Field]:
     """Every flag of a run of `family`, in `--help` order: the core `Config` fields, the family's
-    (`EnvFamily.extra_params`, the section `cfg.env_params`) and, with `evaluation`, enjoy's
-    (`EvalParams`, the section `cfg.eval_params`). A name in two sections is one flag, with the
-    first one's help and default (the Doom family's `--fps` sets enjoy's too)."""
+    (`EnvFamily.extra_params`, the section `cfg.env_params`), with `evaluation` enjoy's
+    (`EvalParams`, the section `cfg.eval_params`) and, with `algo`, the algorithm's
+    (`Algorithm.params`, the section `cfg.algo_params`). A name in two sections is one flag, with
+    the first one's help and default (the Doom family's `--fps` sets enjoy's too).
+
+    Raises:
+        ConfigError: `algo` is not a registered algorithm (or its module cannot be imported).
+    """
     sources = [core_fields()]
     if family and family.extra_params:
         sources.append(dataclasses.fields(family.extra_params))
     if evaluation:
         sources.append(dataclasses.fields(EvalParams))
+    section = _algo_section(algo)
+    if section is not None:
+        sources.append(dataclasses.fields(section))
     out: dict[str, dataclasses.Field] = {}
     for src in sources:
         for f in src:
@@ -121,7 +140,7 @@ def field_defaults(
     from surge.learning.algorithm import get_algorithm
 
     out: dict[str, Any] = {}
-    for f in flag_fields(family, evaluation):
+    for f in flag_fields(family, evaluation, algo):
         if f.default is not dataclasses.MISSING:
             out[f.name] = f.default
         else:
@@ -168,12 +187,18 @@ def config_sections() -> dict[str, str]:
     return {f.name: title for title, cls in SECTIONS for f in dataclasses.fields(cls)}
 
 
-def _help_group(name: str, family: EnvFamily | None, sections: dict[str, str]) -> str:
-    """The `--help` section of field `name`: its `Config` section, the family's, or enjoy's."""
+def _help_group(
+    name: str, family: EnvFamily | None, sections: dict[str, str], algo: str | None = None
+) -> str:
+    """The `--help` section of field `name`: its `Config` section, the family's, enjoy's, or the
+    algorithm's ("algorithm NAME")."""
     if name in sections:
         return sections[name]
     if family and family.extra_params and name in {f.name for f in dataclasses.fields(family.extra_params)}:
         return f"env family {family.prefix}"
+    section = _algo_section(algo)
+    if section is not None and name in {f.name for f in dataclasses.fields(section)}:
+        return f"algorithm {algo}"
     if name in {f.name for f in dataclasses.fields(EvalParams)}:
         return "enjoy"
     return "other"
@@ -184,10 +209,12 @@ def build_parser(
     defaults: dict[str, Any],
     prog: str = "surge train",
     family: EnvFamily | None = None,
+    algo: str | None = None,
 ) -> argparse.ArgumentParser:
     """An argparse parser with one `--flag` per field of `fields` (`flag_fields`); values not given stay absent (SUPPRESS).
     Boolean flags take `--flag=True/False`, `--flag False` or the bare `--flag` (True). `--help`
-    lists the flags by section (`config_sections`), then the family's (`family`) and enjoy's."""
+    lists the flags by section (`config_sections`), then the family's (`family`), enjoy's and
+    the algorithm's (`algo`, under "algorithm NAME")."""
     p = _Parser(
         prog=prog,
         usage=f"{prog} --env=ENV [--experiment=NAME] [--flag=value ...]",
@@ -199,7 +226,7 @@ def build_parser(
     sections = config_sections()
     groups: dict[str, argparse._ArgumentGroup] = {}
     for f in fields:
-        title = _help_group(f.name, family, sections)
+        title = _help_group(f.name, family, sections, algo)
         if title not in groups:
             groups[title] = p.add_argument_group(title)
         d = defaults[f.name]
@@ -332,6 +359,34 @@ def _check_known(values: Any, known: set[str], source: str) -> None:
     )
 
 
+def refuse_other_algorithm_flags(unknown: list[str], algo: str, source: str) -> None:
+    """Refuses a flag that is not this run's but belongs to another registered algorithm's section
+    (`Algorithm.params`), saying whose it is.
+
+    Raises:
+        ConfigError: one of `unknown` (`--name` or `--name=value` tokens) is another algorithm's flag.
+    """
+    from surge.learning.algorithm import algorithm_names, get_algorithm
+
+    if not unknown:
+        return
+    owners: dict[str, list[str]] = {}
+    for name in algorithm_names():
+        section = get_algorithm(name).params
+        if name != algo and section is not None:
+            for f in dataclasses.fields(section):
+                owners.setdefault(f.name, []).append(name)
+    for token in unknown:
+        flag = token.split("=")[0][2:] if token.startswith("--") else ""
+        if flag in owners:
+            whose = " and ".join(owners[flag])
+            raise ConfigError(
+                flag,
+                f"is a flag of --algo={whose}'s section, not of --algo={algo}'s (in {source}).",
+                f"pass --algo={owners[flag][0]} to use it, or remove it.",
+            )
+
+
 def refuse_unknown_args(unknown: list[str], known: set[str], source: str = "the command line") -> None:
     """Refuses what argparse left over (`parse_known_args`): every unknown `--flag` is named with
     its close matches; a stray value (or a bare `--`) is named when no unknown flag explains it.
@@ -416,8 +471,8 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     else:
         # a mistyped name of a family (atari_breakot) is refused here, before any file is written
         family = check_env_name(env or "")
-    fields = flag_fields(family, evaluation)
     algo = pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
+    fields = flag_fields(family, evaluation, algo)
     given = _space_inputs(yaml_values, pre_args)
     try:
         rules = env_space_defaults(family, env or "", given)
@@ -427,12 +482,13 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         rules = []  # --help works for an env that cannot be made here
     defaults = field_defaults(family, algo, evaluation, as_overrides(rules))
     prog = "surge enjoy" if evaluation else "surge train"
-    parser = build_parser(fields, defaults, prog, family)
+    parser = build_parser(fields, defaults, prog, family, algo)
     if pre_args.help:
         parser.print_help()
         raise SystemExit(0)
     known = set(defaults)
     explicit_ns, unknown = parser.parse_known_args(argv)
+    refuse_other_algorithm_flags(unknown, algo, "the command line")
     refuse_unknown_args(unknown, known)
     explicit = vars(explicit_ns)
     for action in parser._actions:  # argparse turns `--flag=--` into [] even for a one-value flag
@@ -440,6 +496,9 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
             raise ConfigError(
                 action.dest, "expected one value, got '--'.", f"pass --{action.dest}=VALUE (see --help)."
             )
+    refuse_other_algorithm_flags(
+        [f"--{k}" for k in yaml_values if k not in known], algo, f"--cfg {pre_args.cfg}"
+    )
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
     yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
     overrides = {**yaml_values, **explicit}
@@ -452,6 +511,11 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     restart = overrides.get("restart_behavior", defaults["restart_behavior"])
     if saved_path.is_file() and (evaluation or restart == "resume"):
         saved = {k: v for k, v in json.loads(saved_path.read_text()).items() if k not in COMMAND_ONLY}
+        saved_algo = saved.get("algo")
+        if "algo" not in overrides and isinstance(saved_algo, str) and saved_algo != algo:
+            # the saved run's algorithm decides its section's flags (resume, enjoy): parse again
+            # as if its --algo had been given
+            return parse_cfg([f"--algo={saved_algo}", *argv], evaluation)
         for k, v in saved.items():
             if k in values:
                 values[k] = v
@@ -460,7 +524,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
                 source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"
                 log.warning("Parameter %s changed on resume: %r (saved) -> %r (%s)", k, saved[k], v, source)
     values.update(overrides)
-    cfg = Config.from_flat(values, family.extra_params if family else None, evaluation)
+    cfg = Config.from_flat(values, family.extra_params if family else None, evaluation, _algo_section(algo))
     validate_cfg(cfg)
     if uses_space_defaults(family):
         # the env was made once for its spaces (`probe_spaces`, cached): spaces this config cannot
@@ -491,7 +555,8 @@ def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
             at import time of a module, not inside `if __name__ == "__main__"`).
     """
     family = find_family(values["env"])
-    known = {f.name for f in flag_fields(family, evaluation)}
+    algo = values.get("algo", "APPO")
+    known = {f.name for f in flag_fields(family, evaluation, algo)}
     missing = set(values) - known
     if missing:
         raise ConfigError(
@@ -500,4 +565,4 @@ def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
             "registered differently here.",
             "register custom env families at import time of your module.",
         )
-    return Config.from_flat(values, family.extra_params, evaluation)
+    return Config.from_flat(values, family.extra_params, evaluation, _algo_section(algo))

@@ -431,6 +431,9 @@ class Config(
     env_params: Any = field(default=None, metadata={"section": True})
     #: the flags of `surge enjoy` (None in training)
     eval_params: EvalParams | None = field(default=None, metadata={"section": True})
+    #: the algorithm's own flags: an instance of its `Algorithm.params` dataclass, None when it
+    #: declares none; read it typed with `algo_params(cfg, MyAlgoParams)`
+    algo_params: Any = field(default=None, metadata={"section": True})
 
     def to_dict(self) -> dict[str, Any]:
         """Every flag as a flat JSON-serialisable dict, one key per flag as on the command line and
@@ -439,6 +442,9 @@ class Config(
         out = {f.name: copy.deepcopy(getattr(self, f.name)) for f in core_fields()}
         if self.env_params is not None:
             out.update(dataclasses.asdict(self.env_params))
+        if self.algo_params is not None:
+            for k, v in dataclasses.asdict(self.algo_params).items():
+                out.setdefault(k, v)
         if self.eval_params is not None:
             for k, v in dataclasses.asdict(self.eval_params).items():
                 out.setdefault(k, v)
@@ -446,11 +452,16 @@ class Config(
 
     @classmethod
     def from_flat(
-        cls, values: dict[str, Any], env_params_cls: type | None = None, evaluation: bool = False
+        cls,
+        values: dict[str, Any],
+        env_params_cls: type | None = None,
+        evaluation: bool = False,
+        algo_params_cls: type | None = None,
     ) -> Config:
         """The config of a flat dict of flags (`to_dict`, a cfg.json): core fields from their keys,
-        `env_params` an `env_params_cls` (the family's `extra_params`) and `eval_params` an
-        `EvalParams` (when `evaluation`) from theirs; a key in two sections sets both. Keys that
+        `env_params` an `env_params_cls` (the family's `extra_params`), `eval_params` an
+        `EvalParams` (when `evaluation`) and `algo_params` an `algo_params_cls` (the algorithm's
+        `Algorithm.params`) from theirs; a key in two sections sets both. Keys that
         are no field of any of them are ignored (use `unknown_keys` to refuse them); a missing key
         takes the field's default."""
 
@@ -461,11 +472,13 @@ class Config(
             **{f.name: values[f.name] for f in core_fields() if f.name in values},
             env_params=env_params_cls(**pick(env_params_cls)) if env_params_cls is not None else None,
             eval_params=EvalParams(**pick(EvalParams)) if evaluation else None,
+            algo_params=algo_params_cls(**pick(algo_params_cls)) if algo_params_cls is not None else None,
         )
 
 
 def core_fields() -> tuple[dataclasses.Field, ...]:
-    """The fields of `Config` that are flags (not the `env_params` / `eval_params` sections)."""
+    """The fields of `Config` that are flags (not the `env_params` / `eval_params` / `algo_params`
+    sections)."""
     return tuple(f for f in dataclasses.fields(Config) if not f.metadata.get("section"))
 
 
@@ -489,6 +502,26 @@ def family_params(cfg: Config, cls: type[T]) -> T:
             f"{cfg.env!r} has no {cls.__name__} parameters (its family's are "
             f"{type(p).__name__ if p is not None else 'none'}).",
             f"use an env of the family that defines {cls.__name__}.",
+        )
+    return p
+
+
+def algo_params(cfg: Config, cls: type[T]) -> T:
+    """`cfg.algo_params`, typed as the algorithm's params dataclass `cls` (`algo_params(cfg,
+    DQNParams).buffer_size`), as `family_params` for env families. A config made without the
+    section (`Config(algo="DQN")`) gets one with `cls`'s defaults.
+
+    Raises:
+        ConfigError: `cfg.algo_params` is not a `cls` (the config is of another algorithm).
+    """
+    if cfg.algo_params is None:
+        cfg.algo_params = cls()
+    p = cfg.algo_params
+    if not isinstance(p, cls):
+        raise ConfigError(
+            "algo",
+            f"--algo={cfg.algo} has no {cls.__name__} parameters (its section is {type(p).__name__}).",
+            f"use the algorithm that defines {cls.__name__}.",
         )
     return p
 

@@ -86,8 +86,10 @@ def reference() -> str:
         "In Python the flags are typed fields: the core ones on `Config` itself (`cfg.learning_rate`),",
         "an env family's in its own section `cfg.env_params` (read it typed with",
         "`surge.cfg.family_params(cfg, AtariParams).env_frameskip`; a family's factory does the same with",
-        "its own `extra_params` class), and those of `surge enjoy` in `cfg.eval_params`. `cfg.to_dict()`",
-        "and the run's `cfg.json` stay flat, one key per flag, as Sample Factory's.",
+        "its own `extra_params` class), those of `surge enjoy` in `cfg.eval_params`, and an algorithm's",
+        "own flags in `cfg.algo_params` (`surge.cfg.algo_params(cfg, ItsParams)`; tables below, shown by",
+        "`surge train --algo=NAME --help`). `cfg.to_dict()` and the run's `cfg.json` stay flat, one key",
+        "per flag, as Sample Factory's.",
         "",
         "## `surge train`",
         "",
@@ -120,6 +122,14 @@ def reference() -> str:
                 + ", ".join(f"`{k}={v!r}`" for k, v in fam.default_overrides.items())
                 + "."
             )
+    from surge.learning.algorithm import algorithm_names, get_algorithm
+
+    for name in algorithm_names():  # surge's own algorithms' sections, not a user's (or a test's)
+        algo = get_algorithm(name)
+        if algo.params is None or not algo.params.__module__.startswith("surge."):
+            continue
+        lines += ["", f"## Algorithm `{name}`", "", "| flag | default | meaning |", "|---|---|---|"]
+        lines += _rows(algo.params)
     return "\n".join(lines) + "\n"
 
 

@@ -21,7 +21,6 @@ _POSITIVE_INTS = (
     "recurrence",
     "batch_size",
     "num_batches_per_iteration",
-    "ppo_epochs",
     "num_workers",
     "num_envs_per_worker",
     "worker_num_splits",
@@ -132,7 +131,9 @@ def _field_defaults(cfg: Any) -> dict[str, Any]:
         pass
     out = {}
     sections = [core_fields()] + [
-        dataclasses.fields(p) for p in (cfg.env_params, cfg.eval_params) if dataclasses.is_dataclass(p)
+        dataclasses.fields(p)
+        for p in (cfg.env_params, cfg.eval_params, cfg.algo_params)
+        if dataclasses.is_dataclass(p)
     ]
     for f in (f for fields in sections for f in fields):
         if f.default is not dataclasses.MISSING:
@@ -191,11 +192,9 @@ def validate_cfg(cfg: Any) -> None:
         )
     if not 0.0 < cfg.gamma <= 1.0:
         raise ConfigError("gamma", f"discount must be in (0, 1], got {cfg.gamma}.", "e.g. --gamma=0.99.")
-    if not 0.0 <= cfg.gae_lambda <= 1.0:
-        raise ConfigError(
-            "gae_lambda", f"must be in [0, 1], got {cfg.gae_lambda}.", "e.g. --gae_lambda=0.95."
-        )
-    for name in ("learning_rate", "ppo_clip_ratio", "ppo_clip_value", "adam_eps", "reward_clip"):
+    # the algorithm's own flags are checked by it (`Algorithm.validate`: APPO's PPO and V-trace
+    # ranges, `surge.learning.pg_checks`) and by its section (`cfg.algo_params.validate()`)
+    for name in ("learning_rate", "adam_eps", "reward_clip"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(name, f"must be > 0, got {getattr(cfg, name)}.", "")
     if cfg.num_policies > 127:
@@ -207,6 +206,9 @@ def validate_cfg(cfg: Any) -> None:
     from surge.learning.algorithm import get_algorithm
 
     get_algorithm(cfg.algo).validate(cfg)
+    check_algo = getattr(cfg.algo_params, "validate", None)
+    if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
+        check_algo()
     check_population(cfg)
     if cfg.with_wandb:
         import importlib.util
@@ -504,9 +506,6 @@ def _check_accumulation(cfg: Any) -> None:
 #: coefficients and limits where a negative value inverts or disables what the flag is for
 _NON_NEGATIVE = {
     "max_grad_norm": "0 turns clipping off; a negative norm would scale every gradient to 0",
-    "value_loss_coeff": "a negative coefficient trains the critic away from the returns",
-    "kl_loss_coeff": "a negative coefficient rewards moving away from the behaviour policy",
-    "exploration_loss_coeff": "a negative coefficient punishes exploration",
     "max_policy_lag": "a negative lag masks every sample, so nothing is learned",
 }
 
@@ -550,20 +549,6 @@ def _check_numbers(cfg: Any) -> None:
             "reward (nothing is learned) and a negative scale trains the agent to minimise its return.",
             "pass --reward_scale > 0 (1 keeps the rewards, e.g. 0.1 for rewards in the hundreds); "
             "to minimise a cost, negate the env's reward in a wrapper.",
-        )
-    if cfg.vtrace_rho <= 0:
-        raise ConfigError(
-            "vtrace_rho",
-            f"rho-bar truncates V-trace's importance weights from above, got {cfg.vtrace_rho}: at 0 "
-            "every advantage and value correction is 0 (nothing is learned), below 0 they change sign.",
-            "pass --vtrace_rho > 0, e.g. 1 (IMPALA's default).",
-        )
-    if cfg.vtrace_c < 0:
-        raise ConfigError(
-            "vtrace_c",
-            f"c-bar truncates V-trace's trace coefficients from above, got {cfg.vtrace_c}: below 0 "
-            "they change sign.",
-            "pass --vtrace_c >= 0, e.g. 1 (IMPALA's default; 0 gives one-step targets).",
         )
     if cfg.initial_stddev <= 0:
         raise ConfigError(
@@ -756,10 +741,13 @@ def estimate_memory(
             or an image.
         num_agents: agents per env.
     """
+    from surge.learning.algorithm import Feed, get_algorithm
     from surge.runtime.components import blocks_per_split
 
     per_worker = cfg.num_workers * cfg.num_envs_per_worker * num_agents
     per_iteration = -(-cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
+    if get_algorithm(cfg.algo).feed is Feed.REPLAY:  # blocks are copied out, never held as batches
+        per_iteration = 0
     # the pool the run allocates: its blocks grow with the accumulation limit (Sample Factory 2's
     # num_batches_to_accumulate=1e6 asked for a million iterations' worth of trajectories)
     owners = cfg.num_workers * cfg.worker_num_splits
@@ -823,7 +811,9 @@ def check_memory(parts: list[tuple[str, int, str]], available: int | None = None
         field,
         f"the run needs at least {_gb(total)} of memory, more than this machine's {_gb(available)}; "
         f"the largest part is {what}: {_gb(size)}.",
-        f"lower --{field}"
+        "shrink the algorithm's replay buffer (its section's size flag, see --help)."
+        if field == "algo"
+        else f"lower --{field}"
         + (
             " (or --num_workers, --num_envs_per_worker, --batch_size, --hidden_size with an RNN)"
             if field == "rollout"

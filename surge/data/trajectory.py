@@ -127,6 +127,9 @@ class TrajectoryBuffers:
         self.is_active = torch.ones(S, T, dtype=torch.bool)
         self.policy_id = torch.zeros(S, T, dtype=torch.int8)
         self.policy_version = torch.zeros(S, T, dtype=torch.int64)
+        # [S] int64, per slot (not per step): the global actor id of the agent filling it
+        # (`surge.learning.algorithm.ActContext.actor_ids`), -1 until a rollout worker claims it
+        self.actor_ids = torch.full((S,), -1, dtype=torch.int64)
         names = list(self.CORE_FIELDS)
         for spec in step_fields:
             if spec.name in names:
@@ -139,6 +142,7 @@ class TrajectoryBuffers:
         """Moves every tensor to shared memory (for the multi-process placement)."""
         for name in self.FIELDS:
             tree_map(lambda t: t.share_memory_(), getattr(self, name))
+        self.actor_ids.share_memory_()
         return self
 
     def gather(self, slots: Tensor) -> dict[str, Tree]:
@@ -146,8 +150,10 @@ class TrajectoryBuffers:
         return {name: tree_map(lambda t: t[slots], getattr(self, name)) for name in self.FIELDS}
 
     def start_next(self, old_slots: Tensor, new_slots: Tensor) -> None:
-        """Carries the bootstrap step (obs and rnn state at T) of finished slots to row 0 of new ones."""
+        """Carries the bootstrap step (obs and rnn state at T) of finished slots to row 0 of new ones,
+        and their agents' `actor_ids`."""
         T = self.rollout
+        self.actor_ids[new_slots] = self.actor_ids[old_slots]
         tree_assign(self.obs, (new_slots, 0), tree_map(lambda t: t[old_slots, T], self.obs))
         self.rnn_states[new_slots, 0] = self.rnn_states[old_slots, T]
 

@@ -297,6 +297,7 @@ def check_env_spaces(
     action_space: gym.Space,
     num_agents: int = 1,
     memory: bool = True,
+    replay_bytes: int = 0,
 ) -> None:
     """Refuses, before anything is allocated, an env whose spaces this config cannot train on:
     observation spaces the encoders do not take (a Dict entry that is not a Box is named), action
@@ -310,6 +311,8 @@ def check_env_spaces(
         num_agents: agents per env object.
         memory: also check the memory estimate (False: the spaces only, as `parse_cfg` does for
             an env whose spaces it read, before the number of agents is known).
+        replay_bytes: what the algorithm's replay buffers hold (`Algorithm.replay_bytes`), added to
+            the estimate.
 
     Raises:
         EnvError: a space this config cannot handle; the message names the observation key and
@@ -370,7 +373,10 @@ def check_env_spaces(
     obs_floats = int(np.prod(boxes[0][1].shape)) if vector else None
     if cfg.encoder_type == "mlp" and len(boxes) == 1 and not custom:
         obs_floats = int(np.prod(boxes[0][1].shape))
-    check_memory(estimate_memory(cfg, obs_bytes=obs_bytes, obs_floats=obs_floats, num_agents=num_agents))
+    parts = estimate_memory(cfg, obs_bytes=obs_bytes, obs_floats=obs_floats, num_agents=num_agents)
+    if replay_bytes:
+        parts.append(("algo", replay_bytes, f"the replay buffer(s) of --algo={cfg.algo}"))
+    check_memory(parts)
 
 
 def _with_wrappers(cfg: Any, *added: str) -> str:

@@ -19,19 +19,22 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
-from torch import Tensor
+from torch import Tensor, nn
 
 from surge.cfg.config import Config
 from surge.errors import ConfigError
-from surge.learning.algorithm import Algorithm, FieldSpec, Obs, register_algorithm
+from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, register_algorithm
 from surge.learning.base import LearnerBase
+from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
 
 
-def a2c_act(model: ActorCritic, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
-    """Samples actions `[B, ...]`; stores the behavior values `[B]` the returns bootstrap from."""
+def a2c_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:
+    """Samples actions `[B, ...]` (the mode when `ctx.deterministic`); stores the behavior values
+    `[B]` the returns bootstrap from."""
     assert obs is not None  # act_reads_obs
-    out = model.act(obs, rnn_states)
+    assert isinstance(model, ActorCritic)
+    out = model.act(obs, rnn_states, deterministic=ctx.deterministic)
     return {"actions": out.actions, "values": out.values, "rnn_states": out.rnn_states}
 
 
@@ -121,7 +124,9 @@ class A2CLearner(LearnerBase):
 
 
 def validate_a2c(cfg: Config) -> None:
-    """Raises `ConfigError` for settings A2C cannot honour."""
+    """Raises `ConfigError` for settings A2C cannot honour, or for its flags out of range
+    (`surge.learning.pg_checks.check_actor_critic_flags`)."""
+    check_actor_critic_flags(cfg)
     if cfg.exploration_loss != "entropy":
         raise ConfigError(
             "exploration_loss",

@@ -4,12 +4,20 @@ An `Algorithm` says
 - which per-step fields it stores in the trajectory buffers besides the core ones every sampler
   writes (`step_fields`; the core fields are listed in `surge.data.trajectory`),
 - what inference computes and writes for each acting agent (`act`),
+- its networks (`make_model` -> `ModelParts`: the acting module inference runs and the
+  learner-only modules, critics and target networks, that only the learner builds; default the
+  env's actor-critic),
+- what `surge enjoy` and evaluation act with (`eval_act`; default `act` with
+  `ActContext.deterministic`),
 - its learner (`make_learner`; None: the algorithm does not train, like the dummy sampler),
 - how experience reaches the learner (`feed`): ON_POLICY holds a batch's trajectory blocks until the
   learner trained on them (back-pressure bounds the policy lag); REPLAY copies each block into the
   learner's replay buffer and releases it at once, training at a replay ratio,
-- its config section: defaults it overrides, validation, and the core parameters it does not use
-  (reported in the run's log when they are set),
+- its config section: its own flags (`params`, a dataclass of `param(...)` fields, read with
+  `surge.cfg.config.algo_params`), defaults it overrides, validation, and the core parameters it
+  does not use (reported in the run's log when they are set),
+- the memory its replay holds (`replay_bytes(cfg, env_info)`, REPLAY algorithms: added to the
+  memory estimate checked before the run starts),
 - the TensorBoard tags of the statistics its learner reports (a statistic without a declared tag is
   still logged, under `train/<name>`).
 
@@ -21,14 +29,15 @@ and `make_learner` in the learner, and route blocks by `feed`. A new algorithm i
 from __future__ import annotations
 
 import enum
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import gymnasium as gym
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from surge.errors import ConfigError
 from surge.models.actor_critic import ActorCritic
@@ -36,7 +45,6 @@ from surge.models.distributions import num_action_logits
 
 if TYPE_CHECKING:
     from surge.cfg.config import Config
-    from surge.data.trajectory import TrajectoryBuffers
 
 Obs = Tensor | dict[str, Tensor]
 
@@ -59,11 +67,87 @@ class FieldSpec:
     fill: float = math.nan
 
 
-#: act(model, obs `[B, ...]` or None, rnn_states `[B, state]`) -> {field: `[B, ...]`} holding at
-#: least "actions" and "rnn_states" (the state after this step); obs is None when `act_reads_obs`
-#: is False (a random policy need not read observations).
-ActFn = Callable[["ActorCritic", "Obs | None", Tensor], dict[str, Tensor]]
-LearnerFactory = Callable[["Config", "ActorCritic", "TrajectoryBuffers", torch.device, int], Any]
+@dataclass(frozen=True)
+class ActContext:
+    """What an `act` knows besides observations and hidden states.
+
+    Attributes:
+        actor_ids: `[B]` int64 on the CPU, the stable global index of each acting agent,
+            `(worker * num_envs_per_worker + env) * num_agents + agent` (env counted over the
+            worker's splits; a batched env's sub-envs are its agents); the same agent keeps its id
+            across rollouts, slots and a replaced worker. None where unknown (`surge enjoy`).
+            Per-actor exploration (Ape-X / R2D2's eps_i) indexes with it.
+        num_actors: acting agents of the whole run (`num_workers * num_envs_per_worker *
+            num_agents`); 0 where unknown.
+        env_frames: the run's env frames (env steps x frameskip) as inference last knew them
+            (for exploration schedules); 0 where unknown.
+        deterministic: act greedily / with the distribution's mode (evaluation, `surge enjoy`).
+    """
+
+    actor_ids: Tensor | None = None
+    num_actors: int = 0
+    env_frames: int = 0
+    deterministic: bool = False
+
+
+#: act(acting module, obs `[B, ...]` or None, rnn_states `[B, state]`, ctx) -> {field: `[B, ...]`}
+#: holding at least "actions" and "rnn_states" (the state after this step); obs is None when
+#: `act_reads_obs` is False (a random policy need not read observations).
+ActFn = Callable[[nn.Module, "Obs | None", Tensor, ActContext], dict[str, Tensor]]
+#: make_learner(cfg, acting module, buffers, device, policy_id, learner_modules=...) -> a
+#: `LearnerBase`; learner_modules is `ModelParts.learner_modules` (passed by keyword)
+LearnerFactory = Callable[..., Any]
+
+
+@runtime_checkable
+class ActingModule(Protocol):
+    """What the placements read from an algorithm's acting module (`ModelParts.acting`) besides
+    being an `nn.Module`: the width of one agent's recurrent state, `rnn_state_size` (0 without an
+    RNN; the trajectory buffers store `[slots, T+1, rnn_state_size]` float32 and inference passes
+    `[B, rnn_state_size]` to `act`). Everything else it needs travels in its `state_dict`: the
+    shared weights publish its floating-point tensors (observation and return normalisers
+    included), the checkpoint's "model" is its state."""
+
+    rnn_state_size: int
+
+
+@dataclass
+class ModelParts:
+    """The networks of one policy, as `Algorithm.make_model` builds them.
+
+    Attributes:
+        acting: what inference runs (`act` gets it) and the shared weights publish; its state is
+            the checkpoint's "model". Must follow `ActingModule`.
+        learner_modules: learner-only modules by name (critics, target networks): built in the
+            learner's process only, trained there, saved in the checkpoint under "learner_modules"
+            and restored generically; empty for APPO and A2C.
+    """
+
+    acting: nn.Module
+    learner_modules: dict[str, nn.Module] = field(default_factory=dict)
+
+
+def actor_critic_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
+    """The default `make_model`: the env's actor-critic (`surge.models.actor_critic.make_actor_critic`,
+    a model registered for the env name if any) as the acting module, no learner-only modules."""
+    from surge.models.actor_critic import make_actor_critic
+
+    return ModelParts(make_actor_critic(cfg, obs_space, action_space))
+
+
+def acting_state_size(module: nn.Module) -> int:
+    """`module.rnn_state_size` (`ActingModule`).
+
+    Raises:
+        TypeError: the acting module does not say its recurrent state's width.
+    """
+    size = getattr(module, "rnn_state_size", None)
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise TypeError(
+            f"the acting module {type(module).__name__} must have an int rnn_state_size >= 0 (0 without "
+            f"an RNN; surge.learning.algorithm.ActingModule), got {size!r}"
+        )
+    return size
 
 
 @dataclass(frozen=True)
@@ -81,10 +165,20 @@ class Algorithm:
     validate: Callable[[Config], None] = lambda cfg: None
     unused_params: tuple[str, ...] = ()
     metric_tags: dict[str, str] = field(default_factory=dict)
+    make_model: Callable[[Config, gym.Space, gym.Space], ModelParts] = actor_critic_parts
+    eval_act: ActFn | None = None
+    params: type | None = None
+    replay_bytes: Callable[[Config, Any], int] | None = None
 
     @property
     def trains(self) -> bool:
         return self.make_learner is not None
+
+    @property
+    def evaluation_act(self) -> ActFn:
+        """What `surge enjoy` and evaluation act with: `eval_act`, else `act` (both get an
+        `ActContext` whose `deterministic` is the evaluation's choice)."""
+        return self.eval_act if self.eval_act is not None else self.act
 
 
 _ALGORITHMS: dict[str, Algorithm] = {}
@@ -111,26 +205,55 @@ def algorithm_names() -> list[str]:
 
 
 def get_algorithm(name: str) -> Algorithm:
-    """The algorithm registered as `name`.
+    """The algorithm registered as `name`; `module:NAME` (as `--env` takes `package.module:EnvId`)
+    first imports `module`, which registers NAME when imported (`register_algorithm` at its top
+    level). Every process resolves `--algo` through here (the spawned children too), so a user's
+    algorithm is loaded wherever the config is rebuilt.
 
     Raises:
-        ConfigError: no algorithm of that name (the message lists the registered ones).
+        ConfigError: no algorithm of that name (the message lists the registered ones), or
+            `module` cannot be imported, or it registers no NAME.
     """
     _load_builtins()
+    if ":" in name and name not in _ALGORITHMS:
+        module, _, algo_name = name.partition(":")
+        if not module or not algo_name:
+            raise ConfigError(
+                "algo", f"{name!r} is not of the form module:NAME.", "e.g. --algo=my_pkg.algos:MY_ALGO."
+            )
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            raise ConfigError(
+                "algo",
+                f"cannot import the module {module!r} of --algo={name}: {e}.",
+                "give a module importable from this directory or PYTHONPATH (dotted path, no .py).",
+            ) from e
+        if algo_name not in _ALGORITHMS:
+            raise ConfigError(
+                "algo",
+                f"the module {module!r} registers no algorithm {algo_name!r}.",
+                f"registered: {', '.join(algorithm_names())}; the module must call register_algorithm "
+                "when imported.",
+            )
+        return _ALGORITHMS[algo_name]
     if name not in _ALGORITHMS:
         raise ConfigError(
-            "algo", f"unknown algorithm {name!r}.", f"use one of {', '.join(algorithm_names())}."
+            "algo",
+            f"unknown algorithm {name!r}.",
+            f"use one of {', '.join(algorithm_names())}, or module:NAME.",
         )
     return _ALGORITHMS[name]
 
 
 # --- pieces several algorithms share -------------------------------------------------------------
-def sampled_act(model: ActorCritic, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
-    """Samples actions from the model's policy; writes what the policy-gradient learners read:
-    behavior log-probs `[B]`, behavior values `[B]` and the action-distribution parameters
-    `[B, num_logits]` (used by the KL and symmetric-KL terms)."""
+def sampled_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:
+    """Samples actions from the actor-critic's policy (its mode when `ctx.deterministic`); writes
+    what the policy-gradient learners read: behavior log-probs `[B]`, behavior values `[B]` and
+    the action-distribution parameters `[B, num_logits]` (used by the KL and symmetric-KL terms)."""
     assert obs is not None  # act_reads_obs
-    out = model.act(obs, rnn_states)
+    assert isinstance(model, ActorCritic)
+    out = model.act(obs, rnn_states, deterministic=ctx.deterministic)
     return {
         "actions": out.actions,
         "behavior_log_probs": out.log_probs,

@@ -7,6 +7,7 @@ from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import Algorithm, policy_gradient_fields, register_algorithm, sampled_act
 from surge.learning.learner import Learner
+from surge.learning.pg_checks import check_ppo_flags
 
 #: learner statistic -> TensorBoard tag (docs/metrics.md)
 PPO_METRIC_TAGS = {
@@ -32,12 +33,14 @@ PPO_METRIC_TAGS = {
 
 
 def validate_appo(cfg: Config) -> None:
-    """APPO's own constraints on the batch layout.
+    """APPO's own constraints: its flags' ranges and the batch layout.
 
     Raises:
-        ConfigError: V-trace without whole trajectories (recurrence != rollout), or a batch that is
-            not a whole number of minibatch units (trajectories for V-trace, BPTT chunks for GAE).
+        ConfigError: a PPO or V-trace flag out of range (`surge.learning.pg_checks.check_ppo_flags`),
+            V-trace without whole trajectories (recurrence != rollout), or a batch that is not a
+            whole number of minibatch units (trajectories for V-trace, BPTT chunks for GAE).
     """
+    check_ppo_flags(cfg)
     if cfg.with_vtrace and cfg.recurrence != cfg.rollout:
         raise ConfigError(
             "recurrence",

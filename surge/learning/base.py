@@ -61,11 +61,14 @@ class LearnerBase:
 
     Args:
         cfg: the run's config.
-        model: the policy's actor-critic (shared with inference in the serial placement).
+        model: the policy's acting module (`ModelParts.acting`; the actor-critic for APPO and A2C;
+            shared with inference in the serial placement).
         buffers: the trajectory buffers slots index into.
         device: where learning runs.
         policy_id: the policy this learner trains; its batches hold the trajectories it acted in,
             and steps another policy acted on in them are masked out.
+        learner_modules: the learner-only modules (`ModelParts.learner_modules`: critics, target
+            networks), `self.learner_modules`; the checkpoint saves them under "learner_modules".
 
     `self.hp` holds the policy's own hyper-parameters (`PolicyHyperparams`, from the cfg and
     `--policy_hyperparams`); the learner reads them there, never from `cfg`, and
@@ -79,11 +82,17 @@ class LearnerBase:
         buffers: TrajectoryBuffers,
         device: torch.device,
         policy_id: int = 0,
+        learner_modules: dict[str, nn.Module] | None = None,
     ):
         self.cfg, self.model, self.buffers, self.device = cfg, model, buffers, device
         self.policy_id = policy_id
+        self.learner_modules: dict[str, nn.Module] = dict(learner_modules or {})
         self.hp = PolicyHyperparams.from_cfg(cfg, policy_id)
         self.optimizer = make_adam(model, cfg, device, self.hp)
+        #: every optimizer of the learner by name, saved, restored and rolled back together; an
+        #: algorithm with several (actor, critic, entropy temperature) adds them here.
+        #: `self.optimizer` is the main one ("model": Adam over the acting module for APPO/A2C)
+        self.optimizers: dict[str, torch.optim.Optimizer] = {"model": self.optimizer}
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
@@ -92,22 +101,41 @@ class LearnerBase:
         self.should_stop: Callable[[], bool] = _never
 
     def state_dict(self) -> dict[str, Any]:
-        """Optimizer state, `policy_version` and the policy's hyper-parameters (`hyperparams`, a
-        dict of floats); the model's state is saved separately."""
+        """Every optimizer's state (`optimizers`: {name: its `state_dict()`}), `policy_version` and
+        the policy's hyper-parameters (`hyperparams`, a dict of floats); the acting module's and the
+        learner modules' states are saved beside it (`surge.runtime.placement.policy_state`)."""
         return {
-            "optimizer": self.optimizer.state_dict(),
+            "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
             "policy_version": self.policy_version,
             "hyperparams": self.hp.to_dict(),
         }
 
     def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
-        """Restores `state_dict`'s state. A checkpoint written before hyper-parameters were saved
-        keeps the current ones. `keep_version`: `policy_version` is not taken from `state` but
-        incremented (`ReplacePolicy`: the policy's version keeps increasing, so the lag of its
-        samples in flight never goes negative)."""
-        self.optimizer.load_state_dict(state["optimizer"])
-        for group in self.optimizer.param_groups:  # a checkpoint's own flags would undo `make_adam`'s
-            group.update(_adam_impl(self.device))
+        """Restores `state_dict`'s state. A checkpoint written before several optimizers were
+        saved (one "optimizer") restores the main one; an optimizer the state does not name keeps
+        its fresh state; one written before hyper-parameters were saved keeps the current ones.
+        `keep_version`: `policy_version` is not taken from `state` but incremented
+        (`ReplacePolicy`: the policy's version keeps increasing, so the lag of its samples in
+        flight never goes negative).
+
+        Raises:
+            KeyError: the state names an optimizer this learner does not have.
+        """
+        saved = state.get("optimizers")
+        if saved is None:
+            saved = {"model": state["optimizer"]} if "optimizer" in state else {}
+        unknown = set(saved) - set(self.optimizers)
+        if unknown:
+            raise KeyError(
+                f"the learner state holds optimizer(s) {sorted(unknown)} this learner does not have "
+                f"(it has {sorted(self.optimizers)})"
+            )
+        for name, opt_state in saved.items():
+            opt = self.optimizers[name]
+            opt.load_state_dict(opt_state)
+            if isinstance(opt, torch.optim.Adam):  # a checkpoint's own flags would undo `make_adam`'s
+                for group in opt.param_groups:
+                    group.update(_adam_impl(self.device))
         if "hyperparams" in state:
             self.set_hyperparams(state["hyperparams"])
         self.policy_version = self.policy_version + 1 if keep_version else int(state["policy_version"])

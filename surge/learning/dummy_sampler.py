@@ -4,20 +4,21 @@ Factory's dummy sampler, `surge bench`)."""
 
 from __future__ import annotations
 
-from torch import Tensor
+import gymnasium as gym
+from torch import Tensor, nn
 
 from surge.envs.action_masks import MASK_KEY
-from surge.learning.algorithm import Algorithm, Obs, register_algorithm
-from surge.models.actor_critic import ActorCritic
+from surge.learning.algorithm import ActContext, Algorithm, Obs, register_algorithm
 from surge.sampling.inference import random_actions
 
 
-def random_act(model: ActorCritic, obs: Obs | None, rnn_states: Tensor) -> dict[str, Tensor]:
+def random_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:
     """Uniformly random actions `[B, *action_shape]` of the model's action space, legal ones when
     obs holds an `action_mask` `[B, num_logits]`; the hidden state is not advanced (width 0 for
     models without an RNN)."""
     mask = obs.get(MASK_KEY) if isinstance(obs, dict) else None
-    actions = random_actions(model.action_space, len(rnn_states), mask)
+    space: gym.Space = model.action_space  # type: ignore[assignment]
+    actions = random_actions(space, len(rnn_states), mask)
     return {"actions": actions, "rnn_states": rnn_states[:, :0]}
 
 

@@ -20,10 +20,8 @@ from torch import Tensor
 
 from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
-from surge.cfg.config import Config
-from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.data.trajectory import tree_map
 from surge.learning.base import LearnerBase
-from surge.models.actor_critic import ActorCritic
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:
@@ -40,16 +38,6 @@ def _columns(idx: Tensor) -> Callable[[Tensor], Tensor]:
 
 class Learner(LearnerBase):
     """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args)."""
-
-    def __init__(
-        self,
-        cfg: Config,
-        model: ActorCritic,
-        buffers: TrajectoryBuffers,
-        device: torch.device,
-        policy_id: int = 0,
-    ):
-        super().__init__(cfg, model, buffers, device, policy_id)
 
     @property
     def loss_cfg(self) -> PPOLossConfig:

@@ -36,12 +36,13 @@ import torch.multiprocessing as tmp
 
 from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
-from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.checkpoint import CheckpointManager, rng_state
 from surge.experiment.monitor import log_train_notes
+from surge.learning.algorithm import acting_state_size
 from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
 from surge.population.roles import learning_policies
 from surge.runtime.child_start import ChildTask, child_main
-from surge.runtime.components import env_info, make_layout, make_learner, make_model, seed_everything
+from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inbox import Inbox
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
@@ -62,7 +63,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import StepReport, check_command, checkpoint_state
+from surge.runtime.placement import StepReport, check_command, published_policy_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
@@ -119,8 +120,10 @@ class AsyncPlacement:
         seed_everything(cfg.seed)
         info = env_info(cfg)
         self.num_agents, self.frameskip = info.agents_per_step, info.frameskip
-        self.model = model = make_model(cfg, info, torch.device("cpu"))
-        self.layout = layout = make_layout(cfg, info, int(model.rnn_state_size))
+        # the acting module only (the shared weights' layout, frozen policies' weights, a dead
+        # learner's final checkpoint); learner-only modules are built in the learner processes
+        self.model = model = make_model(cfg, info, torch.device("cpu")).acting
+        self.layout = layout = make_layout(cfg, info, acting_state_size(model))
         self.algo = layout.algo
         self.block_pool = layout.block_pool
         buffers = layout.buffers.share_memory()
@@ -589,8 +592,11 @@ class AsyncPlacement:
 
     def _save_published(self, p: int, counters: dict[str, Any]) -> None:
         """The final checkpoint of policy `p` whose learner died: the weights it last published in
-        shared memory (what inference acted with), with the optimizer state of its latest checkpoint
-        (freshly initialised when there is none). Logs what was written, or why nothing was."""
+        shared memory (what inference acted with), with the learner state (optimizers,
+        hyper-parameters) and learner modules of its latest checkpoint (none when there is none:
+        a resumed learner then starts them fresh). No learner is built in this process, so no
+        optimizer, learner module or replay buffer is allocated here. Logs what was written, or why
+        nothing was."""
         weights, ckpt = self.shared.weights[p], self.ckpts[p]
         loaded = weights.load_into(self.model) if weights.read_version() > 0 else None
         if loaded is None:
@@ -603,12 +609,9 @@ class AsyncPlacement:
                 ckpt.latest() or "none",
             )
             return
-        learner = make_learner(self.layout, self.model, torch.device("cpu"), p)
         previous = ckpt.load("latest")
-        if previous is not None:
-            learner.load_state_dict(previous["learner"])
-        learner.policy_version = loaded
-        path = ckpt.save(checkpoint_state(self.model, learner, counters), loaded, counters["env_frames"])
+        state = published_policy_state(self.cfg, p, self.model.state_dict(), loaded, previous)
+        path = ckpt.save({**state, **counters, "rng": rng_state()}, loaded, counters["env_frames"])
         if path is None:  # CheckpointManager logged why
             self.save_refusals.append(SaveRefused(p, "final", ckpt.last_refusal, int(counters["env_frames"])))
         else:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 import torch
+from torch import nn
 
 from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
 from surge.cfg.validate import check_policy_mapping
@@ -23,10 +24,9 @@ from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
-from surge.learning.algorithm import Algorithm, Feed, get_algorithm
+from surge.learning.algorithm import Algorithm, Feed, ModelParts, acting_state_size, get_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
-from surge.models.actor_critic import ActorCritic, make_actor_critic
 from surge.population.roles import learning_policies
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
@@ -49,8 +49,9 @@ def env_info(cfg: Config) -> EnvInfo:
 
     Raises:
         EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
-        ConfigError: buffers and model would not fit in this machine's memory, or policies the
-            mapping can never pick (`surge.cfg.validate.check_policy_mapping`).
+        ConfigError: buffers, model and the algorithm's replay (`Algorithm.replay_bytes`, per
+            learning policy) would not fit in this machine's memory, or policies the mapping can
+            never pick (`surge.cfg.validate.check_policy_mapping`).
     """
     env = make_env(cfg)
     try:
@@ -59,9 +60,17 @@ def env_info(cfg: Config) -> EnvInfo:
         info = EnvInfo(env.observation_space, env.action_space, n, env_frameskip(cfg), per_step)
     finally:
         env.close()
-    check_env_spaces(cfg, info.observation_space, info.action_space, n)
+    hook = get_algorithm(cfg.algo).replay_bytes
+    replay = int(hook(cfg, info)) * len(learning_policies(cfg)) if hook is not None else 0
+    check_env_spaces(cfg, info.observation_space, info.action_space, n, replay_bytes=replay)
     check_policy_mapping(cfg, n)  # validation checked it too, unless the env could not be made there
     return info
+
+
+def num_actors(cfg: Config, info: EnvInfo) -> int:
+    """Acting agents of the run: `num_workers * num_envs_per_worker * num_agents`
+    (`ActContext.num_actors`)."""
+    return cfg.num_workers * cfg.num_envs_per_worker * info.num_agents
 
 
 def torch_device(cfg: Config) -> torch.device:
@@ -85,7 +94,14 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     each learner waits for its own batch, so the pool holds as much for each learning policy (a
     frozen one holds none): the trajectories learners short of a batch hold (fewer than a batch
     each, `surge.data.block_pool`) never leave every split without a rollout's worth of free
-    slots."""
+    slots.
+
+    With `Feed.REPLAY` a learner copies each block into its replay buffer and releases it at once:
+    a split needs one block it fills and one on its way to the learner (queued to be copied), so
+    the pool holds `min_traj_buffers_per_worker` (at least 2) blocks per split, one more with
+    several policies, whatever the batch size or accumulation."""
+    if get_algorithm(cfg.algo).feed is Feed.REPLAY:
+        return max(2, cfg.min_traj_buffers_per_worker) + (cfg.num_policies > 1)
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     learners = len(learning_policies(cfg))
@@ -146,24 +162,39 @@ def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:
     return RunLayout(cfg, algo, info, rnn_state_size, pool, buffers)
 
 
-def make_model(cfg: Config, info: EnvInfo, device: torch.device) -> ActorCritic:
-    """A fresh actor-critic for the env's spaces on `device`."""
-    return make_actor_critic(cfg, info.observation_space, info.action_space).to(device)
+def make_model(cfg: Config, info: EnvInfo, device: torch.device) -> ModelParts:
+    """The algorithm's fresh networks for the env's spaces (`Algorithm.make_model`), on `device`.
+
+    Raises:
+        TypeError: the acting module has no valid `rnn_state_size` (`ActingModule`).
+    """
+    parts = get_algorithm(cfg.algo).make_model(cfg, info.observation_space, info.action_space)
+    acting_state_size(parts.acting)
+    parts.acting.to(device)
+    for module in parts.learner_modules.values():
+        module.to(device)
+    return parts
 
 
-def make_learner(layout: RunLayout, model: ActorCritic, device: torch.device, policy_id: int) -> LearnerBase:
-    """The algorithm's learner of policy `policy_id`.
+def make_learner(
+    layout: RunLayout, parts: ModelParts | nn.Module, device: torch.device, policy_id: int
+) -> LearnerBase:
+    """The algorithm's learner of policy `policy_id`, training `parts` (an acting module alone:
+    no learner-only modules).
 
     Raises:
         ValueError: the algorithm does not train (e.g. DUMMY_SAMPLER).
     """
     if layout.algo.make_learner is None:
         raise ValueError(f"algorithm {layout.algo.name} has no learner")
-    return layout.algo.make_learner(layout.cfg, model, layout.buffers, device, policy_id)
+    if not isinstance(parts, ModelParts):
+        parts = ModelParts(parts)
+    extra = {"learner_modules": parts.learner_modules} if parts.learner_modules else {}
+    return layout.algo.make_learner(layout.cfg, parts.acting, layout.buffers, device, policy_id, **extra)
 
 
 def make_inference(
-    layout: RunLayout, model: ActorCritic, device: torch.device, policy_id: int
+    layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int
 ) -> InferenceWorker:
     """An inference worker acting with the algorithm's `act` for policy `policy_id`."""
     return InferenceWorker(
@@ -174,6 +205,7 @@ def make_inference(
         policy_id=policy_id,
         num_policies=layout.cfg.num_policies,
         reads_obs=layout.algo.act_reads_obs,
+        num_actors=num_actors(layout.cfg, layout.info),
     )
 
 
@@ -211,7 +243,7 @@ class Components:
     id (none for algorithms that do not train, nor for frozen policies)."""
 
     layout: RunLayout
-    models: list[ActorCritic]
+    models: list[nn.Module]  # each policy's acting module (`ModelParts.acting`)
     learners: dict[int, LearnerBase]
     inferences: list[InferenceWorker]
     workers: list[RolloutWorker]
@@ -235,7 +267,7 @@ class Components:
 
     # policy 0's components, for single-policy callers
     @property
-    def model(self) -> ActorCritic:
+    def model(self) -> nn.Module:
         return self.models[0]
 
     @property
@@ -256,11 +288,12 @@ def build_components(cfg: Config) -> Components:
     seed_everything(cfg.seed)
     info = env_info(cfg)
     device = torch_device(cfg)
-    models = [make_model(cfg, info, device) for _ in range(cfg.num_policies)]
-    layout = make_layout(cfg, info, int(models[0].rnn_state_size))
+    parts = [make_model(cfg, info, device) for _ in range(cfg.num_policies)]
+    models = [part.acting for part in parts]
+    layout = make_layout(cfg, info, acting_state_size(models[0]))
     trains = layout.algo.trains
     learning = learning_policies(cfg) if trains else []
-    learners = {p: make_learner(layout, models[p], device, p) for p in learning}
+    learners = {p: make_learner(layout, parts[p], device, p) for p in learning}
     inferences = [make_inference(layout, m, device, p) for p, m in enumerate(models)]
     workers = [make_rollout_worker(layout, w) for w in range(cfg.num_workers)]
     return Components(layout, models, learners, inferences, workers, device)

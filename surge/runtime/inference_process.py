@@ -37,10 +37,11 @@ def inference_process_main(ctx: InferenceContext) -> None:
     def loop() -> None:
         torch.set_grad_enabled(False)  # this process only acts: no autograd, once for all batches
         device = torch_device(cfg)
-        model = make_model(cfg, layout.info, device)
+        model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
         inference = make_inference(layout, model, device, p)
         weights, stop_event, request_queue = shared.weights[p], shared.stop_event, ctx.request_queue
+        env_frames = shared.env_frames.numpy()  # the run's env frames, as the main process counts them
         seen = -1  # the weights' write counter when last loaded (moves with every publish)
         beats = shared.heartbeats.numpy()
         answered: dict[int, tuple[int, int]] = {}  # first_slot -> (tag, t) of the latest request served
@@ -65,6 +66,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
                 fresh.append((worker_idx, tag))
                 requests.append((slice(first, first + n), t))  # a split's slots are contiguous
             if requests:
+                inference.env_frames = int(env_frames[0])
                 inference.infer(requests)
             for worker_idx, tag in fresh:
                 ctx.worker_queues[worker_idx].put((tag, p))  # a plain `ActionsReady`

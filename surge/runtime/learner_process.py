@@ -43,7 +43,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import checkpoint_state, copy_policy_state, restore_policy
+from surge.runtime.placement import checkpoint_state, copy_policy_state, policy_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import run_child, setup_child
 
@@ -65,8 +65,9 @@ def learner_process_main(ctx: LearnerContext) -> None:
     def loop() -> None:
         seed_everything(None if cfg.seed is None else cfg.seed + p)
         device = torch_device(cfg)
-        model = make_model(cfg, layout.info, device)
-        learner = make_learner(layout, model, device, p)
+        parts = make_model(cfg, layout.info, device)
+        model = parts.acting
+        learner = make_learner(layout, parts, device, p)
         ckpt = CheckpointManager(Path(ctx.ckpt_folder), cfg.keep_checkpoints, p)
         if ctx.resume:
             state = ckpt.load("latest")
@@ -109,9 +110,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 log.info("Learner %d: hyper-parameters set: %s", p, _changes(changed))
                 return
             if isinstance(item, ExportPolicy):
-                atomic_torch_save(
-                    {"model": model.state_dict(), "learner": learner.state_dict()}, Path(item.path)
-                )
+                atomic_torch_save(policy_state(model, learner), Path(item.path))
                 shared.report_queue.put(PolicyExported(p, item.path))
                 return
             if isinstance(item, ImportPolicy):

@@ -10,6 +10,7 @@ A checkpoint of a policy holds its model and learner state plus the run's counte
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -19,9 +20,11 @@ from torch import Tensor, nn
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.learning.base import LearnerBase
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
-from surge.population.hyperparams import check_values
+from surge.population.hyperparams import PolicyHyperparams, check_values
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
+
+log = logging.getLogger("surge")
 
 
 @dataclass
@@ -118,10 +121,68 @@ class Placement(Protocol):
         ...
 
 
+def policy_state(model: nn.Module, learner: LearnerBase) -> dict[str, Any]:
+    """One policy's trained state: "model" (the acting module's state), "learner" (optimizers,
+    policy_version, hyper-parameters: `LearnerBase.state_dict`) and, when the learner has
+    learner-only modules (critics, target networks), "learner_modules" ({name: state})."""
+    out = {"model": model.state_dict(), "learner": learner.state_dict()}
+    if learner.learner_modules:
+        out["learner_modules"] = {k: m.state_dict() for k, m in learner.learner_modules.items()}
+    return out
+
+
+def load_policy_state(
+    state: dict[str, Any], model: nn.Module, learner: LearnerBase, keep_version: bool = False
+) -> None:
+    """Loads `policy_state`'s content into `model` and `learner` (its learner modules included;
+    one the state lacks, e.g. in a final checkpoint written for a dead learner without an earlier
+    one, keeps its fresh weights, with a warning). `keep_version`: see `LearnerBase.load_state_dict`.
+
+    Raises:
+        KeyError: the state holds a learner module this learner does not have.
+    """
+    model.load_state_dict(state["model"])
+    saved = state.get("learner_modules") or {}
+    unknown = set(saved) - set(learner.learner_modules)
+    if unknown:
+        raise KeyError(f"the state holds learner module(s) {sorted(unknown)} this learner does not have")
+    for name, module in learner.learner_modules.items():
+        if name in saved:
+            module.load_state_dict(saved[name])
+        else:
+            log.warning(
+                "Learner module %r is not in the state being loaded: it keeps its fresh weights.", name
+            )
+    learner.load_state_dict(state["learner"], keep_version=keep_version)
+
+
+def published_policy_state(
+    cfg: Any,
+    policy_id: int,
+    model_state: dict[str, Tensor],
+    policy_version: int,
+    previous: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """A `policy_state` written without a learner (a dead learner's final checkpoint, in the main
+    process): the acting module's `model_state` (the weights last published), and the learner
+    state and learner modules of `previous` (its latest checkpoint) with `policy_version`; without
+    `previous`, no optimizer and no learner module state (a resumed learner starts them fresh)
+    and the policy's configured hyper-parameters."""
+    if previous is not None:
+        learner = {**previous["learner"], "policy_version": int(policy_version)}
+        out = {"model": model_state, "learner": learner}
+        if previous.get("learner_modules"):
+            out["learner_modules"] = previous["learner_modules"]
+        return out
+    hp = PolicyHyperparams.from_cfg(cfg, policy_id).to_dict()
+    return {"model": model_state, "learner": {"policy_version": int(policy_version), "hyperparams": hp}}
+
+
 def checkpoint_state(model: nn.Module, learner: LearnerBase, counters: dict[str, Any]) -> dict[str, Any]:
-    """The content of one policy's checkpoint: model, optimizer and policy_version, the run's
-    counters (env_steps, env_frames, train_seconds, best_return) and the RNG states."""
-    return {"model": model.state_dict(), "learner": learner.state_dict(), **counters, "rng": rng_state()}
+    """The content of one policy's checkpoint: `policy_state` (model, learner state, learner
+    modules), the run's counters (env_steps, env_frames, train_seconds, best_return) and the RNG
+    states."""
+    return {**policy_state(model, learner), **counters, "rng": rng_state()}
 
 
 def check_command(cmd: Command, num_policies: int, learning: list[int] | None = None) -> None:
@@ -159,16 +220,14 @@ def check_command(cmd: Command, num_policies: int, learning: list[int] | None = 
 
 
 def copy_policy_state(src: dict[str, Any], model: nn.Module, learner: LearnerBase) -> None:
-    """`ReplacePolicy`'s effect on the replaced policy: `src` (`{"model": ..., "learner": ...}`,
-    another policy's model and learner state) is loaded into `model` and `learner`, except that
+    """`ReplacePolicy`'s effect on the replaced policy: `src` (another policy's `policy_state`:
+    model, learner state, learner modules) is loaded into `model` and `learner`, except that
     `learner.policy_version` increments instead of being copied."""
-    model.load_state_dict(src["model"])
-    learner.load_state_dict(src["learner"], keep_version=True)
+    load_policy_state(src, model, learner, keep_version=True)
 
 
 def restore_policy(model: nn.Module, learner: LearnerBase, state: dict[str, Any]) -> None:
-    """Loads model, learner and RNG state from a checkpoint dict, in the process that learns
-    (after it seeded itself, so the restored RNG streams continue where they stopped)."""
-    model.load_state_dict(state["model"])
-    learner.load_state_dict(state["learner"])
+    """Loads model, learner modules, learner and RNG state from a checkpoint dict, in the process
+    that learns (after it seeded itself, so the restored RNG streams continue where they stopped)."""
+    load_policy_state(state, model, learner)
     set_rng_state(state["rng"])

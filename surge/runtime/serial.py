@@ -37,6 +37,7 @@ from surge.runtime.placement import (
     check_command,
     checkpoint_state,
     copy_policy_state,
+    policy_state,
     restore_policy,
 )
 from surge.sampling.env_state import EnvStateUnsupported
@@ -176,50 +177,32 @@ class SerialSampler:
         self.c.block_pool.release(slots, policy_id)
 
 
-class BatchSnapshot:
-    """What training one batch changes: the model's state (weights, normalisers), Adam's state,
-    `policy_version` and the RNG streams, copied into tensors allocated once (a copy per batch of
-    3x the parameters' bytes, no allocation), so a batch a stop interrupts can be undone."""
+class _OptimizerSnapshot:
+    """One optimizer's per-parameter state and param groups, copied into tensors allocated once."""
 
     def __init__(self) -> None:
-        self.model: dict[str, torch.Tensor] = {}
-        self.optimizer: list[dict[str, Any] | None] = []  # per parameter: its Adam state, or None
+        self.state: list[dict[str, Any] | None] = []  # per parameter: its state (Adam's moments), or None
         self.param_groups: list[dict[str, Any]] = []
-        self.policy_version = self.skipped_updates = 0
-        self.rng: dict[str, Any] = {}
 
-    @staticmethod
-    def _copy(dst: torch.Tensor | None, src: torch.Tensor) -> torch.Tensor:
-        if dst is None or dst.shape != src.shape or dst.dtype != src.dtype:
-            return src.detach().clone()
-        return dst.copy_(src)
-
-    def take(self, model: torch.nn.Module, learner: LearnerBase) -> None:
-        for k, v in model.state_dict().items():
-            self.model[k] = self._copy(self.model.get(k), v)
-        opt = learner.optimizer
+    def take(self, opt: torch.optim.Optimizer) -> None:
         params = [p for g in opt.param_groups for p in g["params"]]
-        if len(self.optimizer) != len(params):
-            self.optimizer = [None] * len(params)
+        if len(self.state) != len(params):
+            self.state = [None] * len(params)
         for i, p in enumerate(params):
             state = opt.state.get(p)
             if not state:
-                self.optimizer[i] = None
+                self.state[i] = None
                 continue
-            old = self.optimizer[i] or {}
-            self.optimizer[i] = {
-                k: self._copy(old.get(k), v) if isinstance(v, torch.Tensor) else copy.deepcopy(v)
+            old = self.state[i] or {}
+            self.state[i] = {
+                k: BatchSnapshot._copy(old.get(k), v) if isinstance(v, torch.Tensor) else copy.deepcopy(v)
                 for k, v in state.items()
             }
         self.param_groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
-        self.policy_version, self.skipped_updates = learner.policy_version, learner.skipped_updates
-        self.rng = rng_state()
 
-    def restore(self, model: torch.nn.Module, learner: LearnerBase) -> None:
-        model.load_state_dict(self.model)
-        opt = learner.optimizer
+    def restore(self, opt: torch.optim.Optimizer) -> None:
         params = [p for g in opt.param_groups for p in g["params"]]
-        for p, saved in zip(params, self.optimizer, strict=True):
+        for p, saved in zip(params, self.state, strict=True):
             if saved is None:
                 opt.state.pop(p, None)
                 continue
@@ -231,6 +214,46 @@ class BatchSnapshot:
                     state[k] = v.clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
         for g, saved_group in zip(opt.param_groups, self.param_groups, strict=True):
             g.update(saved_group)
+
+
+class BatchSnapshot:
+    """What training one batch changes: the acting module's state (weights, normalisers), every
+    learner module's (critics, target networks), every optimizer's state (`LearnerBase.optimizers`),
+    `policy_version` and the RNG streams, copied into tensors allocated once (a copy per batch of
+    3x the parameters' bytes with Adam, no allocation), so a batch a stop interrupts can be undone."""
+
+    def __init__(self) -> None:
+        self.model: dict[str, torch.Tensor] = {}
+        self.modules: dict[str, dict[str, torch.Tensor]] = {}  # learner module -> its state
+        self.optimizers: dict[str, _OptimizerSnapshot] = {}
+        self.policy_version = self.skipped_updates = 0
+        self.rng: dict[str, Any] = {}
+
+    @staticmethod
+    def _copy(dst: torch.Tensor | None, src: torch.Tensor) -> torch.Tensor:
+        if dst is None or dst.shape != src.shape or dst.dtype != src.dtype:
+            return src.detach().clone()
+        return dst.copy_(src)
+
+    def _copy_state(self, dst: dict[str, torch.Tensor], module: torch.nn.Module) -> None:
+        for k, v in module.state_dict().items():
+            dst[k] = self._copy(dst.get(k), v)
+
+    def take(self, model: torch.nn.Module, learner: LearnerBase) -> None:
+        self._copy_state(self.model, model)
+        for name, module in learner.learner_modules.items():
+            self._copy_state(self.modules.setdefault(name, {}), module)
+        for name, opt in learner.optimizers.items():
+            self.optimizers.setdefault(name, _OptimizerSnapshot()).take(opt)
+        self.policy_version, self.skipped_updates = learner.policy_version, learner.skipped_updates
+        self.rng = rng_state()
+
+    def restore(self, model: torch.nn.Module, learner: LearnerBase) -> None:
+        model.load_state_dict(self.model)
+        for name, module in learner.learner_modules.items():
+            module.load_state_dict(self.modules[name])
+        for name, opt in learner.optimizers.items():
+            self.optimizers[name].restore(opt)
         learner.policy_version, learner.skipped_updates = self.policy_version, self.skipped_updates
         set_rng_state(self.rng)
 
@@ -391,6 +414,9 @@ class SerialPlacement:
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
+        if self.c is not None:
+            for inference in self.c.inferences:
+                inference.env_frames = env_frames
 
     def send_command(self, cmd: Command) -> None:
         """Applies `cmd` at once (see `Placement.send_command`); inference shares the models, so
@@ -414,7 +440,7 @@ class SerialPlacement:
             return
         p, src = cmd.policy_id, cmd.source_policy_id
         # deep copies: the two policies must not share Adam's moment tensors
-        state = copy.deepcopy({"model": c.models[src].state_dict(), "learner": c.learners[src].state_dict()})
+        state = copy.deepcopy(policy_state(c.models[src], c.learners[src]))
         copy_policy_state(state, c.models[p], learner)
         c.inferences[p].policy_version = learner.policy_version
 

@@ -8,18 +8,19 @@ from collections.abc import Callable, Sequence
 
 import gymnasium as gym
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.envs.action_masks import MASK_KEY
-from surge.models.actor_critic import ActorCritic
+from surge.learning.algorithm import ActContext
 
 
 class InferenceWorker:
     """Acts for batches of agents of one policy.
 
     Args:
-        model: the policy's model (its weights are the current policy).
+        model: the policy's acting module (`surge.learning.algorithm.ModelParts.acting`; its
+            weights are the current policy).
         buffers: the trajectory buffers requests index into.
         device: where the forward pass runs.
         act: the algorithm's act function (`surge.learning.algorithm.ActFn`): model, obs `[B, ...]`
@@ -30,19 +31,28 @@ class InferenceWorker:
             those whose `policy_id` at t is this worker's.
         reads_obs: whether `act` needs observations (when False and the env has action masks,
             `act` gets the dict `{"action_mask": [B, num_logits] bool}` alone).
+        num_actors: acting agents of the run (`ActContext.num_actors`).
+
+    `act` gets an `ActContext` per forward pass: the acting agents' `actor_ids` read from the
+    buffers' per-slot table (a view for contiguous slots; the rollout workers write it once per
+    rollout, never per step), `num_actors`, and `env_frames`, which the placement sets as it
+    counts frames.
     """
 
     def __init__(
         self,
-        model: ActorCritic,
+        model: nn.Module,
         buffers: TrajectoryBuffers,
         device: torch.device,
         act: Callable[..., dict[str, Tensor]],
         policy_id: int = 0,
         num_policies: int = 1,
         reads_obs: bool = True,
+        num_actors: int = 0,
     ):
         self.model, self.buffers, self.device = model, buffers, device
+        self.num_actors = num_actors
+        self.env_frames = 0  # the run's env frames as last told (`ActContext.env_frames`)
         self.act, self.reads_obs = act, reads_obs
         self.policy_id, self.num_policies = policy_id, num_policies
         self.policy_version = 0
@@ -107,7 +117,8 @@ class InferenceWorker:
             rnn_states = self._no_state.get(n)
             if rnn_states is None:
                 rnn_states = self._no_state[n] = torch.empty((n, 0), device=dev)
-        out = self.act(self.model, obs, rnn_states)
+        ctx = ActContext(self.buffers.actor_ids[slots], self.num_actors, self.env_frames)
+        out = self.act(self.model, obs, rnn_states, ctx)
         fields, on_cpu = self._fields, self._on_cpu
         for name, value in out.items():
             if name == "rnn_states":

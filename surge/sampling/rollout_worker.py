@@ -231,6 +231,7 @@ class RolloutWorker:
                 raise RuntimeError("not enough trajectory slots to start a rollout worker")
             first_env = (worker_idx * len(env_splits) + s_idx) * len(envs)
             self.splits.append(SplitState(envs, slots, num_agents=self.num_agents, first_env=first_env))
+            self._claim_slots(self.splits[-1])
         self.nonfinite_rewards = 0  # agent steps whose reward was NaN or ±inf (see the module docstring)
         self.nonfinite_obs = 0  # agent steps whose observation held a NaN or ±inf
 
@@ -660,6 +661,7 @@ class RolloutWorker:
                 env.close()
             split.envs = [load_env_state(t.numpy().tobytes()) for t in s["envs"]]
             split.set_slots(s["slots"].clone())
+            self._claim_slots(split)
             split.t = int(s["t"])
             split.agent_policy = s["agent_policy"].clone()
             split.agent_episode = s["agent_episode"].numpy().copy()
@@ -672,6 +674,13 @@ class RolloutWorker:
             version, internal, gauss = state["mapper"]["rng"]
             self.mapper.rng.setstate((version, tuple(internal), gauss))
             self.mapper._env_draw = {int(k): tuple(v) for k, v in state["mapper"]["env_draw"].items()}
+
+    def _claim_slots(self, split: SplitState) -> None:
+        """Writes the global actor id of each agent of `split` at its slot (`buffers.actor_ids`, what
+        inference passes as `ActContext.actor_ids`): `first_env * num_agents + j` for the split's
+        agent j (env-major, agents within an env); `start_next` carries them to the next slots."""
+        first = split.first_env * self.num_agents
+        self.buffers.actor_ids[split.index] = torch.arange(first, first + split.n, dtype=torch.int64)
 
     def close(self) -> None:
         for split in self.splits:

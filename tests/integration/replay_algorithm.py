@@ -12,7 +12,7 @@ from surge.learning.algorithm import Algorithm, Feed, FieldSpec, register_algori
 from surge.learning.base import LearnerBase
 
 
-def _act(model, obs, rnn_states):
+def _act(model, obs, rnn_states, ctx):
     out = model.act(obs, rnn_states)
     return {"actions": out.actions, "rnn_states": out.rnn_states}
 

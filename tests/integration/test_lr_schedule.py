@@ -48,7 +48,7 @@ def test_saved_learning_rate_follows_the_schedule(tmp_path, schedule, placement)
     assert train(cfg) == "done"
     ckpt = sorted((tmp_path / "lr" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
     state = torch.load(ckpt, weights_only=True)
-    lr = state["learner"]["optimizer"]["param_groups"][0]["lr"]
+    lr = state["learner"]["optimizers"]["model"]["param_groups"][0]["lr"]
     if schedule == "constant":
         assert lr == pytest.approx(LR)
     else:

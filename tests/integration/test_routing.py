@@ -216,9 +216,9 @@ def test_two_policies_stopped_mid_run_and_resumed_end_as_the_uninterrupted_run(t
         assert a["learner"]["policy_version"] == b["learner"]["policy_version"] > 0
         for k, v in a["model"].items():
             assert torch.equal(v, b["model"][k]), f"policy {p}: {k} differs"
-        for k, v in a["learner"]["optimizer"]["state"].items():
+        for k, v in a["learner"]["optimizers"]["model"]["state"].items():
             for name, t in v.items():
-                assert torch.equal(t, b["learner"]["optimizer"]["state"][k][name]), (
+                assert torch.equal(t, b["learner"]["optimizers"]["model"]["state"][k][name]), (
                     f"policy {p}: adam {k}.{name}"
                 )
 

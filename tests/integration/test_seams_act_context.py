@@ -1,0 +1,83 @@
+"""`ActContext` (issue 20, the seams): inference passes each acting agent's stable global actor id
+`(worker * num_envs_per_worker + env) * num_agents + agent`, the run's number of actors and its env
+frames to the algorithm's `act`, in the serial placement; the ids follow the agents across rollouts
+(new slots) and with several splits."""
+
+import torch
+
+from surge.cfg.cli import parse_cfg
+from surge.learning.algorithm import ActContext, Algorithm, register_algorithm, sampled_act
+from surge.learning.appo import APPO
+from surge.runtime.serial import SerialPlacement
+
+SEEN: list[tuple[torch.Tensor, int, int, torch.Tensor]] = []
+
+
+def _recording_act(model, obs, rnn_states, ctx: ActContext):
+    assert ctx.actor_ids is not None
+    SEEN.append((ctx.actor_ids.clone(), ctx.num_actors, ctx.env_frames, obs.clone()))
+    return sampled_act(model, obs, rnn_states, ctx)
+
+
+register_algorithm(
+    Algorithm(
+        name="TEST_CTX_APPO",
+        description="APPO whose act records its context",
+        step_fields=APPO.step_fields,
+        act=_recording_act,
+        make_learner=APPO.make_learner,
+        validate=APPO.validate,
+        params=APPO.params,
+    )
+)
+
+
+def test_act_gets_stable_actor_ids_num_actors_and_env_frames(tmp_path):
+    W, E, S = 2, 4, 2  # workers, envs per worker, splits
+    cfg = parse_cfg(
+        [
+            "--env=CartPole-v1",
+            "--algo=TEST_CTX_APPO",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            f"--num_workers={W}",
+            f"--num_envs_per_worker={E}",
+            f"--worker_num_splits={S}",
+            "--rollout=4",
+            "--recurrence=4",
+            "--batch_size=16",
+            "--use_rnn=False",
+            "--encoder_type=mlp",
+            "--encoder_subtype=mlp",
+            "--encoder_mlp_layers",
+            "8",
+            "--decorrelate_experience_max_seconds=0",
+            "--seed=1",
+        ]
+    )
+    placement = SerialPlacement(cfg, [], [None])
+    placement.start()
+    c = placement.c
+    SEEN.clear()
+    placement.set_env_frames(1234)
+    for _ in range(13):  # more than 3 rollouts of 4 steps: every split moved to new slots
+        placement.step()
+    # the id table: each split's slots carry its agents' ids, in the naive order of the docstring
+    per_split = E // S
+    for w_idx, w in enumerate(c.workers):
+        for s_idx, split in enumerate(w.splits):
+            envs = [w_idx * E + s_idx * per_split + e for e in range(per_split)]
+            assert c.buffers.actor_ids[split.slots].tolist() == envs  # one agent per CartPole env
+    ids = torch.cat([ids for ids, *_ in SEEN])
+    assert sorted(set(ids.tolist())) == list(range(W * E))
+    assert all(n == W * E for _, n, _, _ in SEEN)
+    assert all(f == 1234 for *_, f, _ in SEEN)
+    # the observation the act saw for an id is the observation of that env at that step
+    last_ids, _, _, last_obs = SEEN[-1]
+    for i, obs in zip(last_ids.tolist(), last_obs, strict=True):
+        w_idx, env = divmod(i, E)
+        split = c.workers[w_idx].splits[env // per_split]
+        slot, t = split.slots[env % per_split], split.t - 1  # the step advanced t after acting
+        if t >= 0:
+            assert torch.equal(c.buffers.obs[slot, t], obs)
+    placement.close()
