@@ -7,7 +7,7 @@ USER_AC is a one-step actor-critic for discrete actions with the critic outside 
   critic;
 - the learner owns a critic V and its Polyak-averaged target V' (`ModelParts.learner_modules`),
   trained by an optimizer of their own (`LearnerBase.optimizers["critic"]`) beside the policy's
-  ("model");
+  ("model"), with a learning-rate scheduler (`LearnerBase.schedulers["critic"]`);
 - the TD target is r + gamma (1 - terminated) V'(s') (truncated steps bootstrap), the advantage
   A = target - V(s), the policy loss -log pi(a|s) A and the critic loss (V(s) - target)^2
   (Sutton & Barto 2018, section 13.5, one-step actor-critic, with a target network as in Mnih et
@@ -105,6 +105,8 @@ class UserACLearner(LearnerBase):
         self.params = algo_params(self.cfg, UserACParams)
         critic = self.learner_modules["critic"]
         self.optimizers["critic"] = torch.optim.Adam(critic.parameters(), lr=self.params.user_critic_lr)
+        # the critic's learning rate decays by 1% per update (a scheduler of the algorithm's own)
+        self.schedulers["critic"] = torch.optim.lr_scheduler.ExponentialLR(self.optimizers["critic"], 0.99)
 
     def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
         """Trains on a batch of `prepare_batch` (obs `[T+1, N, obs_dim]`, actions `[T, N]`,
@@ -129,6 +131,7 @@ class UserACLearner(LearnerBase):
         (policy_loss + value_loss).backward()
         for opt in self.optimizers.values():
             opt.step()
+        self.schedulers["critic"].step()
         with torch.no_grad():
             tau = self.params.user_tau
             for p_t, p in zip(target.parameters(), critic.parameters(), strict=True):

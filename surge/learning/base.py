@@ -33,6 +33,10 @@ def learning_rate(cfg: Config, env_frames: int, base_lr: float | None = None) ->
     return lr
 
 
+#: optimizer param-group flags that choose an implementation, not the update rule
+_IMPL_FLAGS = ("fused", "foreach", "capturable", "differentiable")
+
+
 def _adam_impl(device: torch.device) -> dict[str, Any]:
     """The fused Adam kernel where torch has one (CPU, CUDA). torch's default on CPU is the
     per-tensor loop, several times slower per step for the Nature CNN actor-critic (timings in
@@ -93,6 +97,10 @@ class LearnerBase:
         #: algorithm with several (actor, critic, entropy temperature) adds them here.
         #: `self.optimizer` is the main one ("model": Adam over the acting module for APPO/A2C)
         self.optimizers: dict[str, torch.optim.Optimizer] = {"model": self.optimizer}
+        #: learning-rate schedulers (`torch.optim.lr_scheduler`) an algorithm steps itself, by name;
+        #: saved, restored and rolled back with the optimizers. The default schedule of
+        #: `--lr_schedule` is a function of env frames (`set_learning_rate`), not one of these
+        self.schedulers: dict[str, Any] = {}
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
@@ -101,14 +109,18 @@ class LearnerBase:
         self.should_stop: Callable[[], bool] = _never
 
     def state_dict(self) -> dict[str, Any]:
-        """Every optimizer's state (`optimizers`: {name: its `state_dict()`}), `policy_version` and
+        """Every optimizer's state (`optimizers`: {name: its `state_dict()`}), every scheduler's
+        (`schedulers`, when the learner has any), `policy_version` and
         the policy's hyper-parameters (`hyperparams`, a dict of floats); the acting module's and the
         learner modules' states are saved beside it (`surge.runtime.placement.policy_state`)."""
-        return {
+        out = {
             "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
             "policy_version": self.policy_version,
             "hyperparams": self.hp.to_dict(),
         }
+        if self.schedulers:
+            out["schedulers"] = {name: sched.state_dict() for name, sched in self.schedulers.items()}
+        return out
 
     def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
         """Restores `state_dict`'s state. A checkpoint written before several optimizers were
@@ -119,7 +131,7 @@ class LearnerBase:
         flight never goes negative).
 
         Raises:
-            KeyError: the state names an optimizer this learner does not have.
+            KeyError: the state names an optimizer or scheduler this learner does not have.
         """
         saved = state.get("optimizers")
         if saved is None:
@@ -132,10 +144,16 @@ class LearnerBase:
             )
         for name, opt_state in saved.items():
             opt = self.optimizers[name]
+            # the implementation flags stay this process's (a checkpoint's own would undo
+            # `make_adam`'s fused kernel, or an algorithm's choice for its other optimizers)
+            impl = [{k: g[k] for k in _IMPL_FLAGS if k in g} for g in opt.param_groups]
             opt.load_state_dict(opt_state)
-            if isinstance(opt, torch.optim.Adam):  # a checkpoint's own flags would undo `make_adam`'s
-                for group in opt.param_groups:
-                    group.update(_adam_impl(self.device))
+            for group, flags in zip(opt.param_groups, impl, strict=True):
+                group.update(flags)
+        for name, sched_state in (state.get("schedulers") or {}).items():
+            if name not in self.schedulers:
+                raise KeyError(f"the learner state holds a scheduler {name!r} this learner does not have")
+            self.schedulers[name].load_state_dict(sched_state)
         if "hyperparams" in state:
             self.set_hyperparams(state["hyperparams"])
         self.policy_version = self.policy_version + 1 if keep_version else int(state["policy_version"])

@@ -218,7 +218,8 @@ class _OptimizerSnapshot:
 
 class BatchSnapshot:
     """What training one batch changes: the acting module's state (weights, normalisers), every
-    learner module's (critics, target networks), every optimizer's state (`LearnerBase.optimizers`),
+    learner module's (critics, target networks), every optimizer's and scheduler's state
+    (`LearnerBase.optimizers`, `LearnerBase.schedulers`),
     `policy_version` and the RNG streams, copied into tensors allocated once (a copy per batch of
     3x the parameters' bytes with Adam, no allocation), so a batch a stop interrupts can be undone."""
 
@@ -226,6 +227,7 @@ class BatchSnapshot:
         self.model: dict[str, torch.Tensor] = {}
         self.modules: dict[str, dict[str, torch.Tensor]] = {}  # learner module -> its state
         self.optimizers: dict[str, _OptimizerSnapshot] = {}
+        self.schedulers: dict[str, dict[str, Any]] = {}  # scheduler -> its state_dict (a few numbers)
         self.policy_version = self.skipped_updates = 0
         self.rng: dict[str, Any] = {}
 
@@ -245,6 +247,7 @@ class BatchSnapshot:
             self._copy_state(self.modules.setdefault(name, {}), module)
         for name, opt in learner.optimizers.items():
             self.optimizers.setdefault(name, _OptimizerSnapshot()).take(opt)
+        self.schedulers = {name: copy.deepcopy(s.state_dict()) for name, s in learner.schedulers.items()}
         self.policy_version, self.skipped_updates = learner.policy_version, learner.skipped_updates
         self.rng = rng_state()
 
@@ -254,6 +257,8 @@ class BatchSnapshot:
             module.load_state_dict(self.modules[name])
         for name, opt in learner.optimizers.items():
             self.optimizers[name].restore(opt)
+        for name, sched in learner.schedulers.items():
+            sched.load_state_dict(copy.deepcopy(self.schedulers[name]))
         learner.policy_version, learner.skipped_updates = self.policy_version, self.skipped_updates
         set_rng_state(self.rng)
 

@@ -81,3 +81,20 @@ def test_act_gets_stable_actor_ids_num_actors_and_env_frames(tmp_path):
         if t >= 0:
             assert torch.equal(c.buffers.obs[slot, t], obs)
     placement.close()
+
+
+def test_deterministic_context_acts_with_the_distribution_mode(tmp_path):
+    from surge.learning.a2c import a2c_act
+    from surge.models.actor_critic import make_actor_critic
+
+    cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--use_rnn=False"])
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    model = make_actor_critic(cfg, env.observation_space, env.action_space)
+    obs, rnn = torch.randn(256, 4) * 3, torch.zeros(256, 0)
+    with torch.no_grad():
+        logits = model.act(obs, rnn).logits
+        for act in (sampled_act, a2c_act):
+            out = act(model, obs, rnn, ActContext(deterministic=True))
+            assert torch.equal(out["actions"], logits.argmax(-1))  # the mode of the categorical

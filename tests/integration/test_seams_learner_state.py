@@ -51,6 +51,7 @@ def _states(c, p=0):
             for n, o in learner.optimizers.items()
         },
         "version": learner.policy_version,
+        "schedulers": {n: dict(sch.state_dict()) for n, sch in learner.schedulers.items()},
     }
 
 

@@ -108,6 +108,7 @@ def _check_checkpoint(state):
     assert set(state["learner"]["optimizers"]) == {"model", "critic"}
     assert state["learner"]["optimizers"]["critic"]["state"]  # the critic's Adam has stepped
     assert state["learner"]["policy_version"] > 0
+    assert state["learner"]["schedulers"]["critic"]["last_epoch"] == state["learner"]["policy_version"]
 
 
 @pytest.mark.slow
@@ -137,7 +138,8 @@ def test_serial_trains_resumes_with_modules_and_optimizers_and_enjoy_uses_eval_a
     for name, module in learner.learner_modules.items():
         _assert_same(module.state_dict(), saved["learner_modules"][name])
     for name, opt in learner.optimizers.items():
-        _assert_same(opt.state_dict()["state"], saved["learner"]["optimizers"][name]["state"])
+        _assert_same(opt.state_dict(), saved["learner"]["optimizers"][name])
+    _assert_same(learner.schedulers["critic"].state_dict(), saved["learner"]["schedulers"]["critic"])
     _assert_same(placement.c.models[0].state_dict(), saved["model"])
     assert learner.policy_version == saved["learner"]["policy_version"]
     placement.close()
