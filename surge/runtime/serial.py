@@ -284,6 +284,7 @@ class SerialPlacement:
         self.cfg, self.ckpts, self.resume_states = cfg, ckpts, resume_states
         self.sampler_state_file = sampler_state_file
         self.c: Components | None = None
+        self.env_frames = 0  # the run's env frames as the training run last told (`set_env_frames`)
         self.interrupted = False  # Ctrl+C / SIGTERM: see `interrupt`
         self.stepping = False  # inside `step`: a save now (second Ctrl+C) cannot hold the sampler's state
         self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
@@ -318,7 +319,7 @@ class SerialPlacement:
             )
         self.trains = c.layout.algo.trains and not self.cfg.sampler_only
         self.replay = c.layout.algo.feed is Feed.REPLAY
-        self.env_frames = 0
+        self.set_env_frames(self.env_frames)  # a resumed run acts and learns at its frame, not at 0
 
     def _matching_sampler_state(self) -> dict[str, Any] | None:
         """The saved sampler state when this run resumes from the very checkpoints saved with it

@@ -155,6 +155,9 @@ class TrainingRun:
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         finished = failed = saving = False
         try:
+            # before the first step: a resumed run's exploration schedules (`ActContext.env_frames`)
+            # and learning rate continue from its frame, not from 0
+            p.set_env_frames(m.env_frames)
             p.start()
             apply_frozen_sources(cfg, p)
             if cfg.self_play:

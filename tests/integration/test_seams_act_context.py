@@ -3,6 +3,8 @@
 frames to the algorithm's `act`, in the serial placement; the ids follow the agents across rollouts
 (new slots) and with several splits."""
 
+import json
+
 import torch
 
 from surge.cfg.cli import parse_cfg
@@ -98,3 +100,35 @@ def test_deterministic_context_acts_with_the_distribution_mode(tmp_path):
         for act in (sampled_act, a2c_act):
             out = act(model, obs, rnn, ActContext(deterministic=True))
             assert torch.equal(out["actions"], logits.argmax(-1))  # the mode of the categorical
+
+
+def test_a_resumed_run_acts_from_its_env_frame_not_from_zero(tmp_path):
+    """The review of the seams: `ActContext.env_frames` was 0 for a resumed run until its first
+    report, so an exploration schedule (DQN's epsilon) restarted from its initial value."""
+    from surge.runtime.training_run import train
+
+    def argv(budget: int) -> list[str]:
+        return [
+            "--env=CartPole-v1",
+            "--algo=TEST_CTX_APPO",
+            "--experiment=resume_ctx",
+            f"--train_dir={tmp_path}",
+            "--serial_mode=True",
+            "--num_workers=1",
+            "--num_envs_per_worker=2",
+            "--rollout=8",
+            "--recurrence=8",
+            "--batch_size=16",
+            "--use_rnn=False",
+            "--decorrelate_experience_max_seconds=0",
+            "--num_torch_threads=1",
+            f"--train_for_env_steps={budget}",
+        ]
+
+    assert train(parse_cfg(argv(400))) == "done"
+    assert json.loads((tmp_path / "resume_ctx" / "cfg.json").read_text())["algo"] == "TEST_CTX_APPO"
+    (tmp_path / "resume_ctx" / "done").unlink()  # as a run stopped by Ctrl+C: resumable
+    SEEN.clear()
+    assert train(parse_cfg(argv(800))) == "done"
+    first_frames = SEEN[0][2]
+    assert first_frames >= 400, f"the resumed run's first act saw env_frames={first_frames}"
