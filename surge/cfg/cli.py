@@ -273,6 +273,30 @@ def load_yaml(path: str) -> dict[str, Any]:
     return data
 
 
+def _saved_algo(pre_args: argparse.Namespace, yaml_values: dict[str, Any], evaluation: bool) -> str | None:
+    """The `--algo` saved in the cfg.json of the run this command resumes (or `surge enjoy`
+    plays), read before the parser exists so that the flags of that algorithm's section are
+    known; None when there is no such run or `--restart_behavior` does not resume."""
+    defaults = {f.name: f.default for f in core_fields()}
+
+    def given(key: str) -> Any:
+        value = getattr(pre_args, key)
+        return value if value is not None else yaml_values.get(key, defaults[key])
+
+    train_dir, experiment = given("train_dir"), given("experiment")
+    if not isinstance(train_dir, str) or not isinstance(experiment, str):
+        return None
+    check_experiment_name(train_dir, experiment)  # before a cfg.json outside --train_dir is read
+    path = experiment_path(train_dir, experiment) / "cfg.json"
+    if not path.is_file() or not (evaluation or given("restart_behavior") == "resume"):
+        return None
+    try:
+        saved = json.loads(path.read_text()).get("algo")
+    except (OSError, ValueError):
+        return None  # reported where the full parse reads it
+    return saved if isinstance(saved, str) else None
+
+
 def _yaml_name(values: dict[str, Any], key: str, path: str) -> str | None:
     """The `env` or `algo` of a YAML file, read before the parser exists: a string or absent.
 
@@ -366,7 +390,7 @@ def refuse_other_algorithm_flags(unknown: list[str], algo: str, source: str) -> 
     Raises:
         ConfigError: one of `unknown` (`--name` or `--name=value` tokens) is another algorithm's flag.
     """
-    from surge.learning.algorithm import algorithm_names, get_algorithm
+    from surge.learning.algorithm import algorithm_names, algorithm_spec, get_algorithm
 
     if not unknown:
         return
@@ -383,7 +407,7 @@ def refuse_other_algorithm_flags(unknown: list[str], algo: str, source: str) -> 
             raise ConfigError(
                 flag,
                 f"is a flag of --algo={whose}'s section, not of --algo={algo}'s (in {source}).",
-                f"pass --algo={owners[flag][0]} to use it, or remove it.",
+                f"pass --algo={algorithm_spec(owners[flag][0])} to use it, or remove it.",
             )
 
 
@@ -458,6 +482,10 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     pre.add_argument("--env_wrappers", nargs="*", default=None)
     pre.add_argument("--use_rnn", nargs="?", const="True", default=None)
     pre.add_argument("--rollout", default=None)
+    # where a saved run is, whose algorithm decides which section's flags exist (resume, enjoy)
+    pre.add_argument("--train_dir", default=None)
+    pre.add_argument("--experiment", default=None)
+    pre.add_argument("--restart_behavior", default=None)
     pre_args, _ = pre.parse_known_args(argv)
     if pre_args.version:
         print(version_text())
@@ -471,7 +499,12 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     else:
         # a mistyped name of a family (atari_breakot) is refused here, before any file is written
         family = check_env_name(env or "")
-    algo = pre_args.algo or _yaml_name(yaml_values, "algo", pre_args.cfg) or "APPO"
+    algo = (
+        pre_args.algo
+        or _yaml_name(yaml_values, "algo", pre_args.cfg)
+        or _saved_algo(pre_args, yaml_values, evaluation)
+        or "APPO"
+    )
     fields = flag_fields(family, evaluation, algo)
     given = _space_inputs(yaml_values, pre_args)
     try:

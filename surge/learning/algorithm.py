@@ -204,6 +204,16 @@ def algorithm_names() -> list[str]:
     return sorted(_ALGORITHMS)
 
 
+#: NAME -> the `module:NAME` it was loaded as (what `--algo` must say in a fresh process)
+_SPECS: dict[str, str] = {}
+
+
+def algorithm_spec(name: str) -> str:
+    """What `--algo` must say for the registered algorithm `name`: `module:NAME` for one loaded
+    from a user's module, else `name`."""
+    return _SPECS.get(name, name)
+
+
 def get_algorithm(name: str) -> Algorithm:
     """The algorithm registered as `name`; `module:NAME` (as `--env` takes `package.module:EnvId`)
     first imports `module`, which registers NAME when imported (`register_algorithm` at its top
@@ -236,6 +246,7 @@ def get_algorithm(name: str) -> Algorithm:
                 f"registered: {', '.join(algorithm_names())}; the module must call register_algorithm "
                 "when imported.",
             )
+        _SPECS[algo_name] = name
         return _ALGORITHMS[algo_name]
     if name not in _ALGORITHMS:
         raise ConfigError(

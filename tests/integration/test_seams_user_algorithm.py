@@ -17,7 +17,7 @@ if str(ROOT) not in sys.path:  # `tests.user_algo_example` as the command line n
     sys.path.insert(0, str(ROOT))
 
 import surge.enjoy  # noqa: E402
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.cfg.cli import parse_cfg, save_cfg  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
 from surge.experiment.checkpoint import CheckpointManager  # noqa: E402
 from surge.runtime.serial import SerialPlacement  # noqa: E402
@@ -101,6 +101,24 @@ def test_a_wrong_module_or_name_is_refused_at_parse_time(tmp_path):
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=CartPole-v1", "--algo=tests.user_algo_example:NOPE", f"--train_dir={tmp_path}"])
     assert e.value.field == "algo" and "registers no algorithm 'NOPE'" in str(e.value)
+
+
+def test_a_resume_or_enjoy_without_algo_takes_the_saved_runs_section_flags(tmp_path):
+    """The review of the seams: a resumed USER_AC run given `--user_tau` without `--algo` was
+    refused ("a flag of --algo=USER_AC's section, not of --algo=APPO's"): the saved algorithm was
+    read only after the flags were checked against APPO's."""
+    cfg = _cfg(tmp_path)
+    folder = tmp_path / "user"
+    folder.mkdir()
+    save_cfg(cfg, folder / "cfg.json")
+    argv = ["--env=CartPole-v1", "--experiment=user", f"--train_dir={tmp_path}", "--user_tau=0.2"]
+    resumed = parse_cfg(argv)
+    assert resumed.algo == "tests.user_algo_example:USER_AC" and resumed.algo_params.user_tau == 0.2
+    assert parse_cfg(argv, evaluation=True).algo_params.user_tau == 0.2
+    with pytest.raises(ConfigError) as e:  # restarting from scratch is a new APPO run: not its flag
+        parse_cfg([*argv, "--restart_behavior=overwrite"])
+    assert e.value.field == "user_tau"
+    assert "pass --algo=tests.user_algo_example:USER_AC" in str(e.value)  # what works in a fresh process
 
 
 def _check_checkpoint(state):
