@@ -190,7 +190,33 @@ def make_learner(
     if not isinstance(parts, ModelParts):
         parts = ModelParts(parts)
     extra = {"learner_modules": parts.learner_modules} if parts.learner_modules else {}
-    return layout.algo.make_learner(layout.cfg, parts.acting, layout.buffers, device, policy_id, **extra)
+    learner = layout.algo.make_learner(layout.cfg, parts.acting, layout.buffers, device, policy_id, **extra)
+    check_optimized_parameters(learner, layout.algo.name)
+    return learner
+
+
+def check_optimized_parameters(learner: LearnerBase, algo: str) -> None:
+    """Every tensor an optimizer of `learner` updates belongs to its acting module or one of its
+    `learner_modules`: those are what checkpoints save and the serial placement rolls back, and an
+    optimizer's state holds no parameter values (a bare `log_alpha` would resume at its initial
+    value with Adam's moments restored).
+
+    Raises:
+        ValueError: a tensor outside them, naming the optimizer and the fix.
+    """
+    owned = {id(t) for t in learner.model.parameters()}
+    for module in learner.learner_modules.values():
+        owned.update(id(t) for t in module.parameters())
+    for name, optimizer in learner.optimizers.items():
+        for group in optimizer.param_groups:
+            for t in group["params"]:
+                if id(t) not in owned:
+                    raise ValueError(
+                        f"algorithm {algo}: optimizer {name!r} updates a tensor of shape "
+                        f"{tuple(t.shape)} that is neither in the acting module nor in "
+                        "learner_modules, so checkpoints would not save it. Fix: hold it in an "
+                        "nn.Module (e.g. an nn.Parameter attribute) listed in learner_modules."
+                    )
 
 
 def make_inference(

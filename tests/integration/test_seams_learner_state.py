@@ -166,3 +166,21 @@ def test_replay_feed_pool_and_memory_estimate(tmp_path):
     with pytest.raises(ConfigError) as e:
         env_info(cfg)  # the replay's 10 TB enter the memory check
     assert e.value.field == "algo" and "replay buffer" in str(e.value)
+
+
+def test_an_optimizer_over_a_tensor_outside_the_modules_is_refused(tmp_path):
+    """The review of the seams: a bare tensor (SAC's log_alpha written as a plain tensor) is
+    optimized but not in the checkpoint, so a resume would restore Adam's moments and reset it."""
+    from surge.runtime.components import check_optimized_parameters
+
+    c = build_components(parse_cfg([*ARGS, f"--train_dir={tmp_path}"]))
+    learner = c.learners[0]
+    check_optimized_parameters(learner, "USER_AC")  # the example's modules are all owned
+    log_alpha = torch.zeros(1, requires_grad=True)
+    learner.optimizers["alpha"] = torch.optim.Adam([log_alpha])
+    with pytest.raises(ValueError, match="'alpha' updates a tensor of shape \\(1,\\).*learner_modules"):
+        check_optimized_parameters(learner, "USER_AC")
+    learner.learner_modules["alpha"] = holder = torch.nn.Module()
+    holder.log_alpha = torch.nn.Parameter(torch.zeros(1))
+    learner.optimizers["alpha"] = torch.optim.Adam([holder.log_alpha])
+    check_optimized_parameters(learner, "USER_AC")
