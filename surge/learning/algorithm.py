@@ -10,6 +10,8 @@ An `Algorithm` says
   learner's replay buffer and releases it at once, training at a replay ratio,
 - its config section: defaults it overrides, validation, and the core parameters it does not use
   (reported in the run's log when they are set),
+- optionally, its batch in trajectories when the sampling layout decides it rather than
+  `batch_size` (`batch_trajectories`: A2C trains on one rollout of every agent),
 - the TensorBoard tags of the statistics its learner reports (a statistic without a declared tag is
   still logged, under `train/<name>`).
 
@@ -81,6 +83,10 @@ class Algorithm:
     validate: Callable[[Config], None] = lambda cfg: None
     unused_params: tuple[str, ...] = ()
     metric_tags: dict[str, str] = field(default_factory=dict)
+    #: (cfg, agents per env) -> trajectories per batch, for an algorithm whose batch the sampling
+    #: layout fixes (A2C: one rollout of every agent); None: `batch_size` x
+    #: `num_batches_per_iteration` / `rollout` (`surge.learning.batcher.traj_per_iteration`)
+    batch_trajectories: Callable[[Config, int], int] | None = None
 
     @property
     def trains(self) -> bool:
