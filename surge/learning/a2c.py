@@ -10,7 +10,7 @@ needs that: `E_{a~pi}[grad log pi(a|s)] = 0` makes the baseline and any offset o
 vanish only for actions drawn from the policy being differentiated. With several steps per round
 (PPO's minibatch split of `batch_size=128` with 2 x 8 CartPole envs of rollout 32: four steps,
 policy lag 0-3) the samples of the later steps come from an older policy, with no importance
-correction, and the CartPole-v1 run went from 500 to 9 (docs/logs/a2c_stability_2026-11-24.md).
+correction, and the CartPole-v1 run (normalize_returns=True) went from 500 to 9 (docs/logs/a2c_stability_2026-11-24.md).
 No ratio clipping and no epochs. Returns are
 n-step (bootstrapped with the critic's value of the observation after the rollout) or GAE when
 `gae_lambda` < 1 (Schulman et al. 2016); a truncated episode is bootstrapped with the value of its
@@ -154,7 +154,7 @@ def validate_a2c(cfg: Config) -> None:
     if cfg.num_batches_per_iteration != 1:
         raise ConfigError(
             "num_batches_per_iteration",
-            "A2C takes one gradient step per batch of batch_size samples.",
+            "A2C takes one gradient step per round of rollouts.",
             "leave it at 1: A2C's batch is one rollout of every env (num_workers x num_envs_per_worker "
             "x rollout samples).",
         )

@@ -207,28 +207,52 @@ def naive_a2c_loss(cfg, model, data, returns: np.ndarray, adv: np.ndarray) -> to
     return torch.stack(terms).mean()
 
 
+PRIOR_VAR, NORM_EPS = 1.0, 1e-5  # a fresh returns normaliser: one pseudo-sample of mean 0, variance 1
+
+
 def _reference_gradient(cfg, model, data) -> None:
-    """Fills `model`'s `.grad` with the reference loss's gradient (on a copy's own forward pass)."""
+    """Fills `model`'s `.grad` with the reference loss's gradient (on a copy's own forward pass).
+
+    With `normalize_returns` the critic's outputs (the behaviour values, the bootstrap value) are
+    normalised: the returns and advantages are computed from them in return units (`v · σ + μ` of
+    the fresh normaliser, μ = 0, σ = √(1 + ε)); the normaliser then takes in the valid returns
+    (Chan et al.'s parallel mean and variance, the prior counting as one sample) and the critic
+    is trained on `(R - μ') / √(σ'² + ε)`, the advantages staying in return units."""
     with torch.no_grad():
         bootstrap = _forward(model, data)[1][:, T].numpy().astype(np.float64)
+    if cfg.normalize_returns:
+        scale = np.sqrt(PRIOR_VAR + NORM_EPS)
+        data = {**data, "values": data["values"] * scale}
+        bootstrap = bootstrap * scale
     returns, adv = naive_returns(cfg, data, bootstrap)
     if cfg.gae_lambda == 1.0:  # the two written-out references agree (rlpyt's n-step return)
         np.testing.assert_allclose(returns, naive_nstep_returns(cfg, data, bootstrap), rtol=1e-9, atol=1e-9)
+    if cfg.normalize_returns:
+        valid = _valid(data).numpy()
+        r = returns[valid]
+        n, total = len(r), 1.0 + len(r)
+        mean = r.mean() * n / total
+        var = (PRIOR_VAR + r.var() * n + r.mean() ** 2 * n / total) / total
+        returns = (returns - mean) / np.sqrt(var + NORM_EPS)
     naive_a2c_loss(cfg, model, data, returns, adv).backward()
 
 
+@pytest.mark.parametrize("normalize_returns", [False, True])
 @pytest.mark.parametrize("normalize_advantage", [False, True])
 @pytest.mark.parametrize("gae_lambda", [1.0, 0.8])
-def test_one_a2c_update_applies_the_gradient_of_the_reference_loss(tmp_path, gae_lambda, normalize_advantage):
+def test_one_a2c_update_applies_the_gradient_of_the_reference_loss(
+    tmp_path, gae_lambda, normalize_advantage, normalize_returns
+):
     """The gradient one learner step applies (`.grad`, no clipping) equals that of the written-out
     A2C loss. Guards the returns (n-step or GAE, episode ends, the time-out bootstrap), the
     advantages' baseline and their being constants, the loss's signs and coefficients, the
-    masking of inactive and too-stale samples."""
+    masking of inactive and too-stale samples, and the critic's targets in normalised units."""
     data = _batch(seed=1)
     cfg = _cfg(
         tmp_path,
         f"--gae_lambda={gae_lambda}",
         f"--normalize_advantage={normalize_advantage}",
+        f"--normalize_returns={normalize_returns}",
         "--max_grad_norm=0",
     )
     learner = _learner(cfg, data)
