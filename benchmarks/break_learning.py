@@ -44,6 +44,7 @@ QUICK_FILES = [
     "tests/unit/test_ppo_loss.py",
     "tests/integration/test_learner.py",
     "tests/integration/test_learner_reference.py",
+    "tests/integration/test_a2c_reference.py",
     "tests/integration/test_rnn_state_protocol.py",
     "tests/integration/test_lr_schedule.py",
     "tests/integration/test_batched_sampling.py",
@@ -154,6 +155,26 @@ BREAKAGES = [
         "no_advantage_normalization",
         "advantage normalisation off in the learner",
         [("if cfg.normalize_advantage:", "if False:  # broken: cfg.normalize_advantage ignored")],
+    ),
+    Breakage(
+        "a2c_entropy_sign",
+        "A2C's entropy bonus with the wrong sign: the exploration loss rewards a peaked policy",
+        [
+            (
+                "exploration_loss = -entropy_coeff * mean_entropy",
+                "exploration_loss = entropy_coeff * mean_entropy",
+            )
+        ],
+    ),
+    Breakage(
+        "a2c_advantage_not_detached",
+        "A2C's advantages from the live critic, not detached: R - V(s) with V's gradient in the policy loss",
+        [
+            (
+                "            flat(values),\n            flat(adv),\n            flat(targets),\n",
+                "            flat(values),\n            flat(targets - values),\n            flat(targets),\n",
+            )
+        ],
     ),
     Breakage(
         "lr_schedule_ignored",

@@ -1,7 +1,17 @@
 """A2C: synchronous advantage actor-critic (Mnih et al. 2016, "Asynchronous Methods for Deep
 Reinforcement Learning", Algorithm S3, in its synchronous form; rlpyt's `A2C`, seed 002).
 
-One gradient step per batch of `batch_size` samples, no ratio clipping and no epochs. Returns are
+One gradient step per collection round, as rlpyt's A2C takes one per sampler batch
+(`batch_T x batch_B`): the batch is one rollout of every agent of every worker
+(`a2c_batch_trajectories`; `batch_size` is not A2C's parameter), and the samplers wait while the
+learner trains on it (`num_minibatches_to_accumulate=0`), so every sample is trained on by the
+policy version that collected it (policy lag 0 with one policy). The policy-gradient estimate
+needs that: `E_{a~pi}[grad log pi(a|s)] = 0` makes the baseline and any offset of the advantages
+vanish only for actions drawn from the policy being differentiated. With several steps per round
+(PPO's minibatch split of `batch_size=128` with 2 x 8 CartPole envs of rollout 32: four steps,
+policy lag 0-3) the samples of the later steps come from an older policy, with no importance
+correction, and the CartPole-v1 run (normalize_returns=True) went from 500 to 9 (docs/logs/a2c_stability_2026-11-24.md).
+No ratio clipping and no epochs. Returns are
 n-step (bootstrapped with the critic's value of the observation after the rollout) or GAE when
 `gae_lambda` < 1 (Schulman et al. 2016); a truncated episode is bootstrapped with the value of its
 last state. Loss per sample (valid samples only, mean):
@@ -10,8 +20,7 @@ last state. Loss per sample (valid samples only, mean):
 
 Defaults as rlpyt's A2C: Adam, lr 1e-3, gamma 0.99, gae_lambda 1 (n-step returns), value loss
 coefficient 0.5, entropy coefficient 0.01, gradient norm clipped to 1, no advantage
-or return normalisation; synchronous sampling (`num_minibatches_to_accumulate=0`: every sample of a batch
-comes from the policy version being trained). The same module runs in both placements.
+or return normalisation; synchronous sampling. The same module runs in both placements.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from typing import Any
 import gymnasium as gym
 from torch import Tensor, nn
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, register_algorithm
 from surge.learning.base import LearnerBase
@@ -72,7 +81,7 @@ def a2c_loss(
 
 
 class A2CLearner(LearnerBase):
-    """One gradient step of `a2c_loss` per batch (see the module docstring)."""
+    """One gradient step of `a2c_loss` per batch, one collection round (see the module docstring)."""
 
     def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
         b = super().prepare_batch(slots)
@@ -123,8 +132,22 @@ class A2CLearner(LearnerBase):
         return out
 
 
+def a2c_batch_trajectories(cfg: Config, agents_per_env: int) -> int:
+    """Trajectories of one A2C batch: one rollout of every agent, `num_workers x
+    num_envs_per_worker x agents_per_env` (a batched env's sub-envs count as agents), i.e.
+    `rollout` times as many samples; with several learning policies each learner's share of it
+    (their batches then mix rounds: the lag is not 0 by construction there)."""
+    from surge.population.roles import learning_policies
+
+    learners = max(1, len(learning_policies(cfg)))
+    return max(1, cfg.num_workers * cfg.num_envs_per_worker * agents_per_env // learners)
+
+
 def validate_a2c(cfg: Config) -> None:
-    """Raises `ConfigError` for settings A2C cannot honour, or for its flags out of range
+    """Raises `ConfigError` for settings A2C cannot honour: another exploration loss than the
+    entropy, several minibatches per iteration, or collection going on while the learner trains
+    (`num_minibatches_to_accumulate` / `num_batches_to_accumulate` other than 0: the samples of a
+    batch would come from older policies), or its flags out of range
     (`surge.learning.pg_checks.check_actor_critic_flags`)."""
     check_actor_critic_flags(cfg)
     if cfg.exploration_loss != "entropy":
@@ -136,15 +159,23 @@ def validate_a2c(cfg: Config) -> None:
     if cfg.num_batches_per_iteration != 1:
         raise ConfigError(
             "num_batches_per_iteration",
-            "A2C takes one gradient step per batch of batch_size samples.",
-            "leave it at 1 and set --batch_size to the samples per step.",
+            "A2C takes one gradient step per round of rollouts.",
+            "leave it at 1: A2C's batch is one rollout of every env (num_workers x num_envs_per_worker "
+            "x rollout samples).",
+        )
+    if minibatches_to_accumulate(cfg) != 0:
+        raise ConfigError(
+            "num_minibatches_to_accumulate",
+            "A2C is synchronous: collection waits while the learner trains, so that each batch is "
+            "trained on by the policy that collected it (policy lag 0).",
+            "leave num_minibatches_to_accumulate at 0 and num_batches_to_accumulate unset (or 0).",
         )
 
 
 A2C = register_algorithm(
     Algorithm(
         name="A2C",
-        description="synchronous advantage actor-critic (rlpyt's A2C)",
+        description="synchronous advantage actor-critic (rlpyt's A2C): one gradient step per round of rollouts",
         step_fields=a2c_fields,
         act=a2c_act,
         make_learner=A2CLearner,
@@ -163,7 +194,9 @@ A2C = register_algorithm(
             "num_batches_per_iteration": 1,
         },
         validate=validate_a2c,
+        batch_trajectories=a2c_batch_trajectories,
         unused_params=(
+            "batch_size",  # the batch is one rollout of every env (a2c_batch_trajectories)
             "ppo_clip_ratio",
             "ppo_clip_value",
             "ppo_epochs",

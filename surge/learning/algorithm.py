@@ -18,6 +18,8 @@ An `Algorithm` says
   does not use (reported in the run's log when they are set),
 - the memory its replay holds (`replay_bytes(cfg, env_info)`, REPLAY algorithms: added to the
   memory estimate checked before the run starts),
+- optionally, its batch in trajectories when the sampling layout decides it rather than
+  `batch_size` (`batch_trajectories`: A2C trains on one rollout of every agent),
 - the TensorBoard tags of the statistics its learner reports (a statistic without a declared tag is
   still logged, under `train/<name>`).
 
@@ -169,6 +171,10 @@ class Algorithm:
     eval_act: ActFn | None = None
     params: type | None = None
     replay_bytes: Callable[[Config, Any], int] | None = None
+    #: (cfg, agents per env) -> trajectories per batch, for an algorithm whose batch the sampling
+    #: layout fixes (A2C: one rollout of every agent); None: `batch_size` x
+    #: `num_batches_per_iteration` / `rollout` (`surge.learning.batcher.traj_per_iteration`)
+    batch_trajectories: Callable[[Config, int], int] | None = None
 
     @property
     def trains(self) -> bool:

@@ -17,14 +17,22 @@ from collections import deque
 from surge.cfg.config import Config
 
 
-def traj_per_iteration(cfg: Config) -> int:
-    """Trajectories (one agent's rollout each) the learner trains on per iteration."""
+def traj_per_iteration(cfg: Config, agents_per_env: int = 1) -> int:
+    """Trajectories (one agent's rollout each) the learner trains on per iteration:
+    `batch_size x num_batches_per_iteration / rollout`, or what the algorithm's
+    `batch_trajectories` says for envs of `agents_per_env` agents (A2C: one rollout of every
+    agent, so that it takes one gradient step per collection round)."""
+    from surge.learning.algorithm import get_algorithm
+
+    per_batch = get_algorithm(cfg.algo).batch_trajectories
+    if per_batch is not None:
+        return max(1, per_batch(cfg, agents_per_env))
     return max(1, cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
 
 
-def blocks_per_batch(cfg: Config, block_size: int) -> int:
+def blocks_per_batch(cfg: Config, block_size: int, agents_per_env: int = 1) -> int:
     """Blocks of `block_size` trajectories that one iteration's worth fills, rounded up."""
-    return math.ceil(traj_per_iteration(cfg) / block_size)
+    return math.ceil(traj_per_iteration(cfg, agents_per_env) / block_size)
 
 
 class Batcher:

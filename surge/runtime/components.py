@@ -105,7 +105,7 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     learners = len(learning_policies(cfg))
-    per_iteration_blocks = math.ceil(traj_per_iteration(cfg) / agents_per_split) * learners
+    per_iteration_blocks = math.ceil(traj_per_iteration(cfg, num_agents) / agents_per_split) * learners
     acc = minibatches_to_accumulate(cfg)
     if acc == 0:  # synchronous: collection waits while the learners hold every block
         # one block more per owner with several policies (frozen ones too): learners hold single
@@ -131,13 +131,14 @@ class RunLayout:
 
     @property
     def blocks_per_batch(self) -> int:
-        return blocks_per_batch(self.cfg, self.block_pool.block_size)
+        return blocks_per_batch(self.cfg, self.block_pool.block_size, self.info.num_agents)
 
     def make_batcher(self) -> Batcher:
         """A learner's batcher: an iteration's trajectories per batch (on-policy), or each rollout's
         share as it comes (replay learners)."""
         replay = self.algo.feed is Feed.REPLAY
-        return Batcher(1 if replay else traj_per_iteration(self.cfg), self.block_pool.block_size)
+        per_batch = 1 if replay else traj_per_iteration(self.cfg, self.info.num_agents)
+        return Batcher(per_batch, self.block_pool.block_size)
 
 
 def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from surge.cfg.config import minibatches_to_accumulate
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save
 from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
@@ -91,6 +92,9 @@ def learner_process_main(ctx: LearnerContext) -> None:
         )  # fmt: skip
         shared.report_queue.put(LearnerReady(p, learner.policy_version))
         pool = layout.block_pool
+        # collection waits for training (A2C, synchronous PPO): the weights are published before
+        # the trained slots are released, else a rollout could start on the previous weights
+        synchronous = minibatches_to_accumulate(cfg) == 0
 
         def do(item: tuple) -> None:
             """Training and checkpoints touch the model, so they run in order on one thread. Its
@@ -150,10 +154,13 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 stats = maybe_stats
             else:
                 stats = learner.train_batch(batch, env_frames=env_frames)
+                if synchronous:  # the rollouts these slots start act with the new weights: lag 0
+                    weights.publish(model, learner.policy_version)
                 pool.release(slots, p)  # on-policy: trajectories come back only after training
             stats["train_seconds"] = time.monotonic() - t0
             stats.update(learner.hp.stats())
-            weights.publish(model, learner.policy_version)
+            if kind == "observe" or not synchronous:
+                weights.publish(model, learner.policy_version)
             shared.report_queue.put(TrainStats(p, stats))
 
         def idle_beat() -> None:

@@ -11,8 +11,9 @@ from surge.runtime.training_run import train
 
 # fmt: off
 HYPERPARAMS = [  # A2C's defaults (rlpyt's) otherwise: Adam 1e-3, n-step returns, entropy 0.01
+    # one gradient step per round of 2 x 8 envs x 8 steps = 128 samples (A2C's batch)
     "--algo=A2C", "--num_workers=2", "--num_envs_per_worker=8", "--rollout=8", "--recurrence=8",
-    "--batch_size=128", "--use_rnn=False", "--encoder_type=mlp", "--encoder_subtype=mlp",
+    "--use_rnn=False", "--encoder_type=mlp", "--encoder_subtype=mlp",
     "--encoder_mlp_layers", "64", "64", "--nonlinearity=tanh", "--reward_scale=0.1",
     "--with_vtrace=False", "--train_for_env_steps=300000", "--seed=1",
 ]
