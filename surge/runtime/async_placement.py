@@ -111,6 +111,9 @@ class AsyncPlacement:
         self.exchange_dir: str | None = None  # temporary folder of the exported states
         self.replaced: list[PolicyImported] = []  # imports done since the last `step`
         self.reward_shaping: dict[int, dict] = {}  # each policy's latest SetRewardShaping scheme
+        # the run's env frames (`set_env_frames`, read by inference: `ActContext.env_frames`); made
+        # here so that a resumed run's frame is set before the processes start
+        self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -144,7 +147,6 @@ class AsyncPlacement:
         weights = [SharedWeights(model) for _ in range(P)]
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
             shared_weights.publish(model, 0)
-        self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
         self.env_steps = torch.zeros(cfg.num_workers, dtype=torch.int64).share_memory_()
         self.env_steps_budget = torch.full((1,), torch.iinfo(torch.int64).max).share_memory_()
         self.env_steps_counted = 0  # of sum(env_steps), reported by `step` so far
