@@ -1,6 +1,6 @@
 """What SAC, TD3 and DDPG share on the engine (`--algo=SAC|TD3|DDPG`, continuous Box actions).
 
-- Flags: `QPGParams` (replay size, learning starts, replay ratio, tau, net_arch), extended by each
+- Flags: `QPGParams` (`ReplayParams` plus tau and net_arch), extended by each
   algorithm's own section; the minibatch is the core `--batch_size` (default 256 for these
   algorithms, Stable-Baselines3's), the learning rate the core `--learning_rate` (every optimizer:
   actor, critic(s) and SAC's temperature, as Stable-Baselines3 does).
@@ -8,9 +8,9 @@
   bounds with `to_env`) that also knows when its run still acts uniformly at random (before
   `learning_starts`) and its exploration noise (TD3/DDPG); both are set from the cfg by
   `make_model` in every process, never saved.
-- The learner `QPGLearner`: `observe` copies each block into a `UniformReplay` (one column per
-  acting agent, `ActContext.actor_ids`), `train_replay` runs `replay_ratio` updates per env step
-  observed once the replay holds `learning_starts` steps; `update` is each algorithm's.
+- The learner `QPGLearner`, a `ReplayLearnerBase` (`surge.learning.replay_learner`: replay with one
+  column per acting agent, `learning_starts`, `replay_ratio`, n-step returns, prioritized replay,
+  `--save_replay_buffer`); `update_normalized` is each algorithm's.
 
 Actions are stored in the env's units (what the envs executed) and normalised to [-1, 1] with
 `ContinuousActor.from_env` when sampled, as Stable-Baselines3 stores scaled actions.
@@ -18,7 +18,6 @@ Actions are stored in the env's units (what the envs executed) and normalised to
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +29,9 @@ from torch import Tensor, nn
 from surge.cfg.config import Config, env_frameskip, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Obs
-from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
+from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams
 from surge.models.continuous_networks import ContinuousActor
-from surge.replay.uniform import UniformReplay
 
 #: core flags the off-policy continuous-control learners do not read
 QPG_UNUSED_PARAMS = (*POLICY_GRADIENT_PARAMS, "max_grad_norm", "num_batches_per_iteration", "max_policy_lag")
@@ -52,35 +50,26 @@ QPG_DEFAULTS: dict[str, Any] = {
 
 
 @dataclass
-class QPGParams:
-    """Flags SAC, TD3 and DDPG share (their sections extend this one)."""
+class QPGParams(ReplayParams):
+    """Flags SAC, TD3 and DDPG share (their sections extend this one); `ReplayParams`' with
+    Stable-Baselines3's defaults for these algorithms: learning after 100 steps, one update per
+    env step."""
 
-    replay_size: int = param(1_000_000, "Replay capacity in agent steps (Stable-Baselines3's buffer_size).")
     learning_starts: int = param(
         100,
-        "Env steps (frames / frameskip) acted uniformly at random, and agent steps the replay holds, "
-        "before the first update.",
+        "Env steps of this policy stored in the replay before the first update; the actors act "
+        "uniformly at random until the run has this many env steps (x frameskip env frames).",
     )
     replay_ratio: float = param(
-        1.0, "Gradient steps per agent step observed (Stable-Baselines3's gradient_steps / train_freq)."
+        1.0,
+        "Gradient updates per env step once learning started (SB3: gradient_steps / (train_freq * n_envs)).",
     )
     tau: float = param(0.005, "Polyak rate of the target networks, in (0, 1].")
     net_arch: list = param([256, 256], "Hidden layers of the actor and of each critic (MLP, ReLU).")
 
     def validate(self) -> None:
         """Raises `ConfigError` for a flag out of range (before any process starts)."""
-        if self.replay_size < 2:
-            raise ConfigError(
-                "replay_size", f"must be >= 2, got {self.replay_size}.", "e.g. --replay_size=1000000."
-            )
-        if self.learning_starts < 0:
-            raise ConfigError(
-                "learning_starts", f"must be >= 0, got {self.learning_starts}.", "e.g. --learning_starts=100."
-            )
-        if not (math.isfinite(self.replay_ratio) and self.replay_ratio > 0):
-            raise ConfigError(
-                "replay_ratio", f"must be > 0, got {self.replay_ratio}.", "e.g. --replay_ratio=1."
-            )
+        super().validate()
         if not 0.0 < self.tau <= 1.0:
             raise ConfigError("tau", f"must be in (0, 1], got {self.tau}.", "e.g. --tau=0.005.")
         if not self.net_arch or any(int(h) < 1 for h in self.net_arch):
@@ -199,107 +188,47 @@ def qpg_eval_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: Act
     return qpg_act(model, obs, rnn_states, ActContext(deterministic=True))
 
 
-class QPGLearner(LearnerBase):
-    """The replay learner of SAC, TD3 and DDPG (module docstring). Subclasses add their optimizers
-    in `__init__` (`self.optimizers`, all at `learning_rate`) and implement `update`."""
+class QPGLearner(ReplayLearnerBase):
+    """The replay learner of SAC, TD3 and DDPG (`ReplayLearnerBase`: observe, learning starts,
+    replay ratio, --save_replay_buffer). Subclasses add their optimizers in `__init__`
+    (`self.optimizers`, all at `learning_rate`) and implement `update_normalized`."""
 
     model: ActingActor
+    params_type: type[ReplayParams] = QPGParams
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        cfg = self.cfg
-        self.params: QPGParams = cfg.algo_params
-        # one column per acting agent of a single-agent env (`ActContext.actor_ids`)
-        self.num_columns = cfg.num_workers * cfg.num_envs_per_worker
-        capacity = -(-self.params.replay_size // self.num_columns) + cfg.rollout + 2
-        self.replay = UniformReplay(capacity, self.num_columns, n_step=1, gamma=self.hp.gamma)
-        seed = cfg.seed if cfg.seed is not None else 0
-        self.generator = torch.Generator().manual_seed(int(seed) * 1000 + self.policy_id)
-        self.observed_steps = 0  # agent steps copied into the replay
-        self.due_updates = 0.0  # updates owed at `replay_ratio` (fractional carry)
-        self.num_updates = 0
+    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+        """`ReplayLearnerBase.update`: `update_normalized` on the samples with their actions
+        (stored in the env's units) mapped to [-1, 1] (`ContinuousActor.from_env`), observations
+        as float32."""
+        batch = {
+            "obs": _float(samples["obs"]),
+            "next_obs": _float(samples["next_obs"]),
+            "actions": self.model.from_env(samples["actions"].float()).clamp(-1.0, 1.0),
+            "returns": samples["returns"],
+            "discounts": samples["discounts"],
+        }
+        return self.update_normalized(batch)
 
-    def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
-        """`LearnerBase.prepare_batch` plus `actor_ids` `[N]` int64 (the replay's columns)."""
-        b = super().prepare_batch(slots)
-        b["actor_ids"] = self.buffers.actor_ids[slots].clone()
-        return b
-
-    def observe(self, b: dict[str, Any]) -> None:
-        """Copies a block into the replay: only this policy's active steps are sampled."""
-        active = b["is_active"]
-        if "acting_policy" in b:
-            active = active & (b["acting_policy"] == self.policy_id)
-        block = {k: b[k] for k in ("obs", "actions", "rewards", "dones", "trunc")}
-        block["is_active"] = active
-        cols = b["actor_ids"].cpu()
-        if int(cols.min()) < 0 or int(cols.max()) >= self.num_columns:
-            raise ValueError(
-                f"actor ids {cols.tolist()} outside the replay's {self.num_columns} columns "
-                "(one per env: multi-agent envs are not supported by SAC, TD3 and DDPG yet)"
-            )
-        self.replay.append(block, cols)
-        new = int(active.sum())
-        self.observed_steps += new
-        if self.observed_steps >= max(self.params.learning_starts, 1):
-            self.due_updates += new * self.params.replay_ratio
-
-    def train_replay(self, env_frames: int = 0) -> dict[str, float] | None:
-        """The updates due (`replay_ratio` per observed agent step after `learning_starts`), each
-        on a fresh minibatch of `batch_size` steps; their mean statistics, or None."""
-        n = int(self.due_updates)
-        if n < 1:
-            return None
-        self.due_updates -= n
-        totals: dict[str, float] = {}
-        dev = self.device
-        for _ in range(n):
-            if self.should_stop():
-                break
-            s = self.replay.sample(self.cfg.batch_size, self.generator)
-            batch = {
-                "obs": _to(s["obs"], dev),
-                "next_obs": _to(s["next_obs"], dev),
-                "actions": self.model.from_env(s["actions"].to(dev).float()).clamp(-1.0, 1.0),
-                "returns": s["returns"].to(dev),
-                "discounts": s["discounts"].to(dev),
-            }
-            self.num_updates += 1
-            stats = self.update(batch)
-            for k, v in stats.items():
-                totals[k] = totals.get(k, 0.0) + v
-        out = {k: v / n for k, v in totals.items()}
-        out["replay_steps"] = float(len(self.replay))
-        out["num_updates"] = float(self.num_updates)
-        out.update(self.skip_stats(0))
-        return out
-
-    def state_dict(self) -> dict[str, Any]:
-        """`LearnerBase.state_dict` plus the update and observed-step counters (the replay
-        itself is not saved: a resumed run refills it, learning again after `learning_starts`)."""
-        out = super().state_dict()
-        out["qpg"] = {"num_updates": self.num_updates, "due_updates": self.due_updates}
-        return out
-
-    def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
-        super().load_state_dict(state, keep_version)
-        saved = state.get("qpg")
-        if saved is not None:
-            self.num_updates = int(saved["num_updates"])
-
-    def update(self, batch: dict[str, Any]) -> dict[str, float]:
-        """One gradient step of the algorithm on a minibatch: obs, next_obs `[B, ...]`, actions
-        `[B, D]` in [-1, 1], returns `[B]` (scaled rewards), discounts `[B]` (γ, 0 after a
-        termination), all on the learning device. Returns scalar statistics."""
+    def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
+        """One gradient update on a minibatch: obs, next_obs `[B, ...]` float32, actions `[B, D]` in
+        [-1, 1], returns `[B]` (the n-step return of scaled rewards), discounts `[B]` (γ^n, 0
+        after a termination), all on the learning device. Returns scalar statistics."""
         raise NotImplementedError
 
+    @property
+    def update_number(self) -> int:
+        """The number of the update running now, from 1 (`updates` counts the finished ones)."""
+        return self.updates + 1
+
     def step(self, name: str, loss: Tensor, params: list[Tensor]) -> bool:
-        """Backpropagates `loss` into `params` and steps the optimizer `name`; a non-finite loss
-        skips the step (counted in `skipped_updates`). Returns whether the step was taken."""
+        """Backpropagates `loss` into `params` only and steps the optimizer `name`; a non-finite
+        loss skips the step (counted in `skipped_updates`, `last_step_skipped`). Returns whether the
+        step was taken."""
         opt = self.optimizers[name]
         opt.zero_grad(set_to_none=True)
         if not bool(torch.isfinite(loss.detach())):
             self.skipped_updates += 1
+            self.last_step_skipped = True
             return False
         loss.backward(inputs=params)
         opt.step()
@@ -321,10 +250,10 @@ class QPGLearner(LearnerBase):
                 group["lr"] = lr
 
 
-def _to(x: Any, dev: torch.device) -> Any:
+def _float(x: Any) -> Any:
     if isinstance(x, dict):
-        return {k: v.to(dev).float() for k, v in x.items()}
-    return x.to(dev).float()
+        return {k: v.float() for k, v in x.items()}
+    return x.float()
 
 
 def adam(params: Any, learner: LearnerBase) -> torch.optim.Adam:

@@ -139,7 +139,7 @@ class SACLearner(QPGLearner):
         if self.learn_alpha:
             self.optimizers["ent_coef"] = adam([self.learner_modules["log_alpha"].value], self)
 
-    def update(self, batch: dict[str, Any]) -> dict[str, float]:
+    def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
         actor, m = self.model, self.learner_modules
         critic, critic_target, log_alpha = m["critic"], m["critic_target"], m["log_alpha"].value
         obs = batch["obs"]
@@ -165,7 +165,6 @@ class SACLearner(QPGLearner):
         loss_pi = sac_actor_loss(pi[1], q1_pi, q2_pi, alpha)
         self.step("model", loss_pi, list(actor.parameters()))
         polyak_update(critic_target, critic, self.params.tau)
-        self.policy_version += 1
         stats.update(
             critic_loss=float(loss_q.detach()),
             actor_loss=float(loss_pi.detach()),

@@ -137,7 +137,7 @@ class TD3Learner(QPGLearner):
         assert isinstance(p, TD3Params)
         return p.policy_delay, p.target_policy_noise, p.target_noise_clip
 
-    def update(self, batch: dict[str, Any]) -> dict[str, float]:
+    def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
         actor, m = self.model, self.learner_modules
         critic, critic_target, actor_target = m["critic"], m["critic_target"], m["actor_target"]
         delay, sigma, clip = self.delay_and_noise()
@@ -156,12 +156,11 @@ class TD3Learner(QPGLearner):
         loss_q = critic_loss(qs, y)
         self.step("critic", loss_q, list(critic.parameters()))
         stats = {"critic_loss": float(loss_q.detach()), "q_mean": float(qs[0].detach().mean())}
-        if self.num_updates % delay == 0:  # `num_updates` counts this update (from 1)
+        if self.update_number % delay == 0:
             loss_pi = deterministic_actor_loss(q_values(critic, obs, actor(obs).actions)[0])
             self.step("model", loss_pi, list(actor.parameters()))
             polyak_update(critic_target, critic, self.params.tau)
             polyak_update(actor_target, actor, self.params.tau)
-            self.policy_version += 1
             stats["actor_loss"] = float(loss_pi.detach())
         return stats
 

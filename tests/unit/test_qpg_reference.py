@@ -108,8 +108,11 @@ def _one(x, i):
 
 
 def _update(learner, batch):
-    learner.num_updates += 1
-    return learner.update(batch)
+    """`update` as `train_replay` calls it: the samples hold actions in the env's units
+    (Pendulum's [-2, 2]), normalised by the learner."""
+    stats = learner.update({**batch, "actions": 2.0 * batch["actions"]})
+    learner.updates += 1
+    return stats
 
 
 @pytest.mark.parametrize("algo", ["TD3", "DDPG"])
