@@ -29,6 +29,7 @@ from torch import Tensor, nn
 from surge.cfg.config import Config, env_frameskip, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Obs
+from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams
 from surge.models.continuous_networks import ContinuousActor
