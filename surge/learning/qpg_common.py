@@ -115,9 +115,13 @@ def replay_bytes(cfg: Config, info: Any) -> int:
     a non-Box action space there (`check_box`), before any process starts."""
     check_box(info.action_space, cfg.algo)
     p = cfg.algo_params
-    obs = sum(int(np.prod(s.shape)) for s in _leaves(info.observation_space))
-    act = int(np.prod(info.action_space.shape))
+    obs = sum(_size(s) for s in _leaves(info.observation_space))
+    act = _size(info.action_space)
     return int(p.replay_size) * (4 * obs + 4 * act + 4 + 4 + 8)
+
+
+def _size(space: gym.Space) -> int:
+    return int(np.prod(space.shape or ()))
 
 
 def _leaves(space: gym.Space) -> list[gym.Space]:
@@ -194,8 +198,14 @@ class QPGLearner(ReplayLearnerBase):
     replay ratio, --save_replay_buffer). Subclasses add their optimizers in `__init__`
     (`self.optimizers`, all at `learning_rate`) and implement `update_normalized`."""
 
-    model: ActingActor
+    model: ActingActor  # type: ignore[assignment]  # the acting module, not an ActorCritic
     params_type: type[ReplayParams] = QPGParams
+
+    @property
+    def qpg(self) -> QPGParams:
+        """`params`, typed as the section of SAC, TD3 and DDPG."""
+        assert isinstance(self.params, QPGParams)
+        return self.params
 
     def update(self, samples: dict[str, Any]) -> dict[str, float]:
         """`ReplayLearnerBase.update`: `update_normalized` on the samples with their actions

@@ -137,11 +137,19 @@ class SACLearner(QPGLearner):
         )
         self.optimizers["critic"] = adam(self.learner_modules["critic"].parameters(), self)
         if self.learn_alpha:
-            self.optimizers["ent_coef"] = adam([self.learner_modules["log_alpha"].value], self)
+            self.optimizers["ent_coef"] = adam([self.log_alpha], self)
+
+    @property
+    def log_alpha(self) -> Tensor:
+        """log α, scalar float32 (the "log_alpha" learner module's parameter)."""
+        module = self.learner_modules["log_alpha"]
+        assert isinstance(module, LogAlpha)
+        return module.value
 
     def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
         actor, m = self.model, self.learner_modules
-        critic, critic_target, log_alpha = m["critic"], m["critic_target"], m["log_alpha"].value
+        critic, critic_target = m["critic"], m["critic_target"]
+        log_alpha = self.log_alpha
         obs = batch["obs"]
         mean, log_std = actor.distribution_params(obs)
         noise = torch.randn(mean.shape, generator=self.generator).to(mean.device)
@@ -164,7 +172,7 @@ class SACLearner(QPGLearner):
         q1_pi, q2_pi = critic(obs, pi[0])
         loss_pi = sac_actor_loss(pi[1], q1_pi, q2_pi, alpha)
         self.step("model", loss_pi, list(actor.parameters()))
-        polyak_update(critic_target, critic, self.params.tau)
+        polyak_update(critic_target, critic, self.qpg.tau)
         stats.update(
             critic_loss=float(loss_q.detach()),
             actor_loss=float(loss_pi.detach()),

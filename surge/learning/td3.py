@@ -159,8 +159,8 @@ class TD3Learner(QPGLearner):
         if self.update_number % delay == 0:
             loss_pi = deterministic_actor_loss(q_values(critic, obs, actor(obs).actions)[0])
             self.step("model", loss_pi, list(actor.parameters()))
-            polyak_update(critic_target, critic, self.params.tau)
-            polyak_update(actor_target, actor, self.params.tau)
+            polyak_update(critic_target, critic, self.qpg.tau)
+            polyak_update(actor_target, actor, self.qpg.tau)
             stats["actor_loss"] = float(loss_pi.detach())
         return stats
 
