@@ -287,3 +287,37 @@ def test_bad_flags_are_refused_with_the_field(tmp_path, flag, field):
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=Pendulum-v1", f"--algo={algo}", f"--train_dir={tmp_path}", flag])
     assert e.value.field == field
+
+
+def test_acting_random_then_noisy_or_sampled_and_eval_deterministic(tmp_path):
+    """Before `learning_starts` env steps: uniform in the Box (Pendulum's [-2, 2]); then TD3 adds
+    N(0, 0.1²) in [-1, 1] units to μ(s) (Fujimoto et al. 2018, Algorithm 1), SAC samples
+    tanh(mean + std ξ); eval_act is μ(s) / tanh(mean) in the env's units, whatever the context."""
+    from surge.learning.algorithm import ActContext
+
+    obs = torch.randn(4000, 3)
+    empty = torch.zeros(4000, 0)
+    for algo in ("TD3", "SAC"):
+        learner = _learner(tmp_path, algo, "--learning_starts=500")
+        a = get_algorithm(algo)
+        actor = learner.model
+        early = a.act(actor, obs, empty, ActContext(env_frames=499))["actions"]
+        assert early.shape == (4000, 1) and float(early.min()) >= -2.0 and float(early.max()) <= 2.0
+        assert abs(float(early.mean())) < 0.1 and abs(float(early.std()) - 4 / math.sqrt(12)) < 0.05
+        with torch.no_grad():
+            if algo == "TD3":
+                mode = actor(obs).actions
+            else:
+                mode = torch.tanh(actor.distribution_params(obs)[0])
+        det = a.evaluation_act(actor, obs, empty, ActContext(env_frames=10**6))["actions"]
+        torch.testing.assert_close(det, 2.0 * mode)
+        late = a.act(actor, obs, empty, ActContext(env_frames=500))["actions"] / 2.0
+        if algo == "TD3":
+            inside = mode.abs() < 0.6  # no clipping at 4 std
+            noise = (late - mode)[inside]
+            assert abs(float(noise.std()) - 0.1) < 0.01 and abs(float(noise.mean())) < 0.01
+        else:
+            mean, log_std = (x.detach() for x in actor.distribution_params(obs))
+            u = torch.atanh(late.clamp(-0.999999, 0.999999))
+            z = (u - mean) / log_std.exp()  # standard normal if sampled from the policy
+            assert abs(float(z.mean())) < 0.1 and abs(float(z.std()) - 1.0) < 0.1
