@@ -250,13 +250,13 @@ class ReplayLearnerBase(LearnerBase):
     def train_replay(self, env_frames: int = 0) -> dict[str, float] | None:
         """Runs the updates due (`updates_due`); their mean statistics plus replay_size (steps
         stored), env_steps, updates (total), updates_run (this call), policy_lag_avg/max of the
-        sampled steps (policy versions), or None when none was due."""
+        sampled steps (policy versions; and policy_lag_min), or None when none was due."""
         due = self.updates_due()
         if due == 0:
             return None
         self.set_learning_rate(env_frames)
         sums: dict[str, float] = {}
-        lag_max = 0.0
+        lag_min, lag_max = math.inf, 0.0
         for i in range(due):
             if i and self.should_stop():
                 break
@@ -269,6 +269,7 @@ class ReplayLearnerBase(LearnerBase):
             if isinstance(self.replay, PrioritizedReplay) and "td_errors" in s:
                 self.replay.update_priorities(s["indices"].cpu(), s["td_errors"])
             stats["policy_lag_avg"] = float(s["lag"].mean())
+            lag_min = min(lag_min, float(s["lag"].min()))
             lag_max = max(lag_max, float(s["lag"].max()))
             for k, v in stats.items():
                 sums[k] = sums.get(k, 0.0) + v
@@ -279,6 +280,7 @@ class ReplayLearnerBase(LearnerBase):
             env_steps=float(self.env_steps),
             updates=float(self.updates),
             updates_run=float(n),
+            policy_lag_min=lag_min,
             policy_lag_max=lag_max,
             policy_version=float(self.policy_version),
         )
