@@ -47,6 +47,9 @@ QUICK_FILES = [
     "tests/integration/test_rnn_state_protocol.py",
     "tests/integration/test_lr_schedule.py",
     "tests/integration/test_batched_sampling.py",
+    "tests/integration/test_dqn_guards.py",
+    "tests/integration/test_dqn_reference.py",
+    "tests/integration/test_replay_learner_base.py",
 ]
 LEARNING_FILES = ["tests/learning/test_memory.py"]
 
@@ -165,6 +168,43 @@ BREAKAGES = [
                 "lr = self.hp.learning_rate",
             ),
         ],
+    ),
+    # --- DQN (surge/learning/dqn.py, surge/learning/replay_learner.py); fast guards in
+    # tests/integration/test_dqn_guards.py and test_dqn_reference.py
+    Breakage(
+        "dqn_target_never_updated",
+        "DQN's target network never follows the online one (the update is skipped)",
+        [("polyak_update(self.target, self.online, self.params.target_update_tau)", "pass  # broken")],
+    ),
+    Breakage(
+        "dqn_wrong_target_update",
+        "DQN's target update with tau and 1 - tau swapped (theta' <- (1 - tau) theta + tau theta')",
+        [
+            (
+                "polyak_update(self.target, self.online, self.params.target_update_tau)",
+                "polyak_update(self.target, self.online, 1.0 - self.params.target_update_tau)",
+            )
+        ],
+    ),
+    Breakage(
+        "dqn_no_importance_weights",
+        "DQN's TD loss ignores prioritized replay's importance weights",
+        [
+            (
+                't = td_loss(q_taken, y, s["is_weights"], p.dqn_loss)',
+                "t = td_loss(q_taken, y, None, p.dqn_loss)",
+            )
+        ],
+    ),
+    Breakage(
+        "dqn_epsilon_never_decays",
+        "DQN's epsilon stays at exploration_initial_eps (the schedule reads env frame 0)",
+        [("return self.eps(ctx.env_frames)", "return self.eps(0)")],
+    ),
+    Breakage(
+        "replay_truncation_as_termination",
+        "the replay learner stores truncated steps as terminated (no bootstrap at time limits)",
+        [('"trunc": b["trunc"].cpu(),', '"trunc": torch.zeros_like(b["trunc"]).cpu(),')],
     ),
 ]
 

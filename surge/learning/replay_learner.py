@@ -150,6 +150,9 @@ class ReplayLearnerBase(LearnerBase):
         self.env_steps = 0  # transitions stored (this policy's active steps)
         self.updates = 0  # gradient updates run by train_replay (skipped ones included)
         self._seen = torch.zeros(self.num_columns, dtype=torch.bool)  # columns observed since built
+        # counters when a resume started from an empty replay (no saved one): learning starts
+        # again after `learning_starts` new steps
+        self._base_steps = self._base_updates = 0
         self.generator = torch.Generator().manual_seed(int(self.cfg.seed or 0) * 1000 + self.policy_id)
 
     # ------------------------------------------------------------------------------ replay
@@ -223,11 +226,13 @@ class ReplayLearnerBase(LearnerBase):
         self.env_steps += int(own.sum())
 
     def updates_due(self) -> int:
-        """Updates owed now: `floor(replay_ratio * (env_steps - learning_starts)) - updates`."""
+        """Updates owed now: `floor(replay_ratio * (env_steps - learning_starts)) - updates`
+        (both counted from the resume when it started from an empty replay)."""
         p = self.params
-        if self.env_steps < max(p.learning_starts, 1):
+        steps, updates = self.env_steps - self._base_steps, self.updates - self._base_updates
+        if steps < max(p.learning_starts, 1):
             return 0
-        return max(0, math.floor(p.replay_ratio * (self.env_steps - p.learning_starts)) - self.updates)
+        return max(0, math.floor(p.replay_ratio * (steps - p.learning_starts)) - updates)
 
     def sample(self) -> dict[str, Any]:
         """`batch_size` transitions from the replay on `self.device`, with is_weights `[B]` and lag
@@ -317,7 +322,8 @@ class ReplayLearnerBase(LearnerBase):
     def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
         """`LearnerBase.load_state_dict`; the counters and (with `--save_replay_buffer`, not for
         `keep_version`: a replaced policy keeps its own replay) the saved replay. A missing replay
-        file leaves the replay empty, with a warning."""
+        file (or none saved) leaves the replay empty: updates start again after `learning_starts` new
+        steps."""
         super().load_state_dict(state, keep_version)
         if keep_version:
             return
@@ -326,13 +332,13 @@ class ReplayLearnerBase(LearnerBase):
             self.env_steps, self.updates = int(counters["env_steps"]), int(counters["updates"])
             self.generator.set_state(counters["generator"])
         path = state.get("replay_file")
+        if path and self.params.save_replay_buffer and Path(path).exists():
+            load_replay(_ReplayWithVersions(self), path)
+            log.info("Loaded the replay buffer (%d steps) from %s.", len(self.replay), path)
+            return
         if path and self.params.save_replay_buffer:
-            if Path(path).exists():
-                load_replay(_ReplayWithVersions(self), path)
-                log.info("Loaded the replay buffer (%d steps) from %s.", len(self.replay), path)
-            else:
-                log.warning("The replay buffer file %s is missing: the replay starts empty.", path)
-                self.env_steps = self.updates = 0
+            log.warning("The replay buffer file %s is missing: the replay starts empty.", path)
+        self._base_steps, self._base_updates = self.env_steps, self.updates
 
 
 class _ReplayWithVersions:

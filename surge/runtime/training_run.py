@@ -156,6 +156,9 @@ class TrainingRun:
         finished = failed = saving = False
         try:
             p.start()
+            # a resumed run's first actions see its env frame (exploration schedules read it from
+            # ActContext.env_frames), not 0 until the first step is counted
+            p.set_env_frames(m.env_frames)
             apply_frozen_sources(cfg, p)
             if cfg.self_play:
                 self.self_play = SelfPlayController(

@@ -183,3 +183,21 @@ def test_serial_run_through_the_engine(tmp_path):
         assert set(torch.cat([s["columns"] for s in learner.batches]).tolist()) == {0, 1}
     finally:
         placement.close()
+
+
+def test_resume_without_a_saved_replay_waits_for_learning_starts_again(tmp_path):
+    a = _learner(tmp_path, "--learning_starts=16", "--replay_ratio=0.5")
+    for i in range(3):
+        a.observe(_block(8, [0, 1], seed=i))
+        a.train_replay()
+    state = copy.deepcopy(a.state_dict())
+    assert "replay_file" not in state
+    b = _learner(tmp_path, "--learning_starts=16", "--replay_ratio=0.5")
+    b.load_state_dict(state)
+    assert (b.env_steps, b.updates) == (48, 16) and len(b.replay) == 0
+    b.observe(_block(8, [0], seed=7))
+    assert b.train_replay() is None  # 8 new steps < learning_starts
+    b.observe(_block(8, [0], seed=8))
+    assert b.train_replay() is None  # floor(0.5 * (16 - 16)) = 0 due
+    b.observe(_block(8, [0], seed=9))
+    assert b.train_replay()["updates_run"] == 4
