@@ -48,6 +48,10 @@ QUICK_FILES = [
     "tests/integration/test_rnn_state_protocol.py",
     "tests/integration/test_lr_schedule.py",
     "tests/integration/test_batched_sampling.py",
+    "tests/integration/test_dqn_guards.py",
+    "tests/integration/test_dqn_reference.py",
+    "tests/integration/test_replay_learner_base.py",
+    "tests/unit/test_qpg_reference.py",
 ]
 LEARNING_FILES = ["tests/learning/test_memory.py"]
 
@@ -186,6 +190,80 @@ BREAKAGES = [
                 "lr = self.hp.learning_rate",
             ),
         ],
+    ),
+    # --- DQN (surge/learning/dqn.py, surge/learning/replay_learner.py); fast guards in
+    # tests/integration/test_dqn_guards.py and test_dqn_reference.py
+    Breakage(
+        "dqn_target_never_updated",
+        "DQN's target network never follows the online one (the update is skipped)",
+        [("polyak_update(self.target, self.online, self.params.target_update_tau)", "pass  # broken")],
+    ),
+    Breakage(
+        "dqn_wrong_target_update",
+        "DQN's target update with tau and 1 - tau swapped (theta' <- (1 - tau) theta + tau theta')",
+        [
+            (
+                "polyak_update(self.target, self.online, self.params.target_update_tau)",
+                "polyak_update(self.target, self.online, 1.0 - self.params.target_update_tau)",
+            )
+        ],
+    ),
+    Breakage(
+        "dqn_no_importance_weights",
+        "DQN's TD loss ignores prioritized replay's importance weights",
+        [
+            (
+                't = td_loss(q_taken, y, s["is_weights"], p.dqn_loss)',
+                "t = td_loss(q_taken, y, None, p.dqn_loss)",
+            )
+        ],
+    ),
+    Breakage(
+        "dqn_epsilon_never_decays",
+        "DQN's epsilon stays at exploration_initial_eps (the schedule reads env frame 0)",
+        [("return self.eps(ctx.env_frames)", "return self.eps(0)")],
+    ),
+    # --- SAC, TD3, DDPG (surge/learning/sac.py, td3.py, ddpg.py); fast guards in
+    # tests/unit/test_qpg_reference.py
+    Breakage(
+        "td3_single_critic_target",
+        "TD3's target takes the first target critic only, no clipped double Q",
+        [
+            (
+                'y = clipped_double_q_target(batch["returns"], batch["discounts"], next_q[0], next_q[1])',
+                'y = clipped_double_q_target(batch["returns"], batch["discounts"], next_q[0], next_q[0])',
+            )
+        ],
+    ),
+    Breakage(
+        "td3_no_target_smoothing",
+        "TD3's target policy smoothing skipped (no clipped noise on the target action)",
+        [("next_a = td3_smoothed_actions(next_a, sigma, clip, noise=noise)", "next_a = next_a")],
+    ),
+    Breakage(
+        "td3_no_policy_delay",
+        "TD3's actor and targets updated at every critic update (policy_delay ignored)",
+        [("if self.update_number % delay == 0:", "if True:")],
+    ),
+    Breakage(
+        "qpg_wrong_target_update",
+        "SAC/TD3/DDPG critic target update with tau and 1 - tau swapped",
+        [
+            (
+                "polyak_update(critic_target, critic, self.qpg.tau)",
+                "polyak_update(critic_target, critic, 1.0 - self.qpg.tau)",
+            )
+        ],
+    ),
+    Breakage(
+        "sac_temperature_sign",
+        "SAC's temperature loss with its sign flipped (alpha rises when the entropy is above target)",
+        [("loss_alpha = sac_temperature_loss(", "loss_alpha = -sac_temperature_loss(")],
+    ),
+    Breakage(
+        "replay_truncation_as_termination",
+        "the replay learner stores truncated steps as terminated (no bootstrap at time limits)",
+        [('"trunc": b["trunc"].cpu(),', '"trunc": torch.zeros_like(b["trunc"]).cpu(),')],
     ),
 ]
 

@@ -1,0 +1,102 @@
+"""surge SAC against Stable-Baselines3 SAC on MuJoCo HalfCheetah-v5, rounds alternating (issue 20,
+item 4): the same hyper-parameters (rl-zoo3's HalfCheetah SAC: lr 3e-4, buffer 1e6, batch 256,
+tau 0.005, gamma 0.99, one gradient step per env step, ent_coef auto, learning_starts 10000,
+(256, 256) networks), one env, the same env-step budget; each round runs surge then SB3 in fresh
+processes and reports env steps/s, updates/s and the return reached (surge: the final checkpoint's
+deterministic evaluation by `surge enjoy`; SB3: `evaluate_policy`, deterministic, same episodes).
+
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/sac_vs_sb3.py --steps 200000 --rounds 3
+    OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/sac_vs_sb3.py --steps 12000 --rounds 1   # short version
+
+The short version measures speed only (12k steps: 10k random, 2k with updates); the return needs
+the full budget. Both sides run single-threaded on the CPU (`--num_torch_threads=1`,
+`torch.set_num_threads(1)`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = "HalfCheetah-v5"
+LEARNING_STARTS = 10_000
+
+SURGE = """
+import json, sys, time, numpy as np, torch
+from surge.cfg.cli import parse_cfg
+from surge.enjoy import enjoy
+from surge.runtime.training_run import train
+steps, seed, tdir, episodes = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+args = ["--env={env}", f"--train_dir={{tdir}}", "--experiment=sac"]
+cfg = parse_cfg([*args, "--algo=SAC", "--serial_mode=True", "--num_workers=1", "--num_envs_per_worker=1",
+    "--worker_num_splits=1", "--learning_starts={ls}", f"--train_for_env_steps={{steps}}", f"--seed={{seed}}",
+    "--num_torch_threads=1"])
+t = time.perf_counter(); assert train(cfg) == "done"; wall = time.perf_counter() - t
+ev = parse_cfg([*args, f"--max_num_episodes={{episodes}}", "--no_render", "--eval_deterministic"], evaluation=True)
+r = enjoy(ev)["returns"] if episodes else [float("nan")]
+print("RESULT", json.dumps({{"wall": wall, "return": float(np.mean(r))}}))
+"""
+
+SB3 = """
+import json, sys, time, numpy as np, torch, gymnasium as gym
+from stable_baselines3 import SAC
+from stable_baselines3.common.evaluation import evaluate_policy
+torch.set_num_threads(1)
+steps, seed, episodes = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+model = SAC("MlpPolicy", gym.make("{env}"), learning_starts={ls}, seed=seed, device="cpu", verbose=0)
+t = time.perf_counter(); model.learn(total_timesteps=steps); wall = time.perf_counter() - t
+r = evaluate_policy(model, gym.make("{env}"), n_eval_episodes=episodes, deterministic=True)[0] if episodes else float("nan")
+print("RESULT", json.dumps({{"wall": wall, "return": float(r)}}))
+"""
+
+
+def _run(code: str, args: list[str], timeout: float) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
+    )
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise RuntimeError(f"no result (rc {out.returncode}): {out.stderr[-2000:]}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=200_000, help="env steps per run")
+    p.add_argument("--rounds", type=int, default=3, help="rounds (seeds), each surge then SB3")
+    p.add_argument("--eval_episodes", type=int, default=10, help="0: speed only")
+    p.add_argument("--timeout", type=float, default=36_000.0, help="wall-clock limit of one run, seconds")
+    a = p.parse_args()
+    updates = max(0, a.steps - LEARNING_STARTS)
+    for seed in range(a.rounds):
+        with tempfile.TemporaryDirectory() as tdir:
+            code = SURGE.format(env=ENV, ls=LEARNING_STARTS)
+            s = _run(code, [str(a.steps), str(seed), tdir, str(a.eval_episodes)], a.timeout)
+        b = _run(
+            SB3.format(env=ENV, ls=LEARNING_STARTS),
+            [str(a.steps), str(seed), str(a.eval_episodes)],
+            a.timeout,
+        )
+        for name, r in (("surge", s), ("sb3", b)):
+            print(
+                f"round {seed} {name:5s}: {a.steps / r['wall']:8.1f} env steps/s, {updates / r['wall']:8.1f} updates/s, "
+                f"wall {r['wall']:7.1f} s, return {r['return']:.1f}",
+                flush=True,
+            )
+    print(time.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""DDPG (Lillicrap et al. 2016, "Continuous control with deep reinforcement learning", Algorithm 1)
+on the engine: `--algo=DDPG`, continuous Box actions, replay feed.
+
+One update on a minibatch (actions in [-1, 1]^D, `surge.learning.qpg_common`):
+
+    y = r + d·Q'(s', μ'(s'))                   (Algorithm 1's y_i; d = γ, 0 after a termination)
+    L_Q = mean (Q(s, a) − y)²
+    L_μ = −mean Q(s, μ(s))                     (deterministic policy gradient, Silver et al. 2014, eq. 6)
+    θ' ← τθ + (1 − τ)θ' for the critic's and the actor's targets
+
+as Stable-Baselines3's DDPG (its TD3 with one critic, `policy_delay=1` and no target smoothing):
+`surge.learning.td3.TD3Learner` with `smoothing` off. The critic takes the action at its input
+(TD3's "our DDPG" variant and Stable-Baselines3's), not at its second layer as the paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from surge.cfg.config import Config, algo_params
+from surge.learning.algorithm import Algorithm, Feed, ModelParts, register_algorithm
+from surge.learning.qpg_common import QPG_UNUSED_PARAMS, qpg_act, qpg_eval_act, replay_bytes, validate_qpg
+from surge.learning.td3 import TD3_DEFAULTS, DeterministicPGParams, TD3Learner, deterministic_parts
+
+
+@dataclass
+class DDPGParams(DeterministicPGParams):
+    """DDPG's own flags (its section; the shared ones of `DeterministicPGParams`)."""
+
+
+def ddpg_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
+    """`Algorithm.make_model` of DDPG: the actor acts; one critic and both targets are the learner's."""
+    algo_params(cfg, DDPGParams)
+    return deterministic_parts(cfg, obs_space, action_space, twin=False)
+
+
+class DDPGLearner(TD3Learner):
+    """One critic, an actor step and target update after every critic step, no smoothing."""
+
+    smoothing = False
+
+    def delay_and_noise(self) -> tuple[int, float, float]:
+        return 1, 0.0, 0.0
+
+
+def ddpg_learner(*args: Any, **kwargs: Any) -> DDPGLearner:
+    return DDPGLearner(*args, **kwargs)
+
+
+DDPG = register_algorithm(
+    Algorithm(
+        name="DDPG",
+        description="deep deterministic policy gradient (Lillicrap et al. 2016), one critic",
+        step_fields=lambda action_space: [],
+        act=qpg_act,
+        eval_act=qpg_eval_act,
+        make_learner=ddpg_learner,
+        make_model=ddpg_parts,
+        feed=Feed.REPLAY,
+        params=DDPGParams,
+        default_overrides=TD3_DEFAULTS,
+        unused_params=QPG_UNUSED_PARAMS,
+        replay_bytes=replay_bytes,
+        validate=validate_qpg,
+        metric_tags={
+            "critic_loss": "losses/critic_loss",
+            "actor_loss": "losses/actor_loss",
+            "q_mean": "train/q_mean",
+            "replay_steps": "replay/steps",
+        },
+    )
+)

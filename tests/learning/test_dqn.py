@@ -1,0 +1,53 @@
+"""Learning test: DQN (`surge.learning.dqn`) reaches >= 475 on CartPole-v1 within 100k env steps
+in the serial and in the async placement: deterministic evaluation (10 episodes, greedy
+`eval_act`) of the final checkpoint.
+
+Hyper-parameters are rl-zoo3's dqn.yml CartPole-v1 (lr 2.3e-3, batch 64, buffer 100k,
+learning_starts 1000, gamma 0.99, train_freq 256 / gradient_steps 128 = replay ratio 0.5,
+exploration_fraction 0.16, final eps 0.04, net 256x256). 8 envs with 32-step rollouts make blocks
+of 256 env steps, as zoo's train_freq does. Three changes make the FINAL policy stable:
+target_update_interval 1000 instead of 10, double DQN, and the learning rate decayed linearly to 0.
+With zoo's exact set, seed 1's final checkpoint evaluated 301 at 50k and 332 at 100k env steps,
+and SB3's DQN at the same set evaluated 21.5 at 50k (benchmarks/dqn_vs_sb3.py). With this set,
+seed 1 passes in both placements (about 5 min each on the shared 2-core machine)."""
+
+import numpy as np
+import pytest
+
+from surge.cfg.cli import parse_cfg
+from surge.enjoy import enjoy
+from surge.runtime.training_run import train
+
+BUDGET = 100_000  # env steps (CartPole: frameskip 1); at zoo's 50k, seed 1 evaluated 301
+
+# fmt: off
+HYPERPARAMS = [
+    "--algo=DQN", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=1",
+    "--rollout=32", "--recurrence=32", "--learning_rate=2.3e-3", "--batch_size=64",
+    "--replay_size=100000", "--learning_starts=1000", "--gamma=0.99", "--target_update_interval=1000",
+    "--replay_ratio=0.5", "--exploration_fraction=0.16", "--exploration_final_eps=0.04",
+    "--encoder_mlp_layers", "256", "256", "--num_torch_threads=1", "--seed=1", "--lr_schedule=linear_decay",
+    "--double_dqn=True",
+    f"--train_for_env_steps={BUDGET}",
+]
+PLACEMENTS = {
+    "serial": ["--serial_mode=True"],
+    "async": ["--serial_mode=False", "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False"],
+}
+# fmt: on
+
+
+def train_and_evaluate(tmp_path, placement: str, *extra: str) -> list[float]:
+    """Trains DQN on CartPole-v1 and returns the greedy returns of 10 episodes of its final checkpoint."""
+    args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp_path}"]
+    assert train(parse_cfg([*args, *PLACEMENTS[placement], *HYPERPARAMS, *extra])) == "done"
+    ev = parse_cfg([*args, "--max_num_episodes=10", "--no_render", "--eval_deterministic"], evaluation=True)
+    assert ev.algo == "DQN"
+    return list(enjoy(ev)["returns"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_dqn_reaches_475_on_cartpole(tmp_path, placement):
+    returns = train_and_evaluate(tmp_path, placement)
+    assert np.mean(returns) >= 475, returns

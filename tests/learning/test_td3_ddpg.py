@@ -1,0 +1,49 @@
+"""Learning tests: TD3, DDPG and SAC (`surge.learning.td3`, `ddpg`, `sac`, on the unchanged
+placements, replay feed) reach a mean return >= -200 on Pendulum-v1 within 20k env steps: the final
+checkpoint is played by `surge enjoy` for 10 deterministic episodes (the algorithm's `eval_act`).
+
+Hyper-parameters: Stable-Baselines3 zoo's Pendulum ones (gamma 0.98, lr 1e-3, Gaussian noise 0.1
+for TD3/DDPG) with smaller networks (64, 64) and minibatches (128) so that a 2-core CI machine runs
+each in a few minutes; 1000 random steps first, one update per env step, one env.
+"""
+
+import numpy as np
+import pytest
+
+from surge.cfg.cli import parse_cfg
+from surge.enjoy import enjoy
+from surge.runtime.training_run import train
+
+# fmt: off
+HYPERPARAMS = [
+    "--num_workers=1", "--num_envs_per_worker=1", "--worker_num_splits=1", "--rollout=8",
+    "--gamma=0.98", "--learning_rate=1e-3", "--learning_starts=1000", "--net_arch", "64", "64",
+    "--batch_size=128", "--train_for_env_steps=20000", "--seed=1", "--num_torch_threads=1",
+]
+PLACEMENTS = {
+    "serial": ["--serial_mode=True"],
+    "async": ["--serial_mode=False", "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False"],
+}
+# fmt: on
+
+
+def _train_and_play(tmp_path, algo: str, placement: str) -> list[float]:
+    args = ["--env=Pendulum-v1", f"--experiment={algo}", f"--train_dir={tmp_path}"]
+    assert train(parse_cfg([*args, f"--algo={algo}", *PLACEMENTS[placement], *HYPERPARAMS])) == "done"
+    ev = parse_cfg([*args, "--max_num_episodes=10", "--no_render", "--eval_deterministic"], evaluation=True)
+    assert ev.algo == algo
+    return enjoy(ev)["returns"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["TD3", "DDPG", "SAC"])
+def test_reaches_minus_200_on_pendulum_serial(tmp_path, algo):
+    returns = _train_and_play(tmp_path, algo, "serial")
+    assert len(returns) == 10
+    assert np.mean(returns) >= -200, returns
+
+
+@pytest.mark.slow
+def test_td3_reaches_minus_200_on_pendulum_async(tmp_path):
+    returns = _train_and_play(tmp_path, "TD3", "async")
+    assert np.mean(returns) >= -200, returns
