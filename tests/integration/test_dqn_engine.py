@@ -108,3 +108,15 @@ def test_bad_dqn_flags_are_refused_before_the_run(tmp_path):
         with pytest.raises(ConfigError) as e:
             _cfg(tmp_path, "bad", 100, flag)
         assert e.value.field == field
+
+
+@pytest.mark.slow
+def test_async_two_policies_train(tmp_path):
+    cfg = _cfg(
+        tmp_path, "async2", 4000, "--num_policies=2", "--serial_mode=False", "--num_workers=2",
+        "--save_replay_buffer=False", "--set_workers_cpu_affinity=False",
+    )  # fmt: skip
+    assert train(cfg) == "done"
+    for p in (0, 1):
+        state = _final(tmp_path, "async2", p)
+        assert state["learner"]["policy_version"] > 0 and state["learner"]["replay_counters"]["env_steps"] > 0

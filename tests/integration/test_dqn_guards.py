@@ -46,7 +46,7 @@ def _block(T=8, seed=0, trunc_at=None):
     }
 
 
-@pytest.mark.parametrize("tau", [1.0, 0.5])
+@pytest.mark.parametrize("tau", [1.0, 0.25])
 def test_target_network_follows_sb3s_rule(tmp_path, tau):
     learner = _learner(
         tmp_path, "--target_update_interval=16", f"--target_update_tau={tau}", "--replay_ratio=0.5"
@@ -54,6 +54,9 @@ def test_target_network_follows_sb3s_rule(tmp_path, tau):
     learner.observe(_block(seed=0))
     learner.train_replay()  # 8 env steps: no target update yet
     assert learner.target_syncs == 0
+    with torch.no_grad():  # a target that differs from the online network (as after training)
+        for p in learner.target.parameters():
+            p.add_(torch.randn_like(p))
     old_target = copy.deepcopy(learner.target.state_dict())
     online = copy.deepcopy(learner.online.state_dict())
     learner.observe(_block(seed=1))  # 16 env steps: one update, before this call's gradient steps
