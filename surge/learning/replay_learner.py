@@ -149,7 +149,6 @@ class ReplayLearnerBase(LearnerBase):
         self.versions = torch.zeros(C, self.num_columns, dtype=torch.int64)
         self.env_steps = 0  # transitions stored (this policy's active steps)
         self.updates = 0  # gradient updates run by train_replay (skipped ones included)
-        self._seen = torch.zeros(self.num_columns, dtype=torch.bool)  # columns observed since built
         # counters when a resume started from an empty replay (no saved one): learning starts
         # again after `learning_starts` new steps
         self._base_steps = self._base_updates = 0
@@ -182,12 +181,15 @@ class ReplayLearnerBase(LearnerBase):
         return b
 
     def _new_episode(self, b: dict[str, Any], cols: Tensor) -> Tensor:
-        """`[n]` bool: the column's first block since this learner was built (a resumed replay)
-        does not continue the stored stream (its first observation differs from the column's
-        pending one: the envs were reset)."""
+        """`[n]` bool: the block does not continue the column's stored stream: its first
+        observation differs from the column's pending one (the envs were reset: a resumed run, or
+        a rollout worker replaced while the run goes on). A block that continues its stream starts
+        with exactly that observation (`TrajectoryBuffers.start_next` copies it), so every block
+        is checked; the stored stream is then cut (its last step truncated) rather than joined
+        to another episode's steps in an n-step window."""
         ring = self.replay.ring
         out = torch.zeros(len(cols), dtype=torch.bool)
-        check = ~self._seen[cols] & ring.started[cols]
+        check = ring.started[cols]
         if bool(check.any()):
             idx = torch.nonzero(check).reshape(-1)
             stored = leaves(ring.obs.read(ring.head[cols[idx]], cols[idx]))
@@ -196,7 +198,6 @@ class ReplayLearnerBase(LearnerBase):
             for s, f in zip(stored, first, strict=True):
                 same &= (s.reshape(len(idx), -1) == f.reshape(len(idx), -1).to(s.dtype)).all(1)
             out[idx] = ~same
-        self._seen[cols] = True
         return out
 
     def observe(self, b: dict[str, Any]) -> None:

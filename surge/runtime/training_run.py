@@ -159,9 +159,6 @@ class TrainingRun:
             # and learning rate continue from its frame, not from 0
             p.set_env_frames(m.env_frames)
             p.start()
-            # a resumed run's first actions see its env frame (exploration schedules read it from
-            # ActContext.env_frames), not 0 until the first step is counted
-            p.set_env_frames(m.env_frames)
             apply_frozen_sources(cfg, p)
             if cfg.self_play:
                 self.self_play = SelfPlayController(

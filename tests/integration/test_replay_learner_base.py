@@ -201,3 +201,19 @@ def test_resume_without_a_saved_replay_waits_for_learning_starts_again(tmp_path)
     assert b.train_replay() is None  # floor(0.5 * (16 - 16)) = 0 due
     b.observe(_block(8, [0], seed=9))
     assert b.train_replay()["updates_run"] == 4
+
+
+def test_a_column_whose_worker_was_replaced_mid_run_is_cut(tmp_path):
+    """Review of the replay wiring: only a resumed learner compared a column's first block with its
+    stored stream, so a rollout worker replaced while the run went on (its envs reset) had its
+    first steps joined to the old worker's in n-step windows."""
+    learner = _learner(tmp_path)
+    first = _block(8, [0], seed=0)
+    learner.observe(first)
+    continuing = _block(8, [0], seed=1)
+    continuing["obs"][0] = first["obs"][8]  # what start_next carries to the next slot
+    learner.observe(continuing)
+    ring = learner.replay.ring
+    assert not bool(ring.truncated[7, 0])  # a continuing block is not cut
+    learner.observe(_block(8, [0], seed=2))  # a replaced worker: its envs were reset
+    assert bool(ring.truncated[15, 0])  # the stored stream's last step is cut
