@@ -21,8 +21,8 @@ from typing import Any
 import gymnasium as gym
 
 from surge.cfg.config import Config, algo_params
-from surge.learning.algorithm import Algorithm, Feed, ModelParts, register_algorithm
-from surge.learning.qpg_common import QPG_UNUSED_PARAMS, qpg_act, qpg_eval_act, replay_bytes, validate_qpg
+from surge.learning.algorithm import ModelParts
+from surge.learning.qpg_common import qpg_algorithm
 from surge.learning.td3 import TD3_DEFAULTS, DeterministicPGParams, TD3Learner, deterministic_parts
 
 
@@ -50,26 +50,11 @@ def ddpg_learner(*args: Any, **kwargs: Any) -> DDPGLearner:
     return DDPGLearner(*args, **kwargs)
 
 
-DDPG = register_algorithm(
-    Algorithm(
-        name="DDPG",
-        description="deep deterministic policy gradient (Lillicrap et al. 2016), one critic",
-        step_fields=lambda action_space: [],
-        act=qpg_act,
-        eval_act=qpg_eval_act,
-        make_learner=ddpg_learner,
-        make_model=ddpg_parts,
-        feed=Feed.REPLAY,
-        params=DDPGParams,
-        default_overrides=TD3_DEFAULTS,
-        unused_params=QPG_UNUSED_PARAMS,
-        replay_bytes=replay_bytes,
-        validate=validate_qpg,
-        metric_tags={
-            "critic_loss": "losses/critic_loss",
-            "actor_loss": "losses/actor_loss",
-            "q_mean": "train/q_mean",
-            "replay_steps": "replay/steps",
-        },
-    )
+DDPG = qpg_algorithm(
+    "DDPG",
+    "deep deterministic policy gradient (Lillicrap et al. 2016), one critic",
+    ddpg_learner,
+    ddpg_parts,
+    DDPGParams,
+    TD3_DEFAULTS,
 )

@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from surge.cfg.config import Config, env_frameskip, param
 from surge.errors import ConfigError
-from surge.learning.algorithm import ActContext, Obs
+from surge.learning.algorithm import ActContext, Algorithm, Feed, Obs, register_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams
@@ -272,4 +272,44 @@ def adam(params: Any, learner: LearnerBase) -> torch.optim.Adam:
     hp = learner.hp
     return torch.optim.Adam(
         params, lr=hp.learning_rate, betas=(hp.adam_beta1, hp.adam_beta2), eps=learner.cfg.adam_eps
+    )
+
+
+#: the statistics every continuous-control learner reports -> TensorBoard tag (docs/metrics.md)
+QPG_METRIC_TAGS = {
+    "critic_loss": "losses/critic_loss",
+    "actor_loss": "losses/actor_loss",
+    "q_mean": "train/q_mean",
+    "replay_steps": "replay/steps",
+}
+
+
+def qpg_algorithm(
+    name: str,
+    description: str,
+    make_learner: Any,
+    make_model: Any,
+    params: type,
+    default_overrides: dict[str, Any],
+    metric_tags: dict[str, str] | None = None,
+) -> Algorithm:
+    """The declaration SAC, TD3 and DDPG share (Box actions, the replay feed, acting with
+    `qpg_act` / `qpg_eval_act`, the policy-gradient flags unused), registered as `name`."""
+    return register_algorithm(
+        Algorithm(
+            name=name,
+            description=description,
+            step_fields=lambda action_space: [],
+            act=qpg_act,
+            eval_act=qpg_eval_act,
+            make_learner=make_learner,
+            make_model=make_model,
+            feed=Feed.REPLAY,
+            params=params,
+            default_overrides=default_overrides,
+            unused_params=QPG_UNUSED_PARAMS,
+            replay_bytes=replay_bytes,
+            validate=validate_qpg,
+            metric_tags={**QPG_METRIC_TAGS, **(metric_tags or {})},
+        )
     )

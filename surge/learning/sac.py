@@ -36,18 +36,14 @@ from surge.algorithms.sac import (
 from surge.algorithms.target_networks import polyak_update
 from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
-from surge.learning.algorithm import Algorithm, Feed, ModelParts, register_algorithm
+from surge.learning.algorithm import ModelParts
 from surge.learning.qpg_common import (
     QPG_DEFAULTS,
-    QPG_UNUSED_PARAMS,
     QPGLearner,
     QPGParams,
     adam,
     make_actor,
-    qpg_act,
-    qpg_eval_act,
-    replay_bytes,
-    validate_qpg,
+    qpg_algorithm,
 )
 from surge.models.continuous_networks import TwinQCritic
 
@@ -193,29 +189,16 @@ def sac_learner(*args: Any, **kwargs: Any) -> SACLearner:
     return SACLearner(*args, **kwargs)
 
 
-SAC = register_algorithm(
-    Algorithm(
-        name="SAC",
-        description="soft actor-critic (Haarnoja et al. 2018): twin Q, learned temperature, tanh-squashed Gaussian",
-        step_fields=lambda action_space: [],
-        act=qpg_act,
-        eval_act=qpg_eval_act,
-        make_learner=sac_learner,
-        make_model=sac_parts,
-        feed=Feed.REPLAY,
-        params=SACParams,
-        default_overrides={**QPG_DEFAULTS, "learning_rate": 3e-4},
-        unused_params=QPG_UNUSED_PARAMS,
-        replay_bytes=replay_bytes,
-        validate=validate_qpg,
-        metric_tags={
-            "critic_loss": "losses/critic_loss",
-            "actor_loss": "losses/actor_loss",
-            "ent_coef_loss": "losses/ent_coef_loss",
-            "ent_coef": "train/ent_coef",
-            "entropy": "train/entropy",
-            "q_mean": "train/q_mean",
-            "replay_steps": "replay/steps",
-        },
-    )
+SAC = qpg_algorithm(
+    "SAC",
+    "soft actor-critic (Haarnoja et al. 2018): twin Q, learned temperature, tanh-squashed Gaussian",
+    sac_learner,
+    sac_parts,
+    SACParams,
+    {**QPG_DEFAULTS, "learning_rate": 3e-4},
+    metric_tags={
+        "ent_coef_loss": "losses/ent_coef_loss",
+        "ent_coef": "train/ent_coef",
+        "entropy": "train/entropy",
+    },
 )

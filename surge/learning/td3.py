@@ -34,18 +34,14 @@ from surge.algorithms.ddpg_td3 import (
 from surge.algorithms.target_networks import polyak_update
 from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
-from surge.learning.algorithm import Algorithm, Feed, ModelParts, register_algorithm
+from surge.learning.algorithm import ModelParts
 from surge.learning.qpg_common import (
     QPG_DEFAULTS,
-    QPG_UNUSED_PARAMS,
     QPGLearner,
     QPGParams,
     adam,
     make_actor,
-    qpg_act,
-    qpg_eval_act,
-    replay_bytes,
-    validate_qpg,
+    qpg_algorithm,
 )
 from surge.models.continuous_networks import QCritic, TwinQCritic
 
@@ -171,26 +167,11 @@ def td3_learner(*args: Any, **kwargs: Any) -> TD3Learner:
 
 TD3_DEFAULTS = {**QPG_DEFAULTS, "learning_rate": 1e-3}
 
-TD3 = register_algorithm(
-    Algorithm(
-        name="TD3",
-        description="twin delayed DDPG (Fujimoto et al. 2018): clipped double Q, target smoothing, delayed actor",
-        step_fields=lambda action_space: [],
-        act=qpg_act,
-        eval_act=qpg_eval_act,
-        make_learner=td3_learner,
-        make_model=td3_parts,
-        feed=Feed.REPLAY,
-        params=TD3Params,
-        default_overrides=TD3_DEFAULTS,
-        unused_params=QPG_UNUSED_PARAMS,
-        replay_bytes=replay_bytes,
-        validate=validate_qpg,
-        metric_tags={
-            "critic_loss": "losses/critic_loss",
-            "actor_loss": "losses/actor_loss",
-            "q_mean": "train/q_mean",
-            "replay_steps": "replay/steps",
-        },
-    )
+TD3 = qpg_algorithm(
+    "TD3",
+    "twin delayed DDPG (Fujimoto et al. 2018): clipped double Q, target smoothing, delayed actor",
+    td3_learner,
+    td3_parts,
+    TD3Params,
+    TD3_DEFAULTS,
 )
