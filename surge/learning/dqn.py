@@ -42,7 +42,12 @@ from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
-from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams, replay_learner_bytes
+from surge.learning.replay_learner import (
+    ReplayLearnerBase,
+    ReplayParams,
+    check_replay_flags,
+    replay_learner_bytes,
+)
 from surge.models.q_networks import QNetwork
 
 
@@ -254,7 +259,20 @@ class DQNLearner(ReplayLearnerBase):
 
 
 def validate_dqn(cfg: Config) -> None:
-    """Raises `ConfigError` for a recurrent core (R2D2 is a separate algorithm)."""
+    """Raises `ConfigError` for a recurrent core (R2D2 is a separate algorithm), for an epsilon
+    schedule over the default, unbounded `--train_for_env_steps` (epsilon would stay near its
+    initial value for the whole run), and for the flags `check_replay_flags` refuses."""
+    check_replay_flags(cfg, "DQN")
+    p = algo_params(cfg, DQNParams)
+    schedule = p.exploration_fraction > 0 and p.exploration_initial_eps != p.exploration_final_eps
+    if schedule and not p.per_actor_eps and cfg.train_for_env_steps >= int(1e10):
+        raise ConfigError(
+            "train_for_env_steps",
+            "DQN's epsilon decays over --exploration_fraction of --train_for_env_steps, which is not "
+            "set (1e10 frames): epsilon would stay near --exploration_initial_eps for the whole run.",
+            "pass --train_for_env_steps (e.g. 100000 for CartPole), or --exploration_fraction=0 for a "
+            "constant --exploration_final_eps, or --per_actor_eps=True.",
+        )
     if cfg.use_rnn:
         raise ConfigError(
             "use_rnn", "DQN is feed-forward.", "use --use_rnn=False (R2D2 has the recurrent core)."

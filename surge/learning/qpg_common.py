@@ -26,12 +26,12 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from surge.cfg.config import Config, env_frameskip, param
+from surge.cfg.config import Config, algo_params, env_frameskip, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, Obs, register_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
-from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams
+from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams, check_replay_flags
 from surge.models.continuous_networks import ContinuousActor
 
 #: core flags the off-policy continuous-control learners do not read
@@ -105,6 +105,14 @@ def validate_qpg(cfg: Config) -> None:
     from surge.cfg.space_defaults import probe_spaces, uses_space_defaults
     from surge.envs.registry import find_family
 
+    check_replay_flags(cfg, cfg.algo)
+    if algo_params(cfg, QPGParams).prioritized_replay:
+        raise ConfigError(
+            "prioritized_replay",
+            f"--algo={cfg.algo} does not weight its critic loss by importance weights nor write "
+            "priorities yet: sampling would stay uniform.",
+            "pass --prioritized_replay=False (the default).",
+        )
     if uses_space_defaults(find_family(cfg.env)):
         check_box(probe_spaces(cfg.env, tuple(cfg.env_wrappers or ()))[1], cfg.algo)
 

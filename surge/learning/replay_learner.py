@@ -263,9 +263,11 @@ class ReplayLearnerBase(LearnerBase):
         self.set_learning_rate(env_frames)
         sums: dict[str, float] = {}
         lag_min, lag_max = math.inf, 0.0
+        n = 0  # updates run (a stop can end the loop early)
         for i in range(due):
             if i and self.should_stop():
                 break
+            n += 1
             s = self.sample()
             before, self.last_step_skipped = self.policy_version, False
             stats = self.update(s)
@@ -279,7 +281,6 @@ class ReplayLearnerBase(LearnerBase):
             lag_max = max(lag_max, float(s["lag"].max()))
             for k, v in stats.items():
                 sums[k] = sums.get(k, 0.0) + v
-        n = i + 1
         out = {k: v / n for k, v in sums.items()}
         out.update(
             replay_size=float(len(self.replay)),
@@ -293,16 +294,19 @@ class ReplayLearnerBase(LearnerBase):
         return out
 
     # ------------------------------------------------------------------------------ state
-    def replay_file(self, version: int) -> Path:
-        """Where `--save_replay_buffer` writes the replay saved with the checkpoint of `version`."""
+    def replay_file(self, version: int, env_steps: int) -> Path:
+        """Where `--save_replay_buffer` writes the replay saved with the checkpoint of `version`
+        after `env_steps` stored steps (both name it: before learning starts, or between two
+        saves without an update, the version alone stays the same while the replay grows)."""
         root = Path(self.cfg.train_dir) / self.cfg.experiment / f"checkpoint_p{self.policy_id}"
-        return root / f"replay_buffer_v{version}.pth"
+        return root / f"replay_buffer_v{version}_s{env_steps}.pth"
 
     def state_dict(self) -> dict[str, Any]:
         """`LearnerBase.state_dict` plus "replay_counters" (env_steps, updates, the generator);
         with `--save_replay_buffer`, writes the replay (and the versions of its steps) to
-        `replay_file(policy_version)` (unless there already), removes older ones and names the file
-        under "replay_file"."""
+        `replay_file(policy_version, env_steps)` (unless there already), keeps the previous one (a
+        checkpoint refused for non-finite weights leaves the previous checkpoint the latest, and
+        its replay with it), removes older ones and names the file under "replay_file"."""
         out = super().state_dict()
         out["replay_counters"] = {
             "env_steps": self.env_steps,
@@ -310,13 +314,13 @@ class ReplayLearnerBase(LearnerBase):
             "generator": self.generator.get_state(),
         }
         if self.params.save_replay_buffer:
-            path = self.replay_file(self.policy_version)
+            path = self.replay_file(self.policy_version, self.env_steps)
             if not path.exists():
                 path.parent.mkdir(parents=True, exist_ok=True)
                 save_replay(_ReplayWithVersions(self), path)
-                for old in path.parent.glob("replay_buffer_v*.pth"):
-                    if old != path:
-                        old.unlink(missing_ok=True)
+                files = sorted(path.parent.glob("replay_buffer_v*.pth"), key=lambda f: f.stat().st_mtime)
+                for old in [f for f in files if f != path][:-1]:  # all but this one and the previous
+                    old.unlink(missing_ok=True)
             out["replay_file"] = str(path)
         return out
 
@@ -363,3 +367,20 @@ def replay_learner_bytes(params: ReplayParams, obs_bytes: int) -> int:
 
 
 __all__ = ["ReplayLearnerBase", "ReplayParams", "infer_num_columns", "replay_learner_bytes"]
+
+
+def check_replay_flags(cfg: Config, algo: str) -> None:
+    """Core flags the replay learners do not honour yet, refused rather than ignored.
+
+    Raises:
+        ConfigError: `--normalize_input=True` (no replay learner updates an input normaliser: its
+            statistics would stay at mean 0, variance 1 and clip observations to +-5).
+    """
+    if cfg.normalize_input:
+        raise ConfigError(
+            "normalize_input",
+            f"--algo={algo} does not update an input normaliser yet: observations would be clipped "
+            "to +-5 by statistics that never learn.",
+            "pass --normalize_input=False (the default for this algorithm), or scale the "
+            "observations with a gymnasium wrapper (e.g. NormalizeObservation) via --env_wrappers.",
+        )

@@ -24,6 +24,7 @@ def _learner(tmp_path, *flags):
             "--env=CartPole-v1",
             "--algo=DQN",
             f"--train_dir={tmp_path}",
+            "--train_for_env_steps=100000",  # the epsilon schedule is a fraction of it
             f"--gamma={GAMMA}",
             "--batch_size=16",
             "--encoder_mlp_layers",

@@ -217,3 +217,34 @@ def test_a_column_whose_worker_was_replaced_mid_run_is_cut(tmp_path):
     assert not bool(ring.truncated[7, 0])  # a continuing block is not cut
     learner.observe(_block(8, [0], seed=2))  # a replaced worker: its envs were reset
     assert bool(ring.truncated[15, 0])  # the stored stream's last step is cut
+
+
+def test_each_save_writes_the_replay_as_it_is_and_keeps_the_previous_one(tmp_path):
+    """Review of the replay wiring: the file was named after policy_version alone and not written
+    again when it existed, so saves before learning starts (or without an update in between)
+    pointed at the first, smaller replay; and the previous checkpoint's replay was deleted before
+    the new checkpoint was known to be written."""
+    args = ("--save_replay_buffer=True", "--learning_starts=1000")  # no update: the version stays 0
+    a = _learner(tmp_path, *args)
+    a.observe(_block(8, [0, 1], seed=0))
+    first = copy.deepcopy(a.state_dict())
+    for i in range(1, 4):
+        a.observe(_block(8, [0, 1], seed=i))
+    second = copy.deepcopy(a.state_dict())
+    assert a.policy_version == 0 and first["replay_file"] != second["replay_file"]
+    assert Path(first["replay_file"]).exists()  # the previous checkpoint's replay is kept
+    b = _learner(tmp_path, *args)
+    b.load_state_dict(second)
+    assert len(b.replay) == len(a.replay) > 0 and b.env_steps == a.env_steps == 64
+    a.observe(_block(8, [0, 1], seed=9))
+    a.state_dict()
+    assert not Path(first["replay_file"]).exists()  # older than the previous one: removed
+
+
+def test_an_update_loop_stopped_early_reports_the_updates_it_ran(tmp_path):
+    learner = _learner(tmp_path, "--learning_starts=1", "--replay_ratio=1")
+    learner.observe(_block(8, [0, 1], seed=0))
+    polls = iter([False, True])  # polled before the 2nd and 3rd update: stop before the 3rd
+    learner.should_stop = lambda: next(polls)
+    stats = learner.train_replay()
+    assert stats is not None and stats["updates_run"] == 2 == learner.updates
