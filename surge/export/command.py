@@ -22,12 +22,10 @@ log = logging.getLogger("surge")
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # a ConfigError naming the flag, not argparse's exit
-        field = (
-            message.split()[1].lstrip("-").rstrip(":").split("/")[0]
-            if message.startswith("argument --")
-            else ""
-        )
-        raise ConfigError(field or "command line", message, "see `surge export --help`.")
+        words = message.replace(",", " ").split()
+        flags = [w for w in words if w.startswith("--")]
+        field = flags[0].lstrip("-").split("=")[0].rstrip(":").split("/")[0] if flags else "command line"
+        raise ConfigError(field, message, "see `surge export --help`.")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -49,6 +49,9 @@ def test_trained_cartpole_exports_and_the_check_passes(tmp_path, capsys):
     assert "check passed" in printed and "inputs:  obs, rnn_states_in" in printed
     # the file alone: observations -> actions, the recurrent state carried by the caller
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    meta = session.get_modelmeta().custom_metadata_map
+    assert meta["surge_env"] == "cartpole" and meta["surge_algo"] == "APPO"
+    assert meta["inputs"] == '["obs", "rnn_states_in"]' and "checkpoint_p0" in meta["surge_checkpoint"]
     env = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=0)
     state = np.zeros((1, session.get_inputs()[1].shape[1]), np.float32)

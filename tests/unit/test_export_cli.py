@@ -29,7 +29,12 @@ def test_unknown_format_is_refused(tmp_path, capsys):
 
 def test_experiment_is_required(capsys):
     status, err = _export(capsys, "--format=onnx")
-    assert status == 2 and "--experiment" in err
+    assert status == 2 and "--experiment: the following arguments are required: --experiment" in err
+
+
+def test_unknown_flag_is_refused_by_name(capsys):
+    status, err = _export(capsys, "--experiment=e", "--opset=12")
+    assert status == 2 and err.startswith("surge export: error: --opset: unrecognized arguments: --opset=12")
 
 
 def test_other_algorithms_are_refused_naming_the_supported_ones(tmp_path, capsys):

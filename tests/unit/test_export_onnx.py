@@ -73,6 +73,16 @@ CASES = {
         gym.spaces.Discrete(3),
         dict(encoder_type="mlp", encoder_subtype="mlp", use_rnn=True, rnn_type="gru", rnn_num_layers=2),
     ),
+    "conv_lstm_continuous": (  # CarRacing-like frames, continuous actions
+        gym.spaces.Box(0, 255, (3, 64, 64), np.uint8),
+        gym.spaces.Box(-1.0, 1.0, (3,), np.float32),
+        dict(encoder_type="conv", use_rnn=True, rnn_type="lstm", obs_scale=255.0),
+    ),
+    "mlp_tuple_mixed": (  # Doom-like: a discrete head and a continuous one
+        VEC,
+        gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.Box(-1.0, 1.0, (2,), np.float32))),
+        dict(encoder_type="mlp", encoder_subtype="mlp", use_rnn=False),
+    ),
     "mlp_multidiscrete": (
         VEC,
         gym.spaces.MultiDiscrete([3, 2, 4]),
