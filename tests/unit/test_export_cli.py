@@ -49,3 +49,14 @@ def test_experiment_without_checkpoint_is_refused(tmp_path, capsys):
     (tmp_path / "e" / "cfg.json").write_text(json.dumps({"env": "cartpole", "algo": "APPO"}))
     status, err = _export(capsys, "--experiment=e", f"--train_dir={tmp_path}")
     assert status == 2 and "has no latest checkpoint" in err
+
+
+def test_policy_index_out_of_range_and_bad_tolerance_are_refused(tmp_path, capsys):
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "cfg.json").write_text(
+        json.dumps({"env": "cartpole", "algo": "APPO", "num_policies": 2})
+    )
+    status, err = _export(capsys, "--experiment=e", f"--train_dir={tmp_path}", "--policy_index=2")
+    assert status == 2 and "--policy_index: 'e' trained 2 policies" in err and "between 0 and 1" in err
+    status, err = _export(capsys, "--experiment=e", f"--train_dir={tmp_path}", "--tolerance=-1")
+    assert status == 2 and "--tolerance: must be a finite number >= 0" in err
