@@ -7,11 +7,8 @@
 - `check`: runs the written file (onnxruntime / torch.jit.load) on random observations and
   compares it with the torch model;
 - `load`: the experiment's config, spaces and checkpointed acting module;
-- `command`: the `surge export` command line.
+- `command`: the `surge export` command line (`options`: its choices and defaults).
 
+Nothing is imported here: `surge export --help` and refused input do not wait for torch.
 See docs/export.md.
 """
-
-from surge.export.policy import ExportablePolicy, io_names
-
-__all__ = ["ExportablePolicy", "io_names"]

@@ -15,10 +15,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from surge.export.options import DEFAULT_TOLERANCE
 from surge.export.policy import ExportablePolicy
 
-#: the default --tolerance: max |file - torch| over every output
-DEFAULT_TOLERANCE = 1e-5
+__all__ = ["DEFAULT_TOLERANCE", "check_file", "max_differences", "run_file"]
+
 #: batch of the check's inputs (the file is traced with another, `TRACE_BATCH`)
 CHECK_BATCH = 7
 TRACE_BATCH = 2

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from surge.cfg.cli import str2bool
 from surge.errors import ConfigError
+from surge.export.options import DEFAULT_TOLERANCE, FORMATS
 
 log = logging.getLogger("surge")
 
@@ -30,9 +31,6 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The flags of `surge export`."""
-    from surge.export.check import DEFAULT_TOLERANCE
-    from surge.export.write import FORMATS
-
     p = _Parser(prog="surge export", description=__doc__.split("\n\n")[1], allow_abbrev=False)
     p.add_argument("--experiment", required=True, help="The experiment folder's name inside --train_dir.")
     p.add_argument("--train_dir", default="./train_dir", help="Root folder of the experiments.")
@@ -76,9 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         SurgeError: the checkpoint does not load.
     """
     from surge.experiment.folder import setup_logging
-    from surge.export.check import check_file
     from surge.export.load import load_policy
-    from surge.export.write import FORMATS, export_model
 
     args = build_parser().parse_args(argv)
     if args.format not in FORMATS:  # before anything is loaded
@@ -101,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             / f"policy_p{args.policy_index}{FORMATS[args.format]}"
         )
     )
+    from surge.export.check import check_file  # torch, onnx: once the input is known to be good
+    from surge.export.write import export_model
+
     meta = {
         "surge_env": str(loaded.cfg.env),
         "surge_algo": str(loaded.cfg.algo),

@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import gymnasium as gym
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from surge.errors import ConfigError, SurgeError
+
+if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (bad input fails fast)
+    import gymnasium as gym
+    from torch import nn
 
 #: the algorithms whose acting module is an actor-critic with `act` (what `ExportablePolicy` wraps)
 SUPPORTED_ALGOS = ("APPO", "A2C")
@@ -80,13 +81,13 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
             that kind (the message says whether the other kind exists).
         SurgeError: the checkpoint exists but does not load.
     """
+    values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
     from surge.cfg.cli import parse_cfg
     from surge.envs.registry import make_env
     from surge.experiment.checkpoint import CheckpointManager
     from surge.experiment.folder import ExperimentFolder
     from surge.learning.algorithm import get_algorithm
 
-    values = saved_values(train_dir, experiment)
     num_policies = int(values.get("num_policies", 1))
     if not 0 <= policy_index < num_policies:
         raise ConfigError(

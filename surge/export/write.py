@@ -10,10 +10,8 @@ from torch import nn
 
 from surge.errors import ConfigError
 from surge.export.check import TRACE_BATCH
+from surge.export.options import FORMATS
 from surge.export.policy import ExportablePolicy
-
-#: --format -> the default file suffix
-FORMATS = {"onnx": ".onnx", "torchscript": ".pt"}
 
 
 def export_model(
