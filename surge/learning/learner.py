@@ -148,9 +148,10 @@ class Learner(LearnerBase):
             "trunc",
             "valids",
         )
+        out = {k: b[k] for k in keys}
         if "dones_rnn" in b:
-            keys = (*keys, "dones_rnn")
-        return {k: b[k] for k in keys}
+            out["dones_rnn"] = b["dones_rnn"]
+        return out
 
     def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
         adv, targets = self._gae_targets(b)

@@ -375,8 +375,8 @@ class TrainingRun:
     def _won(self) -> bool:
         """`--score_to_win`: True (and says so in the log) once policy 0's last `stats_avg` episodes
         (a full window) have a mean true return >= score_to_win (rl_games' score_to_win)."""
-        cfg, ps = self.cfg, self.monitor.policies[0]
-        if len(ps.returns) < cfg.stats_avg or ps.mean_return() < cfg.score_to_win:
+        cfg, ps, score = self.cfg, self.monitor.policies[0], self.cfg.score_to_win
+        if score is None or len(ps.returns) < cfg.stats_avg or ps.mean_return() < score:
             return False
         log.info(
             "Stopping: policy 0's mean return over its last %d episodes is %.3f >= --score_to_win=%s "
