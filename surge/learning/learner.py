@@ -69,7 +69,9 @@ class Learner(LearnerBase):
             env_frames: total env frames so far (for the learning-rate schedule).
         Returns:
             mean statistics of the minibatches whose optimizer step was applied (losses, entropy,
-            approx_kl, clip_fraction, grad_norm, lr, policy_lag_min/avg/max in policy versions,
+            approx_kl, clip_fraction, grad_norm, lr (the rate after the batch's last step), kl (the
+            exact KL(current || behavior), under `--lr_schedule=kl_adaptive_*`), bounds_loss (with
+            `--bounds_loss_coef` > 0), policy_lag_min/avg/max in policy versions,
             skipped_updates: steps skipped for a non-finite loss or gradient, ...); when
             `should_stop()` turned True between two steps, the rest of the batch is left and
             stopped_early = 1 with steps_taken and steps_planned.
