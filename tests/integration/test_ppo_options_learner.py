@@ -304,3 +304,23 @@ def test_bounds_loss_on_discrete_actions_is_refused_before_the_start(tmp_path):
     with pytest.raises(ConfigError, match="--bounds_loss_coef"):
         train(cfg)
     assert not list(tmp_path.rglob("checkpoint_*.pth"))
+
+
+def test_an_undone_batch_also_undoes_the_kl_adaptive_rate(tmp_path):
+    """The serial placement undoes a batch a stop interrupted (`BatchSnapshot`): the adaptive rate
+    comes back too, so a resume continues from the same rate."""
+    from surge.runtime.serial import BatchSnapshot
+
+    _, c = _components(
+        tmp_path, *FF, "--lr_schedule=kl_adaptive_minibatch", "--lr_schedule_kl_threshold=1000"
+    )
+    sampler, slots = _batch_slots(c)
+    snap = BatchSnapshot()
+    snap.take(c.model, c.learner)
+    c.learner.train(slots)
+    assert c.learner.kl_lr.lr == pytest.approx(1e-3 * 1.5**4)
+    snap.restore(c.model, c.learner)
+    assert c.learner.kl_lr.lr == 1e-3 and c.learner.kl_lr.updates == 0
+    assert c.learner.optimizer.param_groups[0]["lr"] == 1e-3
+    sampler.release(slots)
+    c.close()
