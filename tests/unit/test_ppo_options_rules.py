@@ -134,3 +134,23 @@ def test_defaults_are_todays_behaviour():
     assert cfg.lr_schedule == "constant" and cfg.value_bootstrap and cfg.zero_rnn_on_done
     assert cfg.clip_actions and not cfg.rescale_actions and cfg.reward_shift == 0.0
     assert cfg.bounds_loss_coef == 0.0 and cfg.score_to_win is None
+
+
+def test_options_without_effect_are_reported():
+    from surge.cfg.validate import config_notes
+
+    notes = " ".join(
+        config_notes(
+            _cfg(
+                "--lr_schedule_kl_threshold=0.02",
+                "--use_rnn=False",
+                "--zero_rnn_on_done=False",
+                "--bound_loss_type=regularisation",
+            )
+        )
+    )
+    assert "--lr_schedule_kl_threshold has no effect without --lr_schedule=kl_adaptive" in notes
+    assert "--zero_rnn_on_done=False has no effect with --use_rnn=False" in notes
+    assert "--bound_loss_type has no effect with --bounds_loss_coef=0" in notes
+    a2c = " ".join(config_notes(_cfg("--algo=A2C", "--bounds_loss_coef=0.1")))
+    assert "--bounds_loss_coef has no effect with --algo=A2C" in a2c
