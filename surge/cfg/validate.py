@@ -95,6 +95,14 @@ def config_notes(cfg: Any) -> list[str]:
     for name in algo.unused_params:
         if name in defaults and getattr(cfg, name) != defaults[name]:
             notes.append(f"--{name} has no effect with --algo={algo.name} ({algo.description}).")
+    if not cfg.use_rnn and not getattr(cfg, "zero_rnn_on_done", True):
+        notes.append("--zero_rnn_on_done=False has no effect with --use_rnn=False (no recurrent state).")
+    if not str(cfg.lr_schedule).startswith("kl_adaptive"):
+        for name in ("lr_schedule_kl_threshold", "lr_adaptive_min", "lr_adaptive_max"):
+            if name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --lr_schedule=kl_adaptive_minibatch|epoch.")
+    if cfg.bound_loss_type != defaults.get("bound_loss_type", "bound") and not cfg.bounds_loss_coef:
+        notes.append("--bound_loss_type has no effect with --bounds_loss_coef=0.")
     if cfg.num_policies == 1 and cfg.policy_mapping != defaults.get("policy_mapping", "random"):
         notes.append("--policy_mapping has no effect with --num_policies=1.")
     if not cfg.with_pbt:
@@ -204,6 +212,9 @@ def validate_cfg(cfg: Any) -> None:
     check_roles(cfg)
     check_policy_mapping(cfg)
     from surge.learning.algorithm import get_algorithm
+    from surge.learning.pg_checks import check_rl_games_options
+
+    check_rl_games_options(cfg)
 
     get_algorithm(cfg.algo).validate(cfg)
     check_algo = getattr(cfg.algo_params, "validate", None)
