@@ -272,8 +272,8 @@ def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
     or an rl_games file as it ships (its nested `params: algo / model / network / config` schema,
     translated by `surge.cfg.rl_games_yaml.translate`; with `evaluation`, its `player` block gives
     enjoy's flags). What the rl_games file sets that has no effect, or only an approximate one, is
-    logged once as a warning (by `surge enjoy` here; by a training run in its log file,
-    `surge.cfg.validate.config_notes`).
+    logged once as a warning: by a training run in its log file (`surge.cfg.validate.config_notes`),
+    by `surge enjoy` here (the `player` block's only).
 
     Raises:
         ConfigError: the file is missing, not UTF-8 YAML, not a mapping, or has a key that is not
@@ -286,7 +286,7 @@ def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
         out = translate(data, path, evaluation)
         if evaluation:  # a training run logs them in its log file (`validate.config_notes`)
             for n in out.notes:
-                if (path, n) not in _LOGGED_NOTES:
+                if n.startswith("params.config.player") and (path, n) not in _LOGGED_NOTES:
                     _LOGGED_NOTES.add((path, n))
                     log.warning("rl_games file %s: %s", path, n)
         return out.values

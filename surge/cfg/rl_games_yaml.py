@@ -55,6 +55,7 @@ class Translation:
 
     Attributes:
         values: flat `flag -> value` (surge's `--cfg` values; command-line flags still win).
+        missing: see `translate`'s `collect_missing`.
         notes: one line per key that has no effect here or only approximately, "path: why".
         needs: (rl_games key path, surge flag) for every key that needs a flag of issue 21.
     """
@@ -62,6 +63,9 @@ class Translation:
     values: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     needs: list[tuple[str, str]] = field(default_factory=list)
+    #: with `collect_missing`: (key path, `--flag=value`) of every key that waits for a flag of
+    #: issue 21 this build lacks (without it, the first one is refused)
+    missing: list[tuple[str, str]] = field(default_factory=list)
 
 
 def surge_fields(evaluation: bool) -> dict[str, dataclasses.Field]:
@@ -139,8 +143,13 @@ def _truthy(v: Any) -> bool:
 
 class _Translator:
     def __init__(
-        self, evaluation: bool, fields: dict[str, dataclasses.Field] | None, separate_ok: bool | None
+        self,
+        evaluation: bool,
+        fields: dict[str, dataclasses.Field] | None,
+        separate_ok: bool | None,
+        collect_missing: bool = False,
     ):
+        self.collect_missing = collect_missing
         self.fields = surge_fields(evaluation) if fields is None else fields
         self.evaluation = evaluation
         self.separate_ok = separate_ok
@@ -175,6 +184,9 @@ class _Translator:
             self.set(flag, value)
             return
         if neutral is not ... and value == neutral:
+            return
+        if self.collect_missing:
+            self.out.missing.append((path, f"--{flag}={value!r}"))
             return
         raise RlGamesKeyError(
             path,
@@ -213,6 +225,7 @@ def translate(
     *,
     fields: dict[str, dataclasses.Field] | None = None,
     separate_ok: bool | None = None,
+    collect_missing: bool = False,
 ) -> Translation:
     """surge's flat flags for an rl_games file (`is_rl_games_yaml`).
 
@@ -224,6 +237,9 @@ def translate(
             the mapping of flags not merged yet.
         separate_ok: whether the model builds separate actor and critic networks (None: probe
             this build, `_separate_supported`).
+        collect_missing: list the keys that wait for a flag of issue 21 in `Translation.missing`
+            instead of refusing the first (benchmarks/rl_games_configs.py; the values are then
+            incomplete and must not be run).
 
     Returns:
         the flags, the notes to log once, and the keys that depend on issue 21's flags.
@@ -234,7 +250,7 @@ def translate(
             or a value rl_games itself refuses (a batch not divisible by the minibatch).
     """
     try:
-        return _translate(data, path, _Translator(evaluation, fields, separate_ok))
+        return _translate(data, path, _Translator(evaluation, fields, separate_ok, collect_missing))
     except RlGamesKeyError as e:
         raise RlGamesKeyError(e.field, f"{e.problem} (in {path})", e.fix) from None
 
@@ -329,6 +345,7 @@ class _Net:
     """What the network block decided that the config block needs."""
 
     rnn: bool = False
+    continuous: bool = False
     image: bool = False
     rnn_units: int = 0
     activation: str = ""
@@ -415,17 +432,20 @@ def _translate_network(t: _Translator, net: _Node) -> _Net:
     separate = _truthy(net.get("separate", False))
     t.need("params.network.separate", "actor_critic_share_weights", not separate, True)
     if separate and not (t.separate_ok if t.separate_ok is not None else _separate_supported()):
-        raise RlGamesKeyError(
-            "params.network.separate",
-            "surge does not support it yet: separate actor and critic networks "
-            "(--actor_critic_share_weights=False) are refused by this surge's model (issue 21).",
-            "set separate: False, or update surge.",
-        )
+        if t.collect_missing:
+            t.out.missing.append(("params.network.separate", "--actor_critic_share_weights=False"))
+        else:
+            raise RlGamesKeyError(
+                "params.network.separate",
+                "surge does not support it yet: separate actor and critic networks "
+                "(--actor_critic_share_weights=False) are refused by this surge's model (issue 21).",
+                "set separate: False, or update surge.",
+            )
     value_shape = net.get("value_shape", 1)
     t.need(
         "params.network.value_shape", "value_size", _number("params.network.value_shape", value_shape, int), 1
     )
-    _translate_space(t, net.node("space"))
+    out.continuous = _translate_space(t, net.node("space"))
 
     mlp = net.node("mlp")
     units = mlp.get("units", [])
@@ -570,11 +590,12 @@ def _translate_cnn(t: _Translator, cnn: _Node, units: list[int], activation: str
     t.set("obs_subtract_mean", 0.0)
 
 
-def _translate_space(t: _Translator, space: _Node) -> None:
+def _translate_space(t: _Translator, space: _Node) -> bool:
+    """The action head; True for a continuous (Gaussian) one."""
     if space.has("discrete") or space.has("multi_discrete"):
         space.get("discrete")
         space.get("multi_discrete")
-        return
+        return False
     if not space.has("continuous"):
         raise RlGamesKeyError("params.network.space", "expected discrete, multi_discrete or continuous.", "")
     c = space.node("continuous")
@@ -617,6 +638,7 @@ def _translate_space(t: _Translator, space: _Node) -> None:
     mu.get("gain")
     mu.get("std")
     t.note(mu.path, "the mean layer is initialised as surge's action head (action_head_init_gain)")
+    return True
 
 
 def _translate_config(t: _Translator, c: _Node, net: _Net) -> None:
@@ -795,8 +817,19 @@ def _translate_config(t: _Translator, c: _Node, net: _Net) -> None:
     t.need(
         "params.config.zero_rnn_on_done", "zero_rnn_on_done", _truthy(c.get("zero_rnn_on_done", True)), True
     )
+    # rl_games' clip_actions (default True, a2c_common ContinuousA2CBase.preprocess_actions): the
+    # action is clamped to [-1, 1] and rescaled to the space's [low, high]
     if c.has("clip_actions"):
         t.need("params.config.clip_actions", "clip_actions", _truthy(c.get("clip_actions")))
+    elif net.continuous and t.supports("clip_actions"):
+        t.set("clip_actions", True)
+    elif net.continuous:
+        t.note(
+            "params.config.clip_actions",
+            "absent, so True in rl_games: it clamps actions to [-1, 1] and rescales them to the space's "
+            "[low, high]; this surge clips them to [low, high]: the same for [-1, 1] boxes (HalfCheetah, "
+            "LunarLanderContinuous), a different action scale for others (Pendulum's [-2, 2])",
+        )
     seq_key = "seq_length" if c.has("seq_length") else "seq_len"
     seq = _number(f"params.config.{seq_key}", c.get(seq_key, 4), int)
     if c.has("bptt_length"):

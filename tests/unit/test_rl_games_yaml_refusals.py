@@ -171,3 +171,27 @@ def test_every_shipped_file_translates_or_is_refused_by_name():
             translate(data, str(path), fields=future_fields(), separate_ok=True)
         except RlGamesKeyError as e:
             assert e.field.startswith("params") or e.field in data, (path, e)
+
+
+def test_docs_table_script_classifies_files():
+    """benchmarks/rl_games_configs.py, which writes docs/rl_games.md's table."""
+    import importlib.util
+    from pathlib import Path
+
+    from rl_games_yaml_support import CONFIGS
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "rl_games_configs.py"
+    spec = importlib.util.spec_from_file_location("rl_games_configs", script)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    result, what, why = mod.classify(CONFIGS / "smac" / "v1" / "3m_torch.yaml")
+    assert (result, what) == ("refused", "`params.config.env_name`") and "StarCraft" in why
+    result, what, why = mod.classify(CONFIGS / "ppo_cartpole.yaml")
+    assert what == "`CartPole-v1`" and result in ("translates", "waits for issue 21")
+    if result == "waits for issue 21":
+        assert "--" in why
+    assert (
+        mod.classify(CONFIGS / "smac" / "v2" / "env_configs" / "sc2_gen_zerg.yaml")[0]
+        == "not a training file"
+    )
