@@ -189,10 +189,14 @@ def env_from_rl_games(
         game = _atari_game(str(name))
         if game is None:
             raise RlGamesKeyError("params.config.env_config.name", f"{name!r} is not an Atari id.", "")
-        return _atari(game, str(name), take("skip", 4), take("episode_life", True), take)
+        if take("wrap_impala", False):
+            raise RlGamesKeyError(
+                "params.config.env_config.wrap_impala", "rl_games' IMPALA wrapper is not a surge wrapper.", ""
+            )
+        return _atari(game, str(name), take("skip", 4), take("episode_life", True))
     game = _atari_game(env_name)
     if game is not None:
-        choice = _atari(game, env_name, 4, True, lambda key, default: default)
+        choice = _atari(game, env_name, 4, True)
         choice.reads_env_config = False
         return choice
     if env_name in GYM_RENAMED or env_name in GYM_PLAIN or _mujoco(env_name):
@@ -223,7 +227,7 @@ def _gym_id(name: str, key: str) -> EnvChoice:
     raise RlGamesKeyError(key, f"{name!r} is not a gymnasium id surge maps from rl_games files.", "")
 
 
-def _atari(game: str, name: str, skip: Any, episode_life: Any, take: Callable[[str, Any], Any]) -> EnvChoice:
+def _atari(game: str, name: str, skip: Any, episode_life: Any) -> EnvChoice:
     """rl_games' `make_atari_deepmind` (`rl_games/common/wrappers.py`): noop reset (30), max-and-skip
     `skip`, episodic life, fire reset, 84x84 grey, 4 frames stacked, no reward clipping (its
     reward_shaper does that), repeat_action_probability 0 for the NoFrameskip-v4 ids."""
@@ -234,8 +238,6 @@ def _atari(game: str, name: str, skip: Any, episode_life: Any, take: Callable[[s
             "of its own skip; surge's atari_ family plays NoFrameskip-v4's rules.",
             f"use PongNoFrameskip-v4-style ids (atari_{game}).",
         )
-    # has_lives only chooses how rl_games' observer sums scores; surge's stats are per game anyway
-    take("has_lives", None)
     return EnvChoice(
         f"atari_{game}",
         flags={
@@ -258,7 +260,11 @@ def _envpool(take: Callable[[str, Any], Any], ignore: Callable[[str, str], None]
             "params.config.env_config.env_name", "envpool needs the task id in env_name.", ""
         )
     ignore("seed", "EnvPool's seed: surge seeds its envs from --seed")
-    take("has_lives", None)
+    ignore(
+        "has_lives",
+        "only how rl_games' observer adds up a game's score over lives; surge's episode statistics "
+        "are whole games' scores (game over ends them)",
+    )
     game = _atari_game(task)
     if game is not None:
         # EnvPool's Atari defaults: episodic_life False, reward_clip False, noop_max 30, frame_skip 4,

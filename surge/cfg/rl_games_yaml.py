@@ -643,7 +643,8 @@ def _translate_space(t: _Translator, space: _Node) -> bool:
 
 def _translate_config(t: _Translator, c: _Node, net: _Net) -> None:
     frameskip, batched = t.frameskip, t.batched
-    name = c.get("full_experiment_name") or c.get("name")
+    full, short = c.get("full_experiment_name"), c.get("name")
+    name = full or short
     if name:
         t.set("experiment", str(name))
     if c.has("train_dir"):
@@ -918,6 +919,10 @@ def _translate_config(t: _Translator, c: _Node, net: _Net) -> None:
         _translate_self_play(t, c.node("self_play_config"))
     if c.has("self_play"):
         c.get("self_play")
+        t.note(
+            "params.config.self_play",
+            "rl_games reads it without using it; self-play comes from self_play_config",
+        )
 
 
 def _translate_central_value(t: _Translator, cv: _Node, net: _Net) -> None:
