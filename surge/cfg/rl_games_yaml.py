@@ -352,7 +352,16 @@ class _Net:
 
 
 def _activation(t: _Translator, path: str, name: Any) -> str:
-    table = {"relu": "relu", "elu": "elu", "tanh": "tanh", "swish": "silu", "gelu": "gelu"}
+    table = {
+        "relu": "relu",
+        "elu": "elu",
+        "tanh": "tanh",
+        "swish": "silu",
+        "gelu": "gelu",
+        "selu": "selu",
+        "softplus": "softplus",
+        "None": "none",
+    }
     if name not in table:
         raise RlGamesKeyError(
             path, f"activation {name!r} has no surge equivalent.", f"use one of {sorted(table)}."
@@ -389,25 +398,35 @@ def _initializer(t: _Translator, node: _Node, what: str) -> None:
         return
     if name in ("glorot_uniform_initializer", "glorot_normal_initializer"):
         g = _number(f"{path}.gain", gain if gain is not None else 1.0)
-        t.set("policy_initialization", "xavier_uniform")
+        exact = "xavier_uniform" if name == "glorot_uniform_initializer" else "xavier_normal"
+        kind = exact if t.supports("policy_initialization", exact) else "xavier_uniform"
+        t.set("policy_initialization", kind)
         t.set("policy_init_gain", g)
         t.set("action_head_init_gain", g)
-        if name == "glorot_normal_initializer":
+        if kind != exact:
             t.note(
                 path,
                 "glorot_normal as surge's xavier_uniform: the same variance 2/(fan_in+fan_out), uniform instead of normal",
             )
         return
     if name == "variance_scaling_initializer":
+        # rl_games' torch_ext.variance_scaling_initializer: truncated normal, std sqrt(scale / fan_in)
         s = _number(f"{path}.scale", scale if scale is not None else 2.0)
-        t.set("policy_initialization", "orthogonal")
+        exact = t.supports("policy_initialization", "variance_scaling")
+        t.set("policy_initialization", "variance_scaling" if exact else "orthogonal")
         t.set("policy_init_gain", math.sqrt(s))
         t.set("action_head_init_gain", math.sqrt(s))
-        t.note(
-            path,
-            f"variance_scaling (truncated normal, std sqrt({s}/fan_in)) as surge's orthogonal init with "
-            f"gain sqrt({s}): the same scale, orthogonal rows instead of independent draws",
-        )
+        if not exact:
+            t.note(
+                path,
+                f"variance_scaling (truncated normal, std sqrt({s}/fan_in)) as surge's orthogonal init with "
+                f"gain sqrt({s}): the same scale, orthogonal rows instead of independent draws",
+            )
+        return
+    if name == "kaiming_normal" and gain is None and scale is None:
+        t.need(path, "policy_initialization", "kaiming_normal")
+        t.set("policy_init_gain", 1.0)
+        t.set("action_head_init_gain", 1.0)
         return
     raise RlGamesKeyError(f"{path}.name", f"{what} initializer {name!r} has no surge equivalent.", "")
 
