@@ -838,18 +838,27 @@ def _translate_config(t: _Translator, c: _Node, net: _Net) -> None:
         "params.config.zero_rnn_on_done", "zero_rnn_on_done", _truthy(c.get("zero_rnn_on_done", True)), True
     )
     # rl_games' clip_actions (default True, a2c_common ContinuousA2CBase.preprocess_actions): the
-    # action is clamped to [-1, 1] and rescaled to the space's [low, high]
-    if c.has("clip_actions"):
-        t.need("params.config.clip_actions", "clip_actions", _truthy(c.get("clip_actions")))
-    elif net.continuous and t.supports("clip_actions"):
-        t.set("clip_actions", True)
-    elif net.continuous:
+    # action is clamped to [-1, 1] and rescaled to the space's [low, high]; False: sent unchanged
+    clip = _truthy(c.get("clip_actions", True))
+    if not net.continuous:
+        if c.has("clip_actions"):
+            t.note(
+                "params.config.clip_actions",
+                "no effect with discrete actions (rl_games reads it for Box actions)",
+            )
+    elif t.supports("clip_actions") and t.supports("rescale_actions"):
+        t.set("clip_actions", clip)
+        t.set("rescale_actions", clip)
+    elif clip:
         t.note(
             "params.config.clip_actions",
-            "absent, so True in rl_games: it clamps actions to [-1, 1] and rescales them to the space's "
-            "[low, high]; this surge clips them to [low, high]: the same for [-1, 1] boxes (HalfCheetah, "
-            "LunarLanderContinuous), a different action scale for others (Pendulum's [-2, 2])",
+            "True in rl_games (its default): it clamps actions to [-1, 1] and rescales them to the space's "
+            "[low, high]; this surge has no --rescale_actions and clips them to [low, high]: the same for "
+            "[-1, 1] boxes (HalfCheetah, LunarLanderContinuous), a different action scale for others "
+            "(Pendulum's [-2, 2])",
         )
+    else:
+        t.need("params.config.clip_actions", "clip_actions", False)
     seq_key = "seq_length" if c.has("seq_length") else "seq_len"
     seq = _number(f"params.config.{seq_key}", c.get(seq_key, 4), int)
     if c.has("bptt_length"):

@@ -33,7 +33,21 @@ class _AgreedFlags:
     score_to_win: float | None = param(None, "")
     zero_rnn_on_done: bool = param(True, "")
     clip_actions: bool = param(True, "")
-    nonlinearity: str = param("elu", "", ("elu", "relu", "tanh", "silu", "gelu"))
+    rescale_actions: bool = param(False, "")
+    nonlinearity: str = param("elu", "", ("elu", "relu", "tanh", "silu", "gelu", "selu", "softplus", "none"))
+    policy_initialization: str = param(
+        "orthogonal",
+        "",
+        (
+            "orthogonal",
+            "xavier_uniform",
+            "xavier_normal",
+            "kaiming_normal",
+            "variance_scaling",
+            "uniform",
+            "torch_default",
+        ),
+    )
     d2rl: bool = param(False, "")
     mu_activation: str = param("none", "", ("none", "tanh"))
     rnn_before_mlp: bool = param(False, "")

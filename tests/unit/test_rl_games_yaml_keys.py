@@ -48,6 +48,7 @@ def test_ppo_cartpole_batch_geometry_and_hyper_parameters():
     assert v["adam_eps"] == 1e-8  # rl_games' optim.Adam(..., eps=1e-08)
     assert v["save_best_after"] == 10 * 32 * 16  # epochs -> env frames
     assert v["normalize_input"] is False and v["normalize_returns"] is False
+    assert "rescale_actions" not in v  # discrete actions
 
 
 def test_critic_coef_and_clip_value_give_rl_games_value_loss():
@@ -156,6 +157,11 @@ def test_halfcheetah(name):
     assert v["lr_schedule"] == "kl_adaptive_minibatch" and v["lr_schedule_kl_threshold"] == 0.008
     assert v["train_for_env_steps"] == 1000 * 256 * 64
     assert v["encoder_mlp_layers"] == [128, 64, 32]
+    # rl_games' clip_actions default True: clamp to [-1, 1], rescale to [low, high]
+    assert v["clip_actions"] is True and v["rescale_actions"] is True
+    # variance_scaling_initializer scale 2: std sqrt(2 / fan_in) = gain sqrt(2) / sqrt(fan_in)
+    assert v["policy_initialization"] == "variance_scaling"
+    assert v["policy_init_gain"] == pytest.approx(math.sqrt(2))
 
 
 def test_pendulum_and_lunar():
@@ -167,6 +173,9 @@ def test_pendulum_and_lunar():
         and v["lr_schedule_kl_threshold"] == 0.016
         and v["ppo_clip_value"] == NO_LIMIT
     )
+    assert (
+        v["policy_initialization"] == "xavier_normal" and v["policy_init_gain"] == 2.0
+    )  # glorot_normal, gain 2
     v = translate_future("ppo_lunar_continiuos_torch.yaml").values
     assert v["env"] == "LunarLanderContinuous-v3"
     assert (v["use_rnn"], v["rnn_type"], v["hidden_size"], v["recurrence"]) == (True, "lstm", 64, 4)
