@@ -582,6 +582,11 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     )
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
     yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
+    if "num_workers" in explicit and pre_args.cfg:
+        from surge.cfg.rl_games_yaml import is_rl_games_yaml, keep_num_actors
+
+        if is_rl_games_yaml(read_yaml(pre_args.cfg)):  # --num_workers keeps the file's num_actors
+            keep_num_actors(yaml_values, explicit)
     overrides = {**yaml_values, **explicit}
 
     values = dict(defaults)

@@ -218,6 +218,34 @@ def worker_layout(num_actors: int, batched: bool, cpus: int | None = None) -> di
     return {"num_workers": workers, "num_envs_per_worker": per_worker, "worker_num_splits": splits}
 
 
+def keep_num_actors(values: dict[str, Any], explicit: dict[str, Any]) -> None:
+    """With `--num_workers` on the command line, keeps an rl_games file's `num_actors` (the
+    product of its translated `worker_layout` in `values`): the envs per worker (`env_agents` for
+    a batched family) become `num_actors / num_workers`, unless the command line gives those too.
+
+    Raises:
+        ConfigError: `num_actors` is not a multiple of `--num_workers`.
+    """
+    per = (
+        "env_agents"
+        if "env_agents" in values and values.get("num_envs_per_worker") == 1
+        else "num_envs_per_worker"
+    )
+    if per in explicit or "num_workers" not in values or per not in values:
+        return
+    actors = int(values["num_workers"]) * int(values[per])
+    workers = int(explicit["num_workers"])
+    if workers <= 0 or actors % workers:
+        raise ConfigError(
+            "num_workers",
+            f"the rl_games file's num_actors={actors} envs cannot be split over {workers} workers.",
+            f"pass a divisor of {actors}, or --{per} as well.",
+        )
+    values[per] = actors // workers
+    if per == "num_envs_per_worker" and "worker_num_splits" not in explicit:
+        values["worker_num_splits"] = 2 if values[per] % 2 == 0 else 1
+
+
 def translate(
     data: dict[str, Any],
     path: str,
@@ -412,11 +440,11 @@ def _initializer(t: _Translator, node: _Node, what: str) -> None:
     if name == "variance_scaling_initializer":
         # rl_games' torch_ext.variance_scaling_initializer: truncated normal, std sqrt(scale / fan_in)
         s = _number(f"{path}.scale", scale if scale is not None else 2.0)
-        exact = t.supports("policy_initialization", "variance_scaling")
-        t.set("policy_initialization", "variance_scaling" if exact else "orthogonal")
+        has_it = t.supports("policy_initialization", "variance_scaling")
+        t.set("policy_initialization", "variance_scaling" if has_it else "orthogonal")
         t.set("policy_init_gain", math.sqrt(s))
         t.set("action_head_init_gain", math.sqrt(s))
-        if not exact:
+        if not has_it:
             t.note(
                 path,
                 f"variance_scaling (truncated normal, std sqrt({s}/fan_in)) as surge's orthogonal init with "

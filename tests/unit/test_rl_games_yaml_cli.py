@@ -15,6 +15,7 @@ from surge.cfg.config import enjoy_params
 from surge.cfg.rl_games_envs import RlGamesKeyError
 from surge.cfg.rl_games_yaml import translate
 from surge.cfg.validate import config_notes
+from surge.errors import ConfigError
 
 
 def cartpole_file(tmp_path, **config):
@@ -120,3 +121,15 @@ def test_done_when_translations_pass_surge_validation(tmp_path, name):
     flat.write_text(yaml.safe_dump(values))
     cfg = parse_cfg([f"--cfg={flat}", f"--train_dir={tmp_path}"])
     assert cfg.env == values["env"] and cfg.batch_size == values["batch_size"]
+
+
+def test_num_workers_on_the_command_line_keeps_num_actors(tmp_path):
+    path = cartpole_file(tmp_path)  # num_actors: 16
+    cfg = parse_cfg([f"--cfg={path}", "--num_workers=1", f"--train_dir={tmp_path}"])
+    assert (cfg.num_workers, cfg.num_envs_per_worker) == (1, 16)
+    cfg = parse_cfg(
+        [f"--cfg={path}", "--num_workers=4", "--num_envs_per_worker=2", f"--train_dir={tmp_path}"]
+    )
+    assert (cfg.num_workers, cfg.num_envs_per_worker) == (4, 2)  # both given: the command line's
+    with pytest.raises(ConfigError, match="num_actors=16"):
+        parse_cfg([f"--cfg={path}", "--num_workers=3", f"--train_dir={tmp_path}"])
