@@ -213,3 +213,25 @@ def test_minibatch_size_per_env_and_max_frames():
 )
 def test_worker_layout(actors, cpus, batched, expected):
     assert worker_layout(actors, batched, cpus) == expected
+
+
+def test_keys_without_effect_are_reported_once_each():
+    data = copy.deepcopy(load("ppo_cartpole.yaml"))
+    data["params"]["config"].update(
+        print_stats=True, save_frequency=100, use_diagnostics=True, bptt_length=16, games_to_track=50
+    )
+    data["params"]["config"]["self_play_config"] = {
+        "update_score": 0.5,
+        "games_to_check": 400,
+        "check_scores": False,
+        "env_update_num": 4,
+    }
+    t = translate(data, "x", fields=future_fields(), separate_ok=True)
+    keys = [n.split(":")[0] for n in t.notes]
+    for k in ("device", "print_stats", "save_frequency", "use_diagnostics", "bptt_length", "kl_threshold"):
+        assert keys.count(f"params.config.{k}") == 1, keys
+    assert keys.count("params.torch_threads") == 1 and keys.count("params.load_path") == 1
+    v = t.values
+    assert v["stats_avg"] == 50  # games_to_track: rl_games' window of the mean reward (and score_to_win)
+    assert (v["self_play"], v["self_play_update_score"], v["self_play_games_to_check"]) == (True, 0.5, 400)
+    assert (v["self_play_check_scores"], v["self_play_env_update_num"]) == (False, 4)
