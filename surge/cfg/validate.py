@@ -73,14 +73,33 @@ ASYNC_ONLY = {
 }
 
 
+def rl_games_notes(path: str) -> list[str]:
+    """The keys of the rl_games file `path` (the run's `--cfg`) that have no effect here or only an
+    approximate one, one line each (`surge.cfg.rl_games_yaml.translate`); [] for no file, a file
+    that is gone, or surge's own flat YAML."""
+    if not path:
+        return []
+    from pathlib import Path
+
+    if not Path(path).is_file():
+        return []
+    from surge.cfg.cli import read_yaml
+    from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
+
+    data = read_yaml(path)
+    if not is_rl_games_yaml(data):
+        return []
+    return [f"rl_games file {path}: {n}." for n in translate(data, path).notes]
+
+
 def config_notes(cfg: Any) -> list[str]:
     """Flags that are accepted but have no effect in this run, one sentence each with the reason:
     Sample Factory parameters surge does not use (`NO_EFFECT`) and, with --serial_mode=True, flags
     only the multi-process placement reads (`ASYNC_ONLY`). A flag is named only when its value
     differs from this run's default (after the env family's and the algorithm's overrides), so a
     value the family chose is not reported as the user's. The run logs these once, after its log
-    file is set up."""
-    notes = []
+    file is set up; an rl_games `--cfg` file adds its own (`rl_games_notes`)."""
+    notes = rl_games_notes(getattr(cfg, "cfg", ""))
     defaults = _field_defaults(cfg)
     for name, (default, why) in NO_EFFECT.items():
         if getattr(cfg, name, default) != defaults.get(name, default):
