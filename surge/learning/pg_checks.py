@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from surge.errors import ConfigError
+from surge.models.model_checks import ACTOR_CRITIC_MODEL_PARAMS
 
 #: core flags only the policy-gradient learners read: an off-policy algorithm lists them in its
 #: `Algorithm.unused_params` (the run's log then reports them when they are set)
@@ -25,6 +26,7 @@ POLICY_GRADIENT_PARAMS = (
     "kl_loss_coeff",
     "normalize_advantage",
     "normalize_returns",
+    *ACTOR_CRITIC_MODEL_PARAMS,
 )
 
 #: coefficients where a negative value inverts what the flag is for
