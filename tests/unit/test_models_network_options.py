@@ -282,3 +282,19 @@ def test_variance_scaling_matches_rl_games():
     assert ours.abs().max() <= 2.0 and ours.mean().abs() < 1e-3
     assert ours.std().item() == pytest.approx(ref.std().item(), rel=0.02)
     assert ours.std().item() == pytest.approx(math.sqrt(2.0 / 256), rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--value_size=2"], "value_size"),
+        (["--use_rnn=False", "--rnn_layer_norm=True"], "rnn_layer_norm"),
+        (["--use_rnn=False", "--rnn_before_mlp=True"], "rnn_before_mlp"),
+    ],
+)
+def test_command_line_refuses_before_any_process_starts(tmp_path, flags, field):
+    from surge.cfg.cli import parse_cfg
+
+    with pytest.raises(ConfigError) as err:
+        parse_cfg(["--env=CartPole-v1", "--experiment=x", f"--train_dir={tmp_path}", *flags])
+    assert err.value.field == field
