@@ -39,7 +39,7 @@ def make_body(cfg: Any, obs_space: gym.Space) -> Body:
     before_mlp = bool(getattr(cfg, "rnn_before_mlp", False))
     encoder = make_trunk(cfg, obs_space) if before_mlp else make_encoder(cfg, obs_space)
     core = make_core(cfg.use_rnn, encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers)
-    out_size = int(core.out_size)
+    out_size: int = core.out_size  # type: ignore[assignment]
     post: list[nn.Module] = []
     if getattr(cfg, "rnn_layer_norm", False):
         post.append(nn.LayerNorm(out_size))

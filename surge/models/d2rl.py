@@ -23,7 +23,7 @@ class D2RLMlp(nn.Module):
         self.acts = nn.ModuleList()
         width = in_size
         for size in sizes:
-            linear = nn.Linear(width, size)
+            linear: nn.Module = nn.Linear(width, size)
             if spectral:
                 linear = nn.utils.parametrizations.spectral_norm(linear)
             self.linears.append(linear)

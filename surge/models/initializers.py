@@ -39,7 +39,7 @@ def _variance_scaling(w: Tensor, gain: float) -> None:
 
 
 #: name -> fn(weight, gain), in place
-WEIGHT_INITS: dict[str, Callable[[Tensor, float], None]] = {
+WEIGHT_INITS: dict[str, Callable[[Tensor, float], object]] = {
     "orthogonal": lambda w, g: nn.init.orthogonal_(w, gain=g),
     "xavier_uniform": lambda w, g: nn.init.xavier_uniform_(w, gain=g),
     "xavier_normal": lambda w, g: nn.init.xavier_normal_(w, gain=g),
