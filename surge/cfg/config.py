@@ -295,14 +295,32 @@ class ModelParams:
     encoder_extra_fc_layers: int = param(1, "Fully connected layers after the conv encoder.")
     encoder_mlp_layers: list = param([512, 512], "Hidden sizes of the MLP encoder (encoder_subtype=mlp).")
     hidden_size: int = param(512, "Width of the encoder output and of the RNN core.")
-    nonlinearity: str = param("elu", "Activation function.", ("elu", "relu", "tanh"))
+    nonlinearity: str = param(
+        "elu",
+        "Activation function of the encoder and MLP layers (torch.nn modules): silu is rl_games' swish; "
+        "none is the identity.",
+        ("elu", "relu", "tanh", "silu", "gelu", "selu", "softplus", "none"),
+    )
     use_rnn: bool = param(True, "Recurrent core (GRU or LSTM) between encoder and heads.")
     rnn_type: str = param("gru", "Type of the recurrent core.", ("gru", "lstm"))
     rnn_num_layers: int = param(1, "Layers of the recurrent core.")
     policy_initialization: str = param(
         "orthogonal",
-        "Weight initialisation (biases start at 0); torch_default keeps PyTorch's own, heads included.",
-        ("orthogonal", "xavier_uniform", "torch_default"),
+        "Weight initialisation of Linear and Conv2d layers (biases start at 0), each scaled by "
+        "policy_init_gain: orthogonal (Saxe et al. 2014), xavier_uniform / xavier_normal (Glorot & "
+        "Bengio 2010, std gain*sqrt(2/(fan_in+fan_out))), kaiming_normal (He et al. 2015: std "
+        "gain*sqrt(2/fan_in)), variance_scaling (normal, std gain/sqrt(fan_in), cut at ±2; "
+        "rl_games' variance_scaling_initializer with scale s is gain sqrt(s)), uniform (U(-gain, gain)); "
+        "torch_default keeps PyTorch's own, heads included. rl_games' names: docs/models.md.",
+        (
+            "orthogonal",
+            "xavier_uniform",
+            "xavier_normal",
+            "kaiming_normal",
+            "variance_scaling",
+            "uniform",
+            "torch_default",
+        ),
     )
     encoder_initialization: str = param(
         "policy_initialization",
@@ -317,12 +335,46 @@ class ModelParams:
         "Gain of the action-logits layer's orthogonal init: 0.01 starts near-uniform (CleanRL, SB3); "
         "Sample Factory uses policy_init_gain (1.0), the Doom family's default.",
     )
-    actor_critic_share_weights: bool = param(True, "Actor and critic share the encoder and core.")
+    actor_critic_share_weights: bool = param(
+        True,
+        "Actor and critic share the encoder and core (Sample Factory's flag). False: the critic has its "
+        "own encoder, core and RNN state (rl_games' separate: True); one optimizer trains both.",
+    )
+    d2rl: bool = param(
+        False,
+        "D2RL dense connections (Sinha et al. 2020; rl_games' d2rl): every MLP layer after the first "
+        "takes [previous layer's output, the MLP's input] concatenated.",
+    )
+    mu_activation: str = param(
+        "none",
+        "Gaussian policy: activation applied to the action mean (rl_games' mu_activation); tanh bounds "
+        "it to (-1, 1). Refused for other action spaces.",
+        ("none", "tanh", "sigmoid", "softplus", "relu", "elu", "selu", "silu", "gelu"),
+    )
+    rnn_before_mlp: bool = param(
+        False,
+        "The RNN core runs on the encoder's input features (flattened observation, or conv output) and "
+        "the MLP layers after it (rl_games' rnn before_mlp: True); needs use_rnn.",
+    )
+    rnn_layer_norm: bool = param(
+        False, "LayerNorm on the RNN core's output (rl_games' rnn layer_norm: True); needs use_rnn."
+    )
+    value_size: int = param(
+        1,
+        "Heads of the value function (rl_games' value_size, multi-head values over vector rewards); "
+        "only 1 is supported yet.",
+    )
     use_spectral_norm: bool = param(False, "Spectral normalisation of fully connected layers.")
     adaptive_stddev: bool = param(
-        True, "Gaussian policy: std is an output of the network (else a free parameter)."
+        True,
+        "Gaussian policy: std is an output of the network (else a free parameter, one log-std per "
+        "action dimension: rl_games' fixed_sigma: True is adaptive_stddev=False).",
     )
-    initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation (> 0).")
+    initial_stddev: float = param(
+        1.0,
+        "Gaussian policy: initial standard deviation (> 0); rl_games' sigma_init const_initializer "
+        "with val v (a log-std) is initial_stddev=exp(v).",
+    )
 
 
 @dataclass

@@ -261,6 +261,9 @@ def validate_cfg(cfg: Any) -> None:
     if callable(check_family):  # the env family's own ranges (`EnvFamily.extra_params`)
         check_family()
     _check_encoder(cfg)
+    from surge.models.model_checks import check_model_flags
+
+    check_model_flags(cfg)
     _check_env_wrappers(cfg)
     _check_memory(cfg)
     if cfg.device == "gpu":
@@ -752,10 +755,12 @@ def physical_memory_bytes() -> int | None:
 
 
 def rnn_state_floats(cfg: Any) -> int:
-    """Floats of one agent's recurrent state (0 without an RNN)."""
+    """Floats of one agent's recurrent state (0 without an RNN; the actor's and the critic's with
+    `--actor_critic_share_weights=False`)."""
     if not cfg.use_rnn:
         return 0
-    return cfg.hidden_size * cfg.rnn_num_layers * (2 if cfg.rnn_type == "lstm" else 1)
+    streams = 1 if getattr(cfg, "actor_critic_share_weights", True) else 2
+    return streams * cfg.hidden_size * cfg.rnn_num_layers * (2 if cfg.rnn_type == "lstm" else 1)
 
 
 def estimate_memory(

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from surge.errors import ConfigError
+from surge.models.model_checks import ACTOR_CRITIC_MODEL_PARAMS
 
 #: core flags only the policy-gradient learners read: an off-policy algorithm lists them in its
 #: `Algorithm.unused_params` (the run's log then reports them when they are set)
@@ -29,6 +30,7 @@ POLICY_GRADIENT_PARAMS = (
     "value_bootstrap",
     "bounds_loss_coef",
     "bound_loss_type",
+    *ACTOR_CRITIC_MODEL_PARAMS,
 )
 
 #: algorithms whose learner measures the KL that `--lr_schedule=kl_adaptive_*` adapts the rate to
