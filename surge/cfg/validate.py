@@ -206,6 +206,9 @@ def validate_cfg(cfg: Any) -> None:
     from surge.learning.algorithm import get_algorithm
 
     get_algorithm(cfg.algo).validate(cfg)
+    from surge.learning.central_value import check_central_value_flags, check_env_state
+
+    check_central_value_flags(cfg)
     check_algo = getattr(cfg.algo_params, "validate", None)
     if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
         check_algo()
@@ -233,6 +236,7 @@ def validate_cfg(cfg: Any) -> None:
     _check_encoder(cfg)
     _check_env_wrappers(cfg)
     _check_memory(cfg)
+    check_env_state(cfg)  # makes the env once, with --central_value only
     if cfg.device == "gpu":
         import torch
 

@@ -21,7 +21,8 @@ from torch import Tensor
 from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
 from surge.data.trajectory import tree_map
-from surge.learning.base import LearnerBase
+from surge.learning.base import LearnerBase, learning_rate
+from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:
@@ -37,16 +38,33 @@ def _columns(idx: Tensor) -> Callable[[Tensor], Tensor]:
 
 
 class Learner(LearnerBase):
-    """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args)."""
+    """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args).
+
+    With `--central_value` (`surge.learning.central_value`): the batch's states are split from the
+    actor's observations, GAE's values and bootstrap come from the central value (learner module
+    "central_value", its Adam the optimizer "central_value"), the PPO loss's value term has
+    coefficient 0, and the central value is trained on the GAE targets after the policy update."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.cv: CentralValueTrainer | None = None
+        if self.cfg.central_value:
+            module = self.learner_modules[CV_NAME]
+            assert isinstance(module, CentralValue)
+            self.cv = CentralValueTrainer(
+                self.cfg, module, self.device, (self.hp.adam_beta1, self.hp.adam_beta2)
+            )
+            self.optimizers[CV_NAME] = self.cv.optimizer
 
     @property
     def loss_cfg(self) -> PPOLossConfig:
-        """The PPO loss's settings, from the policy's own hyper-parameters (`self.hp`)."""
+        """The PPO loss's settings, from the policy's own hyper-parameters (`self.hp`); the value
+        term's coefficient is 0 with a central value (the actor's value head is not trained)."""
         cfg, hp = self.cfg, self.hp
         return PPOLossConfig(
             hp.ppo_clip_ratio,
             hp.ppo_clip_value,
-            hp.value_loss_coeff,
+            0.0 if self.cv is not None else hp.value_loss_coeff,
             cfg.exploration_loss,
             hp.exploration_loss_coeff,
             cfg.kl_loss_coeff,
@@ -56,6 +74,8 @@ class Learner(LearnerBase):
         """`LearnerBase.prepare_batch` with APPO's fields named as the loss reads them: behavior
         values as old_values `[T, N]`, action_logits as logits `[T, N, num_logits]`."""
         b = super().prepare_batch(slots)
+        if self.cv is not None:  # the state `[T+1, N, ...]` goes to b["cv_state"]
+            split_state(b, self.cfg.central_value_state_key)
         b["old_values"] = b.pop("values")
         b["logits"] = b.pop("action_logits")
         return b
@@ -78,6 +98,11 @@ class Learner(LearnerBase):
         self._mask_stale(b)
         self._update_obs_normalizer(b)
         T, N = b["rewards"].shape
+        if self.cv is not None:
+            cv_state = b.pop("cv_state")
+            self.cv.update_normalizer(cv_state[:T], b["own_active"])
+            cv_values = self.cv.values(cv_state)  # [T+1, N]
+            b["old_values"], b["boot_values"] = cv_values[:T], cv_values[T:]
         if cfg.with_vtrace:
             units = self._vtrace_units(b)
             unit_len = T
@@ -110,6 +135,9 @@ class Learner(LearnerBase):
             break
         shown = stats or skipped  # the applied steps' statistics (all NaN ones when every step was skipped)
         out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in (shown[0] if shown else ())}
+        if self.cv is not None and not self.should_stop():
+            cv_lr = learning_rate(cfg, env_frames, self.cv.base_lr(self.hp.learning_rate))
+            out.update(self.cv.train(cv_state[:T], b["old_values"], b["targets"], b["valids"], cv_lr))
         out.update(self.skip_stats(len(skipped)))
         if len(stats) + len(skipped) < planned:
             out.update(
@@ -140,6 +168,7 @@ class Learner(LearnerBase):
 
     def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
         adv, targets = self._gae_targets(b)
+        b["targets"] = targets  # `[T, N]` (the central value trains on them)
         T, L = b["rewards"].shape[0], self.cfg.recurrence
         out = {"advantages": to_chunks(adv, L), "targets": to_chunks(targets, L)}
         for k in ("actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"):
