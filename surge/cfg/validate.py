@@ -115,6 +115,13 @@ def config_notes(cfg: Any) -> list[str]:
         ):
             if name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect without --self_play=True.")
+    if not getattr(cfg, "central_value", False):
+        from surge.cfg.config import CentralValueParams
+
+        for f in dataclasses.fields(CentralValueParams):
+            name = f.name
+            if name != "central_value" and name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --central_value=True.")
     return notes
 
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from surge.cfg.cli import parse_cfg
-from surge.cfg.validate import validate_cfg
+from surge.cfg.validate import config_notes, validate_cfg
 from surge.errors import ConfigError
 from surge.learning.central_value import CV_NAME
 from surge.runtime.components import build_components
@@ -71,6 +71,9 @@ def test_refusals(tmp_path):
         validate_cfg(_cfg(tmp_path, "--central_value_minibatch_size=0"))
     assert e.value.field == "central_value_minibatch_size"
     validate_cfg(_cfg(tmp_path))  # accepted
+    # its flags without --central_value are reported, not silently ignored
+    notes = config_notes(_cfg(tmp_path, "--central_value=False", "--central_value_mini_epochs=7"))
+    assert "--central_value_mini_epochs has no effect without --central_value=True." in notes
     assert (
         parse_cfg(["--env=occluded_payout", "--central_value_learning_rate=3e-4"]).central_value_learning_rate
         == 3e-4
@@ -204,3 +207,34 @@ def test_multi_agent_env_sharing_one_state(tmp_path):
     stats = c.learner.train(slots)
     assert math.isfinite(stats["cv_loss"])
     c.close()
+
+
+@pytest.mark.slow
+def test_a_trained_checkpoint_resumes_and_plays_with_surge_enjoy(tmp_path, monkeypatch):
+    """End to end: the checkpoint of a run holds the central value and its optimizer, a resumed run
+    loads them, and `surge enjoy` plays the actor on the env's Dict observation (state dropped)."""
+    from surge.cli import main as surge_main
+    from surge.experiment.checkpoint import CheckpointManager
+    from surge.experiment.folder import ExperimentFolder
+    from surge.runtime.training_run import train
+
+    flags = ["--env=occluded_payout", f"--train_dir={tmp_path}", "--experiment=cv", "--serial_mode=True"]
+    flags += ["--num_workers=1", "--num_torch_threads=1", "--central_value=True", "--seed=0"]
+    threads = torch.get_num_threads()
+    try:
+        assert train(parse_cfg([*flags, "--train_for_env_steps=512"])) == "done"
+        cfg = parse_cfg([*flags, "--train_for_env_steps=1024"])
+        folder = ExperimentFolder(cfg)
+        state = CheckpointManager(folder.checkpoints(0)).load("latest")
+        assert state is not None and CV_NAME in state["learner_modules"]
+        assert state["learner"]["optimizers"][CV_NAME]["state"]  # Adam's moments saved
+        folder.done_file.unlink()
+        assert train(cfg) == "done"  # resumes from it
+        resumed = CheckpointManager(folder.checkpoints(0)).load("latest")
+        assert resumed is not None and resumed["env_steps"] > state["env_steps"]
+        assert resumed["learner"]["policy_version"] > state["learner"]["policy_version"]
+    finally:
+        torch.set_num_threads(threads)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    argv = ["enjoy", "--env=occluded_payout", f"--train_dir={tmp_path}", "--experiment=cv"]
+    assert surge_main([*argv, "--max_num_episodes=2", "--no_render"]) == 0
