@@ -274,12 +274,12 @@ class ModelParams:
 class CentralValueParams:
     """Asymmetric actor-critic, rl_games' `central_value_config` (docs/central_value.md): the
     actor sees the observation without its state entry, a separate central value network sees the
-    state and gives the values of GAE's advantages and targets. (`--help` section "central value")"""
+    state and gives the values of the advantages and targets. (`--help` section "central value")"""
 
     central_value: bool = param(
         False,
         "Train a central value (critic) on the observation's state entry (--central_value_state_key) "
-        "while the actor sees the rest; APPO/PPO with GAE (--with_vtrace=False) only.",
+        "while the actor sees the rest (APPO/PPO, GAE or V-trace).",
     )
     central_value_state_key: str = param(
         "state", "Key of the observation Dict entry the central value reads and the actor never sees."

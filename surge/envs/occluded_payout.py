@@ -45,7 +45,7 @@ LOAN_STEP = 0
 RANDOM_RETURN = EPISODE_STEPS / NUM_TARGETS
 BEST_RETURN = float(EPISODE_STEPS)
 
-#: feed-forward actor and critic, GAE (the central value supports GAE only), returns normalised
+#: feed-forward actor and critic, GAE, returns normalised
 #: (both critics fit targets in units of their running std); the central value takes 4 passes of
 #: minibatches of 64 per batch (16 Adam steps per batch of 256, the policy 2): with the policy's
 #: 2 steps it fits the loan too slowly to help (measured in docs/central_value.md)

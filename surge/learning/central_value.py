@@ -9,9 +9,10 @@ Env convention (rl_games'): the observation is a Dict with an `obs` entry and a 
   state), and inference never reads the state from the trajectory buffers (they still store it:
   the learner reads it);
 - a separate network, `CentralValue`, reads the state; the learner (`CentralValueTrainer`) takes
-  the values of GAE's advantages and targets and the bootstrap value from it (no_grad) and trains
-  it on those targets with its own Adam, minibatches and epochs after the policy update; the
-  actor's value head gets no gradient (the PPO loss's value term has coefficient 0).
+  the values of GAE's (or each minibatch's V-trace) advantages and targets and the bootstrap value
+  from it (no_grad) and trains it with its own Adam, minibatches and epochs after the policy
+  update, on the GAE targets (V-trace: targets recomputed over the batch with the updated policy);
+  the actor's value head gets no gradient (the PPO loss's value term has coefficient 0).
 
 Multi-agent envs whose agents share one state: each agent's observation Dict carries the (same)
 state, so each agent's trajectory holds it and the central value is trained per agent step.
@@ -131,7 +132,7 @@ def check_central_value_flags(cfg: Any) -> None:
     """Refuses what the central value does not support and its flags' ranges.
 
     Raises:
-        ConfigError: --central_value with another --algo than APPO, with V-trace, with
+        ConfigError: --central_value with another --algo than APPO, with
             --central_value_use_rnn, or a central value flag out of range.
     """
     if cfg.central_value_use_rnn:
@@ -147,12 +148,6 @@ def check_central_value_flags(cfg: Any) -> None:
             "central_value",
             f"the central value is implemented for --algo=APPO only, not {cfg.algo}.",
             "pass --algo=APPO --with_vtrace=False, or --central_value=False.",
-        )
-    if cfg.with_vtrace:
-        raise ConfigError(
-            "central_value",
-            "the central value supports GAE only, not V-trace (--with_vtrace=True).",
-            "pass --with_vtrace=False.",
         )
     lr = cfg.central_value_learning_rate
     if lr is not None and not lr > 0:

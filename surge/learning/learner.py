@@ -103,6 +103,8 @@ class Learner(LearnerBase):
             self.cv.update_normalizer(cv_state[:T], b["own_active"])
             cv_values = self.cv.values(cv_state)  # [T+1, N]
             b["old_values"], b["boot_values"] = cv_values[:T], cv_values[T:]
+            if cfg.with_vtrace:  # each minibatch's V-trace reads the central value's values
+                b["cv_values"] = cv_values
         if cfg.with_vtrace:
             units = self._vtrace_units(b)
             unit_len = T
@@ -137,7 +139,8 @@ class Learner(LearnerBase):
         out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in (shown[0] if shown else ())}
         if self.cv is not None and not self.should_stop():
             cv_lr = learning_rate(cfg, env_frames, self.cv.base_lr(self.hp.learning_rate))
-            out.update(self.cv.train(cv_state[:T], b["old_values"], b["targets"], b["valids"], cv_lr))
+            targets = self._cv_vtrace_targets(b) if cfg.with_vtrace else b["targets"]
+            out.update(self.cv.train(cv_state[:T], b["old_values"], targets, b["valids"], cv_lr))
         out.update(self.skip_stats(len(skipped)))
         if len(stats) + len(skipped) < planned:
             out.update(
@@ -150,6 +153,24 @@ class Learner(LearnerBase):
             **self.lag_stats(b),
         )
         return out
+
+    @torch.no_grad()
+    def _cv_vtrace_targets(self, b: dict[str, Any]) -> Tensor:
+        """The central value's V-trace targets `[T, N]` after the policy update: IMPALA eq. 1 over
+        the whole batch with the updated policy's log-probs and the central value's values of the
+        batch (`b["cv_values"]`, as the policy's minibatches used them), normalised with the returns
+        statistics as they are (the minibatches already folded their targets in)."""
+        cfg, model, T = self.cfg, self.model, b["rewards"].shape[0]
+        dones_in = torch.cat([b["dones"], torch.zeros_like(b["dones"][:1])], dim=0)
+        logits, _ = model.evaluate(b["obs"], b["rnn_states"], dones_in, cfg.recurrence)
+        log_rhos = model.distribution(logits[:T]).log_prob(b["actions"]) - b["behavior_log_probs"]
+        v = self._denormalized(b["cv_values"])
+        rewards = bootstrap_truncated_rewards(b["rewards"], v[:T], b["trunc"], self.hp.gamma)
+        targets, _ = vtrace(rewards, v, b["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c)
+        norm = getattr(model, "returns_normalizer", None)
+        if norm is None:
+            return targets
+        return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
 
     def _vtrace_units(self, b: dict[str, Any]) -> dict[str, Any]:
         keys = (
@@ -164,7 +185,10 @@ class Learner(LearnerBase):
             "trunc",
             "valids",
         )
-        return {k: b[k] for k in keys}
+        units = {k: b[k] for k in keys}
+        if "cv_values" in b:
+            units["cv_values"] = b["cv_values"]  # `[T+1, N]`
+        return units
 
     def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
         adv, targets = self._gae_targets(b)
@@ -188,7 +212,8 @@ class Learner(LearnerBase):
             logits, values = model.evaluate(mb["obs"], mb["rnn_states"], mb["dones"], cfg.recurrence)
         if vtrace_mode:
             with torch.no_grad():
-                v = self._denormalized(values_all.detach())
+                # the central value's values when it is on (`[T+1, units]`), else the critic's own
+                v = self._denormalized(mb["cv_values"] if "cv_values" in mb else values_all.detach())
                 rewards = bootstrap_truncated_rewards(mb["rewards"], v[:L], mb["trunc"], self.hp.gamma)
                 log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]
                 targets, adv = vtrace(
