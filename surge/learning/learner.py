@@ -56,6 +56,15 @@ class Learner(LearnerBase):
             )
             self.optimizers[CV_NAME] = self.cv.optimizer
 
+    def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        """`LearnerBase.set_hyperparams`; Adam's betas of the central value follow the policy's
+        (its learning rate is set per batch)."""
+        changed = super().set_hyperparams(values)
+        if self.cv is not None:
+            for group in self.cv.optimizer.param_groups:
+                group["betas"] = (self.hp.adam_beta1, self.hp.adam_beta2)
+        return changed
+
     @property
     def loss_cfg(self) -> PPOLossConfig:
         """The PPO loss's settings, from the policy's own hyper-parameters (`self.hp`); the value

@@ -16,7 +16,7 @@ import torch
 from surge.cfg.cli import parse_cfg
 from surge.cfg.validate import config_notes, validate_cfg
 from surge.errors import ConfigError
-from surge.learning.central_value import CV_NAME
+from surge.learning.central_value import CV_NAME, actor_obs, actor_observation_space
 from surge.runtime.components import build_components
 from surge.runtime.placement import checkpoint_state, restore_policy
 from surge.runtime.serial import SerialSampler
@@ -96,6 +96,20 @@ def test_actor_is_built_without_the_state_and_inference_never_reads_it(tmp_path)
     assert torch.isfinite(buf.values[:, 0]).all()
     assert ((buf.actions[:, 0] >= 0) & (buf.actions[:, 0] < 4)).all()
     c.close()
+
+
+def test_actor_space_keeps_the_other_entries():
+    box = gym.spaces.Box(0.0, 1.0, (3,))
+    mask = gym.spaces.Box(0, 1, (2,), dtype=bool)
+    space = gym.spaces.Dict({"obs": box, "action_mask": mask, "state": gym.spaces.Box(-1.0, 1.0, (5,))})
+    assert actor_observation_space(space, "state") == gym.spaces.Dict({"obs": box, "action_mask": mask})
+    assert actor_observation_space(gym.spaces.Dict({"obs": box, "state": box}), "state") == box
+    obs = {
+        "obs": torch.zeros(2, 3),
+        "action_mask": torch.ones(2, 2, dtype=torch.bool),
+        "state": torch.ones(2, 5),
+    }
+    assert set(actor_obs(obs, "state")) == {"obs", "action_mask"}
 
 
 def _naive_gae(rewards, values, dones, gamma, lam):
