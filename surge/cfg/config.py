@@ -84,6 +84,12 @@ class StoppingParams:
         int(1e10), "Stop after this many env frames (Sample Factory counts frames: env steps x frameskip)."
     )
     train_for_seconds: int = param(int(1e10), "Stop after this many seconds of training (wall clock).")
+    score_to_win: float | None = param(
+        None,
+        "Stop (done, with a final checkpoint) once the mean true return of policy 0's last stats_avg "
+        "episodes reaches this (rl_games' score_to_win; a full window of stats_avg episodes is "
+        "needed). None: never.",
+    )
 
 
 @dataclass
@@ -115,8 +121,19 @@ class OptimParams:
 
     learning_rate: float = param(1e-4, "Adam learning rate.")
     lr_schedule: str = param(
-        "constant", "Learning-rate schedule over train_for_env_steps.", ("constant", "linear_decay")
+        "constant",
+        "Learning-rate schedule: constant; linear_decay (to 0 at train_for_env_steps); "
+        "kl_adaptive_minibatch / kl_adaptive_epoch (APPO only; rl_games' adaptive schedule: "
+        "lr / 1.5 when the KL between the behavior and the current policy is above "
+        "2 x lr_schedule_kl_threshold, lr x 1.5 when below half of it, within [lr_adaptive_min, "
+        "lr_adaptive_max], after every minibatch or every pass over the batch; docs/ppo_options.md).",
+        ("constant", "linear_decay", "kl_adaptive_minibatch", "kl_adaptive_epoch"),
     )
+    lr_schedule_kl_threshold: float = param(
+        0.008, "kl_adaptive_* schedules: the KL target (rl_games' kl_threshold), > 0."
+    )
+    lr_adaptive_min: float = param(1e-6, "kl_adaptive_* schedules: the lowest learning rate (> 0).")
+    lr_adaptive_max: float = param(1e-2, "kl_adaptive_* schedules: the highest learning rate.")
     adam_eps: float = param(1e-6, "Adam epsilon parameter.")
     adam_beta1: float = param(0.9, "Adam momentum decay coefficient.")
     adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
@@ -124,6 +141,17 @@ class OptimParams:
     gamma: float = param(0.99, "Discount factor.")
     reward_scale: float = param(1.0, "Rewards are multiplied by this (> 0) before learning.")
     reward_clip: float = param(10.0, "Rewards are clipped to [-reward_clip, reward_clip] after scaling.")
+    reward_shift: float = param(
+        0.0,
+        "Added to every reward before reward_scale (rl_games' reward_shaper shift_value): the learner "
+        "trains on clamp((r + reward_shift) x reward_scale, -reward_clip, reward_clip); the reported "
+        "episode returns stay the env's.",
+    )
+    value_bootstrap: bool = param(
+        True,
+        "A step truncated by a time limit gets gamma x V(s) added to its reward (rl_games' "
+        "value_bootstrap); False: truncation is treated as termination. APPO (GAE and V-trace), A2C.",
+    )
     gae_lambda: float = param(0.95, "GAE lambda (used only when with_vtrace is False).")
     with_vtrace: bool = param(True, "V-trace off-policy correction (Espeholt et al. 2018); GAE if False.")
     vtrace_rho: float = param(
@@ -137,6 +165,17 @@ class OptimParams:
     exploration_loss_coeff: float = param(0.003, "Coefficient of the exploration loss.")
     kl_loss_coeff: float = param(
         0.0, "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8)."
+    )
+    bounds_loss_coef: float = param(
+        0.0,
+        "APPO, Gaussian actions: coefficient of rl_games' bounds loss on the action mean (0: off; "
+        "see bound_loss_type). Refused for other action spaces.",
+    )
+    bound_loss_type: str = param(
+        "bound",
+        "bound: sum over action dims of max(mu - 1.1, 0)^2 + min(mu + 1.1, 0)^2; regularisation: sum "
+        "of mu^2 (rl_games' a2c_continuous.py bound_loss / reg_loss), averaged over valid samples.",
+        ("bound", "regularisation"),
     )
     normalize_advantage: bool = param(True, "Normalise advantages to zero mean and unit std per minibatch.")
     normalize_input: bool = param(
@@ -156,6 +195,22 @@ class OptimParams:
 class SamplingParams:
     """Rollouts, batches, workers and envs: how experience is collected. (`--help` section "sampling")"""
 
+    zero_rnn_on_done: bool = param(
+        True,
+        "The recurrent state is reset to 0 when an episode ends, in acting and in learning (False: "
+        "it carries over into the next episode, rl_games' zero_rnn_on_done: False).",
+    )
+    clip_actions: bool = param(
+        True,
+        "Continuous actions are clipped to the action space's bounds before env.step (with "
+        "rescale_actions: to [-1, 1] before rescaling). False: the sampled actions go to the env as they are.",
+    )
+    rescale_actions: bool = param(
+        False,
+        "Continuous actions a in [-1, 1] are mapped to the bounds: low + (a + 1) x (high - low) / 2 "
+        "(rl_games' rescale_actions; its clip_actions: True is clip_actions=True with "
+        "rescale_actions=True). Policy-gradient algorithms (APPO, A2C) only.",
+    )
     rollout: int = param(32, "Env steps per trajectory collected from each env (agent) before learning.")
     recurrence: int = param(32, "Length of BPTT chunks; rollout must be a multiple of it.")
     batch_size: int = param(1024, "Minibatch size in samples (agent steps) for one SGD step.")
@@ -288,7 +343,9 @@ class CentralValueParams:
         [], "Hidden sizes of the central value's MLP ([]: as --encoder_mlp_layers)."
     )
     central_value_learning_rate: float | None = param(
-        None, "Adam learning rate of the central value (None: --learning_rate); follows --lr_schedule."
+        None,
+        "Adam learning rate of the central value (None: --learning_rate); follows --lr_schedule "
+        "(a kl_adaptive schedule: the policy's adapted rate when None, else this constant rate).",
     )
     central_value_mini_epochs: int | None = param(
         None, "Passes of the central value over each batch (None: --ppo_epochs)."
