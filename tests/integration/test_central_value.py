@@ -291,7 +291,8 @@ def test_multi_agent_env_sharing_one_state(tmp_path):
 @pytest.mark.slow
 def test_a_trained_checkpoint_resumes_and_plays_with_surge_enjoy(tmp_path, monkeypatch):
     """End to end: the checkpoint of a run holds the central value and its optimizer, a resumed run
-    loads them, and `surge enjoy` plays the actor on the env's Dict observation (state dropped)."""
+    loads them, `surge enjoy` plays the actor on the env's Dict observation (state dropped) and
+    `surge export` writes the actor with the actor's observation as its only input."""
     from surge.cli import main as surge_main
     from surge.experiment.checkpoint import CheckpointManager
     from surge.experiment.folder import ExperimentFolder
@@ -317,3 +318,22 @@ def test_a_trained_checkpoint_resumes_and_plays_with_surge_enjoy(tmp_path, monke
     monkeypatch.delenv("DISPLAY", raising=False)
     argv = ["enjoy", "--env=occluded_payout", f"--train_dir={tmp_path}", "--experiment=cv"]
     assert surge_main([*argv, "--max_num_episodes=2", "--no_render"]) == 0
+    # `surge export`: the exported actor's only input is the actor's observation, not the state
+    out = tmp_path / "cv.onnx"
+    assert (
+        surge_main(
+            [
+                "export",
+                f"--train_dir={tmp_path}",
+                "--experiment=cv",
+                "--format=onnx",
+                f"--output={out}",
+                "--check",
+            ]
+        )
+        == 0
+    )
+    import onnxruntime as ort
+
+    inputs = [i.name for i in ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).get_inputs()]
+    assert inputs == ["obs"], inputs
