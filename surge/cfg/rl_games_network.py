@@ -58,8 +58,7 @@ def _initializer(t: Translator, node: Node, what: str) -> None:
         )
         t.note(
             path,
-            "default: PyTorch's weights as surge's torch_default (rl_games zeroes the biases, surge keeps "
-            f"PyTorch's){ignored}",
+            f"default: PyTorch's weights and zero biases, as surge's torch_default{ignored}",
         )
         return
     if name in ("orthogonal_initializer", "orthogonal"):
@@ -293,7 +292,7 @@ def _translate_space(t: Translator, space: Node) -> bool:
     t.need(
         "params.network.space.continuous.mu_activation",
         "mu_activation",
-        "none" if not truthy(mu_act) else str(mu_act).lower(),
+        "none" if not truthy(mu_act) else {"swish": "silu"}.get(str(mu_act).lower(), str(mu_act).lower()),
         "none",
     )
     sigma_act = c.get("sigma_activation", "None")

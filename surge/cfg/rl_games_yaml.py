@@ -337,7 +337,10 @@ def _translate_config(t: Translator, c: Node, net: NetInfo) -> None:
         t.need(
             "params.config.lr_schedule",
             "lr_schedule",
-            "kl_adaptive_minibatch" if kind == "legacy" else "kl_adaptive_epoch",
+            # rl_games' discrete agent (a2c_common.py DiscreteA2CBase.train_epoch) applies the rule
+            # once per mini-epoch whatever schedule_type says; the continuous one per minibatch
+            # under legacy (its default)
+            "kl_adaptive_minibatch" if kind == "legacy" and net.continuous else "kl_adaptive_epoch",
         )
         t.need(
             "params.config.kl_threshold",
@@ -639,6 +642,9 @@ def _translate_top(t: Translator, params: Node) -> None:
 def _translate_player(t: Translator, player: Node) -> None:
     """rl_games' `player` block (`common/player.py`, `BasePlayer.__init__`) as `surge enjoy`'s flags."""
     if not player.data:
+        if t.evaluation:  # rl_games' BasePlayer defaults: deterministic, no rendering
+            t.set("eval_deterministic", True)
+            t.set("no_render", True)
         return
     if not t.evaluation:
         for k in list(player.data):
@@ -652,8 +658,8 @@ def _translate_player(t: Translator, player: Node) -> None:
         t.set("eval_deterministic", True)  # rl_games' default ('determenistic', True)
     if player.has("games_num"):
         t.set("max_num_episodes", as_number("params.config.player.games_num", player.get("games_num"), int))
-    if player.has("render"):
-        t.set("no_render", not truthy(player.get("render")))
+    # rl_games' BasePlayer: render_env = player.get('render', False)
+    t.set("no_render", not truthy(player.get("render")) if player.has("render") else True)
     for k, why in (
         ("n_game_life", "surge's enjoy plays whole games (episodic life is off in evaluation)"),
         ("render_sleep", "surge renders at --fps"),

@@ -48,6 +48,9 @@ class Learner(LearnerBase):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        # a Gaussian head's logits `[L, n, num_logits]` at the last step's forward pass, the KL
+        # reference of its units at their next pass (`--lr_schedule=kl_adaptive_*`), else None
+        self._kl_ref_update: Tensor | None = None
         self.cv: CentralValueTrainer | None = None
         if self.cfg.central_value:
             module = self.learner_modules[CV_NAME]
@@ -134,6 +137,13 @@ class Learner(LearnerBase):
         if not bool(keep.all()) and bool(keep.any()):
             units = {k: tree_map(_columns(keep.nonzero().flatten()), v) for k, v in units.items()}
         num_units = units["valids"].shape[1]
+        if kl_lr is not None and getattr(self.model, "is_gaussian", False):
+            # rl_games' continuous agent (a2c_common.py ContinuousA2CBase.train_epoch,
+            # dataset.update_mu_sigma) measures each minibatch's KL against the mean and sigma that
+            # minibatch had at its previous pass (the behavior policy's at the first), not against
+            # the behavior policy: the reference logits `[L, num_units, num_logits]` are overwritten
+            # after every step. A discrete head keeps the behavior policy (its old log-probs never change)
+            units["kl_ref_logits"] = units["logits"].clone()
         per_mb = max(1, cfg.batch_size // unit_len)
         stats: list[dict[str, Tensor]] = []
         skipped: list[dict[str, Tensor]] = []  # of steps skipped for a non-finite loss or gradient
@@ -148,7 +158,9 @@ class Learner(LearnerBase):
                 mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
                 step_stats = self._step(mb, vtrace_mode=cfg.with_vtrace)
                 (skipped if self.last_step_skipped else stats).append(step_stats)
-                if kl_lr is not None:  # rl_games' adaptive rule (surge.learning.kl_adaptive)
+                if kl_lr is not None and "kl_ref_logits" in units and self._kl_ref_update is not None:
+                    units["kl_ref_logits"][:, idx] = self._kl_ref_update
+                if kl_lr is not None and not self.last_step_skipped:  # rl_games' adaptive rule
                     if kl_lr.per_epoch:
                         epoch_kls.append(step_stats["kl"])
                     else:
@@ -285,9 +297,12 @@ class Learner(LearnerBase):
             loss = loss + b_loss
             stats["bounds_loss"] = b_loss.detach()
         if self.kl_lr is not None:
-            with torch.no_grad():  # KL(current || behavior) as rl_games' policy_kl (kl_adaptive)
+            with torch.no_grad():  # KL(current || reference) as rl_games' policy_kl (kl_adaptive)
                 count = flat_valids.sum().clamp(min=1.0)
-                stats["kl"] = masked_mean(dist.kl(behavior_dist), flat_valids, count)
+                ref = mb.get("kl_ref_logits")
+                ref_dist = behavior_dist if ref is None else model.distribution(flat(ref))
+                stats["kl"] = masked_mean(dist.kl(ref_dist), flat_valids, count)
+                self._kl_ref_update = None if ref is None else logits.detach()
         grad_norm = self.apply_gradients(loss)
         stats.update(
             loss=loss.detach(),

@@ -373,14 +373,18 @@ class TrainingRun:
         return m.env_frames < cfg.train_for_env_steps and elapsed < cfg.train_for_seconds
 
     def _won(self) -> bool:
-        """`--score_to_win`: True (and says so in the log) once policy 0's last `stats_avg` episodes
-        (a full window) have a mean true return >= score_to_win (rl_games' score_to_win)."""
-        cfg, ps, score = self.cfg, self.monitor.policies[0], self.cfg.score_to_win
+        """`--score_to_win`: True (and says so in the log) once the first learning policy's last
+        `stats_avg` episodes (a full window; policy 0 unless it is frozen) have a mean true return >=
+        score_to_win (rl_games' score_to_win)."""
+        cfg, score = self.cfg, self.cfg.score_to_win
+        pid = self.learning[0] if self.learning else 0
+        ps = self.monitor.policies[pid]
         if score is None or len(ps.returns) < cfg.stats_avg or ps.mean_return() < score:
             return False
         log.info(
-            "Stopping: policy 0's mean return over its last %d episodes is %.3f >= --score_to_win=%s "
+            "Stopping: policy %d's mean return over its last %d episodes is %.3f >= --score_to_win=%s "
             "(after %d env frames).",
+            pid,
             len(ps.returns),
             ps.mean_return(),
             cfg.score_to_win,

@@ -324,3 +324,43 @@ def test_an_undone_batch_also_undoes_the_kl_adaptive_rate(tmp_path):
     assert c.learner.optimizer.param_groups[0]["lr"] == 1e-3
     sampler.release(slots)
     c.close()
+
+
+def test_kl_of_a_gaussian_head_is_measured_against_the_previous_pass_as_rl_games(tmp_path, monkeypatch):
+    """rl_games' continuous agent overwrites a minibatch's stored mean and sigma after each pass
+    (a2c_common.py ContinuousA2CBase.train_epoch, datasets.py update_mu_sigma), so pass k's KL is
+    KL(pass k || pass k-1), the first pass's against the behavior policy: replayed here from the
+    forward passes the learner made (one minibatch per pass, in a fixed order)."""
+    _, c = _components(
+        tmp_path,
+        *FF,
+        "--batch_size=32",
+        "--ppo_epochs=3",
+        "--learning_rate=0.01",
+        "--lr_schedule=kl_adaptive_minibatch",
+        "--lr_schedule_kl_threshold=1000",
+        env="ppo_opts_box",
+    )
+    monkeypatch.setattr(torch, "randperm", lambda n, device=None: torch.arange(n, device=device))
+    sampler, slots = _batch_slots(c)
+    b = c.learner.prepare_batch(slots)
+    behavior = b["logits"].reshape(-1, b["logits"].shape[-1]).clone()
+    forwards = []
+    evaluate = c.model.evaluate
+
+    def rec_evaluate(*args, **kwargs):
+        logits, values = evaluate(*args, **kwargs)
+        if logits.shape[1] == 32:  # a minibatch, not the GAE bootstrap
+            forwards.append(logits.detach().reshape(-1, logits.shape[-1]).clone())
+        return logits, values
+
+    c.model.evaluate = rec_evaluate
+    _, applied = _record_kls(c.learner)
+    c.learner.train_batch(b)
+    assert len(forwards) == 3 and len(applied) == 3
+    kl = lambda p, q: float(c.model.distribution(p).kl(c.model.distribution(q)).mean())  # noqa: E731
+    expected = [kl(forwards[0], behavior), kl(forwards[1], forwards[0]), kl(forwards[2], forwards[1])]
+    assert applied == pytest.approx(expected, rel=1e-5, abs=1e-10)
+    assert kl(forwards[2], behavior) > 1.5 * expected[2]  # against the behavior policy it would differ
+    sampler.release(slots)
+    c.close()

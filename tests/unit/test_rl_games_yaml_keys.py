@@ -122,7 +122,9 @@ def test_pong_budget_player_and_network():
     assert v["train_for_env_steps"] == 500 * 128 * 64 * 4
     assert v["value_loss_coeff"] == 1.0  # 0.5 * critic_coef 2
     assert v["ppo_clip_value"] == NO_LIMIT  # clip_value False
-    assert (v["lr_schedule"], v["lr_schedule_kl_threshold"]) == ("kl_adaptive_minibatch", 0.01)  # legacy
+    # a discrete agent adapts once per mini-epoch whatever schedule_type says (a2c_common.py
+    # DiscreteA2CBase.train_epoch), the default legacy included
+    assert (v["lr_schedule"], v["lr_schedule_kl_threshold"]) == ("kl_adaptive_epoch", 0.01)
     assert v["encoder_subtype"] == "convnet_deepmind" and v["hidden_size"] == 512
     assert v["encoder_extra_fc_layers"] == 1 and v["nonlinearity"] == "elu"
     assert v["normalize_input"] is True and v["normalize_returns"] is True
