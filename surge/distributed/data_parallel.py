@@ -33,6 +33,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from surge.distributed.ranks import RankInfo
+from surge.models.normalization import RunningMeanStd
 
 log = logging.getLogger("surge")
 
@@ -97,6 +98,9 @@ class DataParallel:
             )
         # collectives run on the device NCCL reduces on; gloo on the CPU
         self.comm_device = device if self.backend == "nccl" else torch.device("cpu")
+        # observation and return normalisers fold in all ranks' batches (their statistics are
+        # part of the weights the ranks keep identical)
+        RunningMeanStd.reduce_moments = self.reduce_moments
         log.info(
             "Data parallel: rank %d of %d (local rank %d), %s on %s",
             info.rank, info.world_size, info.local_rank, self.backend, device,
@@ -187,8 +191,30 @@ class DataParallel:
             offset += n
         return not bad
 
+    def reduce_moments(self, n: int, mean: Tensor, var: Tensor) -> tuple[int, Tensor, Tensor]:
+        """A batch's sample count `n`, mean and (biased) variance (float64, the normaliser's shape)
+        combined with the other ranks' (Chan et al. 1979: the pooled mean, and the pooled second
+        moment minus its square), in one all-reduce. Returns all ranks' `(n, mean, var)`; the
+        same on every rank."""
+        k = mean.numel()
+        m, v = mean.reshape(-1).double(), var.reshape(-1).double()
+        t = torch.cat(
+            [torch.full((1,), float(n), dtype=torch.float64, device=m.device), n * m, n * (v + m * m)]
+        )
+        t = t.to(self.comm_device)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        t = t.to(mean.device)
+        total = int(round(float(t[0])))
+        if total == 0:
+            return 0, mean, var
+        g_mean = t[1 : 1 + k] / total
+        g_var = (t[1 + k :] / total - g_mean * g_mean).clamp_(min=0.0)
+        return total, g_mean.view_as(mean), g_var.view_as(var)
+
     def close(self) -> None:
-        """Leaves the process group."""
+        """Leaves the process group (the normalisers go back to this process's batches)."""
+        if RunningMeanStd.reduce_moments == self.reduce_moments:
+            RunningMeanStd.reduce_moments = None
         if dist.is_initialized():
             dist.destroy_process_group()
 

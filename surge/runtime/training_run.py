@@ -159,6 +159,8 @@ class TrainingRun:
         ]
         summaries = None if not self.writes else [folder.summaries(i) for i in range(P)]
         self.monitor = m = Monitor(cfg, summaries, get_algorithm(cfg.algo).metric_tags)
+        if self.rank.distributed:  # this rank counts its own env frames against its share
+            m.rank_budget = self.budget
         self._restore_counters(resume_states)
         self.placement = p = make_placement(
             cfg, self.ckpts, resume_states, None if not self.writes else folder.sampler_state_file

@@ -38,10 +38,18 @@ OBS_SPACE = gym.spaces.Box(-5.0, 5.0, (OBS,), np.float32)
 ACTION_SPACE = gym.spaces.Discrete(ACTS)
 
 
-def _cfg(tmp: str, n_agents: int, vtrace: bool):
-    mode = (
-        ["--with_vtrace=True", f"--recurrence={T}"] if vtrace else ["--with_vtrace=False", "--recurrence=1"]
-    )
+#: the learner settings compared: GAE, V-trace, and GAE with observation and return normalisers
+#: (their statistics fold in both ranks' batches: `DataParallel.reduce_moments`)
+MODES = {
+    "gae": ["--with_vtrace=False", "--recurrence=1"],
+    "vtrace": ["--with_vtrace=True", f"--recurrence={T}"],
+    "gae_normalized": [
+        "--with_vtrace=False", "--recurrence=1", "--normalize_input=True", "--normalize_returns=True",
+    ],
+}  # fmt: skip
+
+
+def _cfg(tmp: str, n_agents: int, mode: str):
     return parse_cfg(
         [
             "--env=cartpole",
@@ -58,7 +66,7 @@ def _cfg(tmp: str, n_agents: int, vtrace: bool):
             "--ppo_epochs=1",
             "--learning_rate=0.01",
             "--exploration_loss_coeff=0.05",
-            *mode,
+            *MODES[mode],
         ]
     )
 
@@ -109,8 +117,10 @@ def _learner(cfg, data, seed: int = 0) -> Learner:
 
 
 def _grads_and_weights(learner: Learner) -> dict[str, torch.Tensor]:
+    """Each parameter's applied gradient and every tensor of the model's state after the step
+    (weights and normaliser statistics)."""
     out = {f"grad/{k}": p.grad.detach().clone() for k, p in learner.model.named_parameters()}
-    out.update({f"weight/{k}": p.detach().clone() for k, p in learner.model.named_parameters()})
+    out.update({f"state/{k}": v.detach().clone() for k, v in learner.model.state_dict().items()})
     return out
 
 
@@ -119,16 +129,16 @@ def _rank_main(rank: int, port: int, tmp: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
-        for vtrace in (False, True):
-            _rank_checks(rank, tmp, vtrace)
+        for mode in MODES:
+            _rank_checks(rank, tmp, mode)
     finally:
         dist.destroy_process_group()
 
 
-def _rank_checks(rank: int, tmp: str, vtrace: bool) -> None:
+def _rank_checks(rank: int, tmp: str, mode: str) -> None:
     info = RankInfo(rank, 2, rank)
     data = _union_batch(2 * N)
-    cfg = _cfg(tmp, N, vtrace)
+    cfg = _cfg(tmp, N, mode)
     # the ranks start from different weights (seed + rank): the broadcast makes them rank 0's
     learner = _learner(cfg, _part(data, rank), seed=rank)
     dp = DataParallel(info, torch.device("cpu"), init=False)
@@ -170,7 +180,7 @@ def _rank_checks(rank: int, tmp: str, vtrace: bool) -> None:
         out["diverged_caught"] = torch.tensor(False)
     except RanksDiverged:
         out["diverged_caught"] = torch.tensor(True)
-    torch.save(out, os.path.join(tmp, f"rank{rank}_vtrace{int(vtrace)}.pt"))
+    torch.save(out, os.path.join(tmp, f"rank{rank}_{mode}.pt"))
 
 
 def _free_port() -> int:
@@ -188,13 +198,13 @@ def two_ranks(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("vtrace", [False, True], ids=["gae", "vtrace"])
-def test_all_reduced_gradient_equals_single_process_on_union(two_ranks, tmp_path, vtrace):
-    ranks = [torch.load(two_ranks / f"rank{r}_vtrace{int(vtrace)}.pt", weights_only=True) for r in range(2)]
+@pytest.mark.parametrize("mode", list(MODES))
+def test_all_reduced_gradient_equals_single_process_on_union(two_ranks, tmp_path, mode):
+    ranks = [torch.load(two_ranks / f"rank{r}_{mode}.pt", weights_only=True) for r in range(2)]
 
     # the reference: one learner, no process group, on both ranks' trajectories at once
     data = _union_batch(2 * N)
-    single = _learner(_cfg(str(tmp_path), 2 * N, vtrace), data, seed=0)
+    single = _learner(_cfg(str(tmp_path), 2 * N, mode), data, seed=0)
     single.train(torch.arange(2 * N), env_frames=300)
     want = _grads_and_weights(single)
     for r, got in enumerate(ranks):

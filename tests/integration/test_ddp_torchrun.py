@@ -73,13 +73,3 @@ def test_two_ranks_serial_same_weights_rank0_writes(tmp_path):
     assert sum0 == sum1 == weights_checksum(state["model"])
     log0 = (exp / "surge_log.txt").read_text()
     assert "Data parallel, 2 ranks: all ranks together" in log0
-
-
-@pytest.mark.slow
-def test_unsupported_combination_refused_before_start(tmp_path):
-    r = _torchrun(
-        tmp_path, "--serial_mode=True", "--num_policies=2", "--train_for_env_steps=1000", timeout=120
-    )
-    assert r.returncode != 0
-    assert "--num_policies=2" in r.stderr and "data-parallel" in r.stderr
-    assert not (tmp_path / "exp" / "checkpoint_p0").exists()
