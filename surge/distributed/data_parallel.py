@@ -56,17 +56,24 @@ def _to_cpu(x: Any) -> Any:
     return x
 
 
-def weights_checksum(model: nn.Module | dict[str, Tensor]) -> float:
-    """The float64 sum of every floating-point tensor of `model.state_dict()` (or of a state
-    dict: parameters and buffers such as normaliser statistics) plus each tensor's sum of squares:
-    equal on ranks whose weights are bitwise equal (the same reduction over the same values)."""
+def tensor_checksums(model: nn.Module | dict[str, Tensor]) -> Tensor:
+    """`[K]` float64 on the CPU: for each of the K floating-point tensors of `model.state_dict()`
+    (or of a state dict: parameters and buffers such as normaliser statistics), the float64 sum of
+    its values plus the sum of their squares. Equal on ranks whose weights are bitwise equal (the
+    same reduction over the same values); one entry per tensor, so a large tensor (a normaliser's
+    sample count) does not hide a small difference in another."""
     state = model.state_dict() if isinstance(model, nn.Module) else model
-    total = torch.zeros((), dtype=torch.float64)
-    for v in state.values():
-        if v.is_floating_point():
-            d = v.detach().double()
-            total += (d.sum() + d.square().sum()).cpu()
-    return float(total)
+    sums = [
+        (v.detach().double().sum() + v.detach().double().square().sum()).reshape(1)
+        for v in state.values()
+        if v.is_floating_point()
+    ]
+    return torch.cat(sums).cpu() if sums else torch.zeros(0, dtype=torch.float64)
+
+
+def weights_checksum(model: nn.Module | dict[str, Tensor]) -> float:
+    """The sum of `tensor_checksums`: one number to log and compare between ranks' logs."""
+    return float(tensor_checksums(model).sum())
 
 
 class DataParallel:
@@ -148,21 +155,24 @@ class DataParallel:
             self.stopped = True
 
     def check_identical(self, model: nn.Module, when: str) -> float:
-        """Compares the ranks' `weights_checksum` (one all-reduce of two numbers); returns it.
+        """Compares the ranks' `tensor_checksums` (one all-reduce of 2K numbers for K tensors);
+        returns their sum (`weights_checksum`).
 
         Raises:
             RanksDiverged: they differ.
         """
-        cs = weights_checksum(model)
-        t = torch.tensor([cs, -cs], dtype=torch.float64, device=self.comm_device)
+        sums = tensor_checksums(model)
+        t = torch.cat([sums, -sums]).to(self.comm_device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        hi, lo = float(t[0]), -float(t[1])
-        if hi != lo:
+        hi, lo = t[: len(sums)].cpu(), -t[len(sums) :].cpu()
+        if not torch.equal(hi, lo):
+            names = [k for k, v in model.state_dict().items() if v.is_floating_point()]
+            bad = [names[i] for i in (hi != lo).nonzero().flatten().tolist()]
             raise RanksDiverged(
-                f"the data-parallel ranks' weights differ {when} (checksums from {lo!r} to {hi!r}; "
-                f"rank {self.info.rank}: {cs!r}). This is a bug: please report it with the command."
+                f"the data-parallel ranks' weights differ {when}: {', '.join(bad)} (rank "
+                f"{self.info.rank}). This is a bug: please report it with the command."
             )
-        return cs
+        return float(sums.sum())
 
     # ------------------------------------------------------------------ gradients
     def average_gradients(self, params: Iterable[nn.Parameter], loss: Tensor) -> bool:

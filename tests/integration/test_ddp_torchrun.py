@@ -1,6 +1,6 @@
 """`torchrun --standalone --nnodes=1 --nproc_per_node=2 -m surge.train` on CartPole (gloo on the
-CPU), serial placement: the run finishes, both ranks end with the same weights, and only rank 0
-wrote in the experiment folder.
+CPU), serial and async placements: the run finishes, both ranks end with the same weights, and
+only rank 0 wrote in the experiment folder.
 
 The ranks' final weights are compared through the checksum each rank logs when it leaves the
 process group (rank 0 in the experiment folder's log, rank 1 in `<experiment>_rank1/`): both must
@@ -73,3 +73,24 @@ def test_two_ranks_serial_same_weights_rank0_writes(tmp_path):
     assert sum0 == sum1 == weights_checksum(state["model"])
     log0 = (exp / "surge_log.txt").read_text()
     assert "Data parallel, 2 ranks: all ranks together" in log0
+
+
+@pytest.mark.slow
+def test_two_ranks_async_same_weights_rank0_writes(tmp_path):
+    """The async placement: the process group lives in each rank's learner process."""
+    r = _torchrun(
+        tmp_path,
+        "--serial_mode=False",
+        "--decorrelate_experience_max_seconds=0",
+        "--train_for_env_steps=6000",
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    exp, rank1 = tmp_path / "exp", tmp_path / "exp_rank1"
+    assert (exp / "done").exists() and sorted(p.name for p in tmp_path.iterdir()) == ["exp", "exp_rank1"]
+    assert [p.name for p in rank1.iterdir()] == ["surge_log.txt"]
+    assert list((exp / "checkpoint_p0").glob("checkpoint_*.pth"))
+    (rounds0, sum0), (rounds1, sum1) = (
+        _checksums(exp / "surge_log.txt")[0],
+        _checksums(rank1 / "surge_log.txt")[1],
+    )
+    assert rounds0 == rounds1 > 0 and sum0 == sum1
