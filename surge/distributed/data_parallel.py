@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import datetime
 import logging
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -40,6 +41,8 @@ log = logging.getLogger("surge")
 #: how long a collective waits for the other ranks before the run fails (seconds): a rank's
 #: learner waits in `begin_round` while the slowest rank collects its batch
 COLLECTIVE_TIMEOUT_SEC = 1800.0
+#: how often a waiting round calls `DataParallel.on_wait` (seconds)
+WAIT_POLL_SEC = 0.01
 
 
 class RanksDiverged(RuntimeError):
@@ -93,6 +96,9 @@ class DataParallel:
         self.rounds = 0
         self.global_env_frames = 0  # all ranks' env frames summed, at the last round's start
         self.last_checksum = float("nan")  # `weights_checksum`, equal on all ranks, at the last round
+        #: called every `WAIT_POLL_SEC` while a round waits for the other ranks (the async learner's
+        #: heartbeat: a rank that waits for a slower one's batch is not hung); None: just wait
+        self.on_wait: Callable[[], None] | None = None
         if init and not dist.is_initialized():
             if device.type == "cuda":
                 torch.cuda.set_device(device)
@@ -138,7 +144,12 @@ class DataParallel:
         if self.stopped:
             return None
         t = torch.tensor([float(stop), float(env_frames)], dtype=torch.float64, device=self.comm_device)
-        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        work = dist.all_reduce(t, op=dist.ReduceOp.SUM, async_op=True)
+        if self.on_wait is not None:
+            while not work.is_completed():
+                self.on_wait()
+                time.sleep(WAIT_POLL_SEC)
+        work.wait()
         self.last_checksum = self.check_identical(model, f"at round {self.rounds}")
         self.rounds += 1
         self.global_env_frames = int(t[1].item())

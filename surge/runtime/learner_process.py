@@ -91,6 +91,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         dp = join_data_parallel(model, learner, device)
         if dp is not None:
             learner.should_stop = lambda: progress() and False
+            dp.on_wait = lambda: beats.__setitem__(p, time.monotonic())  # waiting for a rank's batch
         weights = shared.weights[p]
         weights.publish(model, learner.policy_version)
         log.info(
