@@ -95,3 +95,21 @@ def test_device_spelling_refused(tmp_path):
         for d in ("gpu", "cuda", "cuda:0"):
             with pytest.raises(ConfigError, match="no CUDA device"):
                 _cfg(tmp_path, f"--device={d}")
+
+
+def test_flags_of_other_features_refused_once_they_exist(tmp_path):
+    """Flags other helpers add (set here on a parsed config, as they would parse): the KL-adaptive
+    learning rate (each rank would adapt to its own KL), central value, mixed precision."""
+    for name, value in [
+        ("lr_schedule", "kl_adaptive_epoch"),
+        ("central_value", True),
+        ("mixed_precision", "bf16"),
+    ]:
+        cfg = _cfg(tmp_path)
+        setattr(cfg, name, value)
+        with pytest.raises(ConfigError) as e:
+            check_data_parallel(cfg, RankInfo(0, 2, 0))
+        assert e.value.field == name
+    cfg = _cfg(tmp_path, "--algo=A2C")
+    cfg.mixed_precision = "none"
+    check_data_parallel(cfg, RankInfo(0, 2, 0))  # A2C and the off values run
