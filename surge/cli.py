@@ -1,4 +1,4 @@
-"""The `surge` command: `surge train | enjoy | check-env` (and `python -m surge.train`)."""
+"""The `surge` command: `surge train | enjoy | bench | check-env | export` (and `python -m surge.train`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ commands:
   enjoy       watch or record an agent  (surge enjoy --env=atari_breakout --experiment=breakout --save_video=True)
   bench       env frames/s of random actions through the sampler (surge bench --env=atari_pong --num_workers=2)
   check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
+  export      write a trained policy as ONNX or TorchScript (surge export --experiment=breakout --check)
 
 `surge train --env=ENV --help` lists every parameter by section, including those the env family adds.
 `surge --version` prints the version.
@@ -48,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
             from surge.enjoy import main as enjoy_main
 
             return enjoy_main(rest)
+        if command == "export":
+            from surge.export.command import main as export_main
+
+            return export_main(rest)
         if command == "check-env":
             from surge.envs.check import main as check_main
 

@@ -37,6 +37,7 @@ from surge.errors import ConfigError, SurgeError
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
+from surge.sampling.env_actions import BoxActionMap
 
 log = logging.getLogger("surge")
 
@@ -249,6 +250,12 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     frameskip = env_frameskip(cfg)
     obs, _ = env.reset(seed=cfg.seed)
     rnn = torch.zeros(n, acting_state_size(model), device=device)
+    space = env.action_space
+    box_map = (
+        BoxActionMap(space.low, space.high, cfg.clip_actions, cfg.rescale_actions)
+        if isinstance(space, gym.spaces.Box)
+        else None
+    )
     frames: list[np.ndarray] = []
     returns: list[float] = []
     lengths: list[int] = []
@@ -264,8 +271,8 @@ def enjoy(cfg: Config) -> dict[str, Any]:
                 out = act(model, _obs_tensor(obs, device), rnn, ctx)
             actions = out["actions"].cpu().numpy()
             illegal += _illegal_actions(obs, actions, active, env.action_space)
-            if isinstance(env.action_space, gym.spaces.Box):
-                actions = np.clip(actions, env.action_space.low, env.action_space.high)
+            if box_map is not None:  # as the rollout workers do (surge.sampling.env_actions)
+                actions = box_map(actions.reshape(len(actions), -1)).reshape(actions.shape)
             rnn = out["rnn_states"]
             for _ in range(action_repeat):  # the policy acts every env_frameskip frames, as in training
                 obs, rew, term, trunc, infos = env.step(list(actions))
@@ -292,7 +299,7 @@ def enjoy(cfg: Config) -> dict[str, Any]:
                     lengths.append(length)
                     log.info("Episode %d: return %.2f, length %d env steps", len(returns), r, length)
                     ep_ret[a], ep_len[a] = 0.0, 0
-                    if rnn.shape[-1]:
+                    if rnn.shape[-1] and cfg.zero_rnn_on_done:
                         rnn[a] = 0.0
     except KeyboardInterrupt:  # Ctrl+C: the episodes finished so far are the result
         interrupted = True

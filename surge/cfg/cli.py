@@ -244,12 +244,11 @@ def build_parser(
     return p
 
 
-def load_yaml(path: str) -> dict[str, Any]:
-    """Reads a YAML file of `name: value` pairs (a top-level `params:` mapping is also accepted).
+def read_yaml(path: str) -> Any:
+    """The parsed YAML file at `path` ({} for an empty file).
 
     Raises:
-        ConfigError: the file is missing, not UTF-8 YAML, not a mapping, or has a key that is not
-            a name.
+        ConfigError: the file is missing, or not UTF-8 YAML.
     """
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
@@ -261,6 +260,36 @@ def load_yaml(path: str) -> dict[str, Any]:
         raise ConfigError("cfg", f"{path!r} is not UTF-8 text ({e.reason}).", "give a YAML file.") from e
     except yaml.YAMLError as e:
         raise ConfigError("cfg", f"{path!r} is not valid YAML: {e}", "fix the file's syntax.") from e
+    return data
+
+
+#: rl_games notes already logged by this process (a parse that restarts logs them once)
+_LOGGED_NOTES: set[tuple[str, str]] = set()
+
+
+def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
+    """Reads a YAML file of `name: value` pairs (a top-level `params:` mapping is also accepted),
+    or an rl_games file as it ships (its nested `params: algo / model / network / config` schema,
+    translated by `surge.cfg.rl_games_yaml.translate`; with `evaluation`, its `player` block gives
+    enjoy's flags). What the rl_games file sets that has no effect, or only an approximate one, is
+    logged once as a warning: by a training run in its log file (`surge.cfg.validate.config_notes`),
+    by `surge enjoy` here (the `player` block's only).
+
+    Raises:
+        ConfigError: the file is missing, not UTF-8 YAML, not a mapping, or has a key that is not
+            a name; an rl_games key surge cannot honour (named by its full path).
+    """
+    data = read_yaml(path)
+    from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
+
+    if is_rl_games_yaml(data):
+        out = translate(data, path, evaluation)
+        if evaluation:  # a training run logs them in its log file (`validate.config_notes`)
+            for n in out.notes:
+                if n.startswith("params.config.player") and (path, n) not in _LOGGED_NOTES:
+                    _LOGGED_NOTES.add((path, n))
+                    log.warning("rl_games file %s: %s", path, n)
+        return out.values
     if isinstance(data, dict) and isinstance(data.get("params"), dict):
         data = data["params"]
     if not isinstance(data, dict):
@@ -271,6 +300,25 @@ def load_yaml(path: str) -> dict[str, Any]:
                 "cfg", f"{path!r} has the key {k!r}, which is not a parameter name.", "write name: value."
             )
     return data
+
+
+def player_values(path: str) -> dict[str, Any]:
+    """`surge enjoy`'s flags from the `player` block of the rl_games file at `path` (the `--cfg`
+    a run was trained with); {} when the file is gone or is not an rl_games file.
+
+    Raises:
+        ConfigError: the file no longer translates (a key this surge refuses).
+    """
+    if not Path(path).is_file():
+        log.warning("The run was trained with --cfg %s, which is gone: its player block is not read.", path)
+        return {}
+    from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
+
+    data = read_yaml(path)
+    if not is_rl_games_yaml(data):
+        return {}
+    enjoy = {f.name for f in dataclasses.fields(EvalParams)}
+    return {k: v for k, v in translate(data, path, evaluation=True).values.items() if k in enjoy}
 
 
 def _saved_algo(pre_args: argparse.Namespace, yaml_values: dict[str, Any], evaluation: bool) -> str | None:
@@ -490,7 +538,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     if pre_args.version:
         print(version_text())
         raise SystemExit(0)
-    yaml_values = load_yaml(pre_args.cfg) if pre_args.cfg else {}
+    yaml_values = load_yaml(pre_args.cfg, evaluation) if pre_args.cfg else {}
     env = pre_args.env or _yaml_name(yaml_values, "env", pre_args.cfg)
     if not env and pre_args.help:
         family = None
@@ -534,6 +582,11 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     )
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
     yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
+    if "num_workers" in explicit and pre_args.cfg:
+        from surge.cfg.rl_games_yaml import is_rl_games_yaml, keep_num_actors
+
+        if is_rl_games_yaml(read_yaml(pre_args.cfg)):  # --num_workers keeps the file's num_actors
+            keep_num_actors(yaml_values, explicit)
     overrides = {**yaml_values, **explicit}
 
     values = dict(defaults)
@@ -552,6 +605,9 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         for k, v in saved.items():
             if k in values:
                 values[k] = v
+        if evaluation and not pre_args.cfg and isinstance(saved.get("cfg"), str) and saved["cfg"]:
+            # enjoy of a run trained from an rl_games file: its `player` block, below the flags
+            values.update({k: v for k, v in player_values(saved["cfg"]).items() if k not in overrides})
         for k, v in overrides.items():
             if k in saved and saved[k] != v and not evaluation:
                 source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"

@@ -88,6 +88,12 @@ class StoppingParams:
         int(1e10), "Stop after this many env frames (Sample Factory counts frames: env steps x frameskip)."
     )
     train_for_seconds: int = param(int(1e10), "Stop after this many seconds of training (wall clock).")
+    score_to_win: float | None = param(
+        None,
+        "Stop (done, with a final checkpoint) once the mean true return of policy 0's last stats_avg "
+        "episodes reaches this (rl_games' score_to_win; a full window of stats_avg episodes is "
+        "needed). None: never.",
+    )
 
 
 @dataclass
@@ -119,8 +125,19 @@ class OptimParams:
 
     learning_rate: float = param(1e-4, "Adam learning rate.")
     lr_schedule: str = param(
-        "constant", "Learning-rate schedule over train_for_env_steps.", ("constant", "linear_decay")
+        "constant",
+        "Learning-rate schedule: constant; linear_decay (to 0 at train_for_env_steps); "
+        "kl_adaptive_minibatch / kl_adaptive_epoch (APPO only; rl_games' adaptive schedule: "
+        "lr / 1.5 when the KL between the behavior and the current policy is above "
+        "2 x lr_schedule_kl_threshold, lr x 1.5 when below half of it, within [lr_adaptive_min, "
+        "lr_adaptive_max], after every minibatch or every pass over the batch; docs/ppo_options.md).",
+        ("constant", "linear_decay", "kl_adaptive_minibatch", "kl_adaptive_epoch"),
     )
+    lr_schedule_kl_threshold: float = param(
+        0.008, "kl_adaptive_* schedules: the KL target (rl_games' kl_threshold), > 0."
+    )
+    lr_adaptive_min: float = param(1e-6, "kl_adaptive_* schedules: the lowest learning rate (> 0).")
+    lr_adaptive_max: float = param(1e-2, "kl_adaptive_* schedules: the highest learning rate.")
     adam_eps: float = param(1e-6, "Adam epsilon parameter.")
     adam_beta1: float = param(0.9, "Adam momentum decay coefficient.")
     adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
@@ -128,6 +145,17 @@ class OptimParams:
     gamma: float = param(0.99, "Discount factor.")
     reward_scale: float = param(1.0, "Rewards are multiplied by this (> 0) before learning.")
     reward_clip: float = param(10.0, "Rewards are clipped to [-reward_clip, reward_clip] after scaling.")
+    reward_shift: float = param(
+        0.0,
+        "Added to every reward before reward_scale (rl_games' reward_shaper shift_value): the learner "
+        "trains on clamp((r + reward_shift) x reward_scale, -reward_clip, reward_clip); the reported "
+        "episode returns stay the env's.",
+    )
+    value_bootstrap: bool = param(
+        True,
+        "A step truncated by a time limit gets gamma x V(s) added to its reward (rl_games' "
+        "value_bootstrap); False: truncation is treated as termination. APPO (GAE and V-trace), A2C.",
+    )
     gae_lambda: float = param(0.95, "GAE lambda (used only when with_vtrace is False).")
     with_vtrace: bool = param(True, "V-trace off-policy correction (Espeholt et al. 2018); GAE if False.")
     vtrace_rho: float = param(
@@ -141,6 +169,17 @@ class OptimParams:
     exploration_loss_coeff: float = param(0.003, "Coefficient of the exploration loss.")
     kl_loss_coeff: float = param(
         0.0, "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8)."
+    )
+    bounds_loss_coef: float = param(
+        0.0,
+        "APPO, Gaussian actions: coefficient of rl_games' bounds loss on the action mean (0: off; "
+        "see bound_loss_type). Refused for other action spaces.",
+    )
+    bound_loss_type: str = param(
+        "bound",
+        "bound: sum over action dims of max(mu - 1.1, 0)^2 + min(mu + 1.1, 0)^2; regularisation: sum "
+        "of mu^2 (rl_games' a2c_continuous.py bound_loss / reg_loss), averaged over valid samples.",
+        ("bound", "regularisation"),
     )
     normalize_advantage: bool = param(True, "Normalise advantages to zero mean and unit std per minibatch.")
     normalize_input: bool = param(
@@ -160,6 +199,22 @@ class OptimParams:
 class SamplingParams:
     """Rollouts, batches, workers and envs: how experience is collected. (`--help` section "sampling")"""
 
+    zero_rnn_on_done: bool = param(
+        True,
+        "The recurrent state is reset to 0 when an episode ends, in acting and in learning (False: "
+        "it carries over into the next episode, rl_games' zero_rnn_on_done: False).",
+    )
+    clip_actions: bool = param(
+        True,
+        "Continuous actions are clipped to the action space's bounds before env.step (with "
+        "rescale_actions: to [-1, 1] before rescaling). False: the sampled actions go to the env as they are.",
+    )
+    rescale_actions: bool = param(
+        False,
+        "Continuous actions a in [-1, 1] are mapped to the bounds: low + (a + 1) x (high - low) / 2 "
+        "(rl_games' rescale_actions; its clip_actions: True is clip_actions=True with "
+        "rescale_actions=True). Policy-gradient algorithms (APPO, A2C) only.",
+    )
     rollout: int = param(32, "Env steps per trajectory collected from each env (agent) before learning.")
     recurrence: int = param(32, "Length of BPTT chunks; rollout must be a multiple of it.")
     batch_size: int = param(1024, "Minibatch size in samples (agent steps) for one SGD step.")
@@ -244,14 +299,32 @@ class ModelParams:
     encoder_extra_fc_layers: int = param(1, "Fully connected layers after the conv encoder.")
     encoder_mlp_layers: list = param([512, 512], "Hidden sizes of the MLP encoder (encoder_subtype=mlp).")
     hidden_size: int = param(512, "Width of the encoder output and of the RNN core.")
-    nonlinearity: str = param("elu", "Activation function.", ("elu", "relu", "tanh"))
+    nonlinearity: str = param(
+        "elu",
+        "Activation function of the encoder and MLP layers (torch.nn modules): silu is rl_games' swish; "
+        "none is the identity.",
+        ("elu", "relu", "tanh", "silu", "gelu", "selu", "softplus", "none"),
+    )
     use_rnn: bool = param(True, "Recurrent core (GRU or LSTM) between encoder and heads.")
     rnn_type: str = param("gru", "Type of the recurrent core.", ("gru", "lstm"))
     rnn_num_layers: int = param(1, "Layers of the recurrent core.")
     policy_initialization: str = param(
         "orthogonal",
-        "Weight initialisation (biases start at 0); torch_default keeps PyTorch's own, heads included.",
-        ("orthogonal", "xavier_uniform", "torch_default"),
+        "Weight initialisation of Linear and Conv2d layers (biases start at 0), each scaled by "
+        "policy_init_gain: orthogonal (Saxe et al. 2014), xavier_uniform / xavier_normal (Glorot & "
+        "Bengio 2010, std gain*sqrt(2/(fan_in+fan_out))), kaiming_normal (He et al. 2015: std "
+        "gain*sqrt(2/fan_in)), variance_scaling (normal, std gain/sqrt(fan_in), cut at ±2; "
+        "rl_games' variance_scaling_initializer with scale s is gain sqrt(s)), uniform (U(-gain, gain)); "
+        "torch_default keeps PyTorch's own, heads included. rl_games' names: docs/models.md.",
+        (
+            "orthogonal",
+            "xavier_uniform",
+            "xavier_normal",
+            "kaiming_normal",
+            "variance_scaling",
+            "uniform",
+            "torch_default",
+        ),
     )
     encoder_initialization: str = param(
         "policy_initialization",
@@ -266,12 +339,46 @@ class ModelParams:
         "Gain of the action-logits layer's orthogonal init: 0.01 starts near-uniform (CleanRL, SB3); "
         "Sample Factory uses policy_init_gain (1.0), the Doom family's default.",
     )
-    actor_critic_share_weights: bool = param(True, "Actor and critic share the encoder and core.")
+    actor_critic_share_weights: bool = param(
+        True,
+        "Actor and critic share the encoder and core (Sample Factory's flag). False: the critic has its "
+        "own encoder, core and RNN state (rl_games' separate: True); one optimizer trains both.",
+    )
+    d2rl: bool = param(
+        False,
+        "D2RL dense connections (Sinha et al. 2020; rl_games' d2rl): every MLP layer after the first "
+        "takes [previous layer's output, the MLP's input] concatenated.",
+    )
+    mu_activation: str = param(
+        "none",
+        "Gaussian policy: activation applied to the action mean (rl_games' mu_activation); tanh bounds "
+        "it to (-1, 1). Refused for other action spaces.",
+        ("none", "tanh", "sigmoid", "softplus", "relu", "elu", "selu", "silu", "gelu"),
+    )
+    rnn_before_mlp: bool = param(
+        False,
+        "The RNN core runs on the encoder's input features (flattened observation, or conv output) and "
+        "the MLP layers after it (rl_games' rnn before_mlp: True); needs use_rnn.",
+    )
+    rnn_layer_norm: bool = param(
+        False, "LayerNorm on the RNN core's output (rl_games' rnn layer_norm: True); needs use_rnn."
+    )
+    value_size: int = param(
+        1,
+        "Heads of the value function (rl_games' value_size, multi-head values over vector rewards); "
+        "only 1 is supported yet.",
+    )
     use_spectral_norm: bool = param(False, "Spectral normalisation of fully connected layers.")
     adaptive_stddev: bool = param(
-        True, "Gaussian policy: std is an output of the network (else a free parameter)."
+        True,
+        "Gaussian policy: std is an output of the network (else a free parameter, one log-std per "
+        "action dimension: rl_games' fixed_sigma: True is adaptive_stddev=False).",
     )
-    initial_stddev: float = param(1.0, "Gaussian policy: initial standard deviation (> 0).")
+    initial_stddev: float = param(
+        1.0,
+        "Gaussian policy: initial standard deviation (> 0); rl_games' sigma_init const_initializer "
+        "with val v (a log-std) is initial_stddev=exp(v).",
+    )
 
 
 @dataclass

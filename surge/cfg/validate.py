@@ -73,14 +73,33 @@ ASYNC_ONLY = {
 }
 
 
+def rl_games_notes(path: str) -> list[str]:
+    """The keys of the rl_games file `path` (the run's `--cfg`) that have no effect here or only an
+    approximate one, one line each (`surge.cfg.rl_games_yaml.translate`); [] for no file, a file
+    that is gone, or surge's own flat YAML."""
+    if not path:
+        return []
+    from pathlib import Path
+
+    if not Path(path).is_file():
+        return []
+    from surge.cfg.cli import read_yaml
+    from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
+
+    data = read_yaml(path)
+    if not is_rl_games_yaml(data):
+        return []
+    return [f"rl_games file {path}: {n}." for n in translate(data, path).notes]
+
+
 def config_notes(cfg: Any) -> list[str]:
     """Flags that are accepted but have no effect in this run, one sentence each with the reason:
     Sample Factory parameters surge does not use (`NO_EFFECT`) and, with --serial_mode=True, flags
     only the multi-process placement reads (`ASYNC_ONLY`). A flag is named only when its value
     differs from this run's default (after the env family's and the algorithm's overrides), so a
     value the family chose is not reported as the user's. The run logs these once, after its log
-    file is set up."""
-    notes = []
+    file is set up; an rl_games `--cfg` file adds its own (`rl_games_notes`)."""
+    notes = rl_games_notes(getattr(cfg, "cfg", ""))
     defaults = _field_defaults(cfg)
     for name, (default, why) in NO_EFFECT.items():
         if getattr(cfg, name, default) != defaults.get(name, default):
@@ -95,6 +114,14 @@ def config_notes(cfg: Any) -> list[str]:
     for name in algo.unused_params:
         if name in defaults and getattr(cfg, name) != defaults[name]:
             notes.append(f"--{name} has no effect with --algo={algo.name} ({algo.description}).")
+    if not cfg.use_rnn and not getattr(cfg, "zero_rnn_on_done", True):
+        notes.append("--zero_rnn_on_done=False has no effect with --use_rnn=False (no recurrent state).")
+    if not str(cfg.lr_schedule).startswith("kl_adaptive"):
+        for name in ("lr_schedule_kl_threshold", "lr_adaptive_min", "lr_adaptive_max"):
+            if name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --lr_schedule=kl_adaptive_minibatch|epoch.")
+    if cfg.bound_loss_type != defaults.get("bound_loss_type", "bound") and not cfg.bounds_loss_coef:
+        notes.append("--bound_loss_type has no effect with --bounds_loss_coef=0.")
     if cfg.num_policies == 1 and cfg.policy_mapping != defaults.get("policy_mapping", "random"):
         notes.append("--policy_mapping has no effect with --num_policies=1.")
     if not cfg.with_pbt:
@@ -204,6 +231,9 @@ def validate_cfg(cfg: Any) -> None:
     check_roles(cfg)
     check_policy_mapping(cfg)
     from surge.learning.algorithm import get_algorithm
+    from surge.learning.pg_checks import check_rl_games_options
+
+    check_rl_games_options(cfg)
 
     get_algorithm(cfg.algo).validate(cfg)
     check_algo = getattr(cfg.algo_params, "validate", None)
@@ -231,6 +261,9 @@ def validate_cfg(cfg: Any) -> None:
     if callable(check_family):  # the env family's own ranges (`EnvFamily.extra_params`)
         check_family()
     _check_encoder(cfg)
+    from surge.models.model_checks import check_model_flags
+
+    check_model_flags(cfg)
     _check_env_wrappers(cfg)
     _check_memory(cfg)
     _check_device(cfg.device)
@@ -747,10 +780,12 @@ def physical_memory_bytes() -> int | None:
 
 
 def rnn_state_floats(cfg: Any) -> int:
-    """Floats of one agent's recurrent state (0 without an RNN)."""
+    """Floats of one agent's recurrent state (0 without an RNN; the actor's and the critic's with
+    `--actor_critic_share_weights=False`)."""
     if not cfg.use_rnn:
         return 0
-    return cfg.hidden_size * cfg.rnn_num_layers * (2 if cfg.rnn_type == "lstm" else 1)
+    streams = 1 if getattr(cfg, "actor_critic_share_weights", True) else 2
+    return streams * cfg.hidden_size * cfg.rnn_num_layers * (2 if cfg.rnn_type == "lstm" else 1)
 
 
 def estimate_memory(

@@ -7,8 +7,10 @@ Two other sources are moved there by a wrapper:
 
 - `info["action_mask"]` of `reset`/`step` (gymnasium's toy-text envs, many custom envs):
   `--env_wrappers=surge.envs.action_masks:InfoActionMask`;
-- rl_games' env API, `has_action_mask()` / `get_action_mask()`: `SingleAgentAsMultiAgent` wraps
-  such an env in `RlGamesActionMask` by itself.
+- rl_games' env API, `has_action_mask()` / `get_action_mask()` (rl_games/common/vecenv.py,
+  read by a2c_common.py's `get_action_masks`): every env surge makes
+  (`surge.envs.registry.make_single_env`, outside `--env_wrappers`) and `SingleAgentAsMultiAgent`
+  wrap such an env in `RlGamesActionMask` by themselves (`wrap_rl_games_mask`).
 
 The trajectory buffers store the mask as the bool entry `obs["action_mask"]` `[S, T+1, num_logits]`
 (carried to the next trajectory with the bootstrap observation, as the other observations are);
@@ -186,3 +188,16 @@ def uses_rl_games_mask(env: Any) -> bool:
     """True for an env of rl_games' API that says it has action masks (`has_action_mask()`)."""
     has = getattr(_rl_games_env(env), "has_action_mask", None)
     return callable(has) and bool(has())
+
+
+def wrap_rl_games_mask(env: Any) -> Any:
+    """`env` in `RlGamesActionMask` when it follows rl_games' mask API (`uses_rl_games_mask`) and
+    its observations do not hold an `action_mask` entry yet (so wrapping twice is a no-op); else
+    `env` itself.
+
+    Raises:
+        EnvError: a masked env whose action space is neither Discrete nor MultiDiscrete.
+    """
+    if uses_rl_games_mask(env) and not has_action_mask(env.observation_space):
+        return RlGamesActionMask(env)
+    return env

@@ -328,6 +328,9 @@ def check_env_spaces(
     if not custom:
         _refuse_unsupported_obs(observation_space, cfg)
     _check_action_space(action_space)
+    from surge.learning.pg_checks import check_action_options
+
+    check_action_options(cfg, action_space)
     check_mask_space(observation_space, action_space)
     boxes = _boxes(observation_space)
     images = cfg.encoder_type != "mlp" and not custom

@@ -55,10 +55,9 @@ class SingleAgentAsMultiAgent:
     is_multiagent = False
 
     def __init__(self, env: gym.Env):
-        from surge.envs.action_masks import RlGamesActionMask, uses_rl_games_mask
+        from surge.envs.action_masks import wrap_rl_games_mask
 
-        if uses_rl_games_mask(env):  # rl_games' has_action_mask()/get_action_mask(): into the obs
-            env = RlGamesActionMask(env)
+        env = wrap_rl_games_mask(env)  # rl_games' has_action_mask()/get_action_mask(): into the obs
         if not has_wrapper(env, RecordEpisodeStatistics):
             env = RecordEpisodeStatistics(env)
         self.env = env

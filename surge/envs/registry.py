@@ -297,7 +297,9 @@ _EXTRAS = {
 
 
 def make_single_env(family: EnvFamily, name: str, cfg: Any, render_mode: str | None = None) -> Any:
-    """One env of `family` (its factory's output) wrapped in `cfg.env_wrappers`.
+    """One env of `family` (its factory's output) wrapped in `cfg.env_wrappers`, then, for an env of
+    rl_games' mask API (`has_action_mask()` True), in `RlGamesActionMask` (its `get_action_mask()`
+    as the observation's `action_mask` entry; `surge.envs.action_masks.wrap_rl_games_mask`).
 
     Raises:
         EnvError: the env needs a package that is not installed (the message names the pip install).
@@ -316,7 +318,9 @@ def make_single_env(family: EnvFamily, name: str, cfg: Any, render_mode: str | N
             f"env {name!r} needs a package that is not installed: {e}"
             + (f" Fix: pip install {missing}" if plain else "")
         ) from e
-    return apply_env_wrappers(env, cfg)
+    from surge.envs.action_masks import wrap_rl_games_mask
+
+    return wrap_rl_games_mask(apply_env_wrappers(env, cfg))
 
 
 def make_env(cfg: Any, render_mode: str | None = None, env_name: str | None = None) -> Any:

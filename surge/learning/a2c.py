@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 import gymnasium as gym
+import torch
 from torch import Tensor, nn
 
 from surge.cfg.config import Config, minibatches_to_accumulate
@@ -99,7 +100,9 @@ class A2CLearner(LearnerBase):
         T = b["rewards"].shape[0]
         adv, targets = self._gae_targets(b)  # gae_lambda = 1: n-step returns, bootstrapped
         obs = {k: v[:T] for k, v in b["obs"].items()} if isinstance(b["obs"], dict) else b["obs"][:T]
-        logits, values = model.evaluate(obs, b["rnn_states"][:T], b["dones"], cfg.recurrence)
+        # the core resets its state at episode ends, or nowhere with --zero_rnn_on_done=False
+        rnn_dones = b["dones"] if cfg.zero_rnn_on_done else torch.zeros_like(b["dones"])
+        logits, values = model.evaluate(obs, b["rnn_states"][:T], rnn_dones, cfg.recurrence)
         valids = b["valids"]
         if cfg.normalize_advantage:
             adv = self.normalize_advantages(adv, valids)
@@ -204,6 +207,8 @@ A2C = register_algorithm(
             "vtrace_rho",
             "vtrace_c",
             "kl_loss_coeff",
+            "bounds_loss_coef",
+            "bound_loss_type",
         ),
         metric_tags={
             "loss": "losses/total",

@@ -16,6 +16,8 @@ PPO_METRIC_TAGS = {
     "value_loss": "losses/value_loss",
     "exploration_loss": "losses/exploration_loss",
     "kl_loss": "losses/kl_loss",
+    "bounds_loss": "losses/bounds_loss",
+    "kl": "policy/kl",
     "entropy": "policy/entropy",
     "approx_kl": "policy/approx_kl",
     "clip_fraction": "policy/clip_fraction",

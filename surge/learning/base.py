@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.models.actor_critic import ActorCritic
 from surge.population.hyperparams import PolicyHyperparams
 
@@ -23,10 +24,20 @@ def _never() -> bool:
     return False
 
 
+def shaped_rewards(rewards: Tensor, shift: float, scale: float, clip: float) -> Tensor:
+    """`clamp((rewards + shift) * scale, -clip, clip)`: rl_games' `DefaultRewardsShaper`
+    (rl_games/common/tr_helpers.py: shift_value, then scale_value, then min_val/max_val), the
+    shift added only when it is not 0. `rewards` any shape, float32; returns a new tensor."""
+    if shift:
+        rewards = rewards + shift
+    return (rewards * scale).clamp(-clip, clip)
+
+
 def learning_rate(cfg: Config, env_frames: int, base_lr: float | None = None) -> float:
     """Learning rate at `env_frames` under `cfg.lr_schedule` (constant or linear decay to 0 at
     `train_for_env_steps`), from `base_lr` (default `cfg.learning_rate`; a learner passes its
-    policy's own, `PolicyHyperparams.learning_rate`)."""
+    policy's own, `PolicyHyperparams.learning_rate`). The `kl_adaptive_*` schedules are no function
+    of env frames: the learner keeps their rate (`LearnerBase.kl_lr`); here they give `base_lr`."""
     lr = cfg.learning_rate if base_lr is None else base_lr
     if cfg.lr_schedule == "linear_decay":
         return lr * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
@@ -101,6 +112,17 @@ class LearnerBase:
         #: saved, restored and rolled back with the optimizers. The default schedule of
         #: `--lr_schedule` is a function of env frames (`set_learning_rate`), not one of these
         self.schedulers: dict[str, Any] = {}
+        #: the KL-adaptive learning rate (`--lr_schedule=kl_adaptive_*`, `surge.learning.kl_adaptive`),
+        #: None under the other schedules; saved in `state_dict` as "kl_adaptive_lr"
+        self.kl_lr: KLAdaptiveLR | None = None
+        if cfg.lr_schedule in ("kl_adaptive_minibatch", "kl_adaptive_epoch"):
+            self.kl_lr = KLAdaptiveLR(
+                self.hp.learning_rate,
+                cfg.lr_schedule_kl_threshold,
+                cfg.lr_adaptive_min,
+                cfg.lr_adaptive_max,
+                per_epoch=cfg.lr_schedule == "kl_adaptive_epoch",
+            )
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
@@ -114,7 +136,8 @@ class LearnerBase:
     def state_dict(self) -> dict[str, Any]:
         """Every optimizer's state (`optimizers`: {name: its `state_dict()`}), every scheduler's
         (`schedulers`, when the learner has any), `policy_version` and
-        the policy's hyper-parameters (`hyperparams`, a dict of floats); the acting module's and the
+        the policy's hyper-parameters (`hyperparams`, a dict of floats), the KL-adaptive learning
+        rate (`kl_adaptive_lr`, under `--lr_schedule=kl_adaptive_*`); the acting module's and the
         learner modules' states are saved beside it (`surge.runtime.placement.policy_state`)."""
         out = {
             "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
@@ -123,6 +146,8 @@ class LearnerBase:
         }
         if self.schedulers:
             out["schedulers"] = {name: sched.state_dict() for name, sched in self.schedulers.items()}
+        if self.kl_lr is not None:
+            out["kl_adaptive_lr"] = self.kl_lr.state_dict()
         return out
 
     def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
@@ -159,6 +184,10 @@ class LearnerBase:
             self.schedulers[name].load_state_dict(sched_state)
         if "hyperparams" in state:
             self.set_hyperparams(state["hyperparams"])
+        if self.kl_lr is not None and "kl_adaptive_lr" in state:
+            # after the hyper-parameters, whose learning_rate would restart the adaptation
+            self.kl_lr.load_state_dict(state["kl_adaptive_lr"])
+            self._set_lr(self.kl_lr.lr)
         self.policy_version = self.policy_version + 1 if keep_version else int(state["policy_version"])
 
     def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
@@ -170,17 +199,34 @@ class LearnerBase:
             ValueError: an unknown name or a value out of range (nothing changed).
         """
         changed = self.hp.update(values)
+        if self.kl_lr is not None and "learning_rate" in changed:
+            # a new learning_rate (PBT, a command) restarts the KL adaptation from it
+            self.kl_lr.lr = self.hp.learning_rate
         for group in self.optimizer.param_groups:
             group["betas"] = (self.hp.adam_beta1, self.hp.adam_beta2)
-            group["lr"] = self.hp.learning_rate
+            group["lr"] = self.hp.learning_rate if self.kl_lr is None else self.kl_lr.lr
         return changed
+
+    def _set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
 
     def set_learning_rate(self, env_frames: int) -> float:
         """Sets the optimizer's learning rate for `env_frames` (the schedule, from the policy's
-        own `hp.learning_rate`); returns it."""
-        lr = learning_rate(self.cfg, env_frames, self.hp.learning_rate)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
+        own `hp.learning_rate`; the KL-adaptive one's current rate); returns it."""
+        if self.kl_lr is not None:
+            lr = self.kl_lr.lr
+        else:
+            lr = learning_rate(self.cfg, env_frames, self.hp.learning_rate)
+        self._set_lr(lr)
+        return lr
+
+    def adapt_learning_rate(self, kl: float) -> float:
+        """KL-adaptive schedules: applies rl_games' rule to the measured `kl` (`KLAdaptiveLR.update`)
+        and sets the optimizer's rate; returns it."""
+        assert self.kl_lr is not None
+        lr = self.kl_lr.update(kl)
+        self._set_lr(lr)
         return lr
 
     # ---------------------------------------------------------------------------------------
@@ -191,7 +237,7 @@ class LearnerBase:
 
         Returns the algorithm's own fields under their buffer names, and: obs `[T+1, N, ...]`,
         rnn_states `[T+1, N, state]`, actions `[T, N, ...]`, rewards `[T, N]` float32 (scaled by
-        `reward_scale`, clipped to `reward_clip`), dones `[T, N]` float32 (terminated or
+        `reward_scale` after `reward_shift`, clipped to `reward_clip`: `shaped_rewards`), dones `[T, N]` float32 (terminated or
         truncated), trunc `[T, N]` float32 (truncated and not terminated), is_active `[T, N]` bool,
         behavior_version `[T, N]` int64 and, with several policies, acting_policy `[T, N]` int8.
         """
@@ -199,7 +245,7 @@ class LearnerBase:
         data = self.buffers.gather(slots)
         d = {k: tree_map(lambda x: x.transpose(0, 1).to(dev, non_blocking=True), v) for k, v in data.items()}
         terminated, truncated = d.pop("terminated"), d.pop("truncated")
-        d["rewards"] = (d["rewards"] * cfg.reward_scale).clamp(-cfg.reward_clip, cfg.reward_clip)
+        d["rewards"] = shaped_rewards(d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip)
         d["dones"] = (terminated | truncated).float()
         d["trunc"] = (truncated & ~terminated).float()
         d["behavior_version"] = d.pop("policy_version")
@@ -258,14 +304,17 @@ class LearnerBase:
     @torch.no_grad()
     def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
         """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value
-        (GAE, Schulman et al. 2016, eq. 16; a truncated step is bootstrapped with its own value)."""
+        (GAE, Schulman et al. 2016, eq. 16; a truncated step is bootstrapped with its own value
+        under `value_bootstrap`, else it ends the episode as a termination would)."""
         hp, T = self.hp, b["rewards"].shape[0]
         last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
         zeros = torch.zeros_like(b["dones"][:1])
         _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
         old = self._denormalized(b["old_values"])
         values = torch.cat([old, self._denormalized(boot)], dim=0)
-        rewards = bootstrap_truncated_rewards(b["rewards"], old, b["trunc"], hp.gamma)
+        rewards = b["rewards"]
+        if self.cfg.value_bootstrap:
+            rewards = bootstrap_truncated_rewards(rewards, old, b["trunc"], hp.gamma)
         adv, targets = gae(rewards, values, b["dones"], hp.gamma, hp.gae_lambda)
         return adv, self._normalized_targets(targets, b["valids"])
 

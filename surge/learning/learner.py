@@ -18,7 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
+from surge.algorithms.bounds_loss import action_bounds_loss
+from surge.algorithms.ppo_loss import PPOLossConfig, masked_mean, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
 from surge.data.trajectory import tree_map
 from surge.learning.base import LearnerBase
@@ -68,13 +69,18 @@ class Learner(LearnerBase):
             env_frames: total env frames so far (for the learning-rate schedule).
         Returns:
             mean statistics of the minibatches whose optimizer step was applied (losses, entropy,
-            approx_kl, clip_fraction, grad_norm, lr, policy_lag_min/avg/max in policy versions,
+            approx_kl, clip_fraction, grad_norm, lr (the rate after the batch's last step), kl (the
+            exact KL(current || behavior), under `--lr_schedule=kl_adaptive_*`), bounds_loss (with
+            `--bounds_loss_coef` > 0), policy_lag_min/avg/max in policy versions,
             skipped_updates: steps skipped for a non-finite loss or gradient, ...); when
             `should_stop()` turned True between two steps, the rest of the batch is left and
             stopped_early = 1 with steps_taken and steps_planned.
         """
         cfg = self.cfg
         lr = self.set_learning_rate(env_frames)
+        kl_lr = self.kl_lr
+        if not cfg.zero_rnn_on_done:  # the recurrent state carries over episode ends (acting did too)
+            b["dones_rnn"] = torch.zeros_like(b["dones"])
         self._mask_stale(b)
         self._update_obs_normalizer(b)
         T, N = b["rewards"].shape
@@ -99,6 +105,7 @@ class Learner(LearnerBase):
         planned = cfg.ppo_epochs * -(-num_units // per_mb)
         for _ in range(cfg.ppo_epochs):
             perm = torch.randperm(num_units, device=self.device)
+            epoch_kls: list[Tensor] = []
             for start in range(0, num_units, per_mb):
                 if self.should_stop():  # the run is stopping: leave the rest of the batch
                     break
@@ -106,7 +113,14 @@ class Learner(LearnerBase):
                 mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
                 step_stats = self._step(mb, vtrace_mode=cfg.with_vtrace)
                 (skipped if self.last_step_skipped else stats).append(step_stats)
+                if kl_lr is not None:  # rl_games' adaptive rule (surge.learning.kl_adaptive)
+                    if kl_lr.per_epoch:
+                        epoch_kls.append(step_stats["kl"])
+                    else:
+                        lr = self.adapt_learning_rate(float(step_stats["kl"]))
             else:
+                if kl_lr is not None and kl_lr.per_epoch and epoch_kls:
+                    lr = self.adapt_learning_rate(float(torch.stack(epoch_kls).mean()))
                 continue
             break
         shown = stats or skipped  # the applied steps' statistics (all NaN ones when every step was skipped)
@@ -137,13 +151,19 @@ class Learner(LearnerBase):
             "trunc",
             "valids",
         )
-        return {k: b[k] for k in keys}
+        out = {k: b[k] for k in keys}
+        if "dones_rnn" in b:
+            out["dones_rnn"] = b["dones_rnn"]
+        return out
 
     def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
         adv, targets = self._gae_targets(b)
         T, L = b["rewards"].shape[0], self.cfg.recurrence
         out = {"advantages": to_chunks(adv, L), "targets": to_chunks(targets, L)}
-        for k in ("actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"):
+        keys = ["actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"]
+        if "dones_rnn" in b:
+            keys.append("dones_rnn")
+        for k in keys:
             out[k] = to_chunks(b[k], L)
         out["obs"] = tree_map(lambda x: to_chunks(x[:T], L), b["obs"])
         out["rnn_states"] = to_chunks(b["rnn_states"][:T], L)
@@ -152,16 +172,20 @@ class Learner(LearnerBase):
     def _step(self, mb: dict[str, Any], vtrace_mode: bool) -> dict[str, Tensor]:
         cfg, model = self.cfg, self.model
         L = mb["valids"].shape[0]
+        # where the core resets its state: episode ends, or nowhere with --zero_rnn_on_done=False
+        rnn_dones = mb.get("dones_rnn", mb["dones"])
         if vtrace_mode:
-            dones_in = torch.cat([mb["dones"], torch.zeros_like(mb["dones"][:1])], dim=0)
+            dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
             logits, values_all = model.evaluate(mb["obs"], mb["rnn_states"], dones_in, cfg.recurrence)
             logits, values = logits[:L], values_all[:L]
         else:
-            logits, values = model.evaluate(mb["obs"], mb["rnn_states"], mb["dones"], cfg.recurrence)
+            logits, values = model.evaluate(mb["obs"], mb["rnn_states"], rnn_dones, cfg.recurrence)
         if vtrace_mode:
             with torch.no_grad():
                 v = self._denormalized(values_all.detach())
-                rewards = bootstrap_truncated_rewards(mb["rewards"], v[:L], mb["trunc"], self.hp.gamma)
+                rewards = mb["rewards"]
+                if cfg.value_bootstrap:
+                    rewards = bootstrap_truncated_rewards(rewards, v[:L], mb["trunc"], self.hp.gamma)
                 log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]
                 targets, adv = vtrace(
                     rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c
@@ -173,18 +197,30 @@ class Learner(LearnerBase):
         if cfg.normalize_advantage:
             adv = self.normalize_advantages(adv, valids)
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+        dist, behavior_dist = model.distribution(flat(logits)), model.distribution(flat(mb["logits"]))
+        flat_valids = flat(valids)
         loss, stats = ppo_loss(
-            model.distribution(flat(logits)),
-            model.distribution(flat(mb["logits"])),
+            dist,
+            behavior_dist,
             flat(mb["actions"]),
             flat(mb["behavior_log_probs"]),
             flat(adv),
             flat(values),
             flat(mb["old_values"]),
             flat(targets),
-            flat(valids),
+            flat_valids,
             self.loss_cfg,
         )
+        if cfg.bounds_loss_coef > 0.0:  # Gaussian heads only (refused for others before the start)
+            count = flat_valids.sum().clamp(min=1.0)
+            b_loss = masked_mean(action_bounds_loss(dist.mode(), cfg.bound_loss_type), flat_valids, count)
+            b_loss = b_loss * cfg.bounds_loss_coef
+            loss = loss + b_loss
+            stats["bounds_loss"] = b_loss.detach()
+        if self.kl_lr is not None:
+            with torch.no_grad():  # KL(current || behavior) as rl_games' policy_kl (kl_adaptive)
+                count = flat_valids.sum().clamp(min=1.0)
+                stats["kl"] = masked_mean(dist.kl(behavior_dist), flat_valids, count)
         grad_norm = self.apply_gradients(loss)
         stats.update(
             loss=loss.detach(),

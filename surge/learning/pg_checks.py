@@ -5,9 +5,11 @@ command lines and saved cfg.json files keep working."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from surge.errors import ConfigError
+from surge.models.model_checks import ACTOR_CRITIC_MODEL_PARAMS
 
 #: core flags only the policy-gradient learners read: an off-policy algorithm lists them in its
 #: `Algorithm.unused_params` (the run's log then reports them when they are set)
@@ -25,7 +27,17 @@ POLICY_GRADIENT_PARAMS = (
     "kl_loss_coeff",
     "normalize_advantage",
     "normalize_returns",
+    "value_bootstrap",
+    "bounds_loss_coef",
+    "bound_loss_type",
+    *ACTOR_CRITIC_MODEL_PARAMS,
 )
+
+#: algorithms whose learner measures the KL that `--lr_schedule=kl_adaptive_*` adapts the rate to
+KL_ADAPTIVE_ALGOS = ("APPO",)
+#: algorithms whose actions `--rescale_actions` may map (a Gaussian head's raw samples) and whose
+#: learner honours `--zero_rnn_on_done=False` (APPO, A2C)
+POLICY_GRADIENT_ALGOS = ("APPO", "A2C")
 
 #: coefficients where a negative value inverts what the flag is for
 _NON_NEGATIVE = {
@@ -89,3 +101,99 @@ def check_ppo_flags(cfg: Any) -> None:
             "they change sign.",
             "pass --vtrace_c >= 0, e.g. 1 (IMPALA's default; 0 gives one-step targets).",
         )
+
+
+def check_rl_games_options(cfg: Any) -> None:
+    """rl_games' PPO options (docs/ppo_options.md), for every algorithm: the KL-adaptive schedule's
+    threshold > 0 and 0 < lr_adaptive_min <= lr_adaptive_max, and only with an algorithm that
+    measures the KL (`KL_ADAPTIVE_ALGOS`); `bounds_loss_coef` >= 0; `reward_shift` and
+    `score_to_win` finite; `rescale_actions` and `zero_rnn_on_done=False` (with an RNN) only for
+    `POLICY_GRADIENT_ALGOS`.
+
+    Raises:
+        ConfigError: naming the first flag out of range or unsupported and how to fix it.
+    """
+    adaptive = str(cfg.lr_schedule).startswith("kl_adaptive")
+    if adaptive and cfg.algo not in KL_ADAPTIVE_ALGOS:
+        raise ConfigError(
+            "lr_schedule",
+            f"{cfg.lr_schedule} adapts the rate to the KL between the behavior and the current "
+            f"policy, which only {', '.join(KL_ADAPTIVE_ALGOS)} measures (--algo={cfg.algo}).",
+            "pass --lr_schedule=constant or linear_decay, or --algo=APPO.",
+        )
+    if not (math.isfinite(cfg.lr_schedule_kl_threshold) and cfg.lr_schedule_kl_threshold > 0):
+        raise ConfigError(
+            "lr_schedule_kl_threshold",
+            f"must be a finite KL > 0, got {cfg.lr_schedule_kl_threshold}.",
+            "e.g. --lr_schedule_kl_threshold=0.008 (rl_games' kl_threshold).",
+        )
+    lo, hi = cfg.lr_adaptive_min, cfg.lr_adaptive_max
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 < lo <= hi):
+        raise ConfigError(
+            "lr_adaptive_min",
+            f"needs 0 < lr_adaptive_min <= lr_adaptive_max, both finite, got {lo} and {hi}.",
+            "e.g. --lr_adaptive_min=1e-6 --lr_adaptive_max=1e-2 (rl_games' bounds).",
+        )
+    if not (math.isfinite(cfg.bounds_loss_coef) and cfg.bounds_loss_coef >= 0):
+        raise ConfigError(
+            "bounds_loss_coef",
+            f"must be finite and >= 0, got {cfg.bounds_loss_coef} (a negative one pushes the "
+            "action means out of the bounds).",
+            "pass --bounds_loss_coef >= 0 (0: off; rl_games' files use 0.0001).",
+        )
+    if not math.isfinite(cfg.reward_shift):
+        raise ConfigError(
+            "reward_shift", f"must be finite, got {cfg.reward_shift}.", "e.g. --reward_shift=0."
+        )
+    if cfg.score_to_win is not None and not math.isfinite(cfg.score_to_win):
+        raise ConfigError(
+            "score_to_win",
+            f"must be a finite return, got {cfg.score_to_win}.",
+            "pass a return, or leave it unset (None: never stop on the score).",
+        )
+    if cfg.rescale_actions and cfg.algo not in POLICY_GRADIENT_ALGOS:
+        raise ConfigError(
+            "rescale_actions",
+            f"--algo={cfg.algo} acts in the action space's own bounds already.",
+            "leave --rescale_actions=False.",
+        )
+    if not cfg.zero_rnn_on_done and cfg.use_rnn and cfg.algo not in POLICY_GRADIENT_ALGOS:
+        raise ConfigError(
+            "zero_rnn_on_done",
+            f"--algo={cfg.algo}'s learner always resets the recurrent state at episode ends; "
+            "acting would carry it over (the two would disagree).",
+            f"leave --zero_rnn_on_done=True, or use {' or '.join(POLICY_GRADIENT_ALGOS)}.",
+        )
+
+
+def check_action_options(cfg: Any, action_space: Any) -> None:
+    """The options that need a Box action space (a Gaussian head): `bounds_loss_coef` > 0, and
+    `rescale_actions` (finite bounds too). Run with the env's action space before any process
+    starts (`surge.envs.check.check_env_spaces`).
+
+    Raises:
+        ConfigError: naming the flag and the fix.
+    """
+    import gymnasium as gym
+    import numpy as np
+
+    is_box = isinstance(action_space, gym.spaces.Box)
+    if getattr(cfg, "bounds_loss_coef", 0.0) > 0 and not is_box:
+        raise ConfigError(
+            "bounds_loss_coef",
+            f"the bounds loss penalises a Gaussian policy's mean; the env's actions are {action_space}.",
+            "pass --bounds_loss_coef=0 for discrete actions.",
+        )
+    if getattr(cfg, "rescale_actions", False):
+        if not is_box:
+            raise ConfigError(
+                "rescale_actions",
+                f"maps continuous actions; the env's are {action_space}.",
+                "leave it False.",
+            )
+        if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+            raise ConfigError(
+                "rescale_actions",
+                f"maps [-1, 1] onto the action bounds, which are not finite ({action_space}).",
+                "leave it False.",
+            )

@@ -1,6 +1,8 @@
 """The actor-critic: encoder -> core (GRU/LSTM/none) -> policy logits and value.
 
-Two entry points share all weights:
+With `--actor_critic_share_weights=False` the critic has its own encoder and core (rl_games'
+`separate: True`): the stored RNN state is then `[actor's, critic's]` concatenated, and `act` and
+`evaluate` split it. Two entry points, one set of weights:
 - `act` for inference, one step for a batch of agents `[B, ...]`;
 - `evaluate` for learning, whole trajectories `[T, B, ...]` (time-major) with truncated BPTT.
 """
@@ -19,14 +21,16 @@ from torch.nn.utils import parametrize
 
 from surge.envs.action_masks import MASK_KEY, has_action_mask, model_obs_space, split_obs, unwrapped_key
 from surge.errors import ConfigError
-from surge.models.cores import make_core
+from surge.models.body import make_body
 from surge.models.distributions import (
     ActionDistribution,
     apply_action_mask,
     make_distribution,
     num_action_logits,
 )
-from surge.models.encoders import make_encoder
+from surge.models.encoders import ACTIVATIONS
+from surge.models.initializers import init_weight
+from surge.models.model_checks import check_model_flags
 from surge.models.normalization import RunningMeanStd, make_obs_normalizer
 
 Obs = Tensor | dict[str, Tensor]
@@ -67,7 +71,9 @@ class _StripMask(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """Shared-weights actor-critic for one agent's observation and action spaces.
+    """Actor-critic for one agent's observation and action spaces: shared weights (the default),
+    or a separate critic stream (`critic_encoder`, `critic_core`) when
+    `actor_critic_share_weights=False`; `rnn_state_size` is then the sum of both cores' states.
 
     An observation space with an `action_mask` entry (`surge.envs.action_masks`) is split: the
     encoder sees the rest, the mask sets illegal actions' logits to `MASKED_LOGIT` in `act` and
@@ -76,13 +82,16 @@ class ActorCritic(nn.Module):
 
     def __init__(self, cfg: Any, obs_space: gym.Space, action_space: gym.Space):
         super().__init__()
-        if not cfg.actor_critic_share_weights:
-            raise ConfigError(
-                "actor_critic_share_weights",
-                "separate actor and critic networks are not supported yet.",
-                "leave it True (the default).",
-            )
+        check_model_flags(cfg)
         self.action_space = action_space
+        self.is_gaussian = isinstance(action_space, gym.spaces.Box)
+        mu_activation = cfg.mu_activation
+        if mu_activation != "none" and not self.is_gaussian:
+            raise ConfigError(
+                "mu_activation",
+                f"applies to the mean of a Gaussian policy; the action space is {action_space}.",
+                "pass --mu_activation=none.",
+            )
         self.has_action_mask = has_action_mask(obs_space)
         self._obs_key = unwrapped_key(obs_space)  # the one other entry of a masked Dict, or None
         obs_space = model_obs_space(obs_space)
@@ -96,17 +105,25 @@ class ActorCritic(nn.Module):
         if self.obs_normalizer is not None:  # images arrive scaled and standardised
             cfg = dataclasses.replace(cfg, obs_subtract_mean=0.0, obs_scale=1.0)
         self.returns_normalizer = RunningMeanStd((), clip=1e9) if cfg.normalize_returns else None
-        self.encoder = make_encoder(cfg, obs_space)
-        self.core = make_core(
-            cfg.use_rnn, self.encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers
-        )
-        self.rnn_state_size: int = int(self.core.state_size)
+        # actor (or shared) stream: parameter names encoder.*, core.* as before these options
+        actor = make_body(cfg, obs_space)
+        self.encoder, self.core, self.post_core = actor.encoder, actor.core, actor.post
+        self.separate = not cfg.actor_critic_share_weights
+        self._actor_state_size = int(self.core.state_size)
+        self.rnn_state_size: int = self._actor_state_size
+        critic_out = actor.out_size
+        if self.separate:  # rl_games' separate: True; the RNN state is [actor's, critic's]
+            critic = make_body(cfg, obs_space)
+            self.critic_encoder, self.critic_core = critic.encoder, critic.core
+            self.critic_post_core = critic.post
+            self.rnn_state_size += int(self.critic_core.state_size)
+            critic_out = critic.out_size
         self.num_logits = num_action_logits(action_space)
-        self.is_gaussian = isinstance(action_space, gym.spaces.Box)
         self.adaptive_stddev = bool(cfg.adaptive_stddev)
+        self.mu_act: nn.Module | None = None if mu_activation == "none" else ACTIVATIONS[mu_activation]()
         head_out = self.num_logits // 2 if self.is_gaussian and not self.adaptive_stddev else self.num_logits
-        self.policy_head = nn.Linear(self.core.out_size, head_out)
-        self.value_head = nn.Linear(self.core.out_size, 1)
+        self.policy_head = nn.Linear(actor.out_size, head_out)
+        self.value_head = nn.Linear(critic_out, 1)
         if self.is_gaussian and not self.adaptive_stddev:
             init = float(torch.tensor(cfg.initial_stddev).log())
             self.log_std = nn.Parameter(torch.full((self.num_logits // 2,), init))
@@ -117,12 +134,20 @@ class ActorCritic(nn.Module):
         # state_dict keys and values do not, so checkpoints load either way.
         self.to(memory_format=torch.channels_last)
 
+    def _encoder_like_layers(self) -> set[int]:
+        """ids of the modules `encoder_initialization` governs: the encoders, and the MLP layers
+        `--rnn_before_mlp` moved after the core."""
+        parts = [self.encoder, self.post_core]
+        if self.separate:
+            parts += [self.critic_encoder, self.critic_post_core]
+        return {id(m) for part in parts if part is not None for m in part.modules()}
+
     def _initialize(self, cfg: Any) -> None:
-        """Biases start at 0; weights as `policy_initialization` (the encoder's as
-        `encoder_initialization`); the action and value heads orthogonal with gains
+        """Biases start at 0; weights as `policy_initialization` (`surge.models.initializers`; the
+        encoder's as `encoder_initialization`); the action and value heads orthogonal with gains
         `action_head_init_gain` and 1, unless `policy_initialization=torch_default`."""
         encoder_default = cfg.encoder_initialization == "torch_default"
-        encoder_layers = {id(m) for m in self.encoder.modules()}
+        encoder_layers = self._encoder_like_layers()
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):
                 weight = (
@@ -135,10 +160,7 @@ class ActorCritic(nn.Module):
                     encoder_default and id(m) in encoder_layers
                 ):
                     continue
-                if cfg.policy_initialization == "orthogonal":
-                    nn.init.orthogonal_(weight, gain=cfg.policy_init_gain)
-                else:
-                    nn.init.xavier_uniform_(weight, gain=cfg.policy_init_gain)
+                init_weight(weight, cfg.policy_initialization, cfg.policy_init_gain)
         if cfg.policy_initialization != "torch_default":
             nn.init.orthogonal_(self.policy_head.weight, gain=cfg.action_head_init_gain)
             nn.init.orthogonal_(self.value_head.weight, gain=1.0)
@@ -155,16 +177,55 @@ class ActorCritic(nn.Module):
             return obs, stored if action_mask is None else action_mask
         return obs, action_mask
 
-    def _encode(self, obs: Obs) -> Tensor:
-        if self.obs_normalizer is not None:
-            obs = self.obs_normalizer(obs)
-        return self.encoder(obs)
+    def _normalize(self, obs: Obs) -> Obs:
+        return obs if self.obs_normalizer is None else self.obs_normalizer(obs)
 
-    def _heads(self, x: Tensor) -> tuple[Tensor, Tensor]:
+    def _encode(self, obs: Obs) -> Tensor:
+        """The actor's (or shared) encoder features `[B, encoder.out_size]` of raw observations."""
+        return self.encoder(self._normalize(obs))
+
+    @staticmethod
+    def _step(
+        body: tuple[nn.Module, nn.Module, nn.Module | None], obs: Obs, state: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        encoder, core, post = body
+        x, new_state = core.step(encoder(obs), state)
+        return (x if post is None else post(x)), new_state
+
+    @staticmethod
+    def _sequence(
+        body: tuple[nn.Module, nn.Module, nn.Module | None],
+        flat_obs: Obs,
+        T: int,
+        B: int,
+        states: Tensor,
+        dones: Tensor,
+        recurrence: int,
+    ) -> Tensor:
+        encoder, core, post = body
+        x = core.sequence(encoder(flat_obs).view(T, B, -1), states, dones, recurrence)
+        return x if post is None else post(x)
+
+    def _actor_body(self) -> tuple[nn.Module, nn.Module, nn.Module | None]:
+        return self.encoder, self.core, self.post_core
+
+    def _critic_body(self) -> tuple[nn.Module, nn.Module, nn.Module | None]:
+        return self.critic_encoder, self.critic_core, self.critic_post_core
+
+    def _heads(self, x: Tensor, critic_x: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Policy logits `[..., num_logits]` from actor features x `[..., F]` and values `[...]`
+        from `critic_x` (x when the weights are shared). `mu_activation` acts on the Gaussian mean
+        (rl_games' `mu_act(self.mu(out))`)."""
         logits = self.policy_head(x)
+        if self.mu_act is not None:
+            if self.adaptive_stddev:
+                half = self.num_logits // 2
+                logits = torch.cat([self.mu_act(logits[..., :half]), logits[..., half:]], dim=-1)
+            else:
+                logits = self.mu_act(logits)
         if self.is_gaussian and not self.adaptive_stddev:
             logits = torch.cat([logits, self.log_std.expand_as(logits)], dim=-1)
-        return logits, self.value_head(x).squeeze(-1)
+        return logits, self.value_head(x if critic_x is None else critic_x).squeeze(-1)
 
     def distribution(self, logits: Tensor, action_mask: Tensor | None = None) -> ActionDistribution:
         """The action distribution parameterised by `logits` `[..., num_logits]`; `action_mask`
@@ -179,8 +240,16 @@ class ActorCritic(nn.Module):
         `[B, num_logits]` masks the actions), rnn_states `[B, state_size]`, action_mask `[B,
         num_logits]` bool or 0/1 (1 = legal) or None. The returned logits are the masked ones."""
         obs, action_mask = self.split_mask(obs, action_mask)
-        x, new_states = self.core.step(self._encode(obs), rnn_states)
-        logits, values = self._heads(x)
+        obs = self._normalize(obs)
+        if self.separate:
+            n = self._actor_state_size
+            x, actor_states = self._step(self._actor_body(), obs, rnn_states[:, :n])
+            v, critic_states = self._step(self._critic_body(), obs, rnn_states[:, n:])
+            logits, values = self._heads(x, v)
+            new_states = torch.cat([actor_states, critic_states], dim=1)
+        else:
+            x, new_states = self._step(self._actor_body(), obs, rnn_states)
+            logits, values = self._heads(x)
         if action_mask is not None:
             logits = apply_action_mask(self.action_space, logits, action_mask)
         dist = self.distribution(logits)
@@ -210,9 +279,15 @@ class ActorCritic(nn.Module):
         obs, action_mask = self.split_mask(obs, action_mask)
         first = next(iter(obs.values())) if isinstance(obs, dict) else obs
         T, B = first.shape[:2]
-        feats = self._encode(_map_obs(obs, lambda v: v.reshape(T * B, *v.shape[2:])))
-        x = self.core.sequence(feats.view(T, B, -1), rnn_states, dones, recurrence)
-        logits, values = self._heads(x)
+        flat = self._normalize(_map_obs(obs, lambda v: v.reshape(T * B, *v.shape[2:])))
+        if self.separate:
+            n = self._actor_state_size
+            x = self._sequence(self._actor_body(), flat, T, B, rnn_states[..., :n], dones, recurrence)
+            v = self._sequence(self._critic_body(), flat, T, B, rnn_states[..., n:], dones, recurrence)
+            logits, values = self._heads(x, v)
+        else:
+            x = self._sequence(self._actor_body(), flat, T, B, rnn_states, dones, recurrence)
+            logits, values = self._heads(x)
         if action_mask is not None:
             logits = apply_action_mask(self.action_space, logits, action_mask)
         return logits, values

@@ -9,6 +9,7 @@ an MLP, whatever `encoder_type` says (it selects the encoder of images).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -18,9 +19,21 @@ import torch
 from torch import Tensor, nn
 
 from surge.errors import ConfigError, EnvError
+from surge.models.d2rl import D2RLMlp
 from surge.models.normalization import scale_pixels
 
-ACTIVATIONS: dict[str, type[nn.Module]] = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh}
+#: `--nonlinearity` choices (rl_games' activations_factory: swish is silu, None is none)
+ACTIVATIONS: dict[str, type[nn.Module]] = {
+    "elu": nn.ELU,
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "silu": nn.SiLU,
+    "gelu": nn.GELU,
+    "selu": nn.SELU,
+    "softplus": nn.Softplus,
+    "sigmoid": nn.Sigmoid,
+    "none": nn.Identity,
+}
 
 #: (out_channels, kernel, stride) per conv layer
 CONV_LAYERS = {
@@ -48,10 +61,14 @@ class Encoder(nn.Module):
 
 
 def _mlp(
-    in_size: int, sizes: list[int], act: type[nn.Module], spectral: bool = False
-) -> tuple[nn.Sequential, int]:
+    in_size: int, sizes: list[int], act: type[nn.Module], spectral: bool = False, d2rl: bool = False
+) -> tuple[nn.Module, int]:
     """Linear + activation layers; `spectral` wraps each Linear in spectral normalisation
-    (Miyato et al. 2018) through `torch.nn.utils.parametrizations.spectral_norm`."""
+    (Miyato et al. 2018) through `torch.nn.utils.parametrizations.spectral_norm`; `d2rl` makes it a
+    `D2RLMlp` (each layer after the first also takes the MLP's input)."""
+    if d2rl:
+        net = D2RLMlp(in_size, sizes, act, spectral)
+        return net, net.out_size
     layers: list[nn.Module] = []
     for size in sizes:
         linear = nn.Linear(in_size, size)
@@ -66,10 +83,15 @@ class MlpEncoder(Encoder):
     """MLP over flattened vector observations `[B, *shape]` -> `[B, sizes[-1]]`."""
 
     def __init__(
-        self, obs_shape: tuple[int, ...], sizes: list[int], act: type[nn.Module], spectral: bool = False
+        self,
+        obs_shape: tuple[int, ...],
+        sizes: list[int],
+        act: type[nn.Module],
+        spectral: bool = False,
+        d2rl: bool = False,
     ):
         super().__init__()
-        self.net, self.out_size = _mlp(int(np.prod(obs_shape)), sizes, act, spectral)
+        self.net, self.out_size = _mlp(int(np.prod(obs_shape)), sizes, act, spectral, d2rl)
 
     def forward(self, obs: Tensor) -> Tensor:
         return self.net(obs.float().flatten(1))
@@ -91,7 +113,9 @@ class _ImageEncoder(Encoder):
 
     def _head(self, conv_out: int, cfg: Any, act: type[nn.Module]) -> int:
         fc_sizes = [cfg.hidden_size] * cfg.encoder_extra_fc_layers
-        self.fc, out = _mlp(conv_out, fc_sizes, act, spectral=cfg.use_spectral_norm)
+        self.fc, out = _mlp(
+            conv_out, fc_sizes, act, spectral=cfg.use_spectral_norm, d2rl=getattr(cfg, "d2rl", False)
+        )
         return out
 
 
@@ -199,4 +223,40 @@ def make_encoder(cfg: Any, obs_space: gym.Space) -> Encoder:
             return ResnetImpalaEncoder(cfg, shape, act)
         subtype = cfg.encoder_subtype if cfg.encoder_subtype in CONV_LAYERS else "convnet_simple"
         return ConvEncoder(cfg, shape, subtype, act)
-    return MlpEncoder(shape, mlp_sizes(cfg), act, cfg.use_spectral_norm)
+    return MlpEncoder(shape, mlp_sizes(cfg), act, cfg.use_spectral_norm, getattr(cfg, "d2rl", False))
+
+
+def fc_sizes_after_trunk(cfg: Any, obs_space: gym.Space) -> list[int]:
+    """The fully connected layers `make_encoder` puts after the observation's trunk (the flattened
+    vector, or the conv stack): `mlp_sizes(cfg)` for vector observations,
+    `[hidden_size] * encoder_extra_fc_layers` for images. `make_trunk` builds the encoder without them
+    (`--rnn_before_mlp` runs the core between the two).
+
+    Raises:
+        ConfigError: a custom encoder or a Dict observation space (their layers are not split).
+    """
+    if cfg.encoder_custom or isinstance(obs_space, gym.spaces.Dict):
+        what = f"--encoder_custom={cfg.encoder_custom}" if cfg.encoder_custom else "a Dict observation space"
+        raise ConfigError(
+            "rnn_before_mlp",
+            f"{what} has no MLP layers surge can move after the RNN.",
+            "pass --rnn_before_mlp=False (the RNN then runs after the whole encoder).",
+        )
+    shape = tuple(obs_space.shape or ())
+    if len(shape) == 3 and cfg.encoder_type != "mlp":
+        return [int(cfg.hidden_size)] * int(cfg.encoder_extra_fc_layers)
+    return mlp_sizes(cfg)
+
+
+def make_trunk(cfg: Any, obs_space: gym.Space) -> Encoder:
+    """`make_encoder`'s encoder without its fully connected layers (`fc_sizes_after_trunk`):
+    `[B, *obs_shape]` -> `[B, out_size]` (the flattened observation, or the conv output).
+
+    Raises:
+        ConfigError: as `fc_sizes_after_trunk`.
+    """
+    fc_sizes_after_trunk(cfg, obs_space)
+    shape = tuple(obs_space.shape or ())
+    if len(shape) == 3 and cfg.encoder_type != "mlp":
+        return make_encoder(dataclasses.replace(cfg, encoder_extra_fc_layers=0), obs_space)
+    return MlpEncoder(shape, [], ACTIVATIONS[cfg.nonlinearity])

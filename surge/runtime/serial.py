@@ -220,7 +220,7 @@ class _OptimizerSnapshot:
 class BatchSnapshot:
     """What training one batch changes: the acting module's state (weights, normalisers), every
     learner module's (critics, target networks), every optimizer's and scheduler's state
-    (`LearnerBase.optimizers`, `LearnerBase.schedulers`),
+    (`LearnerBase.optimizers`, `LearnerBase.schedulers`), the KL-adaptive learning rate,
     `policy_version` and the RNG streams, copied into tensors allocated once (a copy per batch of
     3x the parameters' bytes with Adam, no allocation), so a batch a stop interrupts can be undone."""
 
@@ -230,6 +230,7 @@ class BatchSnapshot:
         self.optimizers: dict[str, _OptimizerSnapshot] = {}
         self.schedulers: dict[str, dict[str, Any]] = {}  # scheduler -> its state_dict (a few numbers)
         self.policy_version = self.skipped_updates = 0
+        self.kl_lr: dict[str, Any] | None = None  # the KL-adaptive rate's state (`LearnerBase.kl_lr`)
         self.rng: dict[str, Any] = {}
 
     @staticmethod
@@ -250,6 +251,7 @@ class BatchSnapshot:
             self.optimizers.setdefault(name, _OptimizerSnapshot()).take(opt)
         self.schedulers = {name: copy.deepcopy(s.state_dict()) for name, s in learner.schedulers.items()}
         self.policy_version, self.skipped_updates = learner.policy_version, learner.skipped_updates
+        self.kl_lr = learner.kl_lr.state_dict() if learner.kl_lr is not None else None
         self.rng = rng_state()
 
     def restore(self, model: torch.nn.Module, learner: LearnerBase) -> None:
@@ -261,6 +263,8 @@ class BatchSnapshot:
         for name, sched in learner.schedulers.items():
             sched.load_state_dict(copy.deepcopy(self.schedulers[name]))
         learner.policy_version, learner.skipped_updates = self.policy_version, self.skipped_updates
+        if learner.kl_lr is not None and self.kl_lr is not None:
+            learner.kl_lr.load_state_dict(self.kl_lr)  # the optimizer's lr came back with its groups
         set_rng_state(self.rng)
 
 

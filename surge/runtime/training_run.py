@@ -400,8 +400,26 @@ class TrainingRun:
         if report.data_parallel_stopped:  # another rank stopped training
             log.info("Data parallel: another rank stopped training; this rank stops too.")
             return False
+        if cfg.score_to_win is not None and report.episodes and self._won():
+            return False
         elapsed = self.train_seconds_before + time.time() - self.start_time
         return m.env_frames < self.budget and elapsed < cfg.train_for_seconds
+
+    def _won(self) -> bool:
+        """`--score_to_win`: True (and says so in the log) once policy 0's last `stats_avg` episodes
+        (a full window) have a mean true return >= score_to_win (rl_games' score_to_win)."""
+        cfg, ps, score = self.cfg, self.monitor.policies[0], self.cfg.score_to_win
+        if score is None or len(ps.returns) < cfg.stats_avg or ps.mean_return() < score:
+            return False
+        log.info(
+            "Stopping: policy 0's mean return over its last %d episodes is %.3f >= --score_to_win=%s "
+            "(after %d env frames).",
+            len(ps.returns),
+            ps.mean_return(),
+            cfg.score_to_win,
+            self.monitor.env_frames,
+        )
+        return True
 
     def _make_pbt(self) -> PopulationBasedTraining | None:
         """The PBT controller with `--with_pbt` (resumed from `pbt_state.json`), after it sent

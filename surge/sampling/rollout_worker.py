@@ -52,6 +52,7 @@ from surge.envs.batched import BatchedInfo
 from surge.errors import EnvError
 from surge.population.objective import TRUE_REWARD, episode_statistic
 from surge.population.shaping import WorkerShaping
+from surge.sampling.env_actions import BoxActionMap
 from surge.sampling.env_state import load_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
@@ -223,6 +224,13 @@ class RolloutWorker:
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
         self.num_agents = env0.num_agents
         self.is_box_action = isinstance(self.action_space, gym.spaces.Box)
+        self.box_action_map = (
+            BoxActionMap(self.action_space.low, self.action_space.high, cfg.clip_actions, cfg.rescale_actions)
+            if self.is_box_action
+            else None
+        )
+        # --zero_rnn_on_done=False: the recurrent state carries over episode ends
+        self.zero_rnn_on_done = bool(cfg.zero_rnn_on_done)
         self.is_batched = bool(getattr(env0, "is_batched", False))
         self.splits: list[SplitState] = []
         for s_idx, (envs, pool) in enumerate(zip(env_splits, slot_pools, strict=True)):
@@ -397,11 +405,8 @@ class RolloutWorker:
 
     def _env_actions(self, split: SplitState) -> np.ndarray:
         actions = self.buffers.actions[split.index, split.t].numpy()
-        if self.is_box_action:
-            space = self.action_space
-            actions = np.clip(actions, space.low.reshape(-1), space.high.reshape(-1)).reshape(
-                -1, *space.shape
-            )
+        if self.box_action_map is not None:  # clipped and/or rescaled (surge.sampling.env_actions)
+            actions = self.box_action_map(actions).reshape(-1, *self.action_space.shape)
         return actions
 
     def advance(self, split_idx: int) -> Tensor | None:
@@ -440,7 +445,8 @@ class RolloutWorker:
         done = terminated | truncated
         if done.any():
             split.random_start[done] = False
-            buf["rnn_states"][split.np_slots[done], t + 1] = 0.0
+            if self.zero_rnn_on_done:
+                buf["rnn_states"][split.np_slots[done], t + 1] = 0.0
             if self.mapper is not None:
                 split.agent_episode[done] += 1
                 self._map_policies(split, done)

@@ -1,4 +1,4 @@
-"""The engine's packages (surge/cfg, surge/runtime, surge/learning, surge/population, surge/replay, surge/algorithms: `[tool.mypy]` in pyproject.toml)
+"""The engine's packages (surge/cfg, surge/runtime, surge/learning, surge/population, surge/replay, surge/algorithms, surge/export: `[tool.mypy]` in pyproject.toml)
 type-check clean with mypy."""
 
 import subprocess

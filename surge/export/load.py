@@ -1,0 +1,138 @@
+"""The experiment `surge export` reads: its config, one agent's spaces and the checkpointed
+acting module of one policy (the checkpoint `surge enjoy` would play: --load_checkpoint_kind
+latest or best)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from surge.errors import ConfigError, SurgeError
+
+if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (bad input fails fast)
+    import gymnasium as gym
+    from torch import nn
+
+#: the algorithms whose acting module is an actor-critic with `act` (what `ExportablePolicy` wraps)
+SUPPORTED_ALGOS = ("APPO", "A2C")
+
+
+@dataclass
+class LoadedPolicy:
+    """What `load_policy` returns: the run's config, one agent's observation and action spaces,
+    the acting module (eval mode, on the CPU) and the checkpoint file its weights came from."""
+
+    cfg: Any
+    obs_space: gym.Space
+    action_space: gym.Space
+    model: nn.Module
+    checkpoint: Path
+
+
+def _experiments(train_dir: Path) -> list[str]:
+    if not train_dir.is_dir():
+        return []
+    return sorted(p.name for p in train_dir.iterdir() if p.is_dir() and (p / "cfg.json").is_file())
+
+
+def saved_values(train_dir: str, experiment: str) -> dict[str, Any]:
+    """The experiment's saved config (`train_dir/experiment/cfg.json`) as a flat dict.
+
+    Raises:
+        ConfigError: no such experiment (the message lists those in `train_dir`), or an
+            experiment trained with an algorithm other than `SUPPORTED_ALGOS`.
+    """
+    from surge.cfg.validate import check_experiment_name
+
+    check_experiment_name(train_dir, experiment)
+    path = Path(train_dir) / experiment / "cfg.json"
+    if not path.is_file():
+        names = _experiments(Path(train_dir))
+        shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+        there = f"it holds {shown}" if names else "it holds no experiment"
+        if not Path(train_dir).is_dir():
+            there = "it does not exist"
+        raise ConfigError(
+            "experiment",
+            f"no experiment {experiment!r} in --train_dir={train_dir} ({path} not found; {there}).",
+            "pass the --experiment and --train_dir of a trained run (surge train --env=ENV "
+            f"--experiment={experiment} trains one).",
+        )
+    values = json.loads(path.read_text())
+    algo = values.get("algo", "APPO")
+    if algo not in SUPPORTED_ALGOS:
+        raise ConfigError(
+            "experiment",
+            f"{experiment!r} was trained with --algo={algo}; surge export writes the actor-critic "
+            f"policies of policy-gradient algorithms only ({', '.join(SUPPORTED_ALGOS)}).",
+            "export an experiment trained with " + " or ".join(f"--algo={a}" for a in SUPPORTED_ALGOS) + ".",
+        )
+    return values
+
+
+def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: str = "latest") -> LoadedPolicy:
+    """Loads policy `policy_index` of the experiment from its newest `kind` ("latest" or "best")
+    checkpoint, its spaces from one env made with the run's config.
+
+    Raises:
+        ConfigError: see `saved_values`; a policy index the run does not have; no checkpoint of
+            that kind (the message says whether the other kind exists).
+        SurgeError: the checkpoint exists but does not load.
+    """
+    values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
+    from surge.cfg.cli import parse_cfg
+    from surge.envs.registry import make_env
+    from surge.experiment.checkpoint import CheckpointManager
+    from surge.experiment.folder import ExperimentFolder
+    from surge.learning.algorithm import get_algorithm
+
+    num_policies = int(values.get("num_policies", 1))
+    if not 0 <= policy_index < num_policies:
+        raise ConfigError(
+            "policy_index",
+            f"{experiment!r} trained {num_policies} polic{'y' if num_policies == 1 else 'ies'}, "
+            f"there is no policy {policy_index}.",
+            f"pass --policy_index between 0 and {num_policies - 1}.",
+        )
+    cfg = parse_cfg(
+        [
+            f"--env={values['env']}",
+            f"--experiment={experiment}",
+            f"--train_dir={train_dir}",
+            f"--policy_index={policy_index}",
+            f"--load_checkpoint_kind={kind}",
+        ],
+        evaluation=True,
+    )
+    ckpts = CheckpointManager(ExperimentFolder(cfg).checkpoints(policy_index))
+    path = ckpts.latest(kind)
+    if path is None:
+        other = "best" if kind == "latest" else "latest"
+        has_other = ckpts.latest(other) is not None
+        raise ConfigError(
+            "load_checkpoint_kind" if has_other else "experiment",
+            f"{experiment!r} has no {kind} checkpoint in {ckpts.folder}"
+            + (
+                f", but it has a {other} one."
+                if has_other
+                else " (a run stopped before its first save has none)."
+            ),
+            f"pass --load_checkpoint_kind={other}."
+            if has_other
+            else "train it longer (the same command resumes it).",
+        )
+    state = ckpts.load(kind, path=path)
+    if state is None:
+        raise SurgeError(f"could not load the checkpoint {path} (the warnings above say why).")
+    cfg.batched_sampling = False
+    env = make_env(cfg)
+    try:
+        obs_space, action_space = env.observation_space, env.action_space
+    finally:
+        env.close()
+    model = get_algorithm(cfg.algo).make_model(cfg, obs_space, action_space).acting
+    model.load_state_dict(state["model"])
+    model.eval()
+    return LoadedPolicy(cfg, obs_space, action_space, model, path)

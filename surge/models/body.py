@@ -1,0 +1,52 @@
+"""The trunk of one actor-critic stream: encoder -> core (GRU/LSTM/none) -> post-core layers.
+
+The post-core layers exist only when a flag asks for them (rl_games' `A2CBuilder.Network`, rnn
+options): `--rnn_layer_norm` puts a LayerNorm on the RNN's output, `--rnn_before_mlp` moves the
+encoder's fully connected layers after the RNN (the RNN then reads the flattened observation or the
+conv output). With neither, the body is today's encoder and core, with today's parameter names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from torch import nn
+
+from surge.models.cores import make_core
+from surge.models.encoders import ACTIVATIONS, Encoder, _mlp, fc_sizes_after_trunk, make_encoder, make_trunk
+
+
+@dataclass
+class Body:
+    """encoder `[B, *obs] -> [B, encoder.out_size]`; core (`step`, `sequence`, `state_size`);
+    post `[..., core.out_size] -> [..., out_size]` or None (identity)."""
+
+    encoder: Encoder
+    core: nn.Module
+    post: nn.Module | None
+    out_size: int
+
+
+def make_body(cfg: Any, obs_space: gym.Space) -> Body:
+    """The encoder, core and post-core layers for `cfg` (see the module's docstring).
+
+    Raises:
+        ConfigError: `rnn_before_mlp` with a custom encoder or a Dict observation space (the other
+            combinations are refused by `surge.models.model_checks.check_model_flags`).
+    """
+    before_mlp = bool(getattr(cfg, "rnn_before_mlp", False))
+    encoder = make_trunk(cfg, obs_space) if before_mlp else make_encoder(cfg, obs_space)
+    core = make_core(cfg.use_rnn, encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers)
+    out_size: int = core.out_size  # type: ignore[assignment]
+    post: list[nn.Module] = []
+    if getattr(cfg, "rnn_layer_norm", False):
+        post.append(nn.LayerNorm(out_size))
+    if before_mlp:
+        sizes = fc_sizes_after_trunk(cfg, obs_space)
+        mlp, out_size = _mlp(
+            out_size, sizes, ACTIVATIONS[cfg.nonlinearity], cfg.use_spectral_norm, getattr(cfg, "d2rl", False)
+        )
+        post.append(mlp)
+    return Body(encoder, core, nn.Sequential(*post) if post else None, out_size)
