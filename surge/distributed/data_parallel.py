@@ -212,6 +212,13 @@ class DataParallel:
             offset += n
         return not bad
 
+    def mean_over_ranks(self, value: float) -> float:
+        """The mean of `value` over the ranks (one all-reduce; every rank must call it at the same
+        point), e.g. the KL a KL-adaptive learning rate reacts to."""
+        t = torch.tensor([float(value)], dtype=torch.float64, device=self.comm_device)
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+        return float(t[0]) / self.info.world_size
+
     def reduce_moments(self, n: int, mean: Tensor, var: Tensor) -> tuple[int, Tensor, Tensor]:
         """A batch's sample count `n`, mean and (biased) variance (float64, the normaliser's shape)
         combined with the other ranks' (Chan et al. 1979: the pooled mean, and the pooled second

@@ -81,9 +81,8 @@ def check_data_parallel(cfg: Any, info: RankInfo | None = None) -> None:
     Raises:
         ConfigError: naming the field: an algorithm other than APPO and A2C (replay learners,
             several optimizers), `num_policies` > 1, `with_pbt`, `self_play`, `frozen_policies`,
-            `sampler_only`, `central_value`, `lr_schedule=kl_adaptive_*` (the KL is not yet
-            averaged over the ranks), `mixed_precision` (other than off), `train_for_env_steps`
-            smaller than the number of ranks.
+            `sampler_only`, `central_value`, `mixed_precision` (other than off),
+            `train_for_env_steps` smaller than the number of ranks.
     """
     info = info or rank_info()
     if not info.distributed:
@@ -102,11 +101,6 @@ def check_data_parallel(cfg: Any, info: RankInfo | None = None) -> None:
         ("num_policies", cfg.num_policies > 1, "pass --num_policies=1"),
         ("sampler_only", bool(getattr(cfg, "sampler_only", False)), "pass --sampler_only=False"),
         ("central_value", bool(getattr(cfg, "central_value", False)), "pass --central_value=False"),
-        (  # each rank would adapt its rate to its own KL: the ranks' rates, then weights, differ
-            "lr_schedule",
-            str(getattr(cfg, "lr_schedule", "")).startswith("kl_adaptive"),
-            "pass --lr_schedule=constant or linear_decay",
-        ),
         (
             "mixed_precision",
             getattr(cfg, "mixed_precision", "none") not in ("none", "fp32", "off", None, False),

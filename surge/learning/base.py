@@ -223,8 +223,12 @@ class LearnerBase:
 
     def adapt_learning_rate(self, kl: float) -> float:
         """KL-adaptive schedules: applies rl_games' rule to the measured `kl` (`KLAdaptiveLR.update`)
-        and sets the optimizer's rate; returns it."""
+        and sets the optimizer's rate; returns it. In a data-parallel run the rule sees the mean of
+        the ranks' KLs, so every rank sets the same rate (rl_games' a2c_common.py, `train_epoch`:
+        `av_kls` all-reduced and divided by the number of ranks)."""
         assert self.kl_lr is not None
+        if self.data_parallel is not None:
+            kl = self.data_parallel.mean_over_ranks(kl)
         lr = self.kl_lr.update(kl)
         self._set_lr(lr)
         return lr

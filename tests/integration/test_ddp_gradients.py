@@ -131,6 +131,7 @@ def _rank_main(rank: int, port: int, tmp: str) -> None:
     try:
         for mode in MODES:
             _rank_checks(rank, tmp, mode)
+        _kl_adaptive_checks(rank, tmp)
     finally:
         dist.destroy_process_group()
 
@@ -183,6 +184,22 @@ def _rank_checks(rank: int, tmp: str, mode: str) -> None:
     torch.save(out, os.path.join(tmp, f"rank{rank}_{mode}.pt"))
 
 
+def _kl_adaptive_checks(rank: int, tmp: str) -> None:
+    """`--lr_schedule=kl_adaptive_minibatch`: each rank measures its own KL, the rule sees their
+    mean. Rank 0's KL (0.001) alone would raise the rate (below half the 0.008 threshold), rank
+    1's (0.1) would lower it; their mean (0.0505) lowers it on both."""
+    cfg = _cfg(tmp, N, "gae")
+    cfg.lr_schedule = "kl_adaptive_minibatch"
+    learner = _learner(cfg, _part(_union_batch(2 * N), rank))
+    dp = DataParallel(RankInfo(rank, 2, rank), torch.device("cpu"), init=False)
+    dp.broadcast_policy(learner.model, learner)
+    learner.data_parallel = dp
+    assert learner.kl_lr is not None
+    before = learner.kl_lr.lr
+    after = learner.adapt_learning_rate([0.001, 0.1][rank])
+    torch.save({"before": before, "after": after}, os.path.join(tmp, f"rank{rank}_kl.pt"))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -222,3 +239,10 @@ def test_all_reduced_gradient_equals_single_process_on_union(two_ranks, tmp_path
         assert float(got["skipped"]) == 1.0 and bool(got["unchanged"])  # both skipped rank 1's NaN
         assert bool(got["stopped"]) and bool(got["diverged_caught"])
     assert int(ranks[1]["round_after_stop"]) == -2  # rank 1's round said: stop
+
+
+@pytest.mark.slow
+def test_kl_adaptive_rate_reacts_to_the_mean_kl_of_the_ranks(two_ranks):
+    got = [torch.load(two_ranks / f"rank{r}_kl.pt", weights_only=True) for r in range(2)]
+    for g in got:  # rl_games' rule: KL > 2 x threshold -> lr / 1.5
+        assert g["after"] == pytest.approx(g["before"] / 1.5)

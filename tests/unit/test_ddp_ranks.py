@@ -98,10 +98,9 @@ def test_device_spelling_refused(tmp_path):
 
 
 def test_flags_of_other_features_refused_once_they_exist(tmp_path):
-    """Flags other helpers add (set here on a parsed config, as they would parse): the KL-adaptive
-    learning rate (each rank would adapt to its own KL), central value, mixed precision."""
+    """Flags other helpers add (set here on a parsed config, as they would parse): central value,
+    mixed precision."""
     for name, value in [
-        ("lr_schedule", "kl_adaptive_epoch"),
         ("central_value", True),
         ("mixed_precision", "bf16"),
     ]:
