@@ -37,6 +37,7 @@ from surge.errors import ConfigError, SurgeError
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
+from surge.learning.central_value import actor_obs
 from surge.sampling.env_actions import BoxActionMap
 
 log = logging.getLogger("surge")
@@ -268,7 +269,10 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     try:
         while len(returns) < max_episodes and num_frames < ev.max_num_frames:
             with torch.no_grad():
-                out = act(model, _obs_tensor(obs, device), rnn, ctx)
+                obs_t = _obs_tensor(obs, device)
+                if cfg.central_value:  # the actor never sees the central value's state
+                    obs_t = actor_obs(obs_t, cfg.central_value_state_key)
+                out = act(model, obs_t, rnn, ctx)
             actions = out["actions"].cpu().numpy()
             illegal += _illegal_actions(obs, actions, active, env.action_space)
             if box_map is not None:  # as the rollout workers do (surge.sampling.env_actions)

@@ -67,6 +67,10 @@ def _optional_int(v: str) -> int | None:
     return None if str(v).lower() in ("none", "null", "") else _int(v)
 
 
+def _optional_float(v: str) -> float | None:
+    return None if str(v).lower() in ("none", "null", "") else float(v)
+
+
 def _converter(f: dataclasses.Field, default: Any):
     if isinstance(default, bool):
         return str2bool
@@ -75,7 +79,7 @@ def _converter(f: dataclasses.Field, default: Any):
     if isinstance(default, float):
         return float
     if default is None:
-        return _optional_int
+        return _optional_float if "float" in str(f.type) else _optional_int
     return str
 
 

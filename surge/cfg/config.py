@@ -382,6 +382,49 @@ class ModelParams:
 
 
 @dataclass
+class CentralValueParams:
+    """Asymmetric actor-critic, rl_games' `central_value_config` (docs/central_value.md): the
+    actor sees the observation without its state entry, a separate central value network sees the
+    state and gives the values of the advantages and targets. (`--help` section "central value")"""
+
+    central_value: bool = param(
+        False,
+        "Train a central value (critic) on the observation's state entry (--central_value_state_key) "
+        "while the actor sees the rest (APPO/PPO, GAE or V-trace).",
+    )
+    central_value_state_key: str = param(
+        "state", "Key of the observation Dict entry the central value reads and the actor never sees."
+    )
+    central_value_mlp_layers: list = param(
+        [], "Hidden sizes of the central value's MLP ([]: as --encoder_mlp_layers)."
+    )
+    central_value_learning_rate: float | None = param(
+        None,
+        "Adam learning rate of the central value (None: --learning_rate); follows --lr_schedule "
+        "(a kl_adaptive schedule: the policy's adapted rate when None, else this constant rate).",
+    )
+    central_value_mini_epochs: int | None = param(
+        None, "Passes of the central value over each batch (None: --ppo_epochs)."
+    )
+    central_value_minibatch_size: int | None = param(
+        None, "Samples per central value minibatch (None: --batch_size)."
+    )
+    central_value_normalize_input: bool = param(
+        False, "Running mean/std normalisation of the state the central value reads."
+    )
+    central_value_clip_value: bool = param(
+        True,
+        "Clip the central value's change per batch to --ppo_clip_value in its loss (rl_games' clip_value).",
+    )
+    central_value_max_grad_norm: float | None = param(
+        None, "Max L2 norm of the central value's gradient (None: --max_grad_norm; 0: no clipping)."
+    )
+    central_value_use_rnn: bool = param(
+        False, "Recurrent central value (rl_games' network.rnn); not supported yet: True is refused."
+    )
+
+
+@dataclass
 class PbtParams:
     """Per-policy hyper-parameters and population-based training (Sample Factory's PBT flags and meanings; docs/population.md). (`--help` section "PBT")"""
 
@@ -514,6 +557,7 @@ SECTIONS: tuple[tuple[str, type], ...] = (
     ("optimisation", OptimParams),
     ("sampling", SamplingParams),
     ("model", ModelParams),
+    ("central value", CentralValueParams),
     ("PBT", PbtParams),
     ("self-play and policy roles", SelfPlayParams),
     ("debugging and benchmarking", DebugParams),
@@ -525,6 +569,7 @@ class Config(
     DebugParams,
     SelfPlayParams,
     PbtParams,
+    CentralValueParams,
     ModelParams,
     SamplingParams,
     OptimParams,

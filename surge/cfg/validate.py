@@ -142,6 +142,13 @@ def config_notes(cfg: Any) -> list[str]:
         ):
             if name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect without --self_play=True.")
+    if not getattr(cfg, "central_value", False):
+        from surge.cfg.config import CentralValueParams
+
+        for f in dataclasses.fields(CentralValueParams):
+            name = f.name
+            if name != "central_value" and name in defaults and getattr(cfg, name) != defaults[name]:
+                notes.append(f"--{name} has no effect without --central_value=True.")
     return notes
 
 
@@ -236,6 +243,9 @@ def validate_cfg(cfg: Any) -> None:
     check_rl_games_options(cfg)
 
     get_algorithm(cfg.algo).validate(cfg)
+    from surge.learning.central_value import check_central_value_flags, check_env_state
+
+    check_central_value_flags(cfg)
     check_algo = getattr(cfg.algo_params, "validate", None)
     if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
         check_algo()
@@ -266,6 +276,7 @@ def validate_cfg(cfg: Any) -> None:
     check_model_flags(cfg)
     _check_env_wrappers(cfg)
     _check_memory(cfg)
+    check_env_state(cfg)  # makes the env once, with --central_value only
     _check_device(cfg.device)
     if cfg.train_for_env_steps < 0 or cfg.train_for_seconds < 0:
         raise ConfigError("train_for_env_steps", "budgets must be >= 0.", "")

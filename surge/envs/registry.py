@@ -115,6 +115,7 @@ def _load_builtins() -> None:
             envpool_family,
             memory,  # noqa: F401  (the memory_cue task)
             mujoco_family,
+            occluded_payout,  # noqa: F401  (the central value test bed)
             pettingzoo_family,
         )
         from surge.envs.doom import family as _doom  # noqa: F401

@@ -133,6 +133,10 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
     finally:
         env.close()
     model = get_algorithm(cfg.algo).make_model(cfg, obs_space, action_space).acting
+    if getattr(cfg, "central_value", False):  # the actor's inputs: the state is the critic's alone
+        from surge.learning.central_value import actor_observation_space
+
+        obs_space = actor_observation_space(obs_space, cfg.central_value_state_key)
     model.load_state_dict(state["model"])
     model.eval()
     return LoadedPolicy(cfg, obs_space, action_space, model, path)

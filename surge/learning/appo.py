@@ -6,6 +6,7 @@ from __future__ import annotations
 from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import Algorithm, policy_gradient_fields, register_algorithm, sampled_act
+from surge.learning.central_value import central_value_parts
 from surge.learning.learner import Learner
 from surge.learning.pg_checks import check_ppo_flags
 
@@ -31,6 +32,10 @@ PPO_METRIC_TAGS = {
     "policy_lag_avg": "train/policy_lag_avg",
     "policy_lag_max": "train/policy_lag_max",
     "policy_version": "train/policy_version",
+    "cv_loss": "losses/central_value_loss",
+    "cv_grad_norm": "losses/central_value_grad_norm",
+    "cv_lr": "train/central_value_learning_rate",
+    "cv_value_mean": "train/central_value_mean",
 }
 
 
@@ -68,5 +73,6 @@ APPO = register_algorithm(
         make_learner=Learner,
         validate=validate_appo,
         metric_tags=PPO_METRIC_TAGS,
+        make_model=central_value_parts,
     )
 )

@@ -309,11 +309,14 @@ class LearnerBase:
     def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
         """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value
         (GAE, Schulman et al. 2016, eq. 16; a truncated step is bootstrapped with its own value
-        under `value_bootstrap`, else it ends the episode as a termination would)."""
+        under `value_bootstrap`, else it ends the episode as a termination would).
+        `b["boot_values"]` `[1, N]`, when set, is the bootstrap value (the central value's)."""
         hp, T = self.hp, b["rewards"].shape[0]
         last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
         zeros = torch.zeros_like(b["dones"][:1])
-        _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
+        boot = b.pop("boot_values", None)  # `[1, N]`, set by a learner whose values come from elsewhere
+        if boot is None:
+            _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
         old = self._denormalized(b["old_values"])
         values = torch.cat([old, self._denormalized(boot)], dim=0)
         rewards = b["rewards"]

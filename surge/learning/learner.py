@@ -22,7 +22,8 @@ from surge.algorithms.bounds_loss import action_bounds_loss
 from surge.algorithms.ppo_loss import PPOLossConfig, masked_mean, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
 from surge.data.trajectory import tree_map
-from surge.learning.base import LearnerBase
+from surge.learning.base import LearnerBase, learning_rate
+from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:
@@ -38,16 +39,42 @@ def _columns(idx: Tensor) -> Callable[[Tensor], Tensor]:
 
 
 class Learner(LearnerBase):
-    """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args)."""
+    """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args).
+
+    With `--central_value` (`surge.learning.central_value`): the batch's states are split from the
+    actor's observations, GAE's values and bootstrap come from the central value (learner module
+    "central_value", its Adam the optimizer "central_value"), the PPO loss's value term has
+    coefficient 0, and the central value is trained on the GAE targets after the policy update."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.cv: CentralValueTrainer | None = None
+        if self.cfg.central_value:
+            module = self.learner_modules[CV_NAME]
+            assert isinstance(module, CentralValue)
+            self.cv = CentralValueTrainer(
+                self.cfg, module, self.device, (self.hp.adam_beta1, self.hp.adam_beta2)
+            )
+            self.optimizers[CV_NAME] = self.cv.optimizer
+
+    def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        """`LearnerBase.set_hyperparams`; Adam's betas of the central value follow the policy's
+        (its learning rate is set per batch)."""
+        changed = super().set_hyperparams(values)
+        if self.cv is not None:
+            for group in self.cv.optimizer.param_groups:
+                group["betas"] = (self.hp.adam_beta1, self.hp.adam_beta2)
+        return changed
 
     @property
     def loss_cfg(self) -> PPOLossConfig:
-        """The PPO loss's settings, from the policy's own hyper-parameters (`self.hp`)."""
+        """The PPO loss's settings, from the policy's own hyper-parameters (`self.hp`); the value
+        term's coefficient is 0 with a central value (the actor's value head is not trained)."""
         cfg, hp = self.cfg, self.hp
         return PPOLossConfig(
             hp.ppo_clip_ratio,
             hp.ppo_clip_value,
-            hp.value_loss_coeff,
+            0.0 if self.cv is not None else hp.value_loss_coeff,
             cfg.exploration_loss,
             hp.exploration_loss_coeff,
             cfg.kl_loss_coeff,
@@ -57,6 +84,8 @@ class Learner(LearnerBase):
         """`LearnerBase.prepare_batch` with APPO's fields named as the loss reads them: behavior
         values as old_values `[T, N]`, action_logits as logits `[T, N, num_logits]`."""
         b = super().prepare_batch(slots)
+        if self.cv is not None:  # the state `[T+1, N, ...]` goes to b["cv_state"]
+            split_state(b, self.cfg.central_value_state_key)
         b["old_values"] = b.pop("values")
         b["logits"] = b.pop("action_logits")
         return b
@@ -84,6 +113,13 @@ class Learner(LearnerBase):
         self._mask_stale(b)
         self._update_obs_normalizer(b)
         T, N = b["rewards"].shape
+        if self.cv is not None:
+            cv_state = b.pop("cv_state")
+            self.cv.update_normalizer(cv_state[:T], b["own_active"])
+            cv_values = self.cv.values(cv_state)  # [T+1, N]
+            b["old_values"], b["boot_values"] = cv_values[:T], cv_values[T:]
+            if cfg.with_vtrace:  # each minibatch's V-trace reads the central value's values
+                b["cv_values"] = cv_values
         if cfg.with_vtrace:
             units = self._vtrace_units(b)
             unit_len = T
@@ -125,6 +161,13 @@ class Learner(LearnerBase):
             break
         shown = stats or skipped  # the applied steps' statistics (all NaN ones when every step was skipped)
         out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in (shown[0] if shown else ())}
+        if self.cv is not None and not self.should_stop():
+            if kl_lr is not None and cfg.central_value_learning_rate is None:
+                cv_lr = lr  # the policy's adaptive rate (rl_games' a2c_common: central_value_net.update_lr)
+            else:  # constant or linearly decayed from its own base rate (a kl_adaptive schedule: constant)
+                cv_lr = learning_rate(cfg, env_frames, self.cv.base_lr(self.hp.learning_rate))
+            targets = self._cv_vtrace_targets(b) if cfg.with_vtrace else b["targets"]
+            out.update(self.cv.train(cv_state[:T], b["old_values"], targets, b["valids"], cv_lr))
         out.update(self.skip_stats(len(skipped)))
         if len(stats) + len(skipped) < planned:
             out.update(
@@ -137,6 +180,27 @@ class Learner(LearnerBase):
             **self.lag_stats(b),
         )
         return out
+
+    @torch.no_grad()
+    def _cv_vtrace_targets(self, b: dict[str, Any]) -> Tensor:
+        """The central value's V-trace targets `[T, N]` after the policy update: IMPALA eq. 1 over
+        the whole batch with the updated policy's log-probs and the central value's values of the
+        batch (`b["cv_values"]`, as the policy's minibatches used them), normalised with the returns
+        statistics as they are (the minibatches already folded their targets in)."""
+        cfg, model, T = self.cfg, self.model, b["rewards"].shape[0]
+        rnn_dones = b.get("dones_rnn", b["dones"])  # as `_step` (`--zero_rnn_on_done`)
+        dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
+        logits, _ = model.evaluate(b["obs"], b["rnn_states"], dones_in, cfg.recurrence)
+        log_rhos = model.distribution(logits[:T]).log_prob(b["actions"]) - b["behavior_log_probs"]
+        v = self._denormalized(b["cv_values"])
+        rewards = b["rewards"]
+        if cfg.value_bootstrap:
+            rewards = bootstrap_truncated_rewards(rewards, v[:T], b["trunc"], self.hp.gamma)
+        targets, _ = vtrace(rewards, v, b["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c)
+        norm = getattr(model, "returns_normalizer", None)
+        if norm is None:
+            return targets
+        return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
 
     def _vtrace_units(self, b: dict[str, Any]) -> dict[str, Any]:
         keys = (
@@ -154,10 +218,13 @@ class Learner(LearnerBase):
         out = {k: b[k] for k in keys}
         if "dones_rnn" in b:
             out["dones_rnn"] = b["dones_rnn"]
+        if "cv_values" in b:
+            out["cv_values"] = b["cv_values"]  # `[T+1, N]`
         return out
 
     def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
         adv, targets = self._gae_targets(b)
+        b["targets"] = targets  # `[T, N]` (the central value trains on them)
         T, L = b["rewards"].shape[0], self.cfg.recurrence
         out = {"advantages": to_chunks(adv, L), "targets": to_chunks(targets, L)}
         keys = ["actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"]
@@ -182,7 +249,8 @@ class Learner(LearnerBase):
             logits, values = model.evaluate(mb["obs"], mb["rnn_states"], rnn_dones, cfg.recurrence)
         if vtrace_mode:
             with torch.no_grad():
-                v = self._denormalized(values_all.detach())
+                # the central value's values when it is on (`[T+1, units]`), else the critic's own
+                v = self._denormalized(mb["cv_values"] if "cv_values" in mb else values_all.detach())
                 rewards = mb["rewards"]
                 if cfg.value_bootstrap:
                     rewards = bootstrap_truncated_rewards(rewards, v[:L], mb["trunc"], self.hp.gamma)

@@ -241,6 +241,7 @@ def make_inference(
         num_policies=layout.cfg.num_policies,
         reads_obs=layout.algo.act_reads_obs,
         num_actors=num_actors(layout.cfg, layout.info),
+        skip_obs_key=layout.cfg.central_value_state_key if layout.cfg.central_value else None,
     )
 
 

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.envs.action_masks import MASK_KEY
 from surge.learning.algorithm import ActContext
+from surge.learning.central_value import actor_obs
 
 
 class InferenceWorker:
@@ -32,6 +33,9 @@ class InferenceWorker:
         reads_obs: whether `act` needs observations (when False and the env has action masks,
             `act` gets the dict `{"action_mask": [B, num_logits] bool}` alone).
         num_actors: acting agents of the run (`ActContext.num_actors`).
+        skip_obs_key: an observation Dict entry never read (the central value's state,
+            `--central_value_state_key`: the actor does not see it); the rest goes to `act`, the bare
+            `obs` entry when only it is left (`surge.learning.central_value.actor_obs`).
 
     `act` gets an `ActContext` per forward pass: the acting agents' `actor_ids` read from the
     buffers' per-slot table (a view for contiguous slots; the rollout workers write it once per
@@ -49,6 +53,7 @@ class InferenceWorker:
         num_policies: int = 1,
         reads_obs: bool = True,
         num_actors: int = 0,
+        skip_obs_key: str | None = None,
     ):
         self.model, self.buffers, self.device = model, buffers, device
         self.num_actors = num_actors
@@ -62,6 +67,8 @@ class InferenceWorker:
         self._on_cpu = device.type == "cpu"
         self._no_state: dict[int, Tensor] = {}  # [n, 0] hidden states of models without an RNN
         self._masked = isinstance(buffers.obs, dict) and MASK_KEY in buffers.obs
+        #: the buffers' observations inference reads (views; the skipped state entry left out)
+        self._obs = buffers.obs if skip_obs_key is None else actor_obs(buffers.obs, skip_obs_key)
 
     def infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         """Acts on every request `(slots, t)` in one forward pass (without autograd); `slots` is
@@ -106,7 +113,7 @@ class InferenceWorker:
                 return x[slots, ts].to(dev, non_blocking=True)
 
         if self.reads_obs:
-            obs = tree_map(read, buf.obs)
+            obs = tree_map(read, self._obs)
         elif self._masked:  # a policy that reads no observation still keeps to the legal actions
             obs = {MASK_KEY: read(buf.obs[MASK_KEY])}
         else:
