@@ -232,7 +232,9 @@ def enjoy(cfg: Config) -> dict[str, Any]:
         action_repeat = env_frameskip(cfg) // cfg.eval_env_frameskip  # validate_cfg: a divisor
         set_env_frameskip(cfg, cfg.eval_env_frameskip)
     env = make_env(cfg, render_mode=mode, env_name=env_name)
-    device = torch.device("cuda" if cfg.device == "gpu" else "cpu")
+    from surge.runtime.components import torch_device
+
+    device = torch_device(cfg)
     algo = get_algorithm(cfg.algo)
     # the acting module only: enjoy needs no critic, target network or optimizer
     model = algo.make_model(cfg, env.observation_space, env.action_space).acting.to(device)

@@ -65,7 +65,11 @@ class ExperimentParams:
         "checkpoints, summaries and done marker are deleted, its log is kept). Never saved in cfg.json.",
         ("resume", "restart", "overwrite"),
     )
-    device: str = param("cpu", "Device for inference and learning.", ("cpu", "gpu"))
+    device: str = param(
+        "cpu",
+        "Device for inference and learning: cpu; gpu or cuda (the current GPU; in a torchrun run, "
+        "each rank's LOCAL_RANK GPU); cuda:K (GPU K, on every rank).",
+    )
     seed: int | None = param(None, "Random seed for torch, numpy and the envs (None: random).")
     eval_env_frameskip: int | None = param(
         None,

@@ -277,11 +277,7 @@ def validate_cfg(cfg: Any) -> None:
     _check_env_wrappers(cfg)
     _check_memory(cfg)
     check_env_state(cfg)  # makes the env once, with --central_value only
-    if cfg.device == "gpu":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise ConfigError("device", "no CUDA device is available to this process.", "pass --device=cpu.")
+    _check_device(cfg.device)
     if cfg.train_for_env_steps < 0 or cfg.train_for_seconds < 0:
         raise ConfigError("train_for_env_steps", "budgets must be >= 0.", "")
     # training writes the folder; enjoy (eval_params set) only reads it, and a benchmark writes
@@ -289,6 +285,35 @@ def validate_cfg(cfg: Any) -> None:
     writes = not getattr(cfg, "benchmark", False) and cfg.algo != "DUMMY_SAMPLER"
     if getattr(cfg, "eval_params", None) is None and writes:
         check_train_dir(cfg.train_dir, cfg.experiment)
+    if getattr(cfg, "eval_params", None) is None:  # training under torchrun with several ranks
+        from surge.distributed.ranks import check_data_parallel
+
+        check_data_parallel(cfg)
+
+
+def _check_device(device: str) -> None:
+    """`--device`: cpu, gpu, cuda or cuda:K with a GPU K this process sees.
+
+    Raises:
+        ConfigError: another spelling, no CUDA device, or no GPU K.
+    """
+    import re
+
+    m = re.fullmatch(r"cuda:(\d+)", device)
+    if device not in ("cpu", "gpu", "cuda") and m is None:
+        raise ConfigError("device", f"{device!r} is not a device.", "pass --device=cpu, gpu, cuda or cuda:K.")
+    if device == "cpu":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError("device", "no CUDA device is available to this process.", "pass --device=cpu.")
+    if m is not None and int(m[1]) >= torch.cuda.device_count():
+        raise ConfigError(
+            "device",
+            f"GPU {m[1]} does not exist: this process sees {torch.cuda.device_count()} GPU(s).",
+            f"pass --device=cuda:K with K < {torch.cuda.device_count()}, or --device=gpu.",
+        )
 
 
 # ------------------------------------------------------------------------------- policy roles

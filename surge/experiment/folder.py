@@ -97,8 +97,16 @@ class ExperimentFolder:
 
 def run_log_file(cfg: Any) -> Path | None:
     """The run's log file, `surge_log.txt` in its experiment folder; None with `--benchmark` (which
-    writes nothing to the folder)."""
-    return None if cfg.benchmark else ExperimentFolder(cfg).log_file
+    writes nothing to the folder). In a data-parallel run (torchrun) rank r > 0 writes nothing in
+    the experiment folder: its log is `surge_log.txt` in the folder beside it, `<experiment>_rank<r>`."""
+    if cfg.benchmark:
+        return None
+    from surge.distributed.ranks import rank_info
+
+    rank = rank_info().rank
+    if rank > 0:
+        return Path(cfg.train_dir) / f"{cfg.experiment.rstrip('/')}_rank{rank}" / "surge_log.txt"
+    return ExperimentFolder(cfg).log_file
 
 
 def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> None:

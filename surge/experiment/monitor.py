@@ -100,6 +100,8 @@ class Monitor:
     ):
         self.cfg = cfg
         self.env_frames, self.env_steps, self.agent_steps = env_frames, env_steps, 0
+        #: a data-parallel rank's share of --train_for_env_steps (its counters are its own); None: all
+        self.rank_budget: int | None = None
         self.policies = [PolicyStats(cfg.stats_avg) for _ in range(cfg.num_policies)]
         self.metric_tags = dict(metric_tags or {})
         self.history: deque[tuple[float, int]] = deque()
@@ -257,8 +259,9 @@ class Monitor:
         """The share of `--train_for_env_steps` done and the estimated time left, from the
         longest FPS window with a rate (the recent rate) and `--train_for_seconds` when it ends the
         run first: ` (25.0% of 400000, ETA 5m 00s)`; "" when no budget is set (both at their
-        defaults)."""
+        defaults). In a data-parallel run, of this rank's share (`rank_budget`)."""
         cfg = self.cfg
+        budget = self.rank_budget if self.rank_budget is not None else cfg.train_for_env_steps
         frames_set = cfg.train_for_env_steps < _NO_BUDGET
         seconds_set = cfg.train_for_seconds < _NO_BUDGET
         if not (frames_set or seconds_set):
@@ -266,11 +269,12 @@ class Monitor:
         parts = []
         eta = float("inf")
         if frames_set:
-            total = max(1, cfg.train_for_env_steps)
-            parts.append(f"{100.0 * min(self.env_frames, total) / total:.1f}% of {cfg.train_for_env_steps}")
+            total = max(1, budget)
+            share = "" if self.rank_budget is None else " (this rank's share)"
+            parts.append(f"{100.0 * min(self.env_frames, total) / total:.1f}% of {budget}{share}")
             rate = next((r for r in map(self.fps, reversed(self.WINDOWS)) if math.isfinite(r)), float("nan"))
             if rate > 0:
-                eta = max(0, cfg.train_for_env_steps - self.env_frames) / rate
+                eta = max(0, budget - self.env_frames) / rate
         why = ""
         if seconds_set and self.train_start is not None:
             elapsed = self.train_seconds_before + self.history[-1][0] - self.train_start

@@ -126,6 +126,9 @@ class LearnerBase:
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
+        #: the process group of a data-parallel run (`surge.distributed.data_parallel.DataParallel`,
+        #: set by the placement): gradients are averaged over the ranks; None: a single learner
+        self.data_parallel: Any = None
         # polled between optimizer steps: True = the run is stopping, leave the batch in training
         # (Ctrl+C / SIGTERM; the placements set it)
         self.should_stop: Callable[[], bool] = _never
@@ -220,8 +223,12 @@ class LearnerBase:
 
     def adapt_learning_rate(self, kl: float) -> float:
         """KL-adaptive schedules: applies rl_games' rule to the measured `kl` (`KLAdaptiveLR.update`)
-        and sets the optimizer's rate; returns it."""
+        and sets the optimizer's rate; returns it. In a data-parallel run the rule sees the mean of
+        the ranks' KLs, so every rank sets the same rate (rl_games' a2c_common.py, `train_epoch`:
+        `av_kls` all-reduced and divided by the number of ranks)."""
         assert self.kl_lr is not None
+        if self.data_parallel is not None:
+            kl = self.data_parallel.mean_over_ranks(kl)
         lr = self.kl_lr.update(kl)
         self._set_lr(lr)
         return lr
@@ -348,12 +355,22 @@ class LearnerBase:
         A non-finite loss or gradient norm (NaN or inf) skips the step instead: the weights, Adam's
         moments and `policy_version` stay as they were, `skipped_updates` counts it and
         `last_step_skipped` is True (the learners report it as the `skipped_updates` statistic).
-        The check costs one host synchronisation per step."""
+        The check costs one host synchronisation per step.
+
+        In a data-parallel run (`data_parallel` set) the gradient is averaged over the ranks before
+        it is clipped, and the step is skipped on every rank when any rank's loss or the averaged
+        gradient is non-finite (`DataParallel.average_gradients`)."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        all_finite = True  # every rank's loss (data-parallel runs)
+        if self.data_parallel is not None:
+            all_finite = self.data_parallel.average_gradients(self.model.parameters(), loss)
         max_norm = self.hp.max_grad_norm if self.hp.max_grad_norm > 0 else float("inf")
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
-        self.last_step_skipped = not bool(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
+        if self.data_parallel is None:
+            self.last_step_skipped = not bool(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
+        else:
+            self.last_step_skipped = not (all_finite and bool(torch.isfinite(grad_norm)))
         if self.last_step_skipped:
             self.optimizer.zero_grad(set_to_none=True)
             self.skipped_updates += 1

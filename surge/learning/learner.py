@@ -134,7 +134,8 @@ class Learner(LearnerBase):
         # episode boundary, are left out: their loss terms are zero, and passes over them would make
         # a population's learners cost more than their own samples
         keep = units["valids"].any(dim=0)
-        if not bool(keep.all()) and bool(keep.any()):
+        # data-parallel ranks must take the same number of optimizer steps: all units are kept
+        if self.data_parallel is None and not bool(keep.all()) and bool(keep.any()):
             units = {k: tree_map(_columns(keep.nonzero().flatten()), v) for k, v in units.items()}
         num_units = units["valids"].shape[1]
         if kl_lr is not None and getattr(self.model, "is_gaussian", False):

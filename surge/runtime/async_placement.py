@@ -48,6 +48,7 @@ from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
 from surge.runtime.messages import (
     ChildError,
+    DataParallelStopped,
     EnvFaults,
     Episodes,
     ExportPolicy,
@@ -335,6 +336,8 @@ class AsyncPlacement:
                 report.last_env_fault = msg.last
             elif isinstance(msg, TrainStats):
                 report.train_stats[msg.policy_id] = msg.stats
+            elif isinstance(msg, DataParallelStopped):
+                report.data_parallel_stopped = True
             elif isinstance(msg, (Saved, SaveRefused)):
                 self._on_save(msg)
             elif isinstance(msg, PolicyExported):

@@ -74,8 +74,16 @@ def num_actors(cfg: Config, info: EnvInfo) -> int:
 
 
 def torch_device(cfg: Config) -> torch.device:
-    """`cuda` for `--device=gpu`, else `cpu`."""
-    return torch.device("cuda" if cfg.device == "gpu" else "cpu")
+    """The device of `--device`: `cpu`; `cuda:K` as given; `gpu` or `cuda`: the current GPU, or in
+    a data-parallel run (torchrun, several ranks) this rank's `LOCAL_RANK` GPU."""
+    if cfg.device == "cpu":
+        return torch.device("cpu")
+    if cfg.device.startswith("cuda:"):
+        return torch.device(cfg.device)
+    from surge.distributed.ranks import rank_info
+
+    info = rank_info()
+    return torch.device("cuda", info.local_rank) if info.distributed else torch.device("cuda")
 
 
 def seed_everything(seed: int | None) -> None:

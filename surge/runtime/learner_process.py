@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from surge.cfg.config import minibatches_to_accumulate
+from surge.distributed.data_parallel import join_data_parallel, leave_data_parallel
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save
 from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
@@ -33,6 +34,7 @@ from surge.population.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
 from surge.runtime.messages import (
     BlockReady,
+    DataParallelStopped,
     ExportPolicy,
     ImportPolicy,
     LearnerReady,
@@ -84,6 +86,12 @@ def learner_process_main(ctx: LearnerContext) -> None:
             return shared.stop_event.is_set()
 
         learner.should_stop = progress
+        # a data-parallel run (torchrun): this process joins the process group and takes rank 0's
+        # state; a batch is never left in the middle (the other ranks take the same steps)
+        dp = join_data_parallel(model, learner, device)
+        if dp is not None:
+            learner.should_stop = lambda: progress() and False
+            dp.on_wait = lambda: beats.__setitem__(p, time.monotonic())  # waiting for a rank's batch
         weights = shared.weights[p]
         weights.publish(model, learner.policy_version)
         log.info(
@@ -153,7 +161,17 @@ def learner_process_main(ctx: LearnerContext) -> None:
                     return
                 stats = maybe_stats
             else:
+                local_frames = env_frames
+                if dp is not None:  # the ranks' round: all train this batch, or all stop
+                    round_frames = dp.begin_round(local_frames, model)
+                    if round_frames is None:
+                        pool.release(slots, p)
+                        shared.report_queue.put(DataParallelStopped(p))
+                        return
+                    env_frames = round_frames
                 stats = learner.train_batch(batch, env_frames=env_frames)
+                if dp is not None:  # the round's env frames: all ranks' and this one's
+                    stats.update(global_env_frames=float(env_frames), local_env_frames=float(local_frames))
                 if synchronous:  # the rollouts these slots start act with the new weights: lag 0
                     weights.publish(model, learner.policy_version)
                 pool.release(slots, p)  # on-policy: trajectories come back only after training
@@ -177,6 +195,8 @@ def learner_process_main(ctx: LearnerContext) -> None:
         finally:
             if trainer is not None:
                 trainer.finish()
+        if dp is not None:  # after a clean stop only: a crash leaves the other ranks to torchrun
+            leave_data_parallel(dp, int(shared.env_frames[0]), model)
 
     run_child(f"learner {p}", shared.report_queue, loop)
 

@@ -81,6 +81,13 @@ class EnvFaults(NamedTuple):
     last: str
 
 
+class DataParallelStopped(NamedTuple):
+    """A data-parallel run's learner: a rank stopped training (`surge.distributed.data_parallel`);
+    this rank stops too."""
+
+    policy_id: int
+
+
 class TrainStats(NamedTuple):
     policy_id: int
     stats: dict[str, float]

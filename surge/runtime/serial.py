@@ -25,6 +25,7 @@ import torch
 from surge.cfg.config import Config
 from surge.data.routing import route_block
 from surge.data.trajectory import tree_assign
+from surge.distributed.data_parallel import DataParallel, join_data_parallel, leave_data_parallel
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
@@ -295,6 +296,7 @@ class SerialPlacement:
         self.final_written: set[int] = set()  # see `Placement`
         self.save_refusals: list[SaveRefused] = []
         self.progress: Callable[[], None] = lambda: None  # see set_progress
+        self.data_parallel: DataParallel | None = None  # the process group of a torchrun run
 
     def start(self) -> None:
         if self.cfg.num_torch_threads > 0:  # 0 keeps torch's own count (one thread per core)
@@ -311,8 +313,13 @@ class SerialPlacement:
             if state is not None:
                 restore_policy(c.models[p], learner, state)
                 c.inferences[p].policy_version = learner.policy_version
-        for learner in c.learners.values():
+        for p, learner in c.learners.items():
             learner.should_stop = self._between_optimizer_steps
+            # a data-parallel run (one policy): every rank starts from rank 0's state
+            self.data_parallel = join_data_parallel(c.models[p], learner, c.device) or self.data_parallel
+            if self.data_parallel is not None:  # a batch is never left in the middle (see DataParallel)
+                learner.should_stop = self._progress_only
+                c.inferences[p].policy_version = learner.policy_version
         sampler_state = self._matching_sampler_state()
         self.sampler = SerialSampler(c, sampler_state)
         if sampler_state is not None:
@@ -388,15 +395,24 @@ class SerialPlacement:
         assert c is not None
         if not self.trains:  # the workers free their blocks themselves
             return
+        dp = self.data_parallel
         for p, learner in c.learners.items():
             while not self.interrupted and (slots := self.sampler.take(p)) is not None:
+                env_frames = self.env_frames
+                if dp is not None:  # the ranks' round: all train this batch, or all stop
+                    round_frames = dp.begin_round(self.env_frames, c.models[p])
+                    if round_frames is None:
+                        self.sampler.release(slots, p)
+                        report.data_parallel_stopped = True
+                        continue
+                    env_frames = round_frames  # all ranks': the same learning rate on every rank
                 if self.replay:  # copied out, released at once, trained at the replay ratio
                     learner.observe(learner.prepare_batch(slots))
                     self.sampler.release(slots, p)
                     stats = learner.train_replay(env_frames=self.env_frames)
                 else:
                     before = self._snapshot(p)
-                    stats = learner.train(slots, env_frames=self.env_frames)
+                    stats = learner.train(slots, env_frames=env_frames)
                     if stats.get("stopped_early"):  # undone: the resumed run trains it whole
                         self._restore_snapshot(p, before)
                         self.sampler.put_back(slots, p)
@@ -405,6 +421,9 @@ class SerialPlacement:
                         self.sampler.release(slots, p)
                 if stats is not None:
                     stats.update(learner.hp.stats())
+                    if dp is not None:  # the round's env frames: all ranks' and this one's
+                        stats["global_env_frames"] = float(dp.global_env_frames)
+                        stats["local_env_frames"] = float(self.env_frames)
                     report.train_stats[p] = stats
                 c.inferences[p].policy_version = learner.policy_version
 
@@ -493,6 +512,13 @@ class SerialPlacement:
         self.progress()
         return self.interrupted
 
+    def _progress_only(self) -> bool:
+        """The learners' `should_stop` in a data-parallel run: reports progress; never stops in
+        the middle of a batch (the other ranks take the same steps); the stop comes at the next
+        round."""
+        self.progress()
+        return False
+
     def set_progress(self, fn: Callable[[], None]) -> None:
         self.progress = fn
 
@@ -509,6 +535,8 @@ class SerialPlacement:
         if c is None:
             return
         final = kind == "final"
+        if final:
+            self._leave_data_parallel()
         for p, learner in c.learners.items():
             if policy_id is not None and p != policy_id:
                 continue
@@ -562,6 +590,18 @@ class SerialPlacement:
         atomic_torch_save(state, path)
         log.info("Saved the sampler state %s", path)
 
+    def _leave_data_parallel(self) -> None:
+        """Stops this rank's training rounds (the others stop at their next one), checks the ranks
+        still hold the same weights, and leaves the process group. Once per run."""
+        dp, c = self.data_parallel, self.c
+        if dp is None or c is None:
+            return
+        self.data_parallel = None
+        leave_data_parallel(dp, self.env_frames, c.models[next(iter(c.learners))])
+
     def close(self) -> None:
-        if self.c is not None:
-            self.c.close()
+        try:
+            self._leave_data_parallel()
+        finally:
+            if self.c is not None:
+                self.c.close()

@@ -14,9 +14,10 @@ from surge.cfg.cli import save_cfg
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import space_default_notes
 from surge.cfg.validate import config_notes
+from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
-from surge.experiment.folder import ExperimentFolder, setup_logging
+from surge.experiment.folder import ExperimentFolder, run_log_file, setup_logging
 from surge.experiment.monitor import Monitor
 from surge.learning.algorithm import get_algorithm
 from surge.population.pbt import PopulationBasedTraining
@@ -59,12 +60,22 @@ class TrainingRun:
 
     def __init__(self, cfg: Config):
         self.cfg = cfg
+        #: a data-parallel run (torchrun): this rank; only rank 0 writes the experiment folder,
+        #: each rank samples its share of the budget with its own env seeds (docs/distributed.md)
+        self.rank = rank_info()
+        if self.rank.distributed:
+            cfg.seed = rank_seed(cfg.seed, self.rank.rank)
+        self.writes = not cfg.benchmark and self.rank.is_main
+        #: the env frames this rank samples (train_for_env_steps is all ranks' budget together)
+        self.budget = local_env_step_budget(cfg.train_for_env_steps, self.rank.world_size)
         self.folder = ExperimentFolder(cfg)
         self.stop_requested = False
         self.best_returns = [float("-inf")] * cfg.num_policies
         self.train_seconds_before = 0.0
         self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
         self.summary: dict[str, float] = {}
+        self.global_env_frames = 0  # data parallel: all ranks' env frames at the last training round
+        self.monitor_frames_at_last_round = 0  # and this rank's then
         self.pbt: PopulationBasedTraining | None = None
         self.self_play: SelfPlayController | None = None  # with --self_play=True, set at the start
 
@@ -79,7 +90,7 @@ class TrainingRun:
             status = self._run()
             return status
         finally:
-            if status == "failed" and self.first_frames is None and not had_cfg:
+            if status == "failed" and self.first_frames is None and not had_cfg and self.writes:
                 removed = self.folder.clear_previous_run()
                 if self.folder.cfg_file.exists():
                     self.folder.cfg_file.unlink()
@@ -93,11 +104,11 @@ class TrainingRun:
     def _run(self) -> str:
         cfg, folder = self.cfg, self.folder
         removed = []
-        if cfg.restart_behavior == "restart":
+        if cfg.restart_behavior == "restart" and self.writes:
             folder.wipe()
-        elif cfg.restart_behavior == "overwrite":
+        elif cfg.restart_behavior == "overwrite" and self.writes:
             removed = folder.clear_previous_run()
-        setup_logging(None if cfg.benchmark else folder.log_file)
+        setup_logging(run_log_file(cfg))
         for note in config_notes(cfg):
             log.warning(note)
         for note in space_default_notes(cfg):
@@ -127,12 +138,12 @@ class TrainingRun:
                 folder.done_file,
             )
             return "already_done"
-        if not cfg.benchmark:
+        if self.writes:
             save_cfg(cfg, folder.cfg_file)
         log.info("Experiment folder: %s", folder.root)
         P = cfg.num_policies
         self.ckpts = [CheckpointManager(folder.checkpoints(i), cfg.keep_checkpoints, i) for i in range(P)]
-        for ckpt in self.ckpts:
+        for ckpt in self.ckpts if self.writes else ():
             partial = ckpt.remove_partial_writes()
             if partial:
                 log.info(
@@ -146,11 +157,13 @@ class TrainingRun:
         resume_states = [
             c.load("latest") if resume and i in self.learning else None for i, c in enumerate(self.ckpts)
         ]
-        summaries = None if cfg.benchmark else [folder.summaries(i) for i in range(P)]
+        summaries = None if not self.writes else [folder.summaries(i) for i in range(P)]
         self.monitor = m = Monitor(cfg, summaries, get_algorithm(cfg.algo).metric_tags)
+        if self.rank.distributed:  # this rank counts its own env frames against its share
+            m.rank_budget = self.budget
         self._restore_counters(resume_states)
         self.placement = p = make_placement(
-            cfg, self.ckpts, resume_states, None if cfg.benchmark else folder.sampler_state_file
+            cfg, self.ckpts, resume_states, None if not self.writes else folder.sampler_state_file
         )
         old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         finished = failed = saving = False
@@ -167,7 +180,7 @@ class TrainingRun:
                     m.writers[0] if m.writers else None,
                 )
                 self.self_play.start(p, resume_states[0] is not None, m.env_frames)
-            p.limit_env_steps(math.ceil((cfg.train_for_env_steps - m.env_frames) / p.frameskip))
+            p.limit_env_steps(math.ceil((self.budget - m.env_frames) / p.frameskip))
             p.set_progress(m.tick)
             self.pbt = self._make_pbt()
             self.start_time = time.time()
@@ -188,12 +201,12 @@ class TrainingRun:
                 signal.signal(s, h)
             try:
                 m.tick(force=True)
-                if not cfg.benchmark and hasattr(self, "start_time"):
+                if self.writes and hasattr(self, "start_time"):
                     # an algorithm without a learner has no weights to save
                     saving = get_algorithm(cfg.algo).trains and not cfg.sampler_only
                     self._save_all("final")
             finally:
-                p.close()
+                p.close()  # a data-parallel rank leaves its process group here, if not yet
                 m.close()
         self._summarise()
         if failed:
@@ -207,7 +220,7 @@ class TrainingRun:
                 "" if cfg.benchmark else "; the same command resumes",
             )
             return "interrupted"
-        if not cfg.benchmark:
+        if self.writes:
             folder.done_file.write_text(f"env_frames={m.env_frames}\n")
         log.info("Training finished: %d env frames.", m.env_frames)
         return "done"
@@ -280,6 +293,20 @@ class TrainingRun:
             seconds,
             self.summary["env_frames_per_sec"],
         )
+        if self.rank.distributed and self.global_env_frames and m.env_frames:
+            # the ranks sample at the same pace (rounds keep them together): the global rate is this
+            # rank's scaled by the global / local frames at the last training round
+            share = self.global_env_frames / max(1, self.monitor_frames_at_last_round)
+            self.summary["global_env_frames"] = self.global_env_frames
+            self.summary["global_env_frames_per_sec"] = self.summary["env_frames_per_sec"] * share
+            log.info(
+                "Data parallel, %d ranks: all ranks together had sampled %d env frames at the last "
+                "training round (this rank: %d); about %.1f env frames/s together.",
+                self.rank.world_size,
+                self.global_env_frames,
+                self.monitor_frames_at_last_round,
+                self.summary["global_env_frames_per_sec"],
+            )
 
     def _on_signal(self, signum, frame) -> None:
         if self.stop_requested:  # second Ctrl+C: stop now
@@ -362,15 +389,21 @@ class TrainingRun:
         p.set_env_frames(m.env_frames)
         if report.train_stats:
             m.set_train_stats(report.train_stats)
-            if not cfg.benchmark:
+            if self.rank.distributed and "global_env_frames" in report.train_stats.get(0, {}):
+                self.global_env_frames = int(report.train_stats[0]["global_env_frames"])
+                self.monitor_frames_at_last_round = int(report.train_stats[0]["local_env_frames"])
+            if self.writes:
                 self._maybe_save(time.time())
         m.tick()
         if self.stop_requested:
             return False
+        if report.data_parallel_stopped:  # another rank stopped training
+            log.info("Data parallel: another rank stopped training; this rank stops too.")
+            return False
         if cfg.score_to_win is not None and report.episodes and self._won():
             return False
         elapsed = self.train_seconds_before + time.time() - self.start_time
-        return m.env_frames < cfg.train_for_env_steps and elapsed < cfg.train_for_seconds
+        return m.env_frames < self.budget and elapsed < cfg.train_for_seconds
 
     def _won(self) -> bool:
         """`--score_to_win`: True (and says so in the log) once the first learning policy's last
