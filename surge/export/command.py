@@ -106,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         "surge_checkpoint": str(loaded.checkpoint),
         "observation_space": str(loaded.obs_space),
         "action_space": str(loaded.action_space),
+        # what the env received from the actions during training (surge.sampling.env_actions),
+        # whether the recurrent state was reset at episode starts, and the critic's units
+        "clip_actions": str(bool(loaded.cfg.clip_actions)),
+        "rescale_actions": str(bool(loaded.cfg.rescale_actions)),
+        "zero_rnn_on_done": str(bool(loaded.cfg.zero_rnn_on_done)),
+        "values_normalized": str(bool(loaded.cfg.normalize_returns)),
     }
     policy = export_model(loaded.model, loaded.obs_space, args.format, out, meta)
     print(f"wrote {out} ({args.format}) from {loaded.checkpoint}")

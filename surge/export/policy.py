@@ -16,7 +16,8 @@ Outputs:
 
 - `actions`: the distribution's mode (argmax of each categorical head, the Gaussian's mean),
   `[B]` int64 for Discrete, `[B, heads]` int64 for MultiDiscrete / Tuple of Discrete, `[B, dim]`
-  float32 for Box (not clipped to the action bounds: clip as `surge enjoy` does), `[B, heads +
+  float32 for Box (not mapped onto the action bounds: the env gets `surge.sampling.env_actions.BoxActionMap`
+  of it, per `clip_actions` / `rescale_actions`, which the metadata records), `[B, heads +
   dims]` float32 for a Tuple mixing Discrete and Box;
 - `logits` `[B, num_logits]` float32: the distribution's parameters (categorical logits, masked;
   for Box the mean then the log standard deviation);

@@ -51,6 +51,11 @@ def test_trained_cartpole_exports_and_the_check_passes(tmp_path, capsys):
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     meta = session.get_modelmeta().custom_metadata_map
     assert meta["surge_env"] == "cartpole" and meta["surge_algo"] == "APPO"
+    assert (meta["clip_actions"], meta["rescale_actions"], meta["zero_rnn_on_done"]) == (
+        "True",
+        "False",
+        "True",
+    )
     assert meta["inputs"] == '["obs", "rnn_states_in"]' and "checkpoint_p0" in meta["surge_checkpoint"]
     env = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=0)
