@@ -401,7 +401,8 @@ class CentralValueParams:
     central_value_learning_rate: float | None = param(
         None,
         "Adam learning rate of the central value (None: --learning_rate); follows --lr_schedule "
-        "(a kl_adaptive schedule: the policy's adapted rate when None, else this constant rate).",
+        "(linear_decay; constant under a kl_adaptive schedule, as rl_games 1.6.5, which does not pass "
+        "the adapted rate on).",
     )
     central_value_mini_epochs: int | None = param(
         None, "Passes of the central value over each batch (None: --ppo_epochs)."

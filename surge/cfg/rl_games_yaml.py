@@ -596,7 +596,27 @@ def _translate_central_value(t: Translator, cv: Node, net: NetInfo) -> None:
             as_number(f"{p}.minibatch_size", cv.get("minibatch_size"), int),
         )
     t.need(f"{p}.normalize_input", "central_value_normalize_input", truthy(cv.get("normalize_input", False)))
-    t.need(f"{p}.clip_value", "central_value_clip_value", truthy(cv.get("clip_value", True)))
+    cv_clip = truthy(cv.get("clip_value", True))
+    t.need(f"{p}.clip_value", "central_value_clip_value", cv_clip)
+    # rl_games' CentralValueTrain clips with its own e_clip (default 0.2) and schedules its rate
+    # with its own lr_schedule (linear, else constant); surge's central value clips with
+    # --ppo_clip_value and follows --lr_schedule: a file where they differ is refused
+    cv_eclip = as_number(f"{p}.e_clip", cv.get("e_clip", 0.2))
+    if cv_clip and t.out.values.get("ppo_clip_value") != cv_eclip:
+        raise RlGamesKeyError(
+            f"{p}.clip_value",
+            f"True with e_clip {cv_eclip}: surge clips the central value with --ppo_clip_value "
+            f"({t.out.values.get('ppo_clip_value')}, from the top-level e_clip and clip_value).",
+            "use the same clipping in both blocks.",
+        )
+    cv_linear = cv.get("lr_schedule", None) == "linear"
+    if cv_linear != (t.out.values.get("lr_schedule") == "linear_decay"):
+        raise RlGamesKeyError(
+            f"{p}.lr_schedule",
+            f"{cv.data.get('lr_schedule')!r}: surge's central value follows the top-level schedule "
+            f"(--lr_schedule={t.out.values.get('lr_schedule')}; constant under an adaptive one).",
+            "give the central value the top-level schedule (linear or not in both).",
+        )
     grad_norm = as_number(f"{p}.grad_norm", cv.get("grad_norm", 1.0))
     t.need(
         f"{p}.grad_norm",

@@ -112,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         "rescale_actions": str(bool(loaded.cfg.rescale_actions)),
         "zero_rnn_on_done": str(bool(loaded.cfg.zero_rnn_on_done)),
         "values_normalized": str(bool(loaded.cfg.normalize_returns)),
+        # True: `values` is the actor's value head, which a central value run never trains
+        "central_value": str(bool(loaded.cfg.central_value)),
     }
     policy = export_model(loaded.model, loaded.obs_space, args.format, out, meta)
     print(f"wrote {out} ({args.format}) from {loaded.checkpoint}")

@@ -263,6 +263,11 @@ class CentralValueTrainer:
             group["lr"] = lr
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
         s, ov, tg, vd = flat(states), flat(old_values), flat(targets), flat(valids)
+        # only the valid samples (another policy's steps, stale ones masked by max_policy_lag are
+        # out): a minibatch without one would still move the weights through Adam's momentum
+        keep = (vd > 0).nonzero().flatten()
+        if keep.numel() < vd.numel():
+            s, ov, tg, vd = s[keep], ov[keep], tg[keep], vd[keep]
         n = vd.shape[0]
         mb = cfg.central_value_minibatch_size or cfg.batch_size
         epochs = cfg.central_value_mini_epochs or cfg.ppo_epochs

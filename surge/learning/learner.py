@@ -174,10 +174,10 @@ class Learner(LearnerBase):
         shown = stats or skipped  # the applied steps' statistics (all NaN ones when every step was skipped)
         out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in (shown[0] if shown else ())}
         if self.cv is not None and not self.should_stop():
-            if kl_lr is not None and cfg.central_value_learning_rate is None:
-                cv_lr = lr  # the policy's adaptive rate (rl_games' a2c_common: central_value_net.update_lr)
-            else:  # constant or linearly decayed from its own base rate (a kl_adaptive schedule: constant)
-                cv_lr = learning_rate(cfg, env_frames, self.cv.base_lr(self.hp.learning_rate))
+            # constant or linearly decayed from its own base rate; a kl_adaptive schedule leaves it
+            # constant: rl_games 1.6.5 does not pass the adapted rate on (a2c_common.py, the
+            # `central_value_net.update_lr(lr)` call is commented out)
+            cv_lr = learning_rate(cfg, env_frames, self.cv.base_lr(self.hp.learning_rate))
             targets = self._cv_vtrace_targets(b) if cfg.with_vtrace else b["targets"]
             out.update(self.cv.train(cv_state[:T], b["old_values"], targets, b["valids"], cv_lr))
         out.update(self.skip_stats(len(skipped)))

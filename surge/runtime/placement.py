@@ -233,4 +233,5 @@ def restore_policy(model: nn.Module, learner: LearnerBase, state: dict[str, Any]
     """Loads model, learner modules, learner and RNG state from a checkpoint dict, in the process
     that learns (after it seeded itself, so the restored RNG streams continue where they stopped)."""
     load_policy_state(state, model, learner)
-    set_rng_state(state["rng"])
+    if "rng" in state:  # a data-parallel rank > 0 keeps its own streams (seeded --seed + rank)
+        set_rng_state(state["rng"])

@@ -157,6 +157,12 @@ class TrainingRun:
         resume_states = [
             c.load("latest") if resume and i in self.learning else None for i, c in enumerate(self.ckpts)
         ]
+        if self.rank.rank > 0:
+            # ranks > 0 read rank 0's checkpoint for its counters (the weights come by broadcast):
+            # not its random streams, or every rank would sample with the same noise from here on
+            for state in resume_states:
+                if state is not None:
+                    state.pop("rng", None)
         summaries = None if not self.writes else [folder.summaries(i) for i in range(P)]
         self.monitor = m = Monitor(cfg, summaries, get_algorithm(cfg.algo).metric_tags)
         if self.rank.distributed:  # this rank counts its own env frames against its share

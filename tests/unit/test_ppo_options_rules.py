@@ -154,3 +154,45 @@ def test_options_without_effect_are_reported():
     assert "--bound_loss_type has no effect with --bounds_loss_coef=0" in notes
     a2c = " ".join(config_notes(_cfg("--algo=A2C", "--bounds_loss_coef=0.1")))
     assert "--bounds_loss_coef has no effect with --algo=A2C" in a2c
+
+
+def test_central_value_takes_no_step_on_invalid_samples():
+    """A batch with no valid sample (another policy's steps, stale ones) leaves the central value's
+    weights as they were (a zero-loss Adam step would still move them through its momentum), and
+    with some valid samples only those drive the update: the result equals training on them alone."""
+    import gymnasium as gym
+
+    from surge.cfg.config import Config
+    from surge.learning.central_value import CentralValue, CentralValueTrainer
+
+    cfg = Config(env="cartpole", central_value=True, central_value_mini_epochs=2, batch_size=4)
+    space = gym.spaces.Box(-1, 1, (3,), np.float32)
+
+    def trainer():
+        torch.manual_seed(0)
+        module = CentralValue(cfg, space)
+        t = CentralValueTrainer(cfg, module, torch.device("cpu"), (0.9, 0.999))
+        t.optimizer.zero_grad(set_to_none=True)
+        return module, t
+
+    g = torch.Generator().manual_seed(1)
+    states, old, targets = (
+        torch.randn(4, 2, 3, generator=g),
+        torch.randn(4, 2, generator=g),
+        torch.randn(4, 2, generator=g),
+    )
+    module, t = trainer()
+    t.train(states, old, targets, torch.ones(4, 2), 1e-2)  # Adam has momentum from here on
+    before = [p.detach().clone() for p in module.parameters()]
+    t.train(states, old, targets, torch.zeros(4, 2), 1e-2)
+    assert all(torch.equal(a, p) for a, p in zip(before, module.parameters(), strict=True))
+    valids = torch.zeros(4, 2)
+    valids[:, 0] = 1.0
+    module, t = trainer()
+    torch.manual_seed(5)
+    t.train(states, old, targets, valids, 1e-2)
+    module_ref, t_ref = trainer()
+    torch.manual_seed(5)
+    t_ref.train(states[:, :1], old[:, :1], targets[:, :1], valids[:, :1], 1e-2)
+    for a, b in zip(module.parameters(), module_ref.parameters(), strict=True):
+        torch.testing.assert_close(a, b)

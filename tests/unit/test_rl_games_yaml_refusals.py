@@ -195,3 +195,34 @@ def test_docs_table_script_classifies_files():
         mod.classify(CONFIGS / "smac" / "v2" / "env_configs" / "sc2_gen_zerg.yaml")[0]
         == "not a training file"
     )
+
+
+def _cartpole_with_cv(**block):
+    data = _cartpole()
+    data["params"]["network"]["separate"] = False
+    data["params"]["config"]["central_value_config"] = {
+        "network": {
+            "name": "actor_critic",
+            "central_value": True,
+            "mlp": {"units": [64], "activation": "relu"},
+        },
+        **block,
+    }
+    return data
+
+
+def test_central_value_clip_and_schedule_that_surge_would_change_are_refused():
+    """rl_games' CentralValueTrain clips with its block's e_clip (default 0.2) and follows its
+    block's lr_schedule (central_value.py); surge's central value uses --ppo_clip_value and
+    --lr_schedule: where they would differ the file is refused, naming the block's key."""
+    data = _cartpole_with_cv(clip_value=True)  # ppo_cartpole: clip_value True, e_clip 0.2: same
+    v = translate(data, "f.yaml", fields=future_fields(), separate_ok=True).values
+    assert v["central_value_clip_value"] is True and v["ppo_clip_value"] == 0.2
+    data["params"]["config"]["clip_value"] = False  # the policy's values unclipped, the block's clipped
+    with pytest.raises(RlGamesKeyError) as e:
+        translate(data, "f.yaml", fields=future_fields(), separate_ok=True)
+    assert e.value.field == "params.config.central_value_config.clip_value"
+    data = _cartpole_with_cv(clip_value=True, lr_schedule="linear")  # the top level is constant
+    with pytest.raises(RlGamesKeyError) as e:
+        translate(data, "f.yaml", fields=future_fields(), separate_ok=True)
+    assert e.value.field == "params.config.central_value_config.lr_schedule"
