@@ -66,7 +66,6 @@ MUJOCO_TASKS = {
 
 #: rl_games env names that surge cannot run, with why (`docs/rl_games.md`)
 NOT_HERE = {
-    "brax": "Brax (JAX) is not a surge env family yet (issue 21 item 7)",
     "maniskill": "ManiSkill is not installed here and surge has no ManiSkill family",
     "smac": "SMAC needs StarCraft II, which is not installed here; surge has no SMAC family",
     "smac_v2": "SMACv2 needs StarCraft II, which is not installed here; surge has no SMAC family",
@@ -120,6 +119,9 @@ class EnvChoice:
     #: False where rl_games' creator takes no env_config (its `lambda **kwargs: make(name)`): the
     #: block's keys then have no effect in rl_games either, and are reported as such
     reads_env_config: bool = True
+    #: all of num_actors in one worker's batched env (`env_agents` = num_actors): a family whose
+    #: whole batch is one jitted call (brax_)
+    one_worker: bool = False
 
 
 def _atari_game(name: str) -> str | None:
@@ -184,6 +186,8 @@ def env_from_rl_games(
         return _gym_id(name, "params.config.env_config.name")
     if env_name == "envpool":
         return _envpool(take, ignore)
+    if env_name == "brax":
+        return _brax(take)
     if env_name == "atari_gym":
         name = take("name", None)
         game = _atari_game(str(name))
@@ -248,6 +252,31 @@ def _atari(game: str, name: str, skip: Any, episode_life: Any) -> EnvChoice:
             "atari_noop_max": 30,
         },
         frameskip=int(skip),
+    )
+
+
+def _brax(take: Callable[[str, Any], Any]) -> EnvChoice:
+    """rl_games' `BraxEnv` (`rl_games/envs/brax.py`): `envs.create_gym_env(env_name, batch_size=
+    num_actors, seed=0, backend='gpu')`, i.e. brax's training wrappers with episode_length 1000 and
+    action_repeat 1 (surge's `brax_` defaults); it reads only `env_name` (default 'ant')."""
+    from surge.envs.brax_family import brax_task
+
+    task = take("env_name", "ant")
+    try:
+        env = "brax_" + str(task)
+        brax_task(env)
+    except ConfigError as e:
+        raise RlGamesKeyError("params.config.env_config.env_name", e.problem, e.fix) from None
+    return EnvChoice(
+        env,
+        batched=True,
+        one_worker=True,
+        notes=[
+            "params.config.env_name: brax runs as surge's brax_ family: all num_actors envs in one "
+            "worker's batched env, stepped in one jitted call (env_agents = num_actors); rl_games "
+            "passes seed 0 to brax, surge seeds from --seed"
+        ],
+        reads_env_config=False,
     )
 
 

@@ -125,6 +125,7 @@ class Translator:
         self.out = Translation()
         self.frameskip = 1
         self.batched = False
+        self.one_worker = False
 
     # ---------------------------------------------------------------- output
     def set(self, flag: str, value: Any) -> None:

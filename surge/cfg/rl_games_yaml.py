@@ -189,7 +189,7 @@ def _translate_env(t: Translator, config: Node) -> None:
     choice = env_from_rl_games(config.get("env_name"), env_config.data, env_config.get, ignore)
     t.set("env", choice.env)
     t.out.values.update(choice.flags)
-    t.frameskip, t.batched = choice.frameskip, choice.batched
+    t.frameskip, t.batched, t.one_worker = choice.frameskip, choice.batched, choice.one_worker
     for n in choice.notes:
         t.out.notes.append(n)
     ignore("seed", "rl_games passes it to the env; surge seeds envs from --seed (params.seed)")
@@ -198,7 +198,7 @@ def _translate_env(t: Translator, config: Node) -> None:
             if env_config.key(key) not in env_config.seen:
                 ignore(
                     key,
-                    f"rl_games' creator of {config.data.get('env_name')} takes no env_config, so it has no effect there either",
+                    f"rl_games' creator of {config.data.get('env_name')} does not read this key, so it has no effect there either",
                 )
 
 
@@ -272,7 +272,7 @@ def _translate_config(t: Translator, c: Node, net: NetInfo) -> None:
     t.set("batch_size", minibatch)
     t.set("num_batches_per_iteration", horizon * actors // minibatch)
     t.set("ppo_epochs", as_number("params.config.mini_epochs", c.get("mini_epochs"), int))
-    t.out.values.update(worker_layout(actors, batched))
+    t.out.values.update(worker_layout(actors, batched, cpus=1 if t.one_worker else None))
     steps_per_epoch = horizon * actors * frameskip  # env frames of one rl_games epoch
 
     # ---- the loss (a2c_*.py calc_losses; common_losses.py)

@@ -111,6 +111,7 @@ def _load_builtins() -> None:
         _BUILTINS_LOADED = True
         from surge.envs import (  # noqa: F401  (they register themselves)
             atari,
+            brax_family,  # noqa: F401  (imports brax only when an env is made)
             classic,
             envpool_family,
             memory,  # noqa: F401  (the memory_cue task)
@@ -291,6 +292,8 @@ _EXTRAS = {
     "vizdoom": 'pip install "surge-rl[doom]"',
     "mujoco": 'pip install "surge-rl[mujoco]"',
     "envpool": 'pip install "surge-rl[envpool]"',
+    "brax": 'pip install "surge-rl[brax]"',
+    "jax": 'pip install "surge-rl[brax]"',
     "pygame": 'pip install "surge-rl[video]"',
     "pettingzoo": 'pip install "surge-rl[pettingzoo]"',
     "pymunk": 'pip install "surge-rl[pettingzoo]"',

@@ -121,7 +121,7 @@ def test_central_value_rnn_layer_norm_refused_with_full_path():
         (("load_checkpoint",), True, "params.load_checkpoint"),
         (("network", "name"), "resnet_actor_critic", "params.network.name"),
         (("algo", "name"), "sac", "params.algo.name"),
-        (("config", "env_name"), "brax", "params.config.env_name"),
+        (("config", "env_name"), "cule", "params.config.env_name"),
         (("config", "env_name"), "smac", "params.config.env_name"),
         (("network", "mlp", "activation"), "sigmoid", "params.network.mlp.activation"),
         (("config", "reward_shaper", "log_val"), True, "params.config.reward_shaper.log_val"),
