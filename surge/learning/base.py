@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.models.actor_critic import ActorCritic
 from surge.population.hyperparams import PolicyHyperparams
@@ -126,6 +127,8 @@ class LearnerBase:
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
+        #: `--mixed_precision=fp16`: dynamic loss scaling (`surge.learning.amp`), None otherwise
+        self.grad_scaler = make_grad_scaler(getattr(cfg, "mixed_precision", "none"), device)
         #: the process group of a data-parallel run (`surge.distributed.data_parallel.DataParallel`,
         #: set by the placement): gradients are averaged over the ranks; None: a single learner
         self.data_parallel: Any = None
@@ -359,12 +362,19 @@ class LearnerBase:
 
         In a data-parallel run (`data_parallel` set) the gradient is averaged over the ranks before
         it is clipped, and the step is skipped on every rank when any rank's loss or the averaged
-        gradient is non-finite (`DataParallel.average_gradients`)."""
+        gradient is non-finite (`DataParallel.average_gradients`).
+
+        Under `--mixed_precision=fp16` the loss is scaled by the GradScaler before `backward` and
+        the gradients unscaled (after the all-reduce) before clipping; a step skipped for an
+        overflow is counted in `skipped_updates` like any other, and the scale is halved."""
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler = self.grad_scaler
+        (loss if scaler is None else scaler.scale(loss)).backward()
         all_finite = True  # every rank's loss (data-parallel runs)
         if self.data_parallel is not None:
             all_finite = self.data_parallel.average_gradients(self.model.parameters(), loss)
+        if scaler is not None:  # fp16: unscaled after the all-reduce, before clipping
+            scaler.unscale_(self.optimizer)
         max_norm = self.hp.max_grad_norm if self.hp.max_grad_norm > 0 else float("inf")
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         if self.data_parallel is None:
@@ -374,8 +384,14 @@ class LearnerBase:
         if self.last_step_skipped:
             self.optimizer.zero_grad(set_to_none=True)
             self.skipped_updates += 1
+            if scaler is not None:  # the scaler saw the inf gradients in `unscale_`: halves its scale
+                scaler.update()
             return grad_norm
-        self.optimizer.step()
+        if scaler is None:
+            self.optimizer.step()
+        else:
+            scaler.step(self.optimizer)
+            scaler.update()
         self.policy_version += 1
         return grad_norm
 
