@@ -71,7 +71,8 @@ def main() -> None:
     sampler.release(slots)
     start_model = copy.deepcopy(learner.model.state_dict())
     start_optim = copy.deepcopy(learner.optimizer.state_dict())
-    obs = batch["obs"][0, : a.act_batch].contiguous()
+    frames = batch["obs"]  # `[T+1, N, 4, 84, 84]` uint8
+    obs = frames.reshape(-1, *frames.shape[2:])[: a.act_batch].contiguous()
     states = torch.zeros(obs.shape[0], learner.model.rnn_state_size, device=device)
 
     def train(mode: str) -> float:
