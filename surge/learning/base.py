@@ -140,7 +140,8 @@ class LearnerBase:
         """Every optimizer's state (`optimizers`: {name: its `state_dict()`}), every scheduler's
         (`schedulers`, when the learner has any), `policy_version` and
         the policy's hyper-parameters (`hyperparams`, a dict of floats), the KL-adaptive learning
-        rate (`kl_adaptive_lr`, under `--lr_schedule=kl_adaptive_*`); the acting module's and the
+        rate (`kl_adaptive_lr`, under `--lr_schedule=kl_adaptive_*`), the GradScaler's scale and
+        counters (`grad_scaler`, under `--mixed_precision=fp16`); the acting module's and the
         learner modules' states are saved beside it (`surge.runtime.placement.policy_state`)."""
         out = {
             "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
@@ -151,6 +152,8 @@ class LearnerBase:
             out["schedulers"] = {name: sched.state_dict() for name, sched in self.schedulers.items()}
         if self.kl_lr is not None:
             out["kl_adaptive_lr"] = self.kl_lr.state_dict()
+        if self.grad_scaler is not None:
+            out["grad_scaler"] = self.grad_scaler.state_dict()
         return out
 
     def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
@@ -191,6 +194,8 @@ class LearnerBase:
             # after the hyper-parameters, whose learning_rate would restart the adaptation
             self.kl_lr.load_state_dict(state["kl_adaptive_lr"])
             self._set_lr(self.kl_lr.lr)
+        if self.grad_scaler is not None and "grad_scaler" in state:  # else it starts afresh
+            self.grad_scaler.load_state_dict(state["grad_scaler"])
         self.policy_version = self.policy_version + 1 if keep_version else int(state["policy_version"])
 
     def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:

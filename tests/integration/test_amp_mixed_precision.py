@@ -146,6 +146,11 @@ def test_grad_scaler_step_equals_float32_step_and_counts_overflow(tmp_path):
     assert scaled.last_step_skipped and scaled.skipped_updates == 1 and scaled.policy_version == 1
     assert scaled.grad_scaler.get_scale() == 2.0**9  # GradScaler's backoff_factor 0.5
     assert all(torch.equal(a, b) for a, b in zip(before, scaled.model.parameters(), strict=True))
+    # the scale is saved with the learner state and restored
+    _, fresh = _learner_pair(tmp_path / "c")
+    fresh.grad_scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    fresh.load_state_dict(scaled.state_dict())
+    assert fresh.grad_scaler.get_scale() == 2.0**9
 
 
 def test_refusals(tmp_path):
