@@ -70,6 +70,14 @@ class ExperimentParams:
         "Device for inference and learning: cpu; gpu or cuda (the current GPU; in a torchrun run, "
         "each rank's LOCAL_RANK GPU); cuda:K (GPU K, on every rank).",
     )
+    mixed_precision: str = param(
+        "none",
+        "torch.autocast for the APPO learner's forward pass and the inference workers' act: none "
+        "(float32), bf16 (CPU or a CUDA GPU with bf16), fp16 (CUDA only, with a GradScaler; rl_games' "
+        "mixed_precision: True). Weights, optimizer step, V-trace/GAE, targets and what is written "
+        "to the buffers stay float32 (docs/mixed_precision.md).",
+        ("none", "bf16", "fp16"),
+    )
     seed: int | None = param(None, "Random seed for torch, numpy and the envs (None: random).")
     eval_env_frameskip: int | None = param(
         None,

@@ -499,15 +499,17 @@ def _translate_config(t: Translator, c: Node, net: NetInfo) -> None:
             t.note(f"params.config.{k}", why)
     for k, fix in (
         ("multi_gpu", "surge's data-parallel learners run under torchrun (issue 21)"),
-        ("mixed_precision", "surge has no mixed precision flag yet (issue 21)"),
+        ("mixed_precision", "this surge has no --mixed_precision=fp16"),
         ("ignore_dead_batches", "surge has no such option"),
         ("freeze_critic", "surge has no such option"),
         ("population_based_training", "surge's PBT takes its own flags (--with_pbt, docs/population.md)"),
         ("use_action_masks", "surge reads masks from an env's action_mask observation (docs/policies.md)"),
     ):
         if truthy(c.get(k, False)):
-            if k == "mixed_precision" and t.supports("mixed_precision", "bf16"):
-                t.set("mixed_precision", "bf16")
+            if k == "mixed_precision" and t.supports("mixed_precision", "fp16"):
+                # rl_games' autocast + GradScaler is fp16 on CUDA; on the CPU surge refuses fp16
+                # before the start, naming --mixed_precision=bf16 or none (docs/mixed_precision.md)
+                t.set("mixed_precision", "fp16")
                 continue
             if k == "use_action_masks":
                 t.note(f"params.config.{k}", fix)

@@ -246,6 +246,9 @@ def validate_cfg(cfg: Any) -> None:
     from surge.learning.central_value import check_central_value_flags, check_env_state
 
     check_central_value_flags(cfg)
+    from surge.learning.amp import check_mixed_precision
+
+    check_mixed_precision(cfg)
     check_algo = getattr(cfg.algo_params, "validate", None)
     if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
         check_algo()

@@ -81,7 +81,8 @@ def check_data_parallel(cfg: Any, info: RankInfo | None = None) -> None:
     Raises:
         ConfigError: naming the field: an algorithm other than APPO and A2C (replay learners,
             several optimizers), `num_policies` > 1, `with_pbt`, `self_play`, `frozen_policies`,
-            `sampler_only`, `central_value`, `mixed_precision` (other than off),
+            `sampler_only`, `central_value`, `mixed_precision=fp16` (the GradScaler with all-reduced
+            gradients is not verified: no CUDA machine in CI),
             `train_for_env_steps` smaller than the number of ranks.
     """
     info = info or rank_info()
@@ -103,8 +104,8 @@ def check_data_parallel(cfg: Any, info: RankInfo | None = None) -> None:
         ("central_value", bool(getattr(cfg, "central_value", False)), "pass --central_value=False"),
         (
             "mixed_precision",
-            getattr(cfg, "mixed_precision", "none") not in ("none", "fp32", "off", None, False),
-            "pass --mixed_precision=none",
+            getattr(cfg, "mixed_precision", "none") == "fp16",  # bf16 runs (no scaler)
+            "pass --mixed_precision=bf16 or none",
         ),
     ]
     for name, bad, fix in refused:

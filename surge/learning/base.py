@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.models.actor_critic import ActorCritic
 from surge.population.hyperparams import PolicyHyperparams
@@ -126,6 +127,8 @@ class LearnerBase:
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
+        #: `--mixed_precision=fp16`: dynamic loss scaling (`surge.learning.amp`), None otherwise
+        self.grad_scaler = make_grad_scaler(getattr(cfg, "mixed_precision", "none"), device)
         #: the process group of a data-parallel run (`surge.distributed.data_parallel.DataParallel`,
         #: set by the placement): gradients are averaged over the ranks; None: a single learner
         self.data_parallel: Any = None
@@ -137,7 +140,8 @@ class LearnerBase:
         """Every optimizer's state (`optimizers`: {name: its `state_dict()`}), every scheduler's
         (`schedulers`, when the learner has any), `policy_version` and
         the policy's hyper-parameters (`hyperparams`, a dict of floats), the KL-adaptive learning
-        rate (`kl_adaptive_lr`, under `--lr_schedule=kl_adaptive_*`); the acting module's and the
+        rate (`kl_adaptive_lr`, under `--lr_schedule=kl_adaptive_*`), the GradScaler's scale and
+        counters (`grad_scaler`, under `--mixed_precision=fp16`); the acting module's and the
         learner modules' states are saved beside it (`surge.runtime.placement.policy_state`)."""
         out = {
             "optimizers": {name: opt.state_dict() for name, opt in self.optimizers.items()},
@@ -148,6 +152,8 @@ class LearnerBase:
             out["schedulers"] = {name: sched.state_dict() for name, sched in self.schedulers.items()}
         if self.kl_lr is not None:
             out["kl_adaptive_lr"] = self.kl_lr.state_dict()
+        if self.grad_scaler is not None:
+            out["grad_scaler"] = self.grad_scaler.state_dict()
         return out
 
     def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
@@ -188,6 +194,8 @@ class LearnerBase:
             # after the hyper-parameters, whose learning_rate would restart the adaptation
             self.kl_lr.load_state_dict(state["kl_adaptive_lr"])
             self._set_lr(self.kl_lr.lr)
+        if self.grad_scaler is not None and "grad_scaler" in state:  # else it starts afresh
+            self.grad_scaler.load_state_dict(state["grad_scaler"])
         self.policy_version = self.policy_version + 1 if keep_version else int(state["policy_version"])
 
     def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
@@ -359,12 +367,19 @@ class LearnerBase:
 
         In a data-parallel run (`data_parallel` set) the gradient is averaged over the ranks before
         it is clipped, and the step is skipped on every rank when any rank's loss or the averaged
-        gradient is non-finite (`DataParallel.average_gradients`)."""
+        gradient is non-finite (`DataParallel.average_gradients`).
+
+        Under `--mixed_precision=fp16` the loss is scaled by the GradScaler before `backward` and
+        the gradients unscaled (after the all-reduce) before clipping; a step skipped for an
+        overflow is counted in `skipped_updates` like any other, and the scale is halved."""
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler = self.grad_scaler
+        (loss if scaler is None else scaler.scale(loss)).backward()
         all_finite = True  # every rank's loss (data-parallel runs)
         if self.data_parallel is not None:
             all_finite = self.data_parallel.average_gradients(self.model.parameters(), loss)
+        if scaler is not None:  # fp16: unscaled after the all-reduce, before clipping
+            scaler.unscale_(self.optimizer)
         max_norm = self.hp.max_grad_norm if self.hp.max_grad_norm > 0 else float("inf")
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         if self.data_parallel is None:
@@ -374,8 +389,14 @@ class LearnerBase:
         if self.last_step_skipped:
             self.optimizer.zero_grad(set_to_none=True)
             self.skipped_updates += 1
+            if scaler is not None:  # the scaler saw the inf gradients in `unscale_`: halves its scale
+                scaler.update()
             return grad_norm
-        self.optimizer.step()
+        if scaler is None:
+            self.optimizer.step()
+        else:
+            scaler.step(self.optimizer)
+            scaler.update()
         self.policy_version += 1
         return grad_norm
 

@@ -12,6 +12,7 @@ Every optimizer step increments `policy_version`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from surge.algorithms.bounds_loss import action_bounds_loss
 from surge.algorithms.ppo_loss import PPOLossConfig, masked_mean, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
 from surge.data.trajectory import tree_map
+from surge.learning.amp import autocast
 from surge.learning.base import LearnerBase, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 
@@ -59,6 +61,8 @@ class Learner(LearnerBase):
                 self.cfg, module, self.device, (self.hp.adam_beta1, self.hp.adam_beta2)
             )
             self.optimizers[CV_NAME] = self.cv.optimizer
+        #: `--mixed_precision`: a fresh autocast context per forward pass (a no-op for `none`)
+        self._autocast = functools.partial(autocast, self.cfg.mixed_precision, self.device)
 
     def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
         """`LearnerBase.set_hyperparams`; Adam's betas of the central value follow the policy's
@@ -253,12 +257,19 @@ class Learner(LearnerBase):
         L = mb["valids"].shape[0]
         # where the core resets its state: episode ends, or nowhere with --zero_rnn_on_done=False
         rnn_dones = mb.get("dones_rnn", mb["dones"])
+        # --mixed_precision: the forward pass under autocast; the logits and values the loss reads
+        # are cast back to float32 (V-trace, the targets and the loss's reductions stay float32)
+        with self._autocast():
+            if vtrace_mode:
+                dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
+                logits, values_all = model.evaluate(mb["obs"], mb["rnn_states"], dones_in, cfg.recurrence)
+            else:
+                logits, values = model.evaluate(mb["obs"], mb["rnn_states"], rnn_dones, cfg.recurrence)
         if vtrace_mode:
-            dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
-            logits, values_all = model.evaluate(mb["obs"], mb["rnn_states"], dones_in, cfg.recurrence)
+            logits, values_all = logits.float(), values_all.float()
             logits, values = logits[:L], values_all[:L]
         else:
-            logits, values = model.evaluate(mb["obs"], mb["rnn_states"], rnn_dones, cfg.recurrence)
+            logits, values = logits.float(), values.float()
         if vtrace_mode:
             with torch.no_grad():
                 # the central value's values when it is on (`[T+1, units]`), else the critic's own

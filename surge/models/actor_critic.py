@@ -250,6 +250,8 @@ class ActorCritic(nn.Module):
         else:
             x, new_states = self._step(self._actor_body(), obs, rnn_states)
             logits, values = self._heads(x)
+        if logits.dtype != torch.float32:  # under autocast (--mixed_precision): sample in float32
+            logits, values = logits.float(), values.float()
         if action_mask is not None:
             logits = apply_action_mask(self.action_space, logits, action_mask)
         dist = self.distribution(logits)

@@ -242,6 +242,7 @@ def make_inference(
         reads_obs=layout.algo.act_reads_obs,
         num_actors=num_actors(layout.cfg, layout.info),
         skip_obs_key=layout.cfg.central_value_state_key if layout.cfg.central_value else None,
+        mixed_precision=layout.cfg.mixed_precision,
     )
 
 

@@ -4,6 +4,7 @@ returns back. Placement-agnostic like the rollout worker."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import gymnasium as gym
@@ -13,6 +14,7 @@ from torch import Tensor, nn
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.envs.action_masks import MASK_KEY
 from surge.learning.algorithm import ActContext
+from surge.learning.amp import autocast, to_float32
 from surge.learning.central_value import actor_obs
 
 
@@ -36,6 +38,9 @@ class InferenceWorker:
         skip_obs_key: an observation Dict entry never read (the central value's state,
             `--central_value_state_key`: the actor does not see it); the rest goes to `act`, the bare
             `obs` entry when only it is left (`surge.learning.central_value.actor_obs`).
+        mixed_precision: `--mixed_precision` (none, bf16, fp16): `act` runs under `torch.autocast`
+            and every floating tensor it returns is cast to float32 before it is written
+            (`surge.learning.amp`).
 
     `act` gets an `ActContext` per forward pass: the acting agents' `actor_ids` read from the
     buffers' per-slot table (a view for contiguous slots; the rollout workers write it once per
@@ -54,8 +59,13 @@ class InferenceWorker:
         reads_obs: bool = True,
         num_actors: int = 0,
         skip_obs_key: str | None = None,
+        mixed_precision: str = "none",
     ):
         self.model, self.buffers, self.device = model, buffers, device
+        #: `--mixed_precision` other than none: a fresh autocast context per forward pass
+        self._autocast = (
+            None if mixed_precision == "none" else functools.partial(autocast, mixed_precision, device)
+        )
         self.num_actors = num_actors
         self.env_frames = 0  # the run's env frames as last told (`ActContext.env_frames`)
         self.act, self.reads_obs = act, reads_obs
@@ -125,7 +135,11 @@ class InferenceWorker:
             if rnn_states is None:
                 rnn_states = self._no_state[n] = torch.empty((n, 0), device=dev)
         ctx = ActContext(self.buffers.actor_ids[slots], self.num_actors, self.env_frames)
-        out = self.act(self.model, obs, rnn_states, ctx)
+        if self._autocast is None:
+            out = self.act(self.model, obs, rnn_states, ctx)
+        else:  # --mixed_precision: act under autocast, its outputs written as float32
+            with self._autocast():
+                out = to_float32(self.act(self.model, obs, rnn_states, ctx))
         fields, on_cpu = self._fields, self._on_cpu
         for name, value in out.items():
             if name == "rnn_states":

@@ -102,7 +102,7 @@ def test_flags_of_other_features_refused_once_they_exist(tmp_path):
     mixed precision."""
     for name, value in [
         ("central_value", True),
-        ("mixed_precision", "bf16"),
+        ("mixed_precision", "fp16"),
     ]:
         cfg = _cfg(tmp_path)
         setattr(cfg, name, value)
