@@ -220,8 +220,15 @@ def resolve_wrapper(name: str) -> Callable[[gym.Env], gym.Env]:
     `package.module:Class` (or `package.module.Class`).
 
     Raises:
-        ConfigError: the module cannot be imported or has no such class (with close matches).
+        ConfigError: the entry is not a non-empty string (a YAML `env_wrappers: [null]`), or the
+            module cannot be imported or has no such class (with close matches).
     """
+    if not isinstance(name, str) or not name:
+        raise ConfigError(
+            "env_wrappers",
+            f"each entry must be a wrapper's name, got {name!r}.",
+            "give names such as FlattenObservation or package.module:Class.",
+        )
     if ":" in name:
         module, _, attr = name.partition(":")
     elif "." in name:

@@ -292,26 +292,29 @@ class TrainingRun:
                 seconds,
                 MIN_RATE_SECONDS,
             )
-            return
-        log.info(
-            "Throughput: %d env frames in %.1f s = %.1f env frames/s (from the first env steps on)",
-            self.summary["env_frames"],
-            seconds,
-            self.summary["env_frames_per_sec"],
-        )
+        else:
+            log.info(
+                "Throughput: %d env frames in %.1f s = %.1f env frames/s (from the first env steps on)",
+                self.summary["env_frames"],
+                seconds,
+                self.summary["env_frames_per_sec"],
+            )
         if self.rank.distributed and self.global_env_frames and m.env_frames:
             # the ranks sample at the same pace (rounds keep them together): the global rate is this
-            # rank's scaled by the global / local frames at the last training round
+            # rank's scaled by the global / local frames at the last training round; the global
+            # frames are reported even when the run was too short for a rate
             share = self.global_env_frames / max(1, self.monitor_frames_at_last_round)
             self.summary["global_env_frames"] = self.global_env_frames
             self.summary["global_env_frames_per_sec"] = self.summary["env_frames_per_sec"] * share
             log.info(
                 "Data parallel, %d ranks: all ranks together had sampled %d env frames at the last "
-                "training round (this rank: %d); about %.1f env frames/s together.",
+                "training round (this rank: %d)%s.",
                 self.rank.world_size,
                 self.global_env_frames,
                 self.monitor_frames_at_last_round,
-                self.summary["global_env_frames_per_sec"],
+                f"; about {self.summary['global_env_frames_per_sec']:.1f} env frames/s together"
+                if measurable
+                else "",
             )
 
     def _on_signal(self, signum, frame) -> None:

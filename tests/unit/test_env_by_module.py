@@ -111,3 +111,16 @@ def test_a_module_that_cannot_be_imported_or_registers_no_such_id_is_refused(toy
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=surge_toy_envs:NotThere-v0", f"--train_dir={tmp_path}"])
     assert e.value.field == "env" and "NotThere-v0" in e.value.problem
+
+
+def test_an_env_wrappers_entry_that_is_not_a_name_is_refused(tmp_path):
+    """A YAML `env_wrappers: [null]` (found by tests/unit/test_config_fuzz.py) is refused naming the
+    flag, not a TypeError from inside the wrapper lookup."""
+    from surge.cfg.cli import parse_cfg
+    from surge.errors import ConfigError
+
+    path = tmp_path / "c.yaml"
+    path.write_text("env_wrappers: [null]\n")
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=CartPole-v1", f"--cfg={path}", f"--train_dir={tmp_path}"])
+    assert e.value.field == "env_wrappers" and "None" in str(e.value)
