@@ -21,6 +21,8 @@ class PPOLossConfig:
     exploration_loss: str
     exploration_loss_coeff: float
     kl_loss_coeff: float
+    #: the ratio's lower clip: 1/(1+ε) (False, Sample Factory 2) or 1-ε (True, Schulman et al. 2017 eq. 7)
+    symmetric_clip: bool = False
 
 
 def masked_mean(x: Tensor, mask: Tensor, count: Tensor) -> Tensor:
@@ -42,8 +44,8 @@ def ppo_loss(
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Total loss and its parts (detached) for N samples.
 
-    Policy loss (Schulman et al. 2017, eq. 7) with Sample Factory's unbiased clipping of the ratio
-    r to [1/(1+ε), 1+ε]: `-min(r·A, clip(r)·A)`. Value loss: `max((V - v)², (V_clip - v)²)` with
+    Policy loss (Schulman et al. 2017, eq. 7) with Sample Factory's clipping of the ratio
+    r to [1/(1+ε), 1+ε], or the paper's [1-ε, 1+ε] with `cfg.symmetric_clip`: `-min(r·A, clip(r)·A)`. Value loss: `max((V - v)², (V_clip - v)²)` with
     `V_clip = V_old + clip(V - V_old, -δ, δ)`, δ = `ppo_clip_value`. Exploration: `-entropy` or
     the symmetric KL to the uniform policy. KL penalty: `KL(μ || π)` (Schulman et al. 2017, eq. 8).
 
@@ -60,7 +62,7 @@ def ppo_loss(
     log_ratio = log_probs - behavior_log_probs
     ratio = log_ratio.exp()
     eps = cfg.ppo_clip_ratio
-    clipped = ratio.clamp(1.0 / (1.0 + eps), 1.0 + eps)
+    clipped = ratio.clamp(1.0 - eps if cfg.symmetric_clip else 1.0 / (1.0 + eps), 1.0 + eps)
     policy_loss = -masked_mean(torch.min(ratio * advantages, clipped * advantages), valids, count)
 
     v_clipped = old_values + (values - old_values).clamp(-cfg.ppo_clip_value, cfg.ppo_clip_value)

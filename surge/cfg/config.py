@@ -170,7 +170,15 @@ class OptimParams:
         1.0, "rho-bar (> 0): truncation of the V-trace importance weights in the targets."
     )
     vtrace_c: float = param(1.0, "c-bar (>= 0): truncation of the V-trace trace-cutting coefficients.")
-    ppo_clip_ratio: float = param(0.1, "PPO clip epsilon; the ratio is clipped to [1/(1+e), 1+e].")
+    ppo_clip_ratio: float = param(
+        0.1, "PPO clip epsilon; the ratio is clipped to [1/(1+e), 1+e] (see ppo_clip_lower)."
+    )
+    ppo_clip_lower: str = param(
+        "inverse",
+        "APPO: the lower end of the ratio clip. inverse: 1/(1+e) (Sample Factory 2); symmetric: 1-e "
+        "(Schulman et al. 2017 eq. 7, rl_games, Stable-Baselines3).",
+        ("inverse", "symmetric"),
+    )
     ppo_clip_value: float = param(1.0, "Max absolute change of the value estimate before it is clipped.")
     value_loss_coeff: float = param(0.5, "Coefficient of the critic loss.")
     exploration_loss: str = param("entropy", "Exploration loss.", ("entropy", "symmetric_kl"))
@@ -189,10 +197,28 @@ class OptimParams:
         "of mu^2 (rl_games' a2c_continuous.py bound_loss / reg_loss), averaged over valid samples.",
         ("bound", "regularisation"),
     )
-    normalize_advantage: bool = param(True, "Normalise advantages to zero mean and unit std per minibatch.")
+    normalize_advantage: bool = param(
+        True, "Normalise advantages to zero mean and unit std (per minibatch, see normalize_advantage_over)."
+    )
+    normalize_advantage_over: str = param(
+        "minibatch",
+        "APPO with GAE: the samples the advantages are normalised over. minibatch: each minibatch's "
+        "valid samples (Sample Factory 2); batch: the whole batch's, once before the first epoch "
+        "(rl_games' prepare_dataset, Stable-Baselines3 normalises per minibatch). Refused with V-trace "
+        "(its advantages are computed per minibatch).",
+        ("minibatch", "batch"),
+    )
     normalize_input: bool = param(
         False,
         "Normalise observations with running mean and std (vectors per element, images per pixel, Dict per key).",
+    )
+    obs_normalizer_update: str = param(
+        "batch",
+        "APPO with normalize_input: when the learner folds observations into the running statistics. "
+        "batch: once per batch, before its first minibatch (Sample Factory 2); minibatch: at each "
+        "minibatch's forward pass in every epoch, so each sample counts ppo_epochs times (rl_games' "
+        "RunningMeanStd in training mode).",
+        ("batch", "minibatch"),
     )
     normalize_returns: bool = param(
         False,

@@ -280,11 +280,7 @@ def _translate_config(t: Translator, c: Node, net: NetInfo) -> None:
     t.set("gae_lambda", as_number("params.config.tau", c.get("tau")))
     e_clip = as_number("params.config.e_clip", c.get("e_clip"))
     t.set("ppo_clip_ratio", e_clip)
-    t.note(
-        "params.config.e_clip",
-        f"surge clips the ratio to [1/(1+e), 1+e] (Sample Factory), rl_games to [1-e, 1+e]: the lower bound is "
-        f"{1 / (1 + e_clip):.3f} instead of {1 - e_clip:.3f}",
-    )
+    t.set("ppo_clip_lower", "symmetric")  # common_losses.actor_loss: clamp(ratio, 1 - e_clip, 1 + e_clip)
     if truthy(c.get("ppo", True)) is False:
         raise RlGamesKeyError(
             "params.config.ppo", "False (no ratio clipping): use surge's --algo=A2C instead.", ""
@@ -299,11 +295,8 @@ def _translate_config(t: Translator, c: Node, net: NetInfo) -> None:
             "True: rl_games replaces the ratio's hard clip by a sigmoid (common_losses.smooth_clamp); surge keeps the hard clip",
         )
     t.set("normalize_advantage", truthy(c.get("normalize_advantage", True)))
-    if truthy(c.get("normalize_advantage", True)):
-        t.note(
-            "params.config.normalize_advantage",
-            "surge normalises advantages per minibatch, rl_games once over the whole batch (a2c_common prepare_dataset)",
-        )
+    if truthy(c.get("normalize_advantage", True)):  # a2c_common prepare_dataset: once over the batch
+        t.set("normalize_advantage_over", "batch")
     if truthy(c.get("normalize_rms_advantage", False)):
         raise RlGamesKeyError(
             "params.config.normalize_rms_advantage", "surge has no running advantage normaliser.", ""
@@ -413,6 +406,8 @@ def _translate_config(t: Translator, c: Node, net: NetInfo) -> None:
 
     # ---- normalisation, bootstrap, recurrence
     t.set("normalize_input", truthy(c.get("normalize_input", False)))
+    if truthy(c.get("normalize_input", False)):  # RunningMeanStd updates at every training forward
+        t.set("obs_normalizer_update", "minibatch")
     t.set("normalize_returns", truthy(c.get("normalize_value", False)))
     t.need("params.config.value_bootstrap", "value_bootstrap", truthy(c.get("value_bootstrap", True)), True)
     t.need(

@@ -48,6 +48,18 @@ def validate_appo(cfg: Config) -> None:
             whole number of minibatch units (trajectories for V-trace, BPTT chunks for GAE).
     """
     check_ppo_flags(cfg)
+    if cfg.with_vtrace and cfg.normalize_advantage and cfg.normalize_advantage_over == "batch":
+        raise ConfigError(
+            "normalize_advantage_over",
+            "batch: V-trace computes the advantages per minibatch, there is no batch of them to normalise.",
+            "pass --with_vtrace=False (GAE), or --normalize_advantage_over=minibatch.",
+        )
+    if cfg.obs_normalizer_update == "minibatch" and not cfg.normalize_input:
+        raise ConfigError(
+            "obs_normalizer_update",
+            "minibatch: there is no observation normaliser to update (normalize_input is False).",
+            "pass --normalize_input=True, or leave --obs_normalizer_update at batch.",
+        )
     if cfg.with_vtrace and cfg.recurrence != cfg.rollout:
         raise ConfigError(
             "recurrence",

@@ -85,6 +85,7 @@ class Learner(LearnerBase):
             cfg.exploration_loss,
             hp.exploration_loss_coeff,
             cfg.kl_loss_coeff,
+            cfg.ppo_clip_lower == "symmetric",
         )
 
     def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
@@ -118,7 +119,8 @@ class Learner(LearnerBase):
         if not cfg.zero_rnn_on_done:  # the recurrent state carries over episode ends (acting did too)
             b["dones_rnn"] = torch.zeros_like(b["dones"])
         self._mask_stale(b)
-        self._update_obs_normalizer(b)
+        if cfg.obs_normalizer_update == "batch":  # else at each minibatch (`_step`)
+            self._update_obs_normalizer(b)
         T, N = b["rewards"].shape
         if self.cv is not None:
             cv_state = b.pop("cv_state")
@@ -241,6 +243,8 @@ class Learner(LearnerBase):
     def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
         adv, targets = self._gae_targets(b)
         b["targets"] = targets  # `[T, N]` (the central value trains on them)
+        if self.cfg.normalize_advantage and self.cfg.normalize_advantage_over == "batch":
+            adv = self.normalize_advantages(adv, b["valids"])  # rl_games' prepare_dataset: once per batch
         T, L = b["rewards"].shape[0], self.cfg.recurrence
         out = {"advantages": to_chunks(adv, L), "targets": to_chunks(targets, L)}
         keys = ["actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"]
@@ -252,11 +256,24 @@ class Learner(LearnerBase):
         out["rnn_states"] = to_chunks(b["rnn_states"][:T], L)
         return out
 
+    def _update_obs_normalizer_minibatch(self, mb: dict[str, Any], L: int) -> None:
+        """`--obs_normalizer_update=minibatch`: folds the minibatch's valid observations (its first
+        `L` steps `[L, n, ...]`, not V-trace's bootstrap step) into the observation normaliser before
+        its forward pass, as rl_games' `RunningMeanStd` does in training mode (running_mean_std.py
+        `forward`, called by every training forward of a2c_continuous.py `calc_gradients`)."""
+        norm: Any = getattr(self.model, "obs_normalizer", None)
+        if norm is None:
+            return
+        mask = mb["valids"] > 0  # [L, n]
+        norm.update(tree_map(lambda x: x[:L][mask], mb["obs"]))
+
     def _step(self, mb: dict[str, Any], vtrace_mode: bool) -> dict[str, Tensor]:
         cfg, model = self.cfg, self.model
         L = mb["valids"].shape[0]
         # where the core resets its state: episode ends, or nowhere with --zero_rnn_on_done=False
         rnn_dones = mb.get("dones_rnn", mb["dones"])
+        if cfg.obs_normalizer_update == "minibatch":
+            self._update_obs_normalizer_minibatch(mb, L)
         # --mixed_precision: the forward pass under autocast; the logits and values the loss reads
         # are cast back to float32 (V-trace, the targets and the loss's reductions stay float32)
         with self._autocast():
@@ -285,7 +302,7 @@ class Learner(LearnerBase):
         else:
             targets, adv = mb["targets"], mb["advantages"]
         valids = mb["valids"]
-        if cfg.normalize_advantage:
+        if cfg.normalize_advantage and (vtrace_mode or cfg.normalize_advantage_over == "minibatch"):
             adv = self.normalize_advantages(adv, valids)
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
         dist, behavior_dist = model.distribution(flat(logits)), model.distribution(flat(mb["logits"]))

@@ -96,3 +96,22 @@ def test_total_loss_is_policy_plus_value_minus_entropy_bonus(seed):
         - 0.01 * (entropy * valids).sum() / valids.sum()
     )
     torch.testing.assert_close(loss, ref)
+
+
+def test_symmetric_clip_is_rl_games_actor_loss():
+    """`symmetric_clip` ([1-ε, 1+ε], PPO's eq. 7 as written) gives rl_games 1.6.5's actor loss
+    (common_losses.actor_loss, which takes negative log-probs) on the same samples, and differs from
+    Sample Factory's clip where a ratio lies in [1-ε, 1/(1+ε))."""
+    common_losses = pytest.importorskip("rl_games.common.common_losses")
+    logits, actions, blp, adv, values, old_values, targets, _ = _inputs(seed=3)
+    valids = torch.ones_like(adv)
+    dist = make_distribution(SPACE, logits)
+    coeffs = (0.0, "entropy", 0.0, 0.0)
+    sym = PPOLossConfig(EPS, DELTA, *coeffs, symmetric_clip=True)
+    _, stats = ppo_loss(dist, dist, actions, blp, adv, values, old_values, targets, valids, sym)
+    expected = common_losses.actor_loss(-blp, -dist.log_prob(actions), adv, True, EPS).mean()
+    assert stats["policy_loss"].item() == pytest.approx(expected.item(), rel=1e-6)
+    _, sf = ppo_loss(
+        dist, dist, actions, blp, adv, values, old_values, targets, valids, PPOLossConfig(EPS, DELTA, *coeffs)
+    )
+    assert sf["policy_loss"].item() != pytest.approx(expected.item(), rel=1e-3)

@@ -1,7 +1,6 @@
 """rl_games' YAML keys mapped to surge's flags, each against rl_games 1.6.5's meaning
 (`rl_games/common/a2c_common.py`, `algos_torch/a2c_discrete.py`, `common/common_losses.py`,
-`common/tr_helpers.py`), on the files its wheel ships. Where a flag of issue 21 is not merged yet,
-the mapping is checked with the agreed flags added (`future_fields`)."""
+`common/tr_helpers.py`), on the files its wheel ships."""
 
 from __future__ import annotations
 
@@ -159,6 +158,8 @@ def test_halfcheetah(name):
     assert v["lr_schedule"] == "kl_adaptive_minibatch" and v["lr_schedule_kl_threshold"] == 0.008
     assert v["train_for_env_steps"] == 1000 * 256 * 64
     assert v["encoder_mlp_layers"] == [128, 64, 32]
+    # normalize_input: rl_games' RunningMeanStd moves at every training forward (each minibatch)
+    assert v["normalize_input"] is True and v["obs_normalizer_update"] == "minibatch"
     # rl_games' clip_actions default True: clamp to [-1, 1], rescale to [low, high]
     assert v["clip_actions"] is True and v["rescale_actions"] is True
     # variance_scaling_initializer scale 2: std sqrt(2 / fan_in) = gain sqrt(2) / sqrt(fan_in)
