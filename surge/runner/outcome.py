@@ -125,7 +125,9 @@ def report(outcomes: Sequence[Outcome]) -> int:
     if failed:
         return 1
     if any(o.status in ("interrupted", "not_started") for o in outcomes):
-        log.info("Stopped before the sweep finished: the same command resumes it (finished experiments are skipped).")
+        log.info(
+            "Stopped before the sweep finished: the same command resumes it (finished experiments are skipped)."
+        )
         return 130
     return 0
 

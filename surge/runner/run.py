@@ -78,7 +78,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.runner == "ngc":
         raise ConfigError("runner", NGC_REFUSAL)
     if args.runner not in RUNNERS:
-        raise ConfigError("runner", f"unknown runner {args.runner!r}.", "pass --runner=processes or --runner=slurm.")
+        raise ConfigError(
+            "runner", f"unknown runner {args.runner!r}.", "pass --runner=processes or --runner=slurm."
+        )
     if args.pause_between < 0:
         raise ConfigError("pause_between", f"is negative ({args.pause_between}).", "pass seconds >= 0.")
     if args.runner == "processes":
@@ -95,6 +97,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             raise ConfigError("slurm_gpus_per_job", f"is negative ({args.slurm_gpus_per_job}).")
         if args.slurm_cpus_per_gpu < 1:
             raise ConfigError("slurm_cpus_per_gpu", f"must be >= 1, got {args.slurm_cpus_per_gpu}.")
+        from surge.runner.run_slurm import load_template
+
+        load_template(args.slurm_sbatch_template)  # refused here, before anything is submitted
     return args
 
 

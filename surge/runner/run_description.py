@@ -91,9 +91,9 @@ class ParamGrid(ParamGenerator):
             random.shuffle(combinations)
         for combination in combinations:
             params: dict[str, Any] = {}
-            for key, value in zip(keys, combination):
+            for key, value in zip(keys, combination, strict=True):
                 if isinstance(key, tuple):
-                    params.update(zip(key, value))
+                    params.update(zip(key, value, strict=True))
                 else:
                     params[key] = value
             yield params

@@ -152,7 +152,9 @@ def run(run_description: RunDescription, args: argparse.Namespace) -> int:
                 pending = []
                 if stop_deadline is not None and time.monotonic() > stop_deadline:
                     for r in running.values():
-                        log.warning("Killing %s (no exit %.0f s after the stop).", r.exp.name, args.stop_timeout)
+                        log.warning(
+                            "Killing %s (no exit %.0f s after the stop).", r.exp.name, args.stop_timeout
+                        )
                         _signal_group(r.proc, signal.SIGKILL)
                     stop_deadline = None
             while pending and not stop.count and can_start():

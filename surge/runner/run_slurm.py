@@ -38,7 +38,16 @@ log = logging.getLogger("surge")
 SBATCH_TEMPLATE_DEFAULT = "#!/bin/bash\ncd $CWD || exit 1\n$CMD\n"
 
 #: squeue states of a job that has not ended yet
-_ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "STAGE_OUT"}
+_ACTIVE = {
+    "PENDING",
+    "CONFIGURING",
+    "RUNNING",
+    "COMPLETING",
+    "SUSPENDED",
+    "REQUEUED",
+    "RESIZING",
+    "STAGE_OUT",
+}
 
 
 def add_slurm_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -74,7 +83,10 @@ def add_slurm_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         help="Wait for the jobs and report failures (True), or submit and exit as Sample Factory does (False).",
     )
     parser.add_argument(
-        "--slurm_print_only", default=False, type=str2bool, help="Write the job scripts, print the sbatch commands, submit nothing."
+        "--slurm_print_only",
+        default=False,
+        type=str2bool,
+        help="Write the job scripts, print the sbatch commands, submit nothing.",
     )
     parser.add_argument(
         "--stop_timeout",
@@ -97,7 +109,9 @@ def load_template(path: str | None) -> str:
     try:
         text = Path(path).read_text()
     except OSError as e:
-        raise ConfigError("slurm_sbatch_template", f"cannot read {path}: {e}.", "pass an existing file.") from e
+        raise ConfigError(
+            "slurm_sbatch_template", f"cannot read {path}: {e}.", "pass an existing file."
+        ) from e
     if "$CMD" not in text and "${CMD}" not in text:
         raise ConfigError(
             "slurm_sbatch_template",
@@ -192,7 +206,9 @@ def run_slurm(run_description: RunDescription, args: argparse.Namespace) -> int:
             exp.folder.parent.mkdir(parents=True, exist_ok=True)
             res = subprocess.run(sbatch, capture_output=True, text=True, timeout=120)
             if res.returncode != 0:
-                log.error("sbatch failed for %s (exit code %d): %s", exp.name, res.returncode, res.stderr.strip())
+                log.error(
+                    "sbatch failed for %s (exit code %d): %s", exp.name, res.returncode, res.stderr.strip()
+                )
                 outcomes[i] = Outcome(exp, "failed", res.returncode)
                 continue
             jid = res.stdout.strip().split(";")[0]
@@ -205,9 +221,7 @@ def run_slurm(run_description: RunDescription, args: argparse.Namespace) -> int:
     if jobs:
         scancel = workdir / "scancel.sh"
         scancel.write_text("scancel " + " ".join(jobs) + "\n")
-        log.info(
-            "Jobs %s. Outputs: tail -f %s/*.out; cancel: sh %s", ", ".join(jobs), workdir, scancel
-        )
+        log.info("Jobs %s. Outputs: tail -f %s/*.out; cancel: sh %s", ", ".join(jobs), workdir, scancel)
     if not args.slurm_wait:
         return 1 if any(o.status == "failed" for o in outcomes.values()) else 0
     stopped = _wait(jobs, args.stop_timeout)
