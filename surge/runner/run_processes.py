@@ -159,9 +159,10 @@ def run(run_description: RunDescription, args: argparse.Namespace) -> int:
                     stop_deadline = None
             while pending and not stop.count and can_start():
                 i, exp = pending.pop(0)
-                running[i] = _start(exp, args, least_busy_gpu()[0] if args.experiments_per_gpu > 0 else None)
-                if running[i].gpu is not None:
-                    gpu_load[running[i].gpu] += 1
+                gpu = least_busy_gpu()[0] if args.experiments_per_gpu > 0 else None
+                running[i] = _start(exp, args, gpu)
+                if gpu is not None:
+                    gpu_load[gpu] += 1
                 end = time.monotonic() + args.pause_between
                 while pending and not stop.count and time.monotonic() < end:
                     time.sleep(0.05)

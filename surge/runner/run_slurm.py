@@ -12,9 +12,10 @@ Why sbatch and not submitit: submitit submits pickled Python functions and follo
 `squeue` follows them on any cluster, a minimal one included.
 
 Resuming: an experiment whose folder holds `done` is not submitted; neither is one whose job (same
-name, `surge:<run>/<experiment>`) is still queued or running. Ctrl+C while waiting sends SIGINT to
-the jobs (`scancel --full --signal=INT`): surge saves a checkpoint and exits, and the next run of
-the sweep resumes them; jobs still there after `--stop_timeout` seconds are cancelled.
+name, `surge:<run>/<experiment>`) is still queued or running. Ctrl+C while waiting cancels the pending jobs and
+sends SIGINT to the running ones (`scancel --full --signal=INT`): surge saves a checkpoint and
+exits, and the next run of the sweep resumes them; jobs still there after `--stop_timeout` seconds
+are cancelled.
 """
 
 from __future__ import annotations
@@ -224,10 +225,14 @@ def run_slurm(run_description: RunDescription, args: argparse.Namespace) -> int:
         log.info("Jobs %s. Outputs: tail -f %s/*.out; cancel: sh %s", ", ".join(jobs), workdir, scancel)
     if not args.slurm_wait:
         return 1 if any(o.status == "failed" for o in outcomes.values()) else 0
-    stopped = _wait(jobs, args.stop_timeout)
+    stopped, started = _wait(jobs, args.stop_timeout)
     for jid, (i, exp, output, start) in jobs.items():
         done = is_done(exp) if surge_train_args(exp.tokens) is not None else None
-        status = "done" if done else ("interrupted" if stopped else "failed")
+        status = (
+            "done"
+            if done
+            else ("failed" if not stopped else "interrupted" if jid in started else "not_started")
+        )
         if done is None:  # not a surge command: the job's exit code decides
             status = "done" if _exit_code(jid) == 0 else status
         outcomes[i] = Outcome(exp, status, None, time.monotonic() - start, output)
@@ -242,8 +247,9 @@ def _exit_code(jid: str) -> int | None:
     return None
 
 
-def _wait(jobs: dict, stop_timeout: float) -> bool:
-    """Waits until none of `jobs` is active; returns True when the wait was stopped by Ctrl+C."""
+def _wait(jobs: dict, stop_timeout: float) -> tuple[bool, set[str]]:
+    """Waits until none of `jobs` is active. Returns (stopped by Ctrl+C, the ids of the jobs seen
+    running). Ctrl+C: pending jobs are cancelled, running ones get SIGINT (they save and stop)."""
     count = [0]
 
     def on_signal(signum, frame):
@@ -251,18 +257,27 @@ def _wait(jobs: dict, stop_timeout: float) -> bool:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     forwarded, deadline = 0, None
+    started: set[str] = set()
     try:
         while True:
-            active = [j for j, (_, state) in _squeue().items() if j in jobs and state in _ACTIVE]
+            active = {j: state for j, (_, state) in _squeue().items() if j in jobs and state in _ACTIVE}
+            started.update(j for j, state in active.items() if state != "PENDING")
             if not active:
-                return count[0] > 0
+                return count[0] > 0, started
             if count[0] > forwarded:
+                pending = [j for j, state in active.items() if state == "PENDING"]
+                running = [j for j in active if j not in pending]
                 log.warning(
-                    "Stopping: SIGINT to jobs %s (they save and stop; cancelled after %.0f s).",
-                    ", ".join(active),
+                    "Stopping: cancelling pending jobs %s, SIGINT to running jobs %s (they save and stop; "
+                    "cancelled after %.0f s).",
+                    ", ".join(pending) or "(none)",
+                    ", ".join(running) or "(none)",
                     stop_timeout,
                 )
-                subprocess.run(["scancel", "--full", "--signal=INT", *active], timeout=60)
+                if pending:
+                    subprocess.run(["scancel", *pending], timeout=60)
+                if running:
+                    subprocess.run(["scancel", "--full", "--signal=INT", *running], timeout=60)
                 forwarded = count[0]
                 deadline = deadline or time.monotonic() + stop_timeout
             if deadline is not None and time.monotonic() > deadline:

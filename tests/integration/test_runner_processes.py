@@ -87,6 +87,7 @@ def test_failures_are_reported_with_their_log_tail_and_exit_code_1(tmp_path):
     assert "done         " in err  # the other one finished (a command other than surge: exit code 0)
 
 
+@pytest.mark.slow
 def test_a_bad_flag_stops_the_sweep_before_anything_starts(tmp_path, monkeypatch, capsys):
     _write_module(
         tmp_path,
@@ -102,6 +103,35 @@ def test_a_bad_flag_stops_the_sweep_before_anything_starts(tmp_path, monkeypatch
     err = capsys.readouterr().err
     assert "--learning_rat" in err and "00_e_l.rat_0.1" in err
     assert not (tmp_path / "td").exists()
+
+
+def test_experiments_per_gpu_sets_cuda_visible_devices(tmp_path):
+    # 3 experiments, 2 GPUs, one experiment per GPU: 00 on GPU 0, 01 on GPU 1, 02 waits for a free one
+    _write_module(
+        tmp_path,
+        "runner_gpu_sweep",
+        """
+        from surge.runner import Experiment, ParamGrid, RunDescription
+        cmd = "python -c 'import os, time; print(\\"gpu=\\" + os.environ[\\"CUDA_VISIBLE_DEVICES\\"]); time.sleep(1)'"
+        RUN_DESCRIPTION = RunDescription("r", [Experiment("g", cmd, ParamGrid([("seed", [0, 1, 2])]))])
+        """,
+    )
+    argv = _runner(
+        tmp_path, "runner_gpu_sweep", "--num_gpus=2", "--experiments_per_gpu=1", "--max_parallel=4"
+    )
+    res = subprocess.run(
+        argv + ["--pause_between=0"], env=_env(tmp_path), capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 0, res.stderr
+    folder = tmp_path / "td" / "r" / "g"
+    gpus = [(folder / f"0{i}_g_see_{i}" / "runner_output.txt").read_text().splitlines()[-1] for i in range(3)]
+    assert gpus[:2] == ["gpu=0", "gpu=1"] and gpus[2] in ("gpu=0", "gpu=1")
+    starts = [line for line in res.stderr.splitlines() if "Starting " in line]
+    assert ", GPU 0)" in starts[0] and ", GPU 1)" in starts[1]
+    # 02 started only after one of the first two ended (one experiment per GPU)
+    lines = res.stderr.splitlines()
+    first_end = min(i for i, line in enumerate(lines) if ": done (exit code 0" in line)
+    assert lines.index(starts[2]) > first_end
 
 
 @pytest.mark.slow
