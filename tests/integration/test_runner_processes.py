@@ -87,6 +87,39 @@ def test_failures_are_reported_with_their_log_tail_and_exit_code_1(tmp_path):
     assert "done         " in err  # the other one finished (a command other than surge: exit code 0)
 
 
+def test_experiments_die_with_a_killed_runner(tmp_path):
+    # SIGKILL leaves the runner no chance to stop its experiments: the kernel does (PR_SET_PDEATHSIG)
+    _write_module(
+        tmp_path,
+        "runner_sleep_sweep",
+        """
+        from surge.runner import Experiment, ParamGrid, RunDescription
+        cmd = "python -c 'import time; print(\\"sleeping\\", flush=True); time.sleep(120)'"
+        RUN_DESCRIPTION = RunDescription("r", [Experiment("s", cmd, ParamGrid([("seed", [0, 1])]))])
+        """,
+    )
+    td = tmp_path / "td"
+    runner = subprocess.Popen(
+        _runner(tmp_path, "runner_sleep_sweep", "--max_parallel=2", "--pause_between=0"),
+        env=_env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    outputs = [td / "r" / "s" / f"0{i}_s_see_{i}" / "runner_output.txt" for i in range(2)]
+    try:
+        deadline = time.monotonic() + 60
+        while not all(o.exists() and "sleeping" in o.read_text() for o in outputs):
+            assert time.monotonic() < deadline and runner.poll() is None
+            time.sleep(0.05)
+        children = psutil.Process(runner.pid).children()
+        assert len(children) == 2
+    finally:
+        runner.kill()
+        runner.wait()
+    gone, alive = psutil.wait_procs(children, timeout=20)
+    assert alive == []
+
+
 @pytest.mark.slow
 def test_a_bad_flag_stops_the_sweep_before_anything_starts(tmp_path, monkeypatch, capsys):
     _write_module(

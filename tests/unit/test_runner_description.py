@@ -202,3 +202,18 @@ def test_slurm_scripts_from_a_template(tmp_path, monkeypatch, capsys):
     assert cmd[:3] == ["A=b c", sys.executable, "-m"]
     assert cmd[-3:] == ["--seed=2", "--experiment=01_e_see_2", f"--train_dir={tmp_path / 'td' / 'r' / 'e'}"]
     assert lines[4] == "echo $HOME 01_e_see_2 6 2"
+
+
+def test_the_example_sweep_is_the_2x2_cartpole_grid(tmp_path):
+    from surge.runner.examples.cartpole_sweep import RUN_DESCRIPTION
+
+    planned = RUN_DESCRIPTION.plan(tmp_path)
+    assert [p.folder.relative_to(tmp_path).as_posix() for p in planned] == [
+        "cartpole_sweep/cartpole/00_cartpole_l.rat_0.001_see_1",
+        "cartpole_sweep/cartpole/01_cartpole_l.rat_0.001_see_2",
+        "cartpole_sweep/cartpole/02_cartpole_l.rat_0.0003_see_1",
+        "cartpole_sweep/cartpole/03_cartpole_l.rat_0.0003_see_2",
+    ]
+    assert all(
+        p.tokens[:3] == ["python", "-m", "surge.train"] and "--env=CartPole-v1" in p.tokens for p in planned
+    )
