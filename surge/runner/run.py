@@ -4,7 +4,8 @@ launcher (docs/runner.md).
 
 Exit code: 0 every experiment is done (now or before), 1 one failed (the log shows the tail of its
 output), 130 the runner was stopped (Ctrl+C) before all finished; the same command resumes the
-sweep, skipping finished experiments. 2: bad arguments or run module.
+sweep, skipping finished experiments. 2: bad arguments, run module or experiment flags, or
+(slurm) no sbatch or an unreachable controller: nothing was started.
 """
 
 from __future__ import annotations
@@ -97,7 +98,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             raise ConfigError("slurm_gpus_per_job", f"is negative ({args.slurm_gpus_per_job}).")
         if args.slurm_cpus_per_gpu < 1:
             raise ConfigError("slurm_cpus_per_gpu", f"must be >= 1, got {args.slurm_cpus_per_gpu}.")
+        import shutil
+
         from surge.runner.run_slurm import load_template
+
+        missing = [c for c in ("sbatch", "squeue", "scancel") if shutil.which(c) is None]
+        if missing and not args.slurm_print_only:
+            raise ConfigError(
+                "runner",
+                f"slurm: {', '.join(missing)} not found on PATH.",
+                "run on a machine with Slurm's client commands (a login node), or pass "
+                "--slurm_print_only=True to write the job scripts without submitting them.",
+            )
 
         load_template(args.slurm_sbatch_template)  # refused here, before anything is submitted
     return args
@@ -146,9 +158,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"surge.runner: error: {e}", file=sys.stderr)
         return 2
     if args.runner == "slurm":
-        from surge.runner.run_slurm import run_slurm
+        from surge.runner.run_slurm import SlurmError, run_slurm
 
-        return run_slurm(rd, args)
+        try:
+            return run_slurm(rd, args)
+        except SlurmError as e:
+            print(f"surge.runner: error: {e} (is slurmctld running? SLURM_CONF?)", file=sys.stderr)
+            return 2
     from surge.runner.run_processes import run
 
     return run(rd, args)

@@ -138,13 +138,24 @@ def job_name(run_description: RunDescription, exp: PlannedExperiment) -> str:
     return f"surge:{run_description.run_name}/{exp.name}"
 
 
+class SlurmError(RuntimeError):
+    """squeue failed (the controller cannot be reached); the message holds its error."""
+
+
 def _squeue() -> dict[str, tuple[str, str]]:
-    """Active jobs: {job id: (name, state)}."""
-    out = subprocess.run(
-        ["squeue", "-h", "-o", "%i|%j|%T"], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+    """Jobs in the queue: {job id: (name, state)}.
+
+    Raises:
+        SlurmError: squeue exits with an error or does not answer within 60 s.
+    """
+    try:
+        res = subprocess.run(["squeue", "-h", "-o", "%i|%j|%T"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SlurmError(f"squeue failed: {e}") from e
+    if res.returncode != 0:
+        raise SlurmError(f"squeue failed (exit code {res.returncode}): {res.stderr.strip()}")
     jobs = {}
-    for line in out.splitlines():
+    for line in res.stdout.splitlines():
         parts = line.strip().split("|", 2)
         if len(parts) == 3:
             jobs[parts[0]] = (parts[1], parts[2])
@@ -156,12 +167,12 @@ def run_slurm(run_description: RunDescription, args: argparse.Namespace) -> int:
     exit code (`surge.runner.outcome.report`), else 0 once submitted."""
     template = load_template(args.slurm_sbatch_template)
     planned = run_description.plan(args.train_dir)
+    queued = {} if args.slurm_print_only else {name: jid for jid, (name, _) in _squeue().items()}
     workdir = Path(args.slurm_workdir or Path(args.train_dir) / run_description.run_name / "slurm").absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     gpus = args.slurm_gpus_per_job
     cpus = args.slurm_cpus_per_gpu * max(1, gpus)
     partition = f"-p {args.slurm_partition} " if args.slurm_partition else ""
-    queued = {} if args.slurm_print_only else {name: jid for jid, (name, _) in _squeue().items()}
     outcomes: dict[int, Outcome] = {}
     jobs: dict[str, tuple[int, PlannedExperiment, Path, float]] = {}
     for i, exp in enumerate(planned):
@@ -260,7 +271,13 @@ def _wait(jobs: dict, stop_timeout: float) -> tuple[bool, set[str]]:
     started: set[str] = set()
     try:
         while True:
-            active = {j: state for j, (_, state) in _squeue().items() if j in jobs and state in _ACTIVE}
+            try:
+                queue = _squeue()
+            except SlurmError as e:  # a busy or restarting controller: ask again
+                log.warning("%s; trying again in 10 s.", e)
+                time.sleep(10.0)
+                continue
+            active = {j: state for j, (_, state) in queue.items() if j in jobs and state in _ACTIVE}
             started.update(j for j, state in active.items() if state != "PENDING")
             if not active:
                 return count[0] > 0, started

@@ -3,6 +3,7 @@ builds, and the runner's refusals (no experiment runs here)."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import textwrap
@@ -217,3 +218,35 @@ def test_the_example_sweep_is_the_2x2_cartpole_grid(tmp_path):
     assert all(
         p.tokens[:3] == ["python", "-m", "surge.train"] and "--env=CartPole-v1" in p.tokens for p in planned
     )
+
+
+def test_slurm_without_its_commands_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sbatch here
+    with pytest.raises(ConfigError) as e:
+        parse_args(["--run=m", "--runner=slurm"])
+    assert e.value.field == "runner" and "sbatch" in str(e.value) and "--slurm_print_only" in str(e.value)
+
+
+def test_an_unreachable_slurm_controller_exits_2_before_submitting(tmp_path, monkeypatch, capsys):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for cmd, body in (
+        ("squeue", "echo 'squeue: error: Unable to contact slurm controller' >&2; exit 1"),
+        ("sbatch", f"touch {tmp_path}/sbatch_was_called"),
+        ("scancel", "exit 0"),
+    ):
+        (bin_dir / cmd).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / cmd).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    mod = _module(
+        tmp_path,
+        monkeypatch,
+        "runner_mod_slurm_down",
+        """
+        from surge.runner import Experiment, RunDescription
+        RUN_DESCRIPTION = RunDescription("r", [Experiment("e", "echo hi")])
+        """,
+    )
+    assert main([f"--run={mod}", "--runner=slurm", f"--train_dir={tmp_path / 'td'}"]) == 2
+    assert "Unable to contact slurm controller" in capsys.readouterr().err
+    assert not (tmp_path / "sbatch_was_called").exists() and not (tmp_path / "td").exists()
