@@ -35,7 +35,9 @@ def launcher_argparser(argv: list[str]) -> argparse.ArgumentParser:
     from surge.cfg.cli import str2bool
 
     parser = argparse.ArgumentParser(
-        prog="python -m surge.runner.run", description="Runs a sweep of experiments (docs/runner.md)."
+        prog="python -m surge.runner.run",
+        description="Runs a sweep of experiments (docs/runner.md).",
+        allow_abbrev=False,
     )
     parser.add_argument(
         "--run",
@@ -61,7 +63,11 @@ def launcher_argparser(argv: list[str]) -> argparse.ArgumentParser:
         help="Parse every `surge.train` command's flags before starting any (False: skip, e.g. when the "
         "envs exist only on the cluster).",
     )
-    pre, _ = parser.parse_known_args(argv)
+    pre_parser = argparse.ArgumentParser(
+        add_help=False, allow_abbrev=False
+    )  # which runner's flags to add (--help lists them)
+    pre_parser.add_argument("--runner", "--backend", dest="runner", default="processes")
+    pre, _ = pre_parser.parse_known_args(argv)
     if pre.runner == "processes":
         from surge.runner.run_processes import add_os_parallelism_args
 

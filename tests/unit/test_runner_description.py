@@ -250,3 +250,14 @@ def test_an_unreachable_slurm_controller_exits_2_before_submitting(tmp_path, mon
     assert main([f"--run={mod}", "--runner=slurm", f"--train_dir={tmp_path / 'td'}"]) == 2
     assert "Unable to contact slurm controller" in capsys.readouterr().err
     assert not (tmp_path / "sbatch_was_called").exists() and not (tmp_path / "td").exists()
+
+
+def test_each_runner_has_its_own_flags():
+    from surge.runner.run import launcher_argparser
+
+    slurm = launcher_argparser(["--runner=slurm", "--help"]).format_help()
+    local = launcher_argparser(["--help"]).format_help()
+    assert "--slurm_sbatch_template" in slurm and "--max_parallel" not in slurm
+    assert "--max_parallel" in local and "--experiments_per_gpu" in local and "--slurm_workdir" not in local
+    with pytest.raises(SystemExit):  # a processes flag given to the slurm runner is refused
+        parse_args(["--run=m", "--runner=slurm", "--max_parallel=2", "--slurm_print_only=True"])
