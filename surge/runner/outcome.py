@@ -21,6 +21,19 @@ TAIL_LINES = 20
 OUTPUT_FILE = "runner_output.txt"
 
 
+#: the runner's own log (appended at every invocation), in the sweep's folder
+RUNNER_LOG = "runner_log.txt"
+
+
+def log_to_sweep_folder(train_dir: str | Path, run_name: str) -> Path:
+    """The runner's log also goes to `train_dir/run_name/runner_log.txt` (appended); returns its path."""
+    from surge.experiment.folder import setup_logging
+
+    path = Path(train_dir) / run_name / RUNNER_LOG
+    setup_logging(path)
+    return path
+
+
 def is_done(exp: PlannedExperiment) -> bool:
     """True when the experiment finished its budget: surge wrote the `done` marker in its folder."""
     return (exp.folder / "done").exists()

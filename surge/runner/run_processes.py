@@ -27,6 +27,7 @@ from surge.runner.outcome import (
     Outcome,
     command_tokens,
     is_done,
+    log_to_sweep_folder,
     quote,
     report,
     surge_train_args,
@@ -95,6 +96,7 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 def run(run_description: RunDescription, args: argparse.Namespace) -> int:
     """Runs the sweep's unfinished experiments; returns the exit code (`surge.runner.outcome.report`)."""
     planned = run_description.plan(args.train_dir)
+    log_to_sweep_folder(args.train_dir, run_description.run_name)
     outcomes: dict[int, Outcome] = {}
     pending: list[tuple[int, PlannedExperiment]] = []
     for i, exp in enumerate(planned):

@@ -31,7 +31,15 @@ from pathlib import Path
 from string import Template
 
 from surge.errors import ConfigError
-from surge.runner.outcome import Outcome, command_tokens, is_done, quote, report, surge_train_args
+from surge.runner.outcome import (
+    Outcome,
+    command_tokens,
+    is_done,
+    log_to_sweep_folder,
+    quote,
+    report,
+    surge_train_args,
+)
 from surge.runner.run_description import PlannedExperiment, RunDescription
 
 log = logging.getLogger("surge")
@@ -168,6 +176,8 @@ def run_slurm(run_description: RunDescription, args: argparse.Namespace) -> int:
     template = load_template(args.slurm_sbatch_template)
     planned = run_description.plan(args.train_dir)
     queued = {} if args.slurm_print_only else {name: jid for jid, (name, _) in _squeue().items()}
+    if not args.slurm_print_only:
+        log_to_sweep_folder(args.train_dir, run_description.run_name)
     workdir = Path(args.slurm_workdir or Path(args.train_dir) / run_description.run_name / "slurm").absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     gpus = args.slurm_gpus_per_job

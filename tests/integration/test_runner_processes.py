@@ -85,6 +85,8 @@ def test_failures_are_reported_with_their_log_tail_and_exit_code_1(tmp_path):
     assert "line-before" in tail and "boom---seed=5" in tail
     assert "runner_output.txt" in tail
     assert "done         " in err  # the other one finished (a command other than surge: exit code 0)
+    # the runner's own log, in the sweep's folder, holds the same report
+    assert "FAILED 00_bad_see_5 (exit code 1)" in (tmp_path / "td" / "r" / "runner_log.txt").read_text()
 
 
 def test_experiments_die_with_a_killed_runner(tmp_path):
