@@ -13,6 +13,7 @@ SIGTERM (PR_SET_PDEATHSIG), which surge treats as Ctrl+C: no experiment outlives
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import logging
 import os
@@ -162,7 +163,14 @@ def run(run_description: RunDescription, args: argparse.Namespace) -> int:
             while pending and not stop.count and can_start():
                 i, exp = pending.pop(0)
                 gpu = least_busy_gpu()[0] if args.experiments_per_gpu > 0 else None
-                running[i] = _start(exp, args, gpu)
+                try:
+                    running[i] = _start(exp, args, gpu)
+                except OSError as e:  # e.g. the command's program does not exist
+                    log.error("%s could not start: %s", exp.name, e)
+                    with contextlib.suppress(OSError), open(exp.folder / OUTPUT_FILE, "a") as f:
+                        f.write(f"surge.runner: could not start {exp.cmd}: {e}\n")
+                    outcomes[i] = Outcome(exp, "failed", None, 0.0, exp.folder / OUTPUT_FILE)
+                    continue
                 if gpu is not None:
                     gpu_load[gpu] += 1
                 end = time.monotonic() + args.pause_between
@@ -206,15 +214,19 @@ def _start(exp: PlannedExperiment, args: argparse.Namespace, gpu: int | None) ->
         f"{quote(tokens)}\n"
     )
     out.flush()
-    proc = subprocess.Popen(
-        tokens,
-        stdin=subprocess.DEVNULL,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-        preexec_fn=_die_with_runner,
-    )
+    try:
+        proc = subprocess.Popen(
+            tokens,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_runner,
+        )
+    except OSError:
+        out.close()
+        raise
     log.info(
         "%s %s (pid %d%s): %s",
         "Resuming" if resumed else "Starting",

@@ -67,6 +67,7 @@ def test_failures_are_reported_with_their_log_tail_and_exit_code_1(tmp_path):
         RUN_DESCRIPTION = RunDescription("r", [
             Experiment("ok", ok),
             Experiment("bad", bad, ParamList([{"seed": 5}])),
+            Experiment("missing", "no_such_program_xyz --flag"),
         ])
         """,
     )
@@ -84,6 +85,8 @@ def test_failures_are_reported_with_their_log_tail_and_exit_code_1(tmp_path):
     tail = err[err.index("FAILED 00_bad_see_5") :]
     assert "line-before" in tail and "boom---seed=5" in tail
     assert "runner_output.txt" in tail
+    # a program that does not exist fails that experiment, not the runner
+    assert "FAILED 00_missing (exit code None)" in err and "No such file or directory" in err
     assert "done         " in err  # the other one finished (a command other than surge: exit code 0)
     # the runner's own log, in the sweep's folder, holds the same report
     assert "FAILED 00_bad_see_5 (exit code 1)" in (tmp_path / "td" / "r" / "runner_log.txt").read_text()
