@@ -17,6 +17,7 @@ def main(argv: list[str]) -> int:
     from surge.cfg.cli import parse_cfg
     from surge.errors import ConfigError, EnvError
 
+    _die_with_tune()
     out = Path(argv[0])
     try:
         cfg = parse_cfg(argv[1:])
@@ -33,6 +34,22 @@ def main(argv: list[str]) -> int:
     status = run.run()
     _write(out, {"status": status, **run.summary})
     return 1 if status == "failed" else 0
+
+
+def _die_with_tune() -> None:
+    """Linux: SIGTERM to this process when `surge tune` dies, even by SIGKILL (the run stops and
+    closes its workers, which die with it); exits at once when tune is already gone."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux/glibc
+        pass
+    parent = os.environ.get("SURGE_TUNE_PARENT")
+    if parent and os.getppid() != int(parent):
+        os._exit(1)
 
 
 def _write(path: Path, values: dict) -> None:

@@ -10,6 +10,7 @@ import logging
 import math
 import platform
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -185,14 +186,20 @@ def main(argv: list[str]) -> int:
     _check_args(a, base)
     work = Path(a.tune_dir) if a.tune_dir else Path(tempfile.mkdtemp(prefix="surge_tune_"))
     work.mkdir(parents=True, exist_ok=True)
+    old_handler = signal.signal(signal.SIGTERM, _interrupt)  # a stop by SIGTERM stops the measurement too
     try:
         return _tune(a, base, work, parse_cfg, load_yaml)
     except KeyboardInterrupt:
         print("surge tune: interrupted; every measurement stopped, nothing written.", file=sys.stderr)
         return 130
     finally:
+        signal.signal(signal.SIGTERM, old_handler)
         if not a.tune_dir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _tune(a: argparse.Namespace, base: list[str], work: Path, parse_cfg: Any, load_yaml: Any) -> int:

@@ -33,9 +33,13 @@ class Measurement:
     error: str | None = None
 
 
-def measure(flags: list[str], seconds: int, folder: Path, name: str) -> Measurement:
+def measure(
+    flags: list[str], seconds: int, folder: Path, name: str, limit_seconds: float | None = None
+) -> Measurement:
     """Runs `python -m surge.tune.child` with `flags` for `seconds` of training (wall clock from
-    the run's start, `--train_for_seconds`) in `folder/name`, its output in `folder/name.log`.
+    the run's start, `--train_for_seconds`) in `folder/name`, its output in `folder/name.log`; the
+    process group is stopped after `limit_seconds` of wall clock (default: `seconds` +
+    `GRACE_SECONDS`). The child gets SIGTERM should this process die (`surge.tune.child`).
 
     Raises:
         KeyboardInterrupt: after stopping the run's processes (SIGTERM to its process group, then
@@ -55,17 +59,20 @@ def measure(flags: list[str], seconds: int, folder: Path, name: str) -> Measurem
         f"--experiment={name}",
     ]
     root = str(Path(surge.__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    limit = seconds + GRACE_SECONDS if limit_seconds is None else limit_seconds
+    env = {
+        **os.environ,
+        "SURGE_TUNE_PARENT": str(os.getpid()),
+        "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
+    }
     t0 = time.time()
     with open(folder / f"{name}.log", "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         try:
-            proc.wait(timeout=seconds + GRACE_SECONDS)
+            proc.wait(timeout=limit)
         except subprocess.TimeoutExpired:
             _stop(proc)
-            return Measurement(
-                float("nan"), time.time() - t0, f"killed after {seconds + GRACE_SECONDS:.0f} s"
-            )
+            return Measurement(float("nan"), time.time() - t0, f"killed after {limit:.0f} s")
         except BaseException:  # Ctrl+C: stop the run, then let the caller stop too
             _stop(proc)
             raise
