@@ -1,6 +1,7 @@
 """The two phases of `surge tune`. Sampler phase: a coordinate search over the layout fields
-(`space.LAYOUT_KEYS`: each field's values tried with the others at the best so far), one dummy-sampler
-run each, to rank layouts cheaply. Training phase: the best `top` layouts and the default, in rounds
+(`space.LAYOUT_KEYS`: each field in turn, with the others at the best so far, is moved up from its
+best value while the rate rises, then down if up did not pay: a line search that assumes a
+single peak per field), one dummy-sampler run each, to rank layouts cheaply. Training phase: the best `top` layouts and the default, in rounds
 (each round runs every finalist once, in an order rotated by one per round, so that the machine's
 drift falls on all alike); the fastest median decides.
 
@@ -74,22 +75,28 @@ def sampler_phase(
 
     run(best)
     for key in LAYOUT_KEYS:
-        for value in axes[key]:
-            cand = dataclasses.replace(best, **{key: value})
-            if cand in rows:
-                continue
-            why = admissible(cand, default, cpus)
-            if why:
-                notes.append(f"{cand.label()} not tried: {why}")
-                continue
-            if out_of_time():
-                notes.append(
-                    f"the sampler search stopped at its share of --budget_seconds before {cand.label()}"
-                )
-                return list(rows.values()), notes
-            run(cand)
-        top = _best(list(rows.values()))
-        best = top.layout if top is not None else best
+        values = sorted(set(axes[key]) | {getattr(best, key)})
+        start = values.index(getattr(best, key))
+        for step in (1, -1):  # up from the best value while it gets faster, then down
+            i = start + step
+            while 0 <= i < len(values):
+                cand = dataclasses.replace(best, **{key: values[i]})
+                if cand not in rows:
+                    why = admissible(cand, default, cpus)
+                    if why:
+                        notes.append(f"{cand.label()} not tried: {why}")
+                        break
+                    if out_of_time():
+                        notes.append(
+                            f"the sampler search stopped at its share of --budget_seconds before {cand.label()}"
+                        )
+                        return list(rows.values()), notes
+                    run(cand)
+                if not rows[cand].median > rows[best].median:  # slower, or failed (nan)
+                    break
+                best, i = cand, i + step
+            if getattr(best, key) != values[start]:  # it got faster upwards: down is not tried
+                break
     return list(rows.values()), notes
 
 

@@ -73,7 +73,9 @@ def test_the_search_stops_when_out_of_time_and_skips_failed_runs():
     rows, notes = sampler_phase(DEFAULT, axis_values(DEFAULT, 2), 2, fake, out_of_time=lambda: len(seen) >= 3)
     assert len(rows) == 3 and "stopped" in notes[-1]
     assert math.isnan(rows[1].median) and rows[1].errors == ["boom"]
-    assert finalists(rows, DEFAULT, top=5) == [DEFAULT, Layout(2, 8, 2)]  # the failed one is not a finalist
+    # a failed run ends that field's line search (envs 8 is not tried); the workers are next
+    assert [r.layout for r in rows] == [DEFAULT, Layout(2, 4, 2), Layout(4, 2, 2)]
+    assert finalists(rows, DEFAULT, top=5) == [DEFAULT, Layout(4, 2, 2)]  # the failed one is not a finalist
 
 
 def test_admissible_refuses_uneven_splits_and_too_many_envs_but_never_the_default():
