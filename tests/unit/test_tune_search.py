@@ -13,7 +13,7 @@ import pytest
 from surge.cfg.cli import flag_fields, parse_cfg
 from surge.cli import main as surge_main
 from surge.envs.registry import find_family
-from surge.tune.command import build_parser, plan_seconds, table_rows, write_yaml
+from surge.tune.command import _header, build_parser, plan_seconds, table_rows, write_yaml
 from surge.tune.measure import Measurement
 from surge.tune.search import Row, choose, finalists, sampler_phase, training_phase
 from surge.tune.space import LAYOUT_KEYS, Layout, admissible, axis_values
@@ -190,3 +190,18 @@ def test_bad_flags_are_refused_before_any_run(args, field, capsys, tmp_path, mon
     monkeypatch.setattr("surge.tune.command.measure", lambda *a, **k: pytest.fail("a run was started"))
     assert surge_main(["tune", *args]) == 2
     assert field in capsys.readouterr().err
+
+
+def test_the_yaml_header_says_when_the_chosen_batch_size_changes_learning(tmp_path):
+    a, base = build_parser().parse_known_args(["--env=CartPole-v1", "--tune_batch"])
+    assert a.tune_batch is True and base == ["--env=CartPole-v1"]
+    d = Row("training", dataclasses.replace(DEFAULT, batch_size=1024), [100.0])
+    fast = Row("training", Layout(2, 8, 2, 512), [150.0])
+    lines = _header(a, base, "CartPole-v1", 2, fast, d, tmp_path / "t.yaml")
+    text = "\n".join(lines)
+    assert "CHANGES LEARNING" in text and "batch_size 512 (default 1024)" in text and "1.50x" in text
+    assert "--tune_batch=True" in text
+    same = Row("training", Layout(2, 8, 2, 1024), [150.0])
+    assert "CHANGES LEARNING" not in "\n".join(
+        _header(a, base, "CartPole-v1", 2, same, d, tmp_path / "t.yaml")
+    )
