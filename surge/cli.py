@@ -1,4 +1,4 @@
-"""The `surge` command: `surge train | enjoy | bench | check-env | export` (and `python -m surge.train`)."""
+"""The `surge` command: `surge train | enjoy | bench | check-env | export | tune` (and `python -m surge.train`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ commands:
   bench       env frames/s of random actions through the sampler (surge bench --env=atari_pong --num_workers=2)
   check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
   export      write a trained policy as ONNX or TorchScript (surge export --experiment=breakout --check)
+  tune        the fastest workers / envs / splits on this machine, as a YAML for --cfg (surge tune --env=CartPole-v1)
 
 `surge train --env=ENV --help` lists every parameter by section, including those the env family adds.
 `surge --version` prints the version.
@@ -53,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
             from surge.export.command import main as export_main
 
             return export_main(rest)
+        if command == "tune":
+            from surge.tune.command import main as tune_main
+
+            return tune_main(rest)
         if command == "check-env":
             from surge.envs.check import main as check_main
 

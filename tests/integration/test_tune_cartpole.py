@@ -1,0 +1,52 @@
+"""`surge tune` end to end on a tiny search over CartPole-v1 (serial placement, 1 worker, envs per
+worker 2 or 8, one round): real measurements in their own processes; the YAML is written, loads with
+`--cfg`, and holds the layout of the fastest training row of the printed table."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from surge.cfg.cli import parse_cfg
+from surge.cli import main as surge_main
+
+
+@pytest.mark.slow
+def test_tiny_tune_writes_the_fastest_measured_setting_as_a_yaml(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "tuned.yaml"
+    code = surge_main(
+        [
+            "tune",
+            "--env=CartPole-v1",
+            "--serial_mode=True",
+            "--num_workers=1",
+            "--worker_num_splits=1",
+            "--num_torch_threads=1",
+            "--try_num_envs_per_worker=2,8",
+            "--bench_seconds=2",
+            "--train_seconds=3",
+            "--rounds=1",
+            "--top=1",
+            "--table=plain",
+            f"--out={out}",
+            f"--tune_dir={tmp_path / 'runs'}",
+        ]
+    )
+    text = capsys.readouterr().out
+    assert code == 0, text
+    # the plain table: phase, "W x E / S", batch, runs, median, ratio, note
+    rows = re.findall(
+        r"^(sampler|training)\s+(\d+) x (\d+) / (\d+)\s+\S+\s+[\d /-]+?\s+(\d+|-)\s", text, re.M
+    )
+    training = [(int(e), float(m)) for phase, w, e, s, m in rows if phase == "training" and m != "-"]
+    assert {phase for phase, *_ in rows} == {"sampler", "training"} and len(training) == 2, text
+    fastest_envs = max(training, key=lambda t: t[1])[0]
+    chosen = re.search(r"^training\s+\d+ x (\d+) / \d+ .*CHOSEN", text, re.M)
+    assert chosen and int(chosen.group(1)) == fastest_envs, text
+    cfg = parse_cfg([f"--cfg={out}", f"--train_dir={tmp_path}"])
+    assert (cfg.env, cfg.num_workers, cfg.worker_num_splits, cfg.serial_mode) == ("CartPole-v1", 1, 1, True)
+    assert cfg.num_envs_per_worker == fastest_envs
+    assert "# Written by surge tune" in out.read_text()
+    assert not list(tmp_path.glob("tuned.yaml.tmp"))
