@@ -1,4 +1,4 @@
-"""The `surge` command: `surge train | enjoy | bench | check-env | export` (and `python -m surge.train`)."""
+"""The `surge` command: `surge train | enjoy | bench | check-env | export | report | tb` (and `python -m surge.train`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ commands:
   bench       env frames/s of random actions through the sampler (surge bench --env=atari_pong --num_workers=2)
   check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
   export      write a trained policy as ONNX or TorchScript (surge export --experiment=breakout --check)
+  report      several runs in one figure and table, seeds as mean ± std (surge report train_dir/sweep --out=sweep_report)
+  tb          TensorBoard over experiments matching a wildcard (surge tb 'cartpole_*' --train_dir=train_dir)
 
 `surge train --env=ENV --help` lists every parameter by section, including those the env family adds.
 `surge --version` prints the version.
@@ -53,6 +55,14 @@ def main(argv: list[str] | None = None) -> int:
             from surge.export.command import main as export_main
 
             return export_main(rest)
+        if command == "report":
+            from surge.experiment.compare import main as report_main
+
+            return report_main(rest)
+        if command == "tb":
+            from surge.experiment.tb import main as tb_main
+
+            return tb_main(rest)
         if command == "check-env":
             from surge.envs.check import main as check_main
 
