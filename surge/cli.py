@@ -1,4 +1,4 @@
-"""The `surge` command: `surge train | enjoy | bench | check-env | export | tune` (and `python -m surge.train`)."""
+"""The `surge` command: `surge train | enjoy | bench | check-env | export | tune | report | tb` (and `python -m surge.train`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ commands:
   check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
   export      write a trained policy as ONNX or TorchScript (surge export --experiment=breakout --check)
   tune        the fastest workers / envs / splits on this machine, as a YAML for --cfg (surge tune --env=CartPole-v1)
+  report      several runs in one figure and table, seeds as mean ± std (surge report train_dir/sweep --out=sweep_report)
+  tb          TensorBoard over experiments matching a wildcard (surge tb 'cartpole_*' --train_dir=train_dir)
 
 `surge train --env=ENV --help` lists every parameter by section, including those the env family adds.
 `surge --version` prints the version.
@@ -58,6 +60,14 @@ def main(argv: list[str] | None = None) -> int:
             from surge.tune.command import main as tune_main
 
             return tune_main(rest)
+        if command == "report":
+            from surge.experiment.compare import main as report_main
+
+            return report_main(rest)
+        if command == "tb":
+            from surge.experiment.tb import main as tb_main
+
+            return tb_main(rest)
         if command == "check-env":
             from surge.envs.check import main as check_main
 

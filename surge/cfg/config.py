@@ -125,6 +125,11 @@ class CheckpointParams:
     wandb_group: str = param("", "W&B group (default: the env name).")
     wandb_job_type: str = param("SF", "W&B job type.")
     wandb_tags: list = param([], "W&B tags.", item_type=str)
+    write_report: bool = param(
+        True,
+        "Write report.md and curves.png (return, episode length, env frames/s, losses, policy lag against "
+        "env frames) in the experiment folder at every checkpoint and at the end (docs/report.md).",
+    )
 
 
 @dataclass

@@ -18,7 +18,9 @@ from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, run_log_file, setup_logging
+from surge.experiment.git_info import record_code_revision
 from surge.experiment.monitor import Monitor
+from surge.experiment.report import finish_report, update_report
 from surge.learning.algorithm import get_algorithm
 from surge.population.pbt import PopulationBasedTraining
 from surge.population.roles import apply_frozen_sources, learning_policies
@@ -100,6 +102,7 @@ class TrainingRun:
                         "The start failed before the first env step: removed %s, so the next start begins afresh.",
                         ", ".join(str(p.relative_to(self.folder.root)) for p in removed),
                     )
+            finish_report(self, status)
 
     def _run(self) -> str:
         cfg, folder = self.cfg, self.folder
@@ -140,6 +143,7 @@ class TrainingRun:
             return "already_done"
         if self.writes:
             save_cfg(cfg, folder.cfg_file)
+            record_code_revision(folder.root)
         log.info("Experiment folder: %s", folder.root)
         P = cfg.num_policies
         self.ckpts = [CheckpointManager(folder.checkpoints(i), cfg.keep_checkpoints, i) for i in range(P)]
@@ -452,6 +456,7 @@ class TrainingRun:
         return pbt
 
     def _save_all(self, kind: str) -> None:
+        update_report(self, kind)
         if self.pbt is not None:
             self.pbt.save()
         for i in self.learning:

@@ -124,3 +124,8 @@ def test_an_env_wrappers_entry_that_is_not_a_name_is_refused(tmp_path):
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=CartPole-v1", f"--cfg={path}", f"--train_dir={tmp_path}"])
     assert e.value.field == "env_wrappers" and "None" in str(e.value)
+    # a list inside the list (found by the fuzz test too): refused, not hashed by the spaces' cache
+    path.write_text("env_wrappers: [[]]\n")
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=CartPole-v1", f"--cfg={path}", f"--train_dir={tmp_path}"])
+    assert e.value.field == "env_wrappers" and "[]" in str(e.value)
