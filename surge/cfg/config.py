@@ -569,6 +569,30 @@ class DebugParams:
 
 
 @dataclass
+class TrainEvalParams:
+    """Evaluation during training: separate eval envs play the learning policies' current weights
+    every `eval_every_env_frames` (docs/evaluation.md). (`--help` section "evaluation during training")"""
+
+    eval_every_env_frames: int = param(
+        0,
+        "Evaluate each learning policy every this many env frames (0: never): --eval_episodes "
+        "full episodes on separate eval envs (own seeds), in their own process in the async "
+        "placement, inline in the serial one. Returns go to the log and TensorBoard (eval/return_mean).",
+    )
+    eval_episodes: int = param(10, "Episodes per evaluation (each policy), each on its own seed.")
+    eval_deterministic: bool = param(
+        False,
+        "Take the most likely action instead of sampling (in surge enjoy, and in evaluation during "
+        "training: sampled by default, as Sample Factory's enjoy; SB3's EvalCallback acts deterministically).",
+    )
+    save_best_by_eval: bool = param(
+        False,
+        "The best checkpoint is the evaluated weights with the highest eval return (needs "
+        "--eval_every_env_frames), instead of the weights with the highest training return.",
+    )
+
+
+@dataclass
 class EvalParams:
     """Flags of `surge enjoy` (Sample Factory 2's enjoy spelling)."""
 
@@ -601,11 +625,13 @@ SECTIONS: tuple[tuple[str, type], ...] = (
     ("PBT", PbtParams),
     ("self-play and policy roles", SelfPlayParams),
     ("debugging and benchmarking", DebugParams),
+    ("evaluation during training", TrainEvalParams),
 )
 
 
 @dataclass
 class Config(
+    TrainEvalParams,
     DebugParams,
     SelfPlayParams,
     PbtParams,

@@ -149,6 +149,9 @@ def config_notes(cfg: Any) -> list[str]:
             name = f.name
             if name != "central_value" and name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect without --central_value=True.")
+    from surge.evaluation.train_eval_checks import train_eval_notes
+
+    notes += train_eval_notes(cfg, defaults)
     return notes
 
 
@@ -253,6 +256,9 @@ def validate_cfg(cfg: Any) -> None:
     if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
         check_algo()
     check_population(cfg)
+    from surge.evaluation.train_eval_checks import check_train_eval
+
+    check_train_eval(cfg)
     if cfg.with_wandb:
         import importlib.util
 

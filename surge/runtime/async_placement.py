@@ -223,6 +223,13 @@ class AsyncPlacement:
         self.spawned_at[name] = time.monotonic()
         log.info("Started process %s (pid %d)", name, p.pid)
 
+    def spawn_extra(self, name: str, fn: Callable[[Any], None], context: Any) -> None:
+        """Starts a process of another role (the evaluator of `surge.evaluation.eval_process`):
+        `fn(context)` in a daemonic child that dies with this process; supervised as a learner is
+        (its exit or crash ends the run), stopped by `close` (it must leave its loop once
+        `shared.stop_event` is set, or it is killed after `JOIN_TIMEOUT_SEC`)."""
+        self._spawn(name, fn, context)
+
     def _spawn_inference(self, p: int, i: int) -> None:
         ictx = InferenceContext(self.shared, p, i, self.request_queues[p][i], self.worker_queues)
         self._spawn(f"inference_p{p}_{i}", inference_process_main, ictx)
@@ -376,7 +383,8 @@ class AsyncPlacement:
             else:
                 if not proc.is_alive():
                     raise ChildProcessFailed(f"process {name} exited with code {proc.exitcode}")
-                self._check_learner_progress(name, proc, now)
+                if name.startswith("learner_p"):  # not an extra process (`spawn_extra`)
+                    self._check_learner_progress(name, proc, now)
                 continue
             beat, started = float(beats[index]), self.spawned_at[name]
             if not proc.is_alive():

@@ -16,6 +16,7 @@ from surge.cfg.space_defaults import space_default_notes
 from surge.cfg.validate import config_notes
 from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
+from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.folder import ExperimentFolder, run_log_file, setup_logging
 from surge.experiment.git_info import record_code_revision
@@ -80,6 +81,7 @@ class TrainingRun:
         self.monitor_frames_at_last_round = 0  # and this rank's then
         self.pbt: PopulationBasedTraining | None = None
         self.self_play: SelfPlayController | None = None  # with --self_play=True, set at the start
+        self.evaluator: TrainEvaluator | None = None  # with --eval_every_env_frames, set at the start
 
     def run(self) -> str:
         """Trains until the budget, a stop signal or a crash of a child process; see the class doc.
@@ -193,6 +195,7 @@ class TrainingRun:
             p.limit_env_steps(math.ceil((self.budget - m.env_frames) / p.frameskip))
             p.set_progress(m.tick)
             self.pbt = self._make_pbt()
+            self.evaluator = make_train_evaluator(self)
             self.start_time = time.time()
             m.start_clock(self.start_time, self.train_seconds_before)
             self.last_save = self.last_milestone = self.start_time
@@ -215,6 +218,8 @@ class TrainingRun:
                     # an algorithm without a learner has no weights to save
                     saving = get_algorithm(cfg.algo).trains and not cfg.sampler_only
                     self._save_all("final")
+                if self.evaluator is not None:
+                    self.evaluator.close()
             finally:
                 p.close()  # a data-parallel rank leaves its process group here, if not yet
                 m.close()
@@ -408,6 +413,8 @@ class TrainingRun:
             if self.writes:
                 self._maybe_save(time.time())
         m.tick()
+        if self.evaluator is not None:
+            self.evaluator.step(m.env_frames)
         if self.stop_requested:
             return False
         if report.data_parallel_stopped:  # another rank stopped training
@@ -473,6 +480,8 @@ class TrainingRun:
             self.last_milestone = now
             self._save_all("milestone")
         if now - self.last_best < cfg.save_best_every_sec or m.env_frames < cfg.save_best_after:
+            return
+        if cfg.save_best_by_eval:  # the evaluations choose the best checkpoint (surge.evaluation)
             return
         for i, ps in enumerate(m.policies):
             if i not in self.learning:

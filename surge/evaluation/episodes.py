@@ -1,0 +1,203 @@
+"""Plays full evaluation episodes of a policy's weights on an eval env of its own: the loop of
+evaluation during training (`surge.evaluation.train_eval`), inline in the serial placement and in
+the evaluator process of the async one.
+
+The eval env is made by the run's env factory (`make_env`) with the training wrappers (frame
+stacking, observation and reward wrappers, `--env_wrappers`), except Atari's episodic life (a lost
+life would end the episode: returns are whole games, as in `surge enjoy`) and batching (one env;
+a batched family plays its `eval_env_name` twin, as enjoy does). Episode k of every evaluation
+resets with seed `eval_seed(cfg, k)`: the same seeds each time (so two evaluations differ by the
+weights only), distinct from the training envs' seeds.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from surge.cfg.config import Config
+from surge.envs.registry import find_family, make_env
+from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
+from surge.learning.central_value import actor_obs
+from surge.sampling.env_actions import BoxActionMap
+
+#: added to `seed * 100003` for eval seeds: far from the training envs' `seed * 100003 + k`
+EVAL_SEED_OFFSET = 2**31
+#: env steps between two checks of `play`'s `stop`
+STOP_CHECK_STEPS = 64
+
+
+def eval_seed(cfg: Config, episode: int, base: int | None = None) -> int:
+    """The reset seed of eval episode `episode` (0-based within an evaluation): `(seed * 100003
+    + 2**31 + episode) mod 2**32` with `--seed`, else `base + episode` (`base` drawn once per run)."""
+    if cfg.seed is not None:
+        return (int(cfg.seed) * 100003 + EVAL_SEED_OFFSET + episode) % 2**32
+    return ((base or 0) + episode) % 2**32
+
+
+@dataclass
+class EvalResult:
+    """One evaluation of one policy.
+
+    Attributes:
+        policy_id: the policy evaluated.
+        policy_version: the version of the weights played.
+        env_frames: the run's env frames when those weights were read (the x of the curves).
+        returns: per-episode return (env reward units, unclipped), in the order episodes ended.
+        lengths: per-episode length in env steps.
+        seconds: wall time of the evaluation.
+        weights: the model state played (CPU tensors), kept only for `--save_best_by_eval`.
+    """
+
+    policy_id: int
+    policy_version: int
+    env_frames: int
+    returns: list[float]
+    lengths: list[int]
+    seconds: float = 0.0
+    weights: dict[str, torch.Tensor] | None = field(default=None, repr=False)
+
+    @property
+    def return_mean(self) -> float:
+        return float(np.mean(self.returns))
+
+    @property
+    def return_std(self) -> float:
+        return float(np.std(self.returns))
+
+    @property
+    def length_mean(self) -> float:
+        return float(np.mean(self.lengths))
+
+
+def eval_cfg(cfg: Config) -> tuple[Config, str]:
+    """A copy of `cfg` to make the eval env with, and the env name to make (see the module doc)."""
+    cfg = copy.deepcopy(cfg)
+    cfg.batched_sampling = False
+    family = find_family(cfg.env)
+    env_name = family.eval_env_name(cfg.env) if family.eval_env_name else cfg.env
+    if env_name != cfg.env:  # the twin's family reads its own section: carry the shared flags over
+        twin = find_family(env_name).extra_params
+        if twin is not None and cfg.env_params is not None:
+            shared = {f.name for f in dataclasses.fields(twin)} & {
+                f.name for f in dataclasses.fields(cfg.env_params)
+            }
+            cfg.env_params = twin(**{n: getattr(cfg.env_params, n) for n in shared})
+    if hasattr(cfg.env_params, "atari_episodic_life"):
+        cfg.env_params.atari_episodic_life = False
+    return cfg, env_name
+
+
+def _obs_tensor(obs_list: list, device: torch.device) -> Any:
+    first = obs_list[0]
+    if isinstance(first, dict):
+        return {k: torch.as_tensor(np.stack([o[k] for o in obs_list]), device=device) for k in first}
+    return torch.as_tensor(np.stack(obs_list), device=device)
+
+
+class EpisodePlayer:
+    """An eval env and an acting model of `cfg`'s algorithm, built once; `play` evaluates weights.
+
+    Args:
+        cfg: the run's config (`eval_episodes`, `eval_deterministic`, `seed`, the env's flags).
+        device: where the model acts.
+
+    Raises:
+        ConfigError, EnvError: the env cannot be made (see `make_env`).
+    """
+
+    def __init__(self, cfg: Config, device: torch.device | None = None):
+        self.cfg = cfg
+        self.device = device or torch.device("cpu")
+        env_cfg, env_name = eval_cfg(cfg)
+        self.env = make_env(env_cfg, env_name=env_name)
+        algo = get_algorithm(cfg.algo)
+        self.model: nn.Module = algo.make_model(
+            cfg, self.env.observation_space, self.env.action_space
+        ).acting.to(self.device)
+        self.model.eval()
+        self.act = algo.evaluation_act
+        self.ctx = ActContext(deterministic=bool(cfg.eval_deterministic))
+        space = self.env.action_space
+        self.box_map = (
+            BoxActionMap(space.low, space.high, cfg.clip_actions, cfg.rescale_actions)
+            if isinstance(space, gym.spaces.Box)
+            else None
+        )
+        self.base_seed = random.SystemRandom().randrange(2**31) if cfg.seed is None else None
+
+    def play(
+        self, episodes: int | None = None, stop: Callable[[], bool] | None = None
+    ) -> tuple[list[float], list[int]]:
+        """Plays `episodes` (default `--eval_episodes`) full episodes with the model's current
+        weights; the recurrent state is carried across steps and zeroed when an agent's episode
+        ends. A multi-agent env's agents each count one episode; the env is reset with the next
+        seed whenever all its agents' episodes ended together. `stop` (asked every
+        `STOP_CHECK_STEPS` env steps) True ends the play early, with the episodes finished so far.
+
+        Returns:
+            (returns, lengths): per episode, the return in env reward units (the env's own
+            `RecordEpisodeStatistics` when present: unclipped, whole games) and the length in env
+            steps.
+        """
+        cfg, env, device = self.cfg, self.env, self.device
+        wanted = cfg.eval_episodes if episodes is None else episodes
+        n = int(env.num_agents)
+        returns: list[float] = []
+        lengths: list[int] = []
+        resets = 0
+        obs, _ = env.reset(seed=eval_seed(cfg, resets, self.base_seed))
+        rnn = torch.zeros(n, acting_state_size(self.model), device=device)
+        ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
+        with torch.no_grad():
+            steps = 0
+            while len(returns) < wanted:
+                steps += 1
+                if stop is not None and steps % STOP_CHECK_STEPS == 0 and stop():
+                    break
+                obs_t = _obs_tensor(obs, device)
+                if cfg.central_value:  # the actor never sees the central value's state
+                    obs_t = actor_obs(obs_t, cfg.central_value_state_key)
+                out = self.act(self.model, obs_t, rnn, self.ctx)
+                actions = out["actions"].cpu().numpy()
+                if self.box_map is not None:  # as the rollout workers do (surge.sampling.env_actions)
+                    actions = self.box_map(actions.reshape(len(actions), -1)).reshape(actions.shape)
+                rnn = out["rnn_states"]
+                obs, rew, term, trunc, infos = env.step(list(actions))
+                ep_ret += np.asarray(rew, dtype=np.float64)
+                ep_len += 1
+                ended = [bool(term[a] or trunc[a]) for a in range(n)]
+                for a in range(n):
+                    if not ended[a]:
+                        continue
+                    ep = infos[a].get("episode")
+                    returns.append(float(np.asarray(ep["r"])) if ep is not None else float(ep_ret[a]))
+                    lengths.append(int(np.asarray(ep["l"])) if ep is not None else int(ep_len[a]))
+                    ep_ret[a], ep_len[a] = 0.0, 0
+                    if rnn.shape[-1]:
+                        rnn[a] = 0.0
+                if all(ended) and len(returns) < wanted:  # the next episode starts on its own seed
+                    resets += 1
+                    obs, _ = env.reset(seed=eval_seed(cfg, resets, self.base_seed))
+        return returns[:wanted], lengths[:wanted]
+
+    def evaluate(
+        self, policy_id: int, policy_version: int, env_frames: int, stop: Callable[[], bool] | None = None
+    ) -> EvalResult:
+        """`play` with the model's current weights, timed, as an `EvalResult` (without weights)."""
+        start = time.monotonic()
+        returns, lengths = self.play(stop=stop)
+        return EvalResult(policy_id, policy_version, env_frames, returns, lengths, time.monotonic() - start)
+
+    def close(self) -> None:
+        self.env.close()

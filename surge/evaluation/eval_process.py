@@ -1,0 +1,95 @@
+"""The evaluator process of the async placement: waits for requests from the main process,
+reads the requested policies' current weights from their `SharedWeights` (what inference acts
+with), plays `--eval_episodes` on its own eval env (`EpisodePlayer`) and sends each `EvalResult`
+back; with `--save_best_by_eval` it writes the best checkpoint itself (`BestByEval`), from the
+weights it played.
+
+It is spawned and supervised as the other children (`AsyncPlacement.spawn_extra`: it dies with its
+parent, a crash ends the run with its traceback) and runs at a niceness of at least
+`EVAL_NICENESS`, so that where cores are short the sampler and the learner come first.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from queue import Empty
+from typing import Any
+
+from surge.cfg.cli import rebuild_cfg
+from surge.evaluation.best_by_eval import BestByEval
+from surge.evaluation.episodes import EpisodePlayer
+from surge.experiment.folder import ExperimentFolder, run_log_file
+from surge.runtime.process_context import SharedContext
+from surge.runtime.process_setup import run_child, setup_child
+
+log = logging.getLogger("surge")
+
+#: the evaluator's niceness (at least): it yields the CPU to the sampler and the learners
+EVAL_NICENESS = 10
+
+
+@dataclass
+class EvaluatorContext:
+    """The evaluator process: requests `(env_frames, {policy_id: counters})` from
+    `request_queue`, `(EvalResult, best checkpoint path or None)` to `result_queue`; `resume`:
+    see `BestByEval`."""
+
+    shared: SharedContext
+    request_queue: Any
+    result_queue: Any
+    resume: bool
+
+
+def evaluator_process_main(ctx: EvaluatorContext) -> None:
+    """Entry point of the evaluator process."""
+    shared = ctx.shared
+    cfg = rebuild_cfg(shared.cfg_values)
+    setup_child(
+        "evaluator",
+        niceness=max(cfg.default_niceness, EVAL_NICENESS),
+        torch_threads=cfg.num_torch_threads or 1,
+        log_file=run_log_file(cfg),
+    )
+
+    def loop() -> None:
+        import torch
+
+        from surge.runtime.components import torch_device
+
+        torch.set_grad_enabled(False)
+        player = EpisodePlayer(cfg, torch_device(cfg))
+        best = None
+        if cfg.save_best_by_eval:
+            folder = ExperimentFolder(cfg)
+            policies = range(cfg.num_policies)
+            best = BestByEval(cfg, {p: folder.checkpoints(p) for p in policies}, ctx.resume)
+        stop = shared.stop_event.is_set
+        try:
+            while not stop():
+                try:
+                    env_frames, requested = ctx.request_queue.get(timeout=0.1)
+                except Empty:
+                    continue
+                for p, counters in requested.items():
+                    version = shared.weights[p].load_into(player.model)
+                    if version is None:  # a learner died mid-publish: the run is stopping
+                        log.warning("Evaluator: policy %d's weights could not be read; skipped", p)
+                        continue
+                    result = player.evaluate(p, version, env_frames, stop=stop)
+                    if stop():  # a partial evaluation is not reported
+                        return
+                    path = None
+                    if best is not None:
+                        path = best.offer(
+                            p,
+                            {k: v.detach().cpu() for k, v in player.model.state_dict().items()},
+                            version,
+                            result.return_mean,
+                            {**counters, "env_frames": env_frames},
+                        )
+                    ctx.result_queue.put((result, str(path) if path is not None else None))
+        finally:
+            player.close()
+
+    run_child("evaluator", shared.report_queue, loop)

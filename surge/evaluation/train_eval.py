@@ -1,0 +1,146 @@
+"""Evaluation during training (`--eval_every_env_frames`, docs/evaluation.md), the main
+process's side: decides when to evaluate, runs the evaluation inline (serial placement) or asks
+the evaluator process (async placement, `surge.evaluation.eval_process`) and reports each result:
+a log line, and in TensorBoard, per policy in summaries/{i}, `eval/return_mean`,
+`eval/return_std`, `eval/length_mean` at x = the env frames when the weights were read.
+
+Every `eval_every_env_frames` env frames (at N, 2N, ... counted from frame 0, never at the start)
+each learning policy's current weights play `--eval_episodes` full episodes. In the async
+placement an evaluation that is still running when the next is due makes that one skipped (the
+next request goes out once the results are in): training never waits for evaluation.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+log = logging.getLogger("surge")
+
+#: bytes a queue between the main process and the evaluator may hold (requests and results are small)
+QUEUE_BYTES = 1000 * 1000
+
+
+class TrainEvaluator:
+    """Evaluation during training of one run (see the module docstring).
+
+    Args:
+        run: the `TrainingRun` (its cfg, placement, learning policies, monitor's TensorBoard
+            writers, experiment folder, counters of a checkpoint).
+    """
+
+    def __init__(self, run: Any):
+        self.run = run
+        cfg = self.cfg = run.cfg
+        self.every = int(cfg.eval_every_env_frames)
+        self.policies = list(run.learning)
+        self.next_at = (run.monitor.env_frames // self.every + 1) * self.every
+        self.pending = 0  # async: results still expected
+        self.skipped = 0  # async: evaluations not requested because one was running
+        self.resume = cfg.restart_behavior == "resume"
+        self.player: Any = None
+        self.best: Any = None
+        if cfg.serial_mode:
+            self._start_inline()
+        else:
+            self._start_process()
+
+    def _start_inline(self) -> None:
+        from surge.evaluation.best_by_eval import BestByEval
+        from surge.evaluation.episodes import EpisodePlayer
+        from surge.runtime.components import torch_device
+
+        cfg = self.cfg
+        self.player = EpisodePlayer(cfg, torch_device(cfg))
+        if cfg.save_best_by_eval:
+            folder = self.run.folder
+            self.best = BestByEval(cfg, {p: folder.checkpoints(p) for p in self.policies}, self.resume)
+
+    def _start_process(self) -> None:
+        from faster_fifo import Queue
+
+        from surge.evaluation.eval_process import EvaluatorContext, evaluator_process_main
+
+        placement = self.run.placement
+        self.requests, self.results = Queue(max_size_bytes=QUEUE_BYTES), Queue(max_size_bytes=QUEUE_BYTES)
+        ctx = EvaluatorContext(placement.shared, self.requests, self.results, self.resume)
+        placement.spawn_extra("evaluator", evaluator_process_main, ctx)
+
+    def step(self, env_frames: int) -> None:
+        """Called by the run after each placement step: reports finished evaluations and starts
+        the one that is due (inline in the serial placement: this call then takes as long as the
+        episodes)."""
+        if self.player is None:
+            self._collect()
+        if env_frames < self.next_at:
+            return
+        if self.pending:  # async: the previous evaluation is still running
+            self.skipped += 1
+            self.next_at = (env_frames // self.every + 1) * self.every
+            return
+        self.next_at = (env_frames // self.every + 1) * self.every
+        counters = {p: self.run._counters(p) for p in self.policies}
+        if self.player is None:
+            self.requests.put((env_frames, counters))
+            self.pending = len(self.policies)
+            return
+        for p in self.policies:
+            weights, version = self.run.placement.policy_weights(p)
+            self.player.model.load_state_dict(weights)
+            result = self.player.evaluate(p, version, env_frames)
+            path = None
+            if self.best is not None:
+                path = self.best.offer(p, weights, version, result.return_mean, counters[p])
+            self._report(result, path)
+
+    def _collect(self) -> None:
+        while self.pending:
+            try:
+                result, path = self.results.get(block=False)
+            except Empty:
+                return
+            self.pending -= 1
+            self._report(result, Path(path) if path else None)
+
+    def _report(self, result: Any, best_path: Path | None) -> None:
+        log.info(
+            "Eval policy %d at env frame %d (policy version %d): return %.2f ± %.2f over %d "
+            "episodes (%s), length %.1f env steps, %.1f s%s%s",
+            result.policy_id,
+            result.env_frames,
+            result.policy_version,
+            result.return_mean,
+            result.return_std,
+            len(result.returns),
+            "deterministic" if self.cfg.eval_deterministic else "sampled",
+            result.length_mean,
+            result.seconds,
+            f"; {self.skipped} evaluation(s) skipped while it ran" if self.skipped else "",
+            f"; new best: saved {best_path.name}" if best_path is not None else "",
+        )
+        self.skipped = 0
+        writers = self.run.monitor.writers
+        if writers:
+            w = writers[result.policy_id]
+            w.add_scalar("eval/return_mean", result.return_mean, result.env_frames)
+            w.add_scalar("eval/return_std", result.return_std, result.env_frames)
+            w.add_scalar("eval/length_mean", result.length_mean, result.env_frames)
+            w.flush()
+
+    def close(self) -> None:
+        """Reports results that arrived; closes the inline eval env (the async placement's close
+        stops the evaluator process)."""
+        if self.player is None:
+            self._collect()
+        else:
+            self.player.close()
+
+
+def make_train_evaluator(run: Any) -> TrainEvaluator | None:
+    """The run's `TrainEvaluator`, or None: evaluation off (`--eval_every_env_frames=0`), no
+    learning policy, or a data-parallel rank other than 0 (rank 0 evaluates and writes)."""
+    if not run.cfg.eval_every_env_frames or not run.learning or not run.writes:
+        return None
+    return TrainEvaluator(run)

@@ -1,0 +1,79 @@
+"""Checks of the "evaluation during training" flags (`TrainEvalParams`), run by `validate_cfg`
+before any process starts, and the notes on those flags that have no effect in a run
+(`config_notes`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from surge.errors import ConfigError
+
+
+def check_train_eval(cfg: Any) -> None:
+    """Refuses evaluation flags that cannot work. Skipped for `surge enjoy` (a config with
+    `eval_params`), which reads these fields from a trained run's cfg.json but does not train.
+
+    Raises:
+        ConfigError: `eval_every_env_frames` < 0; `eval_episodes` < 1 with evaluation on;
+            `save_best_by_eval` without evaluation; evaluation with an algorithm that has no
+            learner (DUMMY_SAMPLER), with `--sampler_only` or in benchmark mode (`surge bench`).
+    """
+    if getattr(cfg, "eval_params", None) is not None:
+        return
+    every = cfg.eval_every_env_frames
+    if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+        raise ConfigError(
+            "eval_every_env_frames",
+            f"must be an integer >= 0 (0: no evaluation), got {every!r}.",
+            "pass --eval_every_env_frames=N, e.g. 100000, or 0 to turn evaluation off.",
+        )
+    if every == 0:
+        if cfg.save_best_by_eval:
+            raise ConfigError(
+                "save_best_by_eval",
+                "the best checkpoint cannot be chosen by eval return: evaluation is off "
+                "(--eval_every_env_frames=0).",
+                "pass --eval_every_env_frames=N (e.g. 100000) too, or --save_best_by_eval=False.",
+            )
+        return
+    episodes = cfg.eval_episodes
+    if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
+        raise ConfigError(
+            "eval_episodes",
+            f"must be at least 1, got {episodes!r}: an evaluation would play no episode.",
+            "pass --eval_episodes=N with N >= 1 (default 10).",
+        )
+    from surge.learning.algorithm import get_algorithm
+
+    algo = get_algorithm(cfg.algo)
+    if not algo.trains:
+        raise ConfigError(
+            "eval_every_env_frames",
+            f"--algo={cfg.algo} has no learner: there are no trained weights to evaluate.",
+            "pass --eval_every_env_frames=0, or train with a learning algorithm (e.g. --algo=APPO).",
+        )
+    if cfg.sampler_only:
+        raise ConfigError(
+            "eval_every_env_frames",
+            "--sampler_only=True does not train: there are no trained weights to evaluate.",
+            "pass --eval_every_env_frames=0, or --sampler_only=False.",
+        )
+    if cfg.benchmark:
+        raise ConfigError(
+            "eval_every_env_frames",
+            "benchmark mode (--benchmark=True, surge bench) measures throughput and writes no "
+            "summaries: an evaluation would compete with the sampler for the CPU and report nowhere.",
+            "pass --eval_every_env_frames=0 to benchmark, or --benchmark=False to train with evaluation.",
+        )
+
+
+def train_eval_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
+    """The evaluation flags set away from their `defaults` without an effect in this run: with
+    evaluation off, `--eval_episodes` and `--eval_deterministic`."""
+    if cfg.eval_every_env_frames:
+        return []
+    return [
+        f"--{name} has no effect with --eval_every_env_frames=0 (no evaluation during training)."
+        for name in ("eval_episodes", "eval_deterministic")
+        if name in defaults and getattr(cfg, name) != defaults[name]
+    ]
