@@ -32,3 +32,16 @@ class EnvError(SurgeError):
 
 class ChildProcessFailed(SurgeError):
     """A process of the async placement crashed or hung; the message holds its traceback."""
+
+
+class RunFailed(SurgeError):
+    """A training run started by `surge.train` ended with status "failed": a child process crashed
+    or hung, or a policy's final checkpoint could not be written (the run's log says why).
+
+    Attributes:
+        run: the `surge.api.Run` of the failed run (its `folder`, `cfg`, `summary`).
+    """
+
+    def __init__(self, message: str, run: object = None):
+        super().__init__(message)
+        self.run = run

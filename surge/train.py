@@ -1,21 +1,22 @@
-"""`python -m surge.train --env=... --experiment=...`: the training entry point (same as `surge train`)."""
+"""`python -m surge.train --env=... --experiment=...`: the training entry point (same as `surge train`).
+
+Imported as `surge.train`, this module is also callable: `surge.train(env=..., ...)` is the Python
+API's `surge.api.train` (see `_CallableModule`)."""
 
 from __future__ import annotations
 
 import sys
+import types
+from typing import Any
 
 from surge.errors import ConfigError, EnvError
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parses the config, trains, returns the exit code (0 done or interrupted, 2 bad input)."""
-    # imported here, not at the top: every spawned child of the async placement imports this module
-    # (multiprocessing re-runs `python -m surge.train`'s main module in each) before it can set
-    # PR_SET_PDEATHSIG (`surge.runtime.child_start`), and parse_cfg's imports (gymnasium, numpy)
-    # take seconds on a loaded machine
-    from surge.cfg.cli import parse_cfg
-
-    cfg = parse_cfg(argv)
+def run_config(cfg: Any) -> tuple[Any, str]:
+    """Runs the parsed config `cfg` (a `Config`) to its end; returns its `TrainingRun` and final
+    status ("done", "interrupted", "already_done" or "failed": `TrainingRun`'s doc). With
+    `--algo=DUMMY_SAMPLER`, samples random actions with no learning and no checkpoints, at most
+    `--sample_env_frames` env frames. `surge train` and `surge.train(...)` both run through here."""
     from surge.runtime.training_run import TrainingRun
 
     if cfg.algo == "DUMMY_SAMPLER":  # random actions through the same sampling machinery, no learning
@@ -23,7 +24,23 @@ def main(argv: list[str] | None = None) -> int:
         # the lower budget of the two (the run's log says which)
         cfg.train_for_env_steps = min(cfg.train_for_env_steps, cfg.sample_env_frames)
     run = TrainingRun(cfg)
-    status = run.run()
+    return run, run.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parses the config, trains, returns the exit code (0 done or interrupted, 1 failed).
+
+    Raises:
+        ConfigError, EnvError: a refused config (`surge.cfg.cli.parse_cfg`); the callers print them.
+    """
+    # imported here, not at the top: every spawned child of the async placement imports this module
+    # (multiprocessing re-runs `python -m surge.train`'s main module in each) before it can set
+    # PR_SET_PDEATHSIG (`surge.runtime.child_start`), and parse_cfg's imports (gymnasium, numpy)
+    # take seconds on a loaded machine
+    from surge.cfg.cli import parse_cfg
+
+    cfg = parse_cfg(argv)
+    run, status = run_config(cfg)
     if cfg.algo == "DUMMY_SAMPLER" and run.summary:
         s = run.summary
         rate = s["env_frames_per_sec"]
@@ -37,6 +54,26 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     return 1 if status == "failed" else 0
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as the Python API's `surge.train(**flags)`.
+
+    `import surge.train` (the CLI, a spawned child, a user) binds the package attribute
+    `surge.train` to this module, replacing the function `surge/__init__.py` bound there; calling
+    the module calls that function, so `from surge import train; train(env=...)` works whichever
+    was imported first."""
+
+    def __call__(self, **flags: Any) -> Any:
+        from surge.api import train
+
+        return train(**flags)
+
+
+if (
+    __name__ == "surge.train"
+):  # imported, not run as `python -m surge.train` (nor a spawn child's __mp_main__)
+    sys.modules[__name__].__class__ = _CallableModule
 
 
 if __name__ == "__main__":

@@ -1,0 +1,122 @@
+"""The Python API: train from a script or a notebook, then act with the trained policy.
+
+    from surge import train, load_policy
+    run = train(env="CartPole-v1", train_for_env_steps=200_000, num_workers=2)
+    policy = load_policy(run.folder)
+    action, state = policy.act(obs, state)
+
+`train(**flags)` takes the flags of `surge train` as keyword arguments and builds the same typed
+`Config` through the same parser and validation (`surge.cfg.cli.parse_cfg`: env-family defaults,
+a YAML file with `cfg=`, every refusal). Errors are raised, never turned into an exit: `ConfigError`
+and `EnvError` for bad input (before any process starts), `RunFailed` for a run that failed.
+
+This module imports nothing heavy (torch, gymnasium) until a function is called, so that
+`import surge` stays cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from surge.errors import ConfigError, RunFailed
+
+if TYPE_CHECKING:
+    from surge.cfg.config import Config
+    from surge.export.acting import Policy
+
+#: keyword arguments that are not training flags: `surge train --help` / `--version` would print
+#: and exit, which a function must not do
+_REFUSED = {"help": "print `surge train --env=ENV --help` in a shell", "version": "read surge.__version__"}
+
+
+@dataclass
+class Run:
+    """A finished (or stopped) training run.
+
+    Attributes:
+        cfg: the run's `Config`, as parsed and validated.
+        folder: the experiment folder, `train_dir/experiment` (checkpoints, cfg.json, the log
+            surge_log.txt, TensorBoard summaries); `load_policy(run.folder)` loads its policy.
+        status: "done" (the budget was reached), "interrupted" (Ctrl+C / SIGTERM: a checkpoint was
+            saved; the same call resumes), or "already_done" (the folder held a finished run and
+            nothing was trained; pass `restart_behavior="restart"` to train again). A failed run
+            raises `RunFailed` instead.
+        summary: throughput from the first env steps on: `total_env_frames`, `env_frames`,
+            `seconds` (wall-clock s), `env_frames_per_sec` (nan for a run under 1 s); empty when
+            no env step was taken.
+    """
+
+    cfg: Config
+    folder: Path
+    status: str
+    summary: dict[str, float] = field(default_factory=dict)
+
+
+def flags_to_argv(flags: dict[str, Any]) -> list[str]:
+    """Keyword flags as `surge train` arguments: `x=v` -> `--x=v`; booleans True/False, None
+    `None`, lists and tuples `--x v1 v2 ...` (an empty one `--x`).
+
+    Raises:
+        ConfigError: `help` or `version` (they print and exit on the command line).
+    """
+    argv: list[str] = []
+    for name, value in flags.items():
+        if name in _REFUSED:
+            raise ConfigError(name, "is a command-line option, not a training flag.", _REFUSED[name] + ".")
+        if isinstance(value, (list, tuple)):
+            argv += [f"--{name}", *(str(v) for v in value)]
+        else:
+            argv.append(f"--{name}={value}")
+    return argv
+
+
+def train(**flags: Any) -> Run:
+    """Trains with the flags of `surge train` given as keyword arguments (`env="CartPole-v1"`,
+    `train_for_env_steps=200_000`, `cfg="my.yaml"`, `encoder_mlp_layers=[64, 64]`); blocks until
+    the run ends and returns its `Run`. Resumes the experiment `train_dir/experiment` when it
+    exists (`restart_behavior`), exactly as the command does.
+
+    With the async placement (the default), the worker processes are started with `spawn`, which
+    imports the main module again: in a script, call `train` under `if __name__ == "__main__":`.
+    Ctrl+C stops the run with a checkpoint (status "interrupted").
+
+    Raises:
+        ConfigError: an unknown flag, a value of the wrong type or out of range, a refused
+            combination (before any process starts).
+        EnvError: an env that cannot be made or whose spaces the config cannot train on.
+        RunFailed: the run ended with status "failed" (a child process crashed or hung, or the
+            final weights could not be saved); `e.run` is its `Run`, the log file says why.
+    """
+    from surge.cfg.cli import parse_cfg
+    from surge.experiment.folder import ExperimentFolder
+    from surge.train import run_config
+
+    cfg = parse_cfg(flags_to_argv(flags))
+    training, status = run_config(cfg)
+    run = Run(cfg, ExperimentFolder(cfg).root, status, dict(training.summary))
+    if status == "failed":
+        raise RunFailed(
+            f"the training run in {run.folder} failed (its log, {run.folder / 'surge_log.txt'}, says why).",
+            run,
+        )
+    return run
+
+
+def load_policy(
+    folder: str | Path, policy_index: int = 0, kind: str = "latest", device: str = "cpu"
+) -> Policy:
+    """The trained policy of the experiment folder `folder` (`Run.folder`, `train_dir/experiment`),
+    from its newest `kind` ("latest" or "best") checkpoint, ready to `act` on numpy observations.
+
+    Raises:
+        ConfigError: no experiment in `folder`, an algorithm other than APPO or A2C, no policy
+            `policy_index`, or no checkpoint of that kind (`surge.export.load.load_policy`).
+        SurgeError: the checkpoint exists but does not load.
+    """
+    from surge.export.acting import Policy
+    from surge.export.load import load_policy as load
+
+    path = Path(folder)
+    return Policy(load(str(path.parent), path.name, policy_index, kind), device)

@@ -1,0 +1,118 @@
+"""The Python API end to end (issue 22, item 6): `surge.train` runs short CartPole trainings (serial
+and async: the async placement's spawned children start under the API), returns a `Run`, and
+`surge.load_policy(run.folder).act` gives the actions and recurrent states of the exported policy
+(`ExportablePolicy`, the reference `surge export` writes) for one observation and for a batch."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import surge
+from surge.errors import ConfigError
+from surge.export.load import load_policy as load_exported
+from surge.export.policy import ExportablePolicy
+
+SMALL = {
+    "num_workers": 1,
+    "num_envs_per_worker": 2,
+    "seed": 0,
+    "hidden_size": 16,
+    "encoder_mlp_layers": [16],
+    "num_torch_threads": 1,
+    "normalize_input": True,
+}
+
+
+def _reference(folder, obs: np.ndarray, state: np.ndarray | None):
+    """Actions and next states of the exported module for the batch `obs`."""
+    loaded = load_exported(str(folder.parent), folder.name)
+    module = ExportablePolicy(loaded.model, loaded.obs_space)
+    inputs = [torch.as_tensor(obs)]
+    if module.rnn_state_size:
+        inputs.append(torch.as_tensor(state))
+    with torch.no_grad():
+        out = module(*inputs)
+    return out[0].numpy(), (out[3].numpy() if module.rnn_state_size else None)
+
+
+def _observations(n: int) -> np.ndarray:
+    env = gym.make("CartPole-v1")
+    obs, _ = env.reset(seed=1)
+    batch = [obs]
+    for _ in range(n - 1):
+        obs, _, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            obs, _ = env.reset()
+        batch.append(obs)
+    return np.stack(batch).astype(np.float32)
+
+
+@pytest.mark.slow
+def test_serial_run_returns_its_run_and_the_policy_acts_as_the_exported_one(tmp_path):
+    run = surge.train(
+        env="CartPole-v1",
+        experiment="ff",
+        train_dir=str(tmp_path),
+        serial_mode=True,
+        train_for_env_steps=2000,
+        **SMALL,
+    )
+    assert run.status == "done" and run.folder == tmp_path / "ff" and (run.folder / "done").exists()
+    assert run.cfg.env == "CartPole-v1" and run.cfg.encoder_mlp_layers == [16]
+    assert run.summary["total_env_frames"] >= 2000
+    policy = surge.load_policy(run.folder)
+    assert policy.initial_state() is None and policy.rnn_state_size == 0
+    obs = _observations(6)
+    actions, state = policy.act(obs)
+    expected, _ = _reference(run.folder, obs, None)
+    assert state is None and actions.shape == (6,) and actions.dtype == np.int64
+    np.testing.assert_array_equal(actions, expected)
+    one, state = policy.act(obs[3])  # one observation: no batch axis
+    assert state is None and np.ndim(one) == 0 and int(one) == expected[3]
+    assert policy.action_space.contains(int(one))
+    # the same call again: the experiment is done, nothing is trained
+    assert surge.train(
+        env="CartPole-v1", experiment="ff", train_dir=str(tmp_path), serial_mode=True
+    ).status == ("already_done")
+
+
+@pytest.mark.slow
+def test_async_run_with_an_rnn_carries_the_recurrent_state(tmp_path):
+    run = surge.train(
+        env="CartPole-v1",
+        experiment="rnn",
+        train_dir=str(tmp_path),
+        serial_mode=False,
+        use_rnn=True,
+        train_for_env_steps=3000,
+        decorrelate_experience_max_seconds=0,
+        set_workers_cpu_affinity=False,
+        **SMALL,
+    )
+    assert run.status == "done"
+    policy = surge.load_policy(run.folder)
+    assert policy.rnn_state_size > 0
+    zeros = policy.initial_state(4)
+    assert zeros is not None and zeros.shape == (4, policy.rnn_state_size) and not zeros.any()
+    obs = _observations(8)
+    # two steps: the second starts from the state the first returned
+    a1, s1 = policy.act(obs[:4], None)
+    a2, s2 = policy.act(obs[4:], s1)
+    r1, rs1 = _reference(run.folder, obs[:4], zeros)
+    r2, rs2 = _reference(run.folder, obs[4:], rs1)
+    np.testing.assert_array_equal(a1, r1)
+    np.testing.assert_array_equal(a2, r2)
+    np.testing.assert_allclose(s1, rs1, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(s2, rs2, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(s2, policy.act(obs[4:], zeros)[1])  # the state given was used
+    one, state = policy.act(obs[4], s1[0])
+    assert int(one) == a2[0] and state is not None and state.shape == (policy.rnn_state_size,)
+    np.testing.assert_allclose(state, s2[0], rtol=1e-6, atol=1e-6)
+
+
+def test_load_policy_of_a_folder_without_a_run_raises(tmp_path):
+    with pytest.raises(ConfigError, match="no experiment 'nothing'"):
+        surge.load_policy(tmp_path / "nothing")
