@@ -253,6 +253,9 @@ def validate_cfg(cfg: Any) -> None:
     if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
         check_algo()
     check_population(cfg)
+    from surge.distributed.ray_checks import check_ray_flags
+
+    check_ray_flags(cfg)
     if cfg.with_wandb:
         import importlib.util
 
