@@ -567,7 +567,7 @@ class DistributedParams:
         "none: every process on this machine. ray: the learner stays in this process's machine (the "
         "Ray head or the driver's node), --ray_sampler_nodes sampler nodes (rollout and inference "
         "workers on one machine's shared memory each) run as Ray actors and ship finished "
-        "trajectory blocks to it through Ray's object store. Needs pip install 'surge[ray]'.",
+        "trajectory blocks to it through Ray's object store. Needs pip install 'surge-rl[ray]'.",
         ("none", "ray"),
     )
     ray_address: str | None = param(

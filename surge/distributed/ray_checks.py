@@ -17,11 +17,15 @@ def check_ray_flags(cfg: Any) -> None:
             `ray_sampler_nodes` or `ray_blocks_per_shipment` below 1, a `ray_max_restarts` below -1.
     """
     if cfg.distributed not in ("none", "ray"):
-        raise ConfigError("distributed", f"unknown value {cfg.distributed!r}.", "pass --distributed=none or ray.")
+        raise ConfigError(
+            "distributed", f"unknown value {cfg.distributed!r}.", "pass --distributed=none or ray."
+        )
     for name in ("ray_sampler_nodes", "ray_blocks_per_shipment"):
         v = getattr(cfg, name)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ConfigError(name, f"must be a positive integer, got {v!r}.", f"pass --{name}=N with N >= 1.")
+            raise ConfigError(
+                name, f"must be a positive integer, got {v!r}.", f"pass --{name}=N with N >= 1."
+            )
     if not isinstance(cfg.ray_max_restarts, int) or cfg.ray_max_restarts < -1:
         raise ConfigError(
             "ray_max_restarts", f"must be -1 (no limit) or >= 0, got {cfg.ray_max_restarts!r}.", ""
@@ -30,7 +34,9 @@ def check_ray_flags(cfg: Any) -> None:
         return
     if importlib.util.find_spec("ray") is None:
         raise ConfigError(
-            "distributed", "Ray is not installed.", "pip install 'surge[ray]' (ray[default]), or --distributed=none."
+            "distributed",
+            "Ray is not installed.",
+            "pip install 'surge-rl[ray]' (ray[default]), or --distributed=none.",
         )
     from surge.learning.algorithm import Feed, get_algorithm
 

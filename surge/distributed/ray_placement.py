@@ -42,7 +42,7 @@ import torch
 
 from surge.cfg.config import Config
 from surge.data.trajectory import tree_assign, tree_map
-from surge.distributed.ray_sampler import SamplerNode, Shipment, node_cfg_values
+from surge.distributed.ray_sampler import NODE_BLOCKS_PER_SPLIT, SamplerNode, Shipment, node_cfg_values
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.population.commands import Command, SetRewardShaping
@@ -55,6 +55,7 @@ log = logging.getLogger("surge")
 
 STATS_INTERVAL_SEC = 30.0  # a log line of the transfers' statistics this often
 CLOSE_TIMEOUT_SEC = 30.0
+RETRY_SEC = 1.0  # a lost node is called again this often while Ray restarts it
 
 
 class RayPlacement:
@@ -78,6 +79,9 @@ class RayPlacement:
         self.inflight: dict[Any, int] = {}  # ObjectRef of a pull -> node index
         self.waiting: list[tuple[int, int, int, dict[str, Any]]] = []  # (node, owner, slots, data)
         self.failures = [0] * n
+        self.idle: set[int] = set()  # nodes without a pull in flight
+        self.restarting: set[int] = set()  # nodes lost and not yet started again
+        self.retry_at: dict[int, float] = {}  # node -> time.monotonic() of its next pull after a loss
         self.weights_ref: Any = None
         self.weights_seq = -1
         self.weights_version = 0
@@ -85,25 +89,21 @@ class RayPlacement:
         self.env_steps_counted = 0
         self.env_steps_budget = torch.iinfo(torch.int64).max
         self.owns_ray = False
-        self.stats = {"shipments": 0, "blocks": 0, "bytes": 0, "get_seconds": 0.0, "lost_nodes": 0}
+        self.stats: dict[str, float] = {
+            "shipments": 0,
+            "blocks": 0,
+            "bytes": 0,
+            "get_seconds": 0.0,  # ray.get of the shipments that arrived (fetch + deserialise)
+            "write_seconds": 0.0,  # copying blocks into the learner's buffers
+            "lost_nodes": 0,
+            "iterations": 0,  # learner iterations and their training time (the learner's ceiling)
+            "train_seconds": 0.0,
+        }
         self.last_stats_log = time.monotonic()
-
-    # Placement's attributes, the head's
-    @property
-    def num_agents(self) -> int:
-        return self.head.num_agents
-
-    @property
-    def frameskip(self) -> int:
-        return self.head.frameskip
-
-    @property
-    def final_written(self) -> set[int]:
-        return self.head.final_written
-
-    @property
-    def save_refusals(self) -> list[SaveRefused]:
-        return self.head.save_refusals
+        # Placement's attributes: the head's (the same objects; num_agents and frameskip at start)
+        self.num_agents, self.frameskip = 1, 1
+        self.final_written: set[int] = self.head.final_written
+        self.save_refusals: list[SaveRefused] = self.head.save_refusals
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -115,17 +115,18 @@ class RayPlacement:
         import ray
 
         cfg = self.cfg
-        if not ray.is_initialized():
-            self.owns_ray = cfg.ray_address is None
+        if not ray.is_initialized():  # else a caller's session (ray.init before surge.train)
+            self.owns_ray = True  # disconnected (a local instance: stopped) at close
             ray.init(address=cfg.ray_address, include_dashboard=False, log_to_driver=True)
         log.info(
             "Ray: %s; %d sampler node(s) of %d rollout workers x %d envs each",
-            "started locally" if self.owns_ray else f"connected to {cfg.ray_address}",
+            "local instance" if cfg.ray_address is None else f"cluster at {cfg.ray_address}",
             cfg.ray_sampler_nodes,
             cfg.num_workers,
             cfg.num_envs_per_worker,
         )
         self.head.start()
+        self.num_agents, self.frameskip = self.head.num_agents, self.head.frameskip
         self._broadcast()
         per_node = num_actors(cfg, self.head.layout.info)
         options: dict[str, Any] = {
@@ -180,6 +181,9 @@ class RayPlacement:
         import ray
 
         report = self.head.step()
+        for stats in report.train_stats.values():
+            self.stats["iterations"] += 1
+            self.stats["train_seconds"] += float(stats.get("train_seconds", 0.0))
         self._broadcast()
         if self.inflight:
             ready, _ = ray.wait(list(self.inflight), num_returns=len(self.inflight), timeout=0)
@@ -191,8 +195,15 @@ class RayPlacement:
             t0 = time.monotonic()
             try:
                 ship: Shipment = ray.get(ref)
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
+            except ray.exceptions.ActorUnavailableError as e:  # restarting (or unreachable)
+                if i not in self.restarting:
+                    self._lost(i, e)
+                self.retry_at[i] = time.monotonic() + RETRY_SEC
+                repull.append(i)
+                continue
+            except ray.exceptions.RayActorError as e:  # died: Ray restarts it, or it is gone
                 self._lost(i, e)
+                self.retry_at[i] = time.monotonic() + RETRY_SEC
                 repull.append(i)
                 continue
             except ray.exceptions.RayTaskError as e:
@@ -200,34 +211,58 @@ class RayPlacement:
             self.stats["get_seconds"] += time.monotonic() - t0
             self._receive(ship, report)
             repull.append(i)
+        self.idle.update(repull)
+        t0 = time.monotonic()
         self._write_waiting()
-        for i in repull:
-            self._pull(i)
+        self.stats["write_seconds"] += time.monotonic() - t0
+        # back-pressure: a node whose blocks still wait for free slots is not asked for more
+        # (its own pool then fills and its workers wait), as the learner's held blocks pause
+        # rollout workers on one machine
+        blocked = {node for node, *_ in self.waiting}
+        now = time.monotonic()
+        for i in sorted(self.idle - blocked):
+            if self.retry_at.get(i, 0.0) <= now:
+                self._pull(i)
+                self.idle.discard(i)
         self._maybe_log_stats()
         return report
 
     def _lost(self, i: int, error: Exception) -> None:
+        """Counts a loss of node `i` (once per death: calls to it while Ray restarts it fail with
+        ActorUnavailableError and are retried every `RETRY_SEC` without counting).
+
+        Raises:
+            ChildProcessFailed: the node was lost more than `--ray_max_restarts` times.
+        """
         cfg = self.cfg
+        self.restarting.add(i)
         self.failures[i] += 1
         self.stats["lost_nodes"] += 1
+        pool = self.head.block_pool
+        per_node = cfg.num_workers * cfg.worker_num_splits * NODE_BLOCKS_PER_SPLIT
         if 0 <= cfg.ray_max_restarts < self.failures[i]:
             raise ChildProcessFailed(
                 f"sampler node {i} was lost {self.failures[i]} times (--ray_max_restarts="
                 f"{cfg.ray_max_restarts}): {error}"
             )
         log.warning(
-            "Sampler node %d was lost (%s): the blocks it had not shipped are lost; Ray restarts it "
-            "(%d of --ray_max_restarts=%d) and training goes on.",
+            "Sampler node %d was lost (%s): the blocks it had not shipped are lost (at most its "
+            "pool's %d blocks of %d trajectories); Ray restarts it (%d of --ray_max_restarts=%d) and "
+            "training goes on (policy version %d at the loss).",
             i,
             type(error).__name__,
+            per_node,
+            pool.block_size,
             self.failures[i],
             cfg.ray_max_restarts,
+            self.weights_version,
         )
 
     def _receive(self, ship: Shipment, report: StepReport) -> None:
         """Adds a shipment's counts to `report` and queues its blocks for the learner's buffers."""
         if ship.started:
             log.info("Sampler node %d started its processes", ship.node)
+            self.restarting.discard(ship.node)
         report.env_steps += ship.env_steps
         self.env_steps_counted += ship.env_steps
         report.episodes += [EpisodeStats(*e) for e in ship.episodes]
@@ -241,8 +276,7 @@ class RayPlacement:
         self.stats["bytes"] += ship.nbytes
         start = 0
         for owner, count in zip(ship.owners, ship.block_slots, strict=True):
-            part = tree_map(lambda a, s=start, c=count: a[s : s + c], ship.data)
-            self.waiting.append((ship.node, owner, count, part))
+            self.waiting.append((ship.node, owner, count, _rows(ship.data, start, start + count)))
             start += count
 
     def _write_waiting(self) -> None:
@@ -266,25 +300,38 @@ class RayPlacement:
             view.hand_over(slots, [0])
             first = int(slots[0])
             contiguous = bool((slots == torch.arange(first, first + count)).all()) and first % count == 0
-            head.learner_queues[0].put(tuple(BlockReady(first, None if contiguous else tuple(slots.tolist()))))
+            head.learner_queues[0].put(
+                tuple(BlockReady(first, None if contiguous else tuple(slots.tolist())))
+            )
         self.waiting = still
 
-    def _maybe_log_stats(self) -> None:
+    def _maybe_log_stats(self, force: bool = False) -> None:
         now = time.monotonic()
-        if now - self.last_stats_log < STATS_INTERVAL_SEC or not self.stats["shipments"]:
+        if (now - self.last_stats_log < STATS_INTERVAL_SEC and not force) or not self.stats["shipments"]:
             return
         self.last_stats_log = now
         s = self.stats
+        cfg, info = self.cfg, self.head.layout.info
+        # the learner's ceiling: env frames per second of training (agent steps per iteration /
+        # agents per env step x frameskip)
+        frames_per_iteration = self.head.layout.make_batcher().traj_per_batch * cfg.rollout
+        frames_per_iteration = frames_per_iteration * info.frameskip / max(1, info.agents_per_step)
+        ceiling = frames_per_iteration * s["iterations"] / s["train_seconds"] if s["train_seconds"] else 0.0
         log.info(
-            "Ray transfers: %d shipments, %d blocks, %.1f MB (%.1f kB per block), %.1f ms per "
-            "shipment fetched; weights at policy version %d; sampler nodes lost: %d",
+            "Ray transfers: %d shipments, %d blocks, %.2f MB (%.1f kB per block), %.2f ms per "
+            "shipment fetched, %.3f ms per block written; weights at policy version %d; sampler "
+            "nodes lost: %d; learner: %d iterations, %.3f s each = %.0f env frames/s while training",
             s["shipments"],
             s["blocks"],
             s["bytes"] / 1e6,
             s["bytes"] / max(1, s["blocks"]) / 1e3,
             1000 * s["get_seconds"] / s["shipments"],
+            1000 * s["write_seconds"] / max(1, s["blocks"]),
             self.weights_version,
             s["lost_nodes"],
+            s["iterations"],
+            s["train_seconds"] / max(1, s["iterations"]),
+            ceiling,
         )
 
     # ---------------------------------------------------------------------------------------
@@ -301,7 +348,9 @@ class RayPlacement:
             raise ValueError("SetRewardShaping: not supported with --distributed=ray")
         self.head.send_command(cmd)
 
-    def set_policy_weights(self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int) -> None:
+    def set_policy_weights(
+        self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int
+    ) -> None:
         self.head.set_policy_weights(policy_id, state_dict, policy_version)
 
     def policy_weights(self, policy_id: int) -> tuple[dict[str, torch.Tensor], int]:
@@ -327,6 +376,7 @@ class RayPlacement:
         it was started here."""
         import ray
 
+        self._maybe_log_stats(force=True)
         if self.nodes:
             closing = [node.close.remote() for node in self.nodes]
             try:
@@ -340,3 +390,8 @@ class RayPlacement:
         self.head.close()
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()
+
+
+def _rows(data: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:
+    """Rows `[lo, hi)` of every array of a shipment's (nested) `data`: one block's trajectories."""
+    return tree_map(lambda a: a[lo:hi], data)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from queue import Empty
 from typing import Any
 
-import numpy as np
 import torch
 
 from surge.data.trajectory import tree_map
@@ -30,6 +29,8 @@ log = logging.getLogger("surge")
 
 #: a node ships at the latest this long after `pull` was called, even with fewer blocks ready
 SHIP_WAIT_SEC = 0.5
+#: trajectory blocks per (worker, split) on a node: one being filled, one waiting for the next pull
+NODE_BLOCKS_PER_SPLIT = 2
 
 
 @dataclass
@@ -108,6 +109,10 @@ class SamplerNode:
         cfg = rebuild_cfg(self.cfg_values)
         placement = AsyncPlacement(cfg, [], [None])
         placement.spawn_learners = False  # its blocks are shipped to the head's learner instead
+        # a block leaves at the next pull: a split fills one while its previous one waits for it,
+        # so a node holds at most one finished rollout per split (the learner's pool on the head
+        # bounds the rest of the policy lag, as on one machine)
+        placement.blocks_per_owner = NODE_BLOCKS_PER_SPLIT
         placement.start()
         self.placement = placement
 
@@ -150,7 +155,9 @@ class SamplerNode:
         while True:
             report = placement.step()  # the node's supervision and reports (up to 0.1 s)
             out.env_steps += report.env_steps
-            out.episodes += [(e.episode_return, e.episode_length, e.policy_id, e.extra) for e in report.episodes]
+            out.episodes += [
+                (e.episode_return, e.episode_length, e.policy_id, e.extra) for e in report.episodes
+            ]
             out.worker_restarts += report.worker_restarts
             out.nonfinite_rewards += report.nonfinite_rewards
             out.nonfinite_obs += report.nonfinite_obs
@@ -186,7 +193,7 @@ class SamplerNode:
         out.data = tree_map(lambda t: t.numpy(), data)
         total = 0
 
-        def add(a: np.ndarray) -> None:
+        def add(a: Any) -> None:  # an np.ndarray
             nonlocal total
             total += a.nbytes
 

@@ -119,6 +119,7 @@ class AsyncPlacement:
         # rollout or inference worker (`surge.distributed.ray_placement`)
         self.spawn_learners = True
         self.spawn_samplers = True
+        self.blocks_per_owner: int | None = None  # see `make_layout`
         self._early: list[Any] = []
 
     # ---------------------------------------------------------------------------------------
@@ -132,7 +133,7 @@ class AsyncPlacement:
         # the acting module only (the shared weights' layout, frozen policies' weights, a dead
         # learner's final checkpoint); learner-only modules are built in the learner processes
         self.model = model = make_model(cfg, info, torch.device("cpu")).acting
-        self.layout = layout = make_layout(cfg, info, acting_state_size(model))
+        self.layout = layout = make_layout(cfg, info, acting_state_size(model), self.blocks_per_owner)
         self.algo = layout.algo
         self.block_pool = layout.block_pool
         buffers = layout.buffers.share_memory()
