@@ -71,6 +71,10 @@ def _optional_float(v: str) -> float | None:
     return None if str(v).lower() in ("none", "null", "") else float(v)
 
 
+def _optional_str(v: str) -> str | None:
+    return None if str(v).lower() in ("none", "null", "") else str(v)
+
+
 def _converter(f: dataclasses.Field, default: Any):
     if isinstance(default, bool):
         return str2bool
@@ -79,6 +83,8 @@ def _converter(f: dataclasses.Field, default: Any):
     if isinstance(default, float):
         return float
     if default is None:
+        if "str" in str(f.type):
+            return _optional_str
         return _optional_float if "float" in str(f.type) else _optional_int
     return str
 

@@ -613,6 +613,46 @@ class EvalParams:
     policy_index: int = param(0, "Which policy plays (its checkpoints are in checkpoint_p<index>).")
 
 
+@dataclass
+class DistributedParams:
+    """Sampler nodes on a Ray cluster (docs/scaling.md). (`--help` section "distributed")"""
+
+    distributed: str = param(
+        "none",
+        "none: every process on this machine. ray: the learner stays in this process's machine (the "
+        "Ray head or the driver's node), --ray_sampler_nodes sampler nodes (rollout and inference "
+        "workers on one machine's shared memory each) run as Ray actors and ship finished "
+        "trajectory blocks to it through Ray's object store. Needs pip install 'surge-rl[ray]'.",
+        ("none", "ray"),
+    )
+    ray_address: str | None = param(
+        None,
+        "Address of an existing Ray cluster (host:port of its head, or 'auto'); None starts Ray "
+        "locally in this process (ray.init()) and stops it at the end.",
+    )
+    ray_sampler_nodes: int = param(
+        1,
+        "Sampler nodes (Ray actors), each running --num_workers rollout workers x "
+        "--num_envs_per_worker envs with their inference workers on its machine.",
+    )
+    ray_node_resource: str = param(
+        "",
+        "A custom Ray resource each sampler node requests one unit of (start each sampler machine "
+        "with ray start --resources='{\"NAME\": 1}' to place one node per machine); empty: any "
+        "machine with a free CPU.",
+    )
+    ray_max_restarts: int = param(
+        10,
+        "Times Ray restarts a sampler node whose actor died (its machine lost, its processes "
+        "killed) while training goes on; -1: without limit. A node beyond it ends the run.",
+    )
+    ray_blocks_per_shipment: int = param(
+        4,
+        "A sampler node ships its finished trajectory blocks once this many are ready (or 0.5 s "
+        "passed), all those ready in one object: fewer, larger transfers than one per block.",
+    )
+
+
 #: the sections of `Config`, in `--help` order: (title, dataclass)
 SECTIONS: tuple[tuple[str, type], ...] = (
     ("experiment", ExperimentParams),
@@ -626,12 +666,14 @@ SECTIONS: tuple[tuple[str, type], ...] = (
     ("self-play and policy roles", SelfPlayParams),
     ("debugging and benchmarking", DebugParams),
     ("evaluation during training", TrainEvalParams),
+    ("distributed", DistributedParams),
 )
 
 
 @dataclass
 class Config(
     TrainEvalParams,
+    DistributedParams,
     DebugParams,
     SelfPlayParams,
     PbtParams,

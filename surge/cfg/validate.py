@@ -259,6 +259,9 @@ def validate_cfg(cfg: Any) -> None:
     from surge.evaluation.train_eval_checks import check_train_eval
 
     check_train_eval(cfg)
+    from surge.distributed.ray_checks import check_ray_flags
+
+    check_ray_flags(cfg)
     if cfg.with_wandb:
         import importlib.util
 

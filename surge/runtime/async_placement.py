@@ -115,6 +115,12 @@ class AsyncPlacement:
         # the run's env frames (`set_env_frames`, read by inference: `ActContext.env_frames`); made
         # here so that a resumed run's frame is set before the processes start
         self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
+        # which processes `start` spawns: a Ray sampler node has no learner, the Ray head no
+        # rollout or inference worker (`surge.distributed.ray_placement`)
+        self.spawn_learners = True
+        self.spawn_samplers = True
+        self.blocks_per_owner: int | None = None  # see `make_layout`
+        self._early: list[Any] = []
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -127,7 +133,7 @@ class AsyncPlacement:
         # the acting module only (the shared weights' layout, frozen policies' weights, a dead
         # learner's final checkpoint); learner-only modules are built in the learner processes
         self.model = model = make_model(cfg, info, torch.device("cpu")).acting
-        self.layout = layout = make_layout(cfg, info, acting_state_size(model))
+        self.layout = layout = make_layout(cfg, info, acting_state_size(model), self.blocks_per_owner)
         self.algo = layout.algo
         self.block_pool = layout.block_pool
         buffers = layout.buffers.share_memory()
@@ -183,7 +189,7 @@ class AsyncPlacement:
         self.worker_queues = [Inbox(QUEUE_BYTES) for _ in range(cfg.num_workers)]
 
         self.learning = learning_policies(cfg) if self.algo.trains else []
-        if self.learning:
+        if self.learning and self.spawn_learners:
             for p in self.learning:  # a frozen policy has no learner (surge.population.roles)
                 lctx = LearnerContext(
                     self.shared,
@@ -202,12 +208,13 @@ class AsyncPlacement:
                 return len(ready) == len(self.learning)
 
             self._wait_for(all_ready, timeout=120.0, what="the learners to start")
-        for p in range(P):
-            for i in range(cfg.policy_workers_per_policy):
-                self._spawn_inference(p, i)
-        for w in range(cfg.num_workers):
-            self._spawn_worker(w)
-        self._init_workers()
+        if self.spawn_samplers:
+            for p in range(P):
+                for i in range(cfg.policy_workers_per_policy):
+                    self._spawn_inference(p, i)
+            for w in range(cfg.num_workers):
+                self._spawn_worker(w)
+            self._init_workers()
         self.supervising = True
 
     def _spawn(self, name: str, fn: Callable[[Any], None], context: Any, daemon: bool = True) -> None:

@@ -149,14 +149,17 @@ class RunLayout:
         return Batcher(per_batch, self.block_pool.block_size)
 
 
-def make_layout(cfg: Config, info: EnvInfo, rnn_state_size: int) -> RunLayout:
+def make_layout(
+    cfg: Config, info: EnvInfo, rnn_state_size: int, blocks_per_owner: int | None = None
+) -> RunLayout:
     """Sizes the block pool and allocates the buffers for the env of `info` and a model whose
-    recurrent state is `rnn_state_size` wide."""
+    recurrent state is `rnn_state_size` wide; `blocks_per_owner` overrides `blocks_per_split` (a
+    Ray sampler node, whose blocks leave at once: `surge.distributed.ray_sampler`)."""
     algo = get_algorithm(cfg.algo)
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * info.num_agents
     pool = BlockPool(
         cfg.num_workers * cfg.worker_num_splits,
-        blocks_per_split(cfg, info.num_agents),
+        blocks_per_owner or blocks_per_split(cfg, info.num_agents),
         agents_per_split,
         cfg.num_policies,
     )

@@ -42,10 +42,15 @@ def make_placement(
     sampler_state_file: Path | None = None,
 ) -> Placement:
     """`SerialPlacement` for `--serial_mode=True` (saving and resuming its sampler's state in
-    `sampler_state_file` when given), else the multi-process `AsyncPlacement`."""
+    `sampler_state_file` when given), `RayPlacement` for `--distributed=ray`, else the
+    multi-process `AsyncPlacement`."""
     if cfg.serial_mode:
         retain_freed_memory()  # this process samples and learns (the async children do it themselves)
         return SerialPlacement(cfg, ckpts, resume_states, sampler_state_file)
+    if cfg.distributed == "ray":  # the learner here, sampler nodes on a Ray cluster
+        from surge.distributed.ray_placement import RayPlacement
+
+        return RayPlacement(cfg, ckpts, resume_states)
     from surge.runtime.async_placement import AsyncPlacement
 
     return AsyncPlacement(cfg, ckpts, resume_states)

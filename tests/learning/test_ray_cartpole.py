@@ -1,0 +1,123 @@
+"""`--distributed=ray` on a Ray cluster of two nodes on this machine (`ray_two_nodes`: a head and a
+second node with the custom resource `sampler_node`, which only the sampler node's actor requests,
+so it runs there): (a) APPO solves CartPole-v1 with its experience from the second node
+(deterministic evaluation of the final checkpoint >= 475, the existing CartPole test's flags and
+budget); (b) killing the sampler node's processes mid-run (the actor and its rollout and inference
+workers) loses only the blocks it had not shipped: Ray restarts it, it starts its workers again,
+and training goes on to the end of the budget. One cluster for both (its start is most of the
+time of a short run)."""
+
+import os
+import re
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray")
+
+import ray_two_nodes  # noqa: E402
+from test_cartpole import HYPERPARAMS  # noqa: E402
+
+from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.enjoy import enjoy  # noqa: E402
+from surge.experiment.checkpoint import CheckpointManager  # noqa: E402
+from surge.runtime.training_run import train  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    before = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # the driver's side of the cluster's setting
+    c = ray_two_nodes.TwoNodeCluster()
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+        if before is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = before
+
+
+def ray_args(cluster, tmp_path, name):
+    # fmt: off
+    return [
+        "--env=CartPole-v1", f"--experiment={name}", f"--train_dir={tmp_path}", "--distributed=ray",
+        f"--ray_address={cluster.address}", f"--ray_node_resource={ray_two_nodes.SAMPLER_RESOURCE}",
+        "--num_torch_threads=1", "--decorrelate_experience_max_seconds=0",
+        "--set_workers_cpu_affinity=False",
+    ]
+    # fmt: on
+
+
+def _watch(cluster, seen: list[int], stop: threading.Event) -> None:
+    while not stop.wait(1.0):
+        seen += cluster.sampler_node_pids()
+
+
+@pytest.mark.slow
+def test_cartpole_reaches_475_with_its_sampler_node_on_the_second_node(cluster, tmp_path):
+    seen: list[int] = []
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(cluster, seen, stop), daemon=True)
+    watcher.start()
+    try:
+        assert train(parse_cfg([*ray_args(cluster, tmp_path, "cp"), *HYPERPARAMS])) == "done"
+    finally:
+        stop.set()
+        watcher.join(5)
+    assert seen, "no SamplerNode process ran under the second node's raylet"
+    args = ["--env=CartPole-v1", "--experiment=cp", f"--train_dir={tmp_path}"]
+    ev = parse_cfg(
+        [*args, "--max_num_episodes=10", "--no_render=True", "--eval_deterministic=True"], evaluation=True
+    )
+    returns = enjoy(ev)["returns"]
+    assert np.mean(returns) >= 475, returns
+
+
+@pytest.mark.slow
+def test_killed_sampler_node_is_restarted_and_training_goes_on(cluster, tmp_path):
+    frames = 30_000
+    log_file = tmp_path / "kill" / "surge_log.txt"
+    killed: list[int] = []
+
+    def kill_when_shipping() -> None:  # a few seconds after the node shipped its first blocks
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            if log_file.exists() and "Sampler node 0 started" in log_file.read_text():
+                time.sleep(3.0)
+                pids = cluster.sampler_node_pids()
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                killed.extend(pids)
+                return
+            time.sleep(0.2)
+
+    killer = threading.Thread(target=kill_when_shipping, daemon=True)
+    killer.start()
+    # fmt: off
+    flags = ["--num_workers=2", "--num_envs_per_worker=8", f"--train_for_env_steps={frames}", "--seed=1"]
+    # fmt: on
+    assert train(parse_cfg([*ray_args(cluster, tmp_path, "kill"), *flags])) == "done"
+    killer.join(5)
+    assert len(killed) >= 4, killed  # the actor, 2 rollout workers, 1 inference worker
+    text = log_file.read_text()
+    lost_at = text.find("Sampler node 0 was lost")
+    assert lost_at >= 0, text[-3000:]
+    assert text.count("Sampler node 0 was lost") == 1, text[-3000:]  # one loss, counted once
+    assert text.count("Sampler node 0 started its processes") == 2, text[-3000:]
+    # training went on after the kill: env frames went from below the budget to it, and the final
+    # checkpoint is at the budget, with a policy version past the one of the loss
+    before = [int(x) for x in re.findall(r"Total env frames: (\d+)", text[:lost_at])]
+    after = [int(x) for x in re.findall(r"Total env frames: (\d+)", text[lost_at:])]
+    assert max(before, default=0) < frames <= max(after)
+    version_at_loss = int(re.search(r"policy version (\d+) at the loss", text[lost_at:]).group(1))
+    state = CheckpointManager(tmp_path / "kill" / "checkpoint_p0", 3, 0).load("latest")
+    assert state is not None and state["env_frames"] >= frames
+    assert state["learner"]["policy_version"] > version_at_loss

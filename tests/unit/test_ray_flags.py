@@ -1,0 +1,45 @@
+"""The "distributed" flags (`--distributed=ray`): parsed, refused before any process starts with the
+field and the fix, and each sampler node's config (its own seed, no folder writes)."""
+
+import pytest
+
+from surge.cfg.cli import parse_cfg
+from surge.distributed.ray_sampler import node_cfg_values
+from surge.errors import ConfigError
+
+BASE = ["--env=CartPole-v1"]
+
+
+def test_defaults_and_values():
+    cfg = parse_cfg(BASE)
+    assert (cfg.distributed, cfg.ray_address, cfg.ray_sampler_nodes) == ("none", None, 1)
+    cfg = parse_cfg([*BASE, "--distributed=ray", "--ray_address=10.0.0.1:6379", "--ray_sampler_nodes=3"])
+    assert (cfg.distributed, cfg.ray_address, cfg.ray_sampler_nodes) == ("ray", "10.0.0.1:6379", 3)
+    assert parse_cfg([*BASE, "--ray_address=None"]).ray_address is None
+
+
+@pytest.mark.parametrize(
+    "flags, field",
+    [
+        (["--distributed=slurm"], "distributed"),
+        (["--ray_sampler_nodes=0"], "ray_sampler_nodes"),
+        (["--ray_blocks_per_shipment=0"], "ray_blocks_per_shipment"),
+        (["--ray_max_restarts=-2"], "ray_max_restarts"),
+        (["--distributed=ray", "--serial_mode=True"], "serial_mode"),
+        (["--distributed=ray", "--num_policies=2"], "num_policies"),
+        (["--distributed=ray", "--algo=DUMMY_SAMPLER"], "algo"),
+        (["--distributed=ray", "--algo=DQN", "--train_for_env_steps=1000"], "algo"),
+    ],
+)
+def test_refused_with_the_field(flags, field):
+    with pytest.raises(ConfigError) as e:
+        parse_cfg([*BASE, *flags])
+    assert e.value.field == field, str(e.value)
+
+
+def test_a_node_gets_its_own_seed_and_writes_nothing():
+    values = parse_cfg([*BASE, "--seed=5", "--distributed=ray"]).to_dict()
+    nodes = [node_cfg_values(values, i) for i in range(3)]
+    assert len({n["seed"] for n in nodes} | {5}) == 4
+    assert all(n["benchmark"] and n["distributed"] == "none" for n in nodes)
+    assert values["seed"] == 5 and values["distributed"] == "ray"  # the run's own is untouched
