@@ -253,6 +253,9 @@ def validate_cfg(cfg: Any) -> None:
     if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
         check_algo()
     check_population(cfg)
+    from surge.experiment.progress import check_progress_bar
+
+    check_progress_bar(cfg.progress_bar)
     if cfg.with_wandb:
         import importlib.util
 
