@@ -167,3 +167,31 @@ def test_a_crashed_run_raises_run_failed_in_a_users_script(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.startswith(f"RunFailed: failed {tmp_path / 'boom'} the training run in"), out.stdout
     assert "env exploded on purpose" in (tmp_path / "boom" / "surge_log.txt").read_text()
+
+
+@pytest.mark.slow
+def test_box_actions_are_mapped_onto_the_action_bounds_as_in_training(tmp_path):
+    from surge.sampling.env_actions import BoxActionMap
+
+    run = surge.train(
+        env="Pendulum-v1",
+        experiment="box",
+        train_dir=str(tmp_path),
+        serial_mode=True,
+        train_for_env_steps=1000,
+        rescale_actions=True,  # the policy's [-1, 1] onto the torque's [-2, 2]
+        **SMALL,
+    )
+    policy = surge.load_policy(run.folder)
+    space = policy.action_space
+    assert isinstance(space, gym.spaces.Box)
+    env = gym.make("Pendulum-v1")
+    obs = np.stack([env.reset(seed=s)[0] for s in range(5)]).astype(np.float32)
+    actions, _ = policy.act(obs)
+    raw, _ = _reference(run.folder, obs, None)  # the distribution's mean, before the env's mapping
+    mapped = BoxActionMap(space.low, space.high, run.cfg.clip_actions, run.cfg.rescale_actions)(raw)
+    np.testing.assert_allclose(actions, mapped, rtol=1e-6)
+    assert not np.allclose(actions, raw)  # the mapping did something
+    assert actions.shape == (5, 1) and all(space.contains(a) for a in actions)
+    sampled = [policy.act(obs[0], deterministic=False)[0] for _ in range(5)]
+    assert len({float(a[0]) for a in sampled}) > 1  # sampling, not the mean
