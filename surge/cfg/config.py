@@ -566,6 +566,14 @@ class DebugParams:
     sampler_only: bool = param(False, "Do not train, measure sampling throughput only.")
     sample_env_frames: int = param(int(1e7), "DUMMY_SAMPLER: env frames to sample.")
     report_interval_sec: float = param(5.0, "Seconds between console progress lines.")
+    progress_bar: str = param(
+        "auto",
+        "Live progress bar on the console (env frames, rate, ETA, latest return; redrawn at most "
+        "once a second): auto = when stdout is a terminal and rich is installed, else the plain "
+        "progress lines; rich = always (needs rich); off = the plain lines. The log file keeps "
+        "the plain lines either way.",
+        ("auto", "rich", "off"),
+    )
 
 
 @dataclass

@@ -262,6 +262,9 @@ def validate_cfg(cfg: Any) -> None:
     from surge.distributed.ray_checks import check_ray_flags
 
     check_ray_flags(cfg)
+    from surge.experiment.progress import check_progress_bar
+
+    check_progress_bar(cfg.progress_bar)
     if cfg.with_wandb:
         import importlib.util
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 import uuid
 from collections import deque
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from surge.experiment.progress import PROGRESS_LINE, REFRESH_SEC, ProgressBar, bar_wanted
 
 log = logging.getLogger("surge")
 
@@ -121,6 +124,13 @@ class Monitor:
         self._faults_reported = (0, 0)
         self.writers: list[Any] = []
         self.wandb_run = None
+        #: `--progress_bar`'s live bar (drawn from the first tick on), None for the plain lines;
+        #: a data-parallel rank > 0 shows none
+        self.bar: ProgressBar | None = None
+        self.last_bar = 0.0
+        mode = getattr(cfg, "progress_bar", "off")
+        if bar_wanted(mode) and os.environ.get("RANK", "0") == "0":
+            self.bar = ProgressBar(log, force_terminal=mode == "rich")
         if summary_dirs is not None:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -267,22 +277,38 @@ class Monitor:
         if not (frames_set or seconds_set):
             return ""
         parts = []
-        eta = float("inf")
         if frames_set:
             total = max(1, budget)
             share = "" if self.rank_budget is None else " (this rank's share)"
             parts.append(f"{100.0 * min(self.env_frames, total) / total:.1f}% of {budget}{share}")
+        eta, by_seconds = self.eta()
+        why = " (--train_for_seconds)" if by_seconds else ""
+        parts.append(f"ETA {format_duration(eta)}{why}" if math.isfinite(eta) else "ETA -")
+        return f" ({', '.join(parts)})"
+
+    def frame_budget(self) -> int | None:
+        """The env frames this run (this rank) trains for; None when `--train_for_env_steps` is
+        at its default (no limit)."""
+        if self.cfg.train_for_env_steps >= _NO_BUDGET:
+            return None
+        return self.rank_budget if self.rank_budget is not None else self.cfg.train_for_env_steps
+
+    def eta(self) -> tuple[float, bool]:
+        """(seconds left, whether `--train_for_seconds` ends the run first): the frames left at
+        the longest FPS window's rate (the recent rate), or the training seconds left when fewer;
+        inf when neither is known."""
+        cfg, budget = self.cfg, self.frame_budget()
+        eta, by_seconds = float("inf"), False
+        if budget is not None:
             rate = next((r for r in map(self.fps, reversed(self.WINDOWS)) if math.isfinite(r)), float("nan"))
             if rate > 0:
                 eta = max(0, budget - self.env_frames) / rate
-        why = ""
-        if seconds_set and self.train_start is not None:
+        if cfg.train_for_seconds < _NO_BUDGET and self.train_start is not None:
             elapsed = self.train_seconds_before + self.history[-1][0] - self.train_start
             left = max(0.0, cfg.train_for_seconds - elapsed)
             if left < eta:
-                eta, why = left, " (--train_for_seconds)"
-        parts.append(f"ETA {format_duration(eta)}{why}" if math.isfinite(eta) else "ETA -")
-        return f" ({', '.join(parts)})"
+                eta, by_seconds = left, True
+        return eta, by_seconds
 
     def tick(self, force: bool = False) -> None:
         """Records throughput; prints progress and writes summaries when their intervals are due."""
@@ -290,6 +316,9 @@ class Monitor:
         self.history.append((now, self.env_frames))
         while self.history and now - self.history[0][0] > self.WINDOWS[-1] + 1.0:
             self.history.popleft()
+        if self.bar is not None and (force or now - self.last_bar >= REFRESH_SEC):
+            self.last_bar = now
+            self.update_bar()
         if force or now - self.last_report >= self.cfg.report_interval_sec:
             self.last_report = now
             self._print()
@@ -298,6 +327,16 @@ class Monitor:
         if self.writers and (force or now - self.last_summary >= self.cfg.experiment_summaries_interval):
             self.last_summary = now
             self._write_summaries()
+
+    def update_bar(self) -> None:
+        """Redraws the progress bar from the counters: env frames of the budget, the 10 s rate
+        (a longer window's until it has one), the ETA of `eta` and policy 0's mean return."""
+        if self.bar is None:
+            return
+        rate = next((r for r in map(self.fps, self.WINDOWS) if math.isfinite(r)), float("nan"))
+        eta, _ = self.eta()
+        eta_text = format_duration(eta) if math.isfinite(eta) else "-"
+        self.bar.update(self.env_frames, self.frame_budget(), rate, eta_text, self.mean_return(0))
 
     @staticmethod
     def _policy_text(ps: PolicyStats) -> str:
@@ -318,12 +357,15 @@ class Monitor:
             f"Env frames/s (10 s, 1 min, 5 min): {f10}, {f60}, {f300}. "
             f"Total env frames: {self.env_frames}{self.budget_text()}. "
         )
+        # with the bar shown, the console leaves these lines to the log file (PROGRESS_LINE)
         if len(self.policies) == 1:
-            log.info(msg + self._policy_text(self.policies[0]))
+            log.info(msg + self._policy_text(self.policies[0]), extra=PROGRESS_LINE)
             return
-        log.info(msg)
+        log.info(msg, extra=PROGRESS_LINE)
         for p, ps in enumerate(self.policies):
-            log.info("Policy %d: %s", p, self._policy_text(ps) or "no episode finished yet.")
+            log.info(
+                "Policy %d: %s", p, self._policy_text(ps) or "no episode finished yet.", extra=PROGRESS_LINE
+            )
 
     def _write_summaries(self) -> None:
         step = self.env_frames
@@ -340,6 +382,8 @@ class Monitor:
                 w.add_scalar(self._tag(k), v, step)
 
     def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
         for w in self.writers:
             w.flush()
             w.close()

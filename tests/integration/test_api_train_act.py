@@ -1,9 +1,15 @@
 """The Python API end to end (issue 22, item 6): `surge.train` runs short CartPole trainings (serial
-and async: the async placement's spawned children start under the API), returns a `Run`, and
+and async: the async placement's spawned children start under the API), returns a `Run` or raises
+`RunFailed` for a run whose worker crashed, and
 `surge.load_policy(run.folder).act` gives the actions and recurrent states of the exported policy
 (`ExportablePolicy`, the reference `surge export` writes) for one observation and for a batch."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -116,3 +122,76 @@ def test_async_run_with_an_rnn_carries_the_recurrent_state(tmp_path):
 def test_load_policy_of_a_folder_without_a_run_raises(tmp_path):
     with pytest.raises(ConfigError, match="no experiment 'nothing'"):
         surge.load_policy(tmp_path / "nothing")
+
+
+_CRASHING_SCRIPT = """
+import gymnasium as gym
+import surge
+from surge.envs.registry import register_env
+
+
+class Boom(gym.Wrapper):
+    n = 0
+
+    def step(self, a):
+        Boom.n += 1
+        if Boom.n > 300:
+            raise ValueError("env exploded on purpose")
+        return self.env.step(a)
+
+
+register_env("boom", lambda name, cfg, render_mode=None: Boom(gym.make("CartPole-v1")))
+if __name__ == "__main__":
+    import sys
+
+    try:
+        surge.train(env="boom", experiment="boom", train_dir=sys.argv[1], train_for_env_steps=10**8,
+                    use_rnn=False, with_vtrace=False, max_worker_restarts_per_hour=0, num_workers=1,
+                    num_envs_per_worker=2, decorrelate_experience_max_seconds=0, set_workers_cpu_affinity=False)
+    except surge.errors.RunFailed as e:
+        print("RunFailed:", e.run.status, e.run.folder, e)
+"""
+
+
+@pytest.mark.slow
+def test_a_crashed_run_raises_run_failed_in_a_users_script(tmp_path):
+    # a user's script: the async placement's children (spawn) import it again, and a worker whose
+    # env keeps raising is not replaced (--max_worker_restarts_per_hour=0): the run fails
+    script = tmp_path / "crash.py"
+    script.write_text(_CRASHING_SCRIPT)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, env=env, timeout=240
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.startswith(f"RunFailed: failed {tmp_path / 'boom'} the training run in"), out.stdout
+    assert "env exploded on purpose" in (tmp_path / "boom" / "surge_log.txt").read_text()
+
+
+@pytest.mark.slow
+def test_box_actions_are_mapped_onto_the_action_bounds_as_in_training(tmp_path):
+    from surge.sampling.env_actions import BoxActionMap
+
+    run = surge.train(
+        env="Pendulum-v1",
+        experiment="box",
+        train_dir=str(tmp_path),
+        serial_mode=True,
+        train_for_env_steps=1000,
+        rescale_actions=True,  # the policy's [-1, 1] onto the torque's [-2, 2]
+        **SMALL,
+    )
+    policy = surge.load_policy(run.folder)
+    space = policy.action_space
+    assert isinstance(space, gym.spaces.Box)
+    env = gym.make("Pendulum-v1")
+    obs = np.stack([env.reset(seed=s)[0] for s in range(5)]).astype(np.float32)
+    actions, _ = policy.act(obs)
+    raw, _ = _reference(run.folder, obs, None)  # the distribution's mean, before the env's mapping
+    mapped = BoxActionMap(space.low, space.high, run.cfg.clip_actions, run.cfg.rescale_actions)(raw)
+    np.testing.assert_allclose(actions, mapped, rtol=1e-6)
+    assert not np.allclose(actions, raw)  # the mapping did something
+    assert actions.shape == (5, 1) and all(space.contains(a) for a in actions)
+    sampled = [policy.act(obs[0], deterministic=False)[0] for _ in range(5)]
+    assert len({float(a[0]) for a in sampled}) > 1  # sampling, not the mean
