@@ -227,7 +227,12 @@ def render_markdown(
         lines.append(f"| best eval return | {fmt(t['best_eval_return'])} |")
     lines.append(f"| code | {code_revision_text(cfg, folder)} |")
     lines += ["", "## Key flags", "", "| flag | value |", "| --- | --- |"]
-    lines += [f"| `{k}` | `{cfg[k]}` |" for k in KEY_FLAGS if k in cfg]
+    # (a budget left at its "no limit" default is not shown)
+    lines += [
+        f"| `{k}` | `{cfg[k]}` |"
+        for k in KEY_FLAGS
+        if k in cfg and not (k.startswith("train_for") and cfg[k] == _NO_BUDGET)
+    ]
     lines += ["", "## Curves", ""]
     if curves == CURVES_FILE:
         lines.append(f"![learning curves]({CURVES_FILE})")
