@@ -17,6 +17,28 @@ def _surge_logger_propagates():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_run_reports_outside_report_tests(request, monkeypatch):
+    """In-process training runs of tests write no report.md / curves.png (docs/report.md), except in
+    the report's own test modules (`test_report_*`): the final report costs ~1.2 CPU-s per run
+    (matplotlib's import and a figure), minutes over the suite's runs. Runs in subprocesses (`surge
+    train` from the CLI tests) write theirs."""
+    import sys
+
+    module = sys.modules.get("surge.runtime.training_run")
+    test_module = getattr(request.node, "module", None)
+    if (
+        module is None
+        or test_module is None
+        or test_module.__name__.rpartition(".")[2].startswith("test_report_")
+    ):
+        yield
+        return
+    monkeypatch.setattr(module, "update_report", lambda run, kind: None)
+    monkeypatch.setattr(module, "finish_report", lambda run, status: None)
+    yield
+
+
 # The fast subset (`-m "not slow"`) is meant to stay under 3 min on an idle 2-core machine (README):
 # a test outside the `slow` marker that takes longer than this is named at the end of the run, so
 # it is moved to `slow` instead of slowly growing the subset. Wall-clock seconds, setup to teardown.

@@ -187,7 +187,8 @@ def env_space_defaults(family: EnvFamily | None, env: str, given: dict[str, Any]
     if not uses_space_defaults(family):
         return []
     wrappers = tuple(given.get("env_wrappers") or ())
-    for name in wrappers:  # before the cached probe hashes them: a YAML `env_wrappers: [[]]` is refused by name
+    # before the cached probe hashes them: a YAML `env_wrappers: [[]]` is refused by name
+    for name in wrappers:
         if not isinstance(name, str):
             resolve_wrapper(name)
     obs_space, action_space = probe_spaces(env, wrappers)

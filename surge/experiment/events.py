@@ -52,10 +52,10 @@ class Series:
 RunScalars = dict[int, dict[str, Series]]
 
 
-def _file_order(path: Path) -> tuple[float, str]:
-    """Event files sort by the creation time in their name (`events.out.tfevents.<time>.<host>...`)."""
-    m = re.match(r"events\.out\.tfevents\.(\d+(?:\.\d+)?)", path.name)
-    return (float(m.group(1)) if m else 0.0, path.name)
+def _file_order(path: Path) -> list[Any]:
+    """Event files sort by their name's numbers (`events.out.tfevents.<time>.<host>.<pid>.<n>`): the
+    creation time first, then the writer's counter as a number (10 after 9)."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path.name)]
 
 
 def policy_dirs(folder: Path) -> dict[int, Path]:
@@ -106,10 +106,11 @@ def _merge(accs: list[Any]) -> dict[str, Series]:
         walls = [e.wall_time for evs in events.values() for e in evs]
         starts.append(min(steps) if steps else None)
         ends.append(max(walls) if walls else None)
-        try:
-            first_walls.append(float(acc.FirstEventTimestamp()))
+        try:  # the writer's creation (its file_version event), or an earlier summary's own time
+            first = float(acc.FirstEventTimestamp())
         except ValueError:  # no event yet
-            first_walls.append(min(walls) if walls else 0.0)
+            first = float("inf")
+        first_walls.append(min([first, *walls]) if walls or first < float("inf") else 0.0)
     # training seconds: each file's time since its first event, after the files before it
     offsets, total = [], 0.0
     for first, end in zip(first_walls, ends, strict=True):

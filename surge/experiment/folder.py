@@ -6,6 +6,8 @@ summaries/0/        TensorBoard events of policy 0
 checkpoint_p0/      checkpoint_*.pth (latest N), best_*.pth, milestone_*.pth
 sampler_state.pth   serial placement: the sampler's state at the last stop (exact resume)
 done                written when training reached its budget
+report.md           the run's report, curves.png its figure (surge.experiment.report)
+git_diff.patch      uncommitted changes of the code that ran (cfg.json has git_hash; surge.experiment.git_info)
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ class ExperimentFolder:
 
     def clear_previous_run(self) -> list[Path]:
         """Removes what a previous run left that a new run from scratch must not mix with or
-        resume from: every `checkpoint_p*/` folder, `summaries/`, the `done` marker, the sampler state
-        and PBT's state and log (restart_behavior=overwrite). The log and cfg.json stay (the new run appends to the log
+        resume from: every `checkpoint_p*/` folder, `summaries/`, the `done` marker, the sampler state,
+        PBT's state and log, and the report and git diff (restart_behavior=overwrite). The log and cfg.json stay (the new run appends to the log
         and rewrites cfg.json).
 
         Returns:
@@ -88,7 +90,16 @@ class ExperimentFolder:
             if p.is_dir():
                 shutil.rmtree(p)
                 removed.append(p)
-        for f in (self.done_file, self.sampler_state_file, self.pbt_state_file, self.pbt_log_file):
+        generated = [
+            self.root / n for n in ("report.md", "curves.png", "git_diff.patch")
+        ]  # rewritten by the run
+        for f in (
+            self.done_file,
+            self.sampler_state_file,
+            self.pbt_state_file,
+            self.pbt_log_file,
+            *generated,
+        ):
             if f.exists():
                 f.unlink()
                 removed.append(f)

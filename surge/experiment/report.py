@@ -62,8 +62,9 @@ KEY_FLAGS = (
 
 _NO_BUDGET = int(1e10)
 
-#: a checkpoint's report is skipped unless the time since the last one started is at least the last
-#: one's duration / MAX_SHARE: the report takes at most ~2% of one core, however long the run
+#: a checkpoint's report is skipped unless the time since the last one started is at least the CPU
+#: time the last one took (its thread's) / MAX_SHARE: the report takes at most ~2% of one core,
+#: however long the run
 MAX_SHARE = 0.02
 
 
@@ -226,7 +227,12 @@ def render_markdown(
         lines.append(f"| best eval return | {fmt(t['best_eval_return'])} |")
     lines.append(f"| code | {code_revision_text(cfg, folder)} |")
     lines += ["", "## Key flags", "", "| flag | value |", "| --- | --- |"]
-    lines += [f"| `{k}` | `{cfg[k]}` |" for k in KEY_FLAGS if k in cfg]
+    # (a budget left at its "no limit" default is not shown)
+    lines += [
+        f"| `{k}` | `{cfg[k]}` |"
+        for k in KEY_FLAGS
+        if k in cfg and not (k.startswith("train_for") and cfg[k] == _NO_BUDGET)
+    ]
     lines += ["", "## Curves", ""]
     if curves == CURVES_FILE:
         lines.append(f"![learning curves]({CURVES_FILE})")
@@ -284,6 +290,8 @@ class RunReport:
         self._warned = False
         #: seconds each write took (the run's log gives their mean at the end)
         self.durations: list[float] = []
+        #: CPU seconds of the writing thread for each write (what `MAX_SHARE` bounds)
+        self.cpu_durations: list[float] = []
         self.skipped = 0
         self._last_start = 0.0
 
@@ -292,7 +300,7 @@ class RunReport:
         write is still running, or when it started less than its duration / `MAX_SHARE` ago."""
         now = time.monotonic()
         busy = self._thread is not None and self._thread.is_alive()
-        if busy or (self.durations and now - self._last_start < self.durations[-1] / MAX_SHARE):
+        if busy or (self.cpu_durations and now - self._last_start < self.cpu_durations[-1] / MAX_SHARE):
             self.skipped += 1
             return False
         self._last_start = now
@@ -307,11 +315,12 @@ class RunReport:
         if self._write(status):
             d = self.durations
             log.info(
-                "Report: %s and %s (%d written, %.2f s each on average%s).",
+                "Report: %s and %s (%d written, %.2f s each on average, %.2f CPU-s%s).",
                 self.folder / REPORT_FILE,
                 CURVES_FILE,
                 len(d),
                 sum(d) / len(d),
+                sum(self.cpu_durations) / len(self.cpu_durations),
                 f"; {self.skipped} checkpoint(s) without one, to keep its cost under {MAX_SHARE:.0%} of a core"
                 if self.skipped
                 else "",
@@ -319,6 +328,7 @@ class RunReport:
 
     def _write(self, status: str) -> bool:
         with self._lock:
+            cpu = time.thread_time()
             try:
                 result = write_run_report(self.folder, status, self.reader)
             except Exception as e:  # the report never stops training
@@ -327,6 +337,7 @@ class RunReport:
                     log.warning("Could not write the report in %s: %r (training goes on).", self.folder, e)
                 return False
             self.durations.append(result["seconds"])
+            self.cpu_durations.append(time.thread_time() - cpu)
             return True
 
 
