@@ -32,7 +32,8 @@ EVAL_NICENESS = 10
 @dataclass
 class EvaluatorContext:
     """The evaluator process: requests `(env_frames, {policy_id: counters})` from
-    `request_queue`, `(EvalResult, best checkpoint path or None)` to `result_queue`; `resume`:
+    `request_queue` (the env frames of the request are replaced by the run's when the weights are
+    read: `SharedContext.env_frames`), `(EvalResult, best checkpoint path or None)` to `result_queue`; `resume`:
     see `BestByEval`."""
 
     shared: SharedContext
@@ -68,11 +69,14 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
         try:
             while not stop():
                 try:
-                    env_frames, requested = ctx.request_queue.get(timeout=0.1)
+                    _, requested = ctx.request_queue.get(timeout=0.1)
                 except Empty:
                     continue
                 for p, counters in requested.items():
                     version = shared.weights[p].load_into(player.model)
+                    # the run's env frames now, when these weights are the latest published (the
+                    # request's may be older: this process may have been busy or starting)
+                    env_frames = int(shared.env_frames[0])
                     if version is None:  # a learner died mid-publish: the run is stopping
                         log.warning("Evaluator: policy %d's weights could not be read; skipped", p)
                         continue
