@@ -12,6 +12,7 @@ parent, a crash ends the run with its traceback) and runs at a niceness of at le
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from queue import Empty
 from typing import Any
@@ -66,6 +67,7 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
             policies = range(cfg.num_policies)
             best = BestByEval(cfg, {p: folder.checkpoints(p) for p in policies}, ctx.resume)
         stop = shared.stop_event.is_set
+        played = 0
         try:
             while not stop():
                 try:
@@ -93,7 +95,13 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
                             {**counters, "env_frames": env_frames},
                         )
                     ctx.result_queue.put((result, str(path) if path is not None else None))
+                    played += 1
         finally:
             player.close()
+            log.info(
+                "Evaluator: %d evaluation(s) played, %.1f s of CPU time in this process",
+                played,
+                time.process_time(),
+            )
 
     run_child("evaluator", shared.report_queue, loop)
