@@ -98,3 +98,25 @@ def test_eval_flags_without_evaluation_are_reported_and_enjoy_keeps_one_value(tm
     ev = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--eval_deterministic"], evaluation=True)
     assert ev.eval_deterministic is True and ev.eval_params.eval_deterministic is True
     assert np.isclose(parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}"]).eval_episodes, 10)
+
+
+def test_best_by_eval_writes_only_improvements_with_the_given_weights_and_survives_a_resume(tmp_path):
+    from surge.evaluation.best_by_eval import BestByEval
+
+    cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--eval_every_env_frames=1000"])
+    folder = tmp_path / "checkpoint_p0"
+    best = BestByEval(cfg, {0: folder}, resume=False)
+    w1, w2 = {"w": torch.ones(3)}, {"w": torch.full((3,), 2.0)}
+    counters = {"env_frames": 1000, "env_steps": 1000}
+    assert best.offer(0, w1, 7, 50.0, counters) is not None
+    assert best.offer(0, w2, 9, 40.0, {**counters, "env_frames": 2000}) is None  # worse: kept
+    files = sorted(folder.glob("best_*.pth"))
+    assert [f.name for f in files] == ["best_v000000007_f000000001000.pth"]
+    state = torch.load(files[0], weights_only=True)
+    assert torch.equal(state["model"]["w"], w1["w"]) and state["eval_return"] == 50.0
+    resumed = BestByEval(cfg, {0: folder}, resume=True)
+    assert resumed.offer(0, w2, 9, 45.0, counters) is None  # the resumed best is 50
+    assert resumed.offer(0, w2, 11, 60.0, {**counters, "env_frames": 3000}) is not None
+    files = sorted(folder.glob("best_*.pth"))
+    assert [f.name for f in files] == ["best_v000000011_f000000003000.pth"]  # only the newest best
+    assert torch.equal(torch.load(files[0], weights_only=True)["model"]["w"], w2["w"])
