@@ -12,6 +12,7 @@ parent, a crash ends the run with its traceback) and runs at a niceness of at le
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from queue import Empty
 from typing import Any
@@ -32,7 +33,8 @@ EVAL_NICENESS = 10
 @dataclass
 class EvaluatorContext:
     """The evaluator process: requests `(env_frames, {policy_id: counters})` from
-    `request_queue`, `(EvalResult, best checkpoint path or None)` to `result_queue`; `resume`:
+    `request_queue` (the env frames of the request are replaced by the run's when the weights are
+    read: `SharedContext.env_frames`), `(EvalResult, best checkpoint path or None)` to `result_queue`; `resume`:
     see `BestByEval`."""
 
     shared: SharedContext
@@ -65,14 +67,18 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
             policies = range(cfg.num_policies)
             best = BestByEval(cfg, {p: folder.checkpoints(p) for p in policies}, ctx.resume)
         stop = shared.stop_event.is_set
+        played = 0
         try:
             while not stop():
                 try:
-                    env_frames, requested = ctx.request_queue.get(timeout=0.1)
+                    _, requested = ctx.request_queue.get(timeout=0.1)
                 except Empty:
                     continue
                 for p, counters in requested.items():
                     version = shared.weights[p].load_into(player.model)
+                    # the run's env frames now, when these weights are the latest published (the
+                    # request's may be older: this process may have been busy or starting)
+                    env_frames = int(shared.env_frames[0])
                     if version is None:  # a learner died mid-publish: the run is stopping
                         log.warning("Evaluator: policy %d's weights could not be read; skipped", p)
                         continue
@@ -89,7 +95,13 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
                             {**counters, "env_frames": env_frames},
                         )
                     ctx.result_queue.put((result, str(path) if path is not None else None))
+                    played += 1
         finally:
             player.close()
+            log.info(
+                "Evaluator: %d evaluation(s) played, %.1f s of CPU time in this process",
+                played,
+                time.process_time(),
+            )
 
     run_child("evaluator", shared.report_queue, loop)

@@ -5,7 +5,9 @@ a log line, and in TensorBoard, per policy in summaries/{i}, `eval/return_mean`,
 `eval/return_std`, `eval/length_mean` at x = the env frames when the weights were read.
 
 Every `eval_every_env_frames` env frames (at N, 2N, ... counted from frame 0, never at the start)
-each learning policy's current weights play `--eval_episodes` full episodes. In the async
+each learning policy's current weights play `--eval_episodes` full episodes. The env frames
+reported with a result are the run's when the weights were read (in the async placement, by the
+evaluator process once it takes the request). In the async
 placement an evaluation that is still running when the next is due makes that one skipped (the
 next request goes out once the results are in): training never waits for evaluation.
 """

@@ -232,10 +232,11 @@ class AsyncPlacement:
 
     def spawn_extra(self, name: str, fn: Callable[[Any], None], context: Any) -> None:
         """Starts a process of another role (the evaluator of `surge.evaluation.eval_process`):
-        `fn(context)` in a daemonic child that dies with this process; supervised as a learner is
-        (its exit or crash ends the run), stopped by `close` (it must leave its loop once
-        `shared.stop_event` is set, or it is killed after `JOIN_TIMEOUT_SEC`)."""
-        self._spawn(name, fn, context)
+        `fn(context)` in a child that dies with this process (not daemonic: its env may start
+        processes of its own, as a rollout worker's may); supervised as a learner is (its exit or
+        crash ends the run), stopped by `close` (it must leave its loop once `shared.stop_event`
+        is set, or it is killed after `JOIN_TIMEOUT_SEC`)."""
+        self._spawn(name, fn, context, daemon=False)
 
     def _spawn_inference(self, p: int, i: int) -> None:
         ictx = InferenceContext(self.shared, p, i, self.request_queues[p][i], self.worker_queues)

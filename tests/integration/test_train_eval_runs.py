@@ -1,0 +1,133 @@
+"""Evaluation during training in real CartPole runs: eval returns in TensorBoard (serial after the
+run, async while the run goes on), and the `--save_best_by_eval` checkpoint holds the weights
+that scored: replayed by a naive loop over the documented seeds, they give its eval return."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from surge.cfg.cli import parse_cfg
+from surge.learning.algorithm import get_algorithm
+from surge.runtime.training_run import train
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = 4
+EPISODES = 3
+COMMON = [
+    "--env=CartPole-v1",
+    "--num_workers=2",
+    "--num_envs_per_worker=4",
+    "--decorrelate_experience_max_seconds=0",
+    "--set_workers_cpu_affinity=False",
+    "--num_torch_threads=1",
+    f"--seed={SEED}",
+    f"--eval_episodes={EPISODES}",
+    "--eval_deterministic=True",
+    "--save_best_by_eval=True",
+]
+
+
+def eval_scalars(folder: Path, tag: str) -> list[tuple[int, float]]:
+    ea = EventAccumulator(str(folder / "summaries" / "0"), size_guidance={"scalars": 0})
+    ea.Reload()
+    if tag not in ea.Tags()["scalars"]:
+        return []
+    return [(e.step, e.value) for e in ea.Scalars(tag)]
+
+
+def replay_mean(folder: Path, cfg_args: list[str], state: dict) -> float:
+    """Reference: the checkpoint's weights, greedy (argmax of the logits), on fresh CartPole-v1
+    envs reset with the documented eval seeds (docs/evaluation.md)."""
+    cfg = parse_cfg([*cfg_args, f"--train_dir={folder.parent}", f"--experiment={folder.name}"])
+    env = gym.make("CartPole-v1")
+    model = get_algorithm("APPO").make_model(cfg, env.observation_space, env.action_space).acting
+    model.load_state_dict(state["model"])
+    returns = []
+    for k in range(EPISODES):
+        obs, _ = env.reset(seed=(SEED * 100003 + 2**31 + k) % 2**32)
+        rnn = torch.zeros(1, model.rnn_state_size)
+        total, done = 0.0, False
+        while not done:
+            out = model.act(torch.as_tensor(obs, dtype=torch.float32)[None], rnn)
+            rnn = out.rnn_states
+            obs, reward, terminated, truncated, _ = env.step(int(out.logits[0].argmax()))
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    return sum(returns) / len(returns)
+
+
+def check_best(folder: Path, cfg_args: list[str], means: list[tuple[int, float]]) -> None:
+    best = sorted((folder / "checkpoint_p0").glob("best_*.pth"))
+    assert len(best) == 1
+    state = torch.load(best[0], weights_only=True)
+    # the highest eval return logged is the best checkpoint's, and its weights replay to it
+    assert state["eval_return"] == pytest.approx(max(v for _, v in means))
+    assert state["env_frames"] in [s for s, v in means if v == pytest.approx(state["eval_return"])]
+    assert replay_mean(folder, cfg_args, state) == pytest.approx(state["eval_return"])
+
+
+@pytest.mark.slow
+def test_serial_run_logs_eval_returns_and_keeps_the_best_evaluated_weights(tmp_path):
+    every = 3000
+    args = [*COMMON, "--serial_mode=True", f"--eval_every_env_frames={every}"]
+    run = [*args, f"--train_dir={tmp_path}", "--experiment=ser", "--train_for_env_steps=12000"]
+    assert train(parse_cfg(run)) == "done"
+    folder = tmp_path / "ser"
+    means = eval_scalars(folder, "eval/return_mean")
+    steps = [s for s, _ in means]
+    assert len(steps) == 4
+    assert all(k * every <= s < k * every + 1000 for k, s in zip(range(1, 5), steps, strict=True))
+    assert [s for s, _ in eval_scalars(folder, "eval/return_std")] == steps
+    assert [s for s, _ in eval_scalars(folder, "eval/length_mean")] == steps
+    assert [v for _, v in eval_scalars(folder, "eval/length_mean")] == [v for _, v in means]  # CartPole
+    check_best(folder, args, means)
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+@pytest.mark.slow
+def test_async_run_reports_eval_returns_while_it_trains_and_stops_its_evaluator(tmp_path):
+    args = [*COMMON, "--eval_every_env_frames=2000"]
+    cmd = [sys.executable, "-m", "surge.train", *args, f"--train_dir={tmp_path}", "--experiment=asy"]
+    cmd.append("--train_for_env_steps=1000000000")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
+    )
+    folder = tmp_path / "asy"
+    try:
+        deadline, means = time.time() + 240, []
+        while time.time() < deadline and len(means) < 2:
+            time.sleep(1.0)
+            assert proc.poll() is None, proc.communicate()[0][-3000:]
+            if (folder / "summaries" / "0").is_dir():
+                means = eval_scalars(folder, "eval/return_mean")
+        assert len(means) >= 2, "no two evaluations in TensorBoard within 240 s"
+        assert proc.poll() is None  # they were read while the run trains
+        log = (folder / "surge_log.txt").read_text()
+        pid = int(re.search(r"Started process evaluator \(pid (\d+)\)", log).group(1))
+        assert re.search(r"Eval policy 0 at env frame \d+ \(policy version \d+\): return", log)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=90)
+    assert proc.returncode == 0, out[-3000:]
+    deadline = time.time() + 5
+    while time.time() < deadline and _alive(pid):
+        time.sleep(0.1)
+    assert not _alive(pid)
+    means = eval_scalars(folder, "eval/return_mean")
+    steps = [s for s, _ in means]
+    assert steps == sorted(steps) and all(s >= 2000 for s in steps)
+    check_best(folder, args, means)
