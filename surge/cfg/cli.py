@@ -33,7 +33,7 @@ from surge.cfg.space_defaults import (
     uses_space_defaults,
 )
 from surge.cfg.validate import check_experiment_name, validate_cfg
-from surge.envs.registry import EnvFamily, check_env_name, find_family
+from surge.envs.registry import EnvFamily, check_env_name, find_family, resolve_wrapper
 from surge.errors import ConfigError, SurgeError
 
 log = logging.getLogger("surge")
@@ -186,7 +186,11 @@ def env_space_defaults(family: EnvFamily | None, env: str, given: dict[str, Any]
     """
     if not uses_space_defaults(family):
         return []
-    obs_space, action_space = probe_spaces(env, tuple(given.get("env_wrappers") or ()))
+    wrappers = tuple(given.get("env_wrappers") or ())
+    for name in wrappers:  # the probe's cache needs names (YAML `env_wrappers: [[]]` is refused)
+        if not isinstance(name, str):
+            resolve_wrapper(name)  # raises the ConfigError naming the flag
+    obs_space, action_space = probe_spaces(env, wrappers)
     return space_defaults(
         obs_space, action_space, bool(given.get("use_rnn", False)), int(given.get("rollout", Config.rollout))
     )

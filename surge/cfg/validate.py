@@ -149,6 +149,9 @@ def config_notes(cfg: Any) -> list[str]:
             name = f.name
             if name != "central_value" and name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect without --central_value=True.")
+    from surge.distributed.ray_checks import ray_notes
+
+    notes += ray_notes(cfg, defaults)
     return notes
 
 

@@ -124,3 +124,16 @@ def test_an_env_wrappers_entry_that_is_not_a_name_is_refused(tmp_path):
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=CartPole-v1", f"--cfg={path}", f"--train_dir={tmp_path}"])
     assert e.value.field == "env_wrappers" and "None" in str(e.value)
+
+
+def test_an_env_wrappers_entry_that_is_a_list_is_refused(tmp_path):
+    """A YAML `env_wrappers: [[]]` (found by tests/unit/test_config_fuzz.py) is refused naming the
+    flag, not a TypeError from the spaces probe's cache."""
+    from surge.cfg.cli import parse_cfg
+    from surge.errors import ConfigError
+
+    path = tmp_path / "c.yaml"
+    path.write_text("env_wrappers: [[]]\n")
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=CartPole-v1", f"--cfg={path}", f"--train_dir={tmp_path}"])
+    assert e.value.field == "env_wrappers"
