@@ -152,6 +152,9 @@ def config_notes(cfg: Any) -> list[str]:
     from surge.evaluation.train_eval_checks import train_eval_notes
 
     notes += train_eval_notes(cfg, defaults)
+    from surge.distributed.ray_checks import ray_notes
+
+    notes += ray_notes(cfg, defaults)
     return notes
 
 

@@ -7,6 +7,27 @@ from typing import Any
 
 from surge.errors import ConfigError
 
+#: the flags only `--distributed=ray` reads
+RAY_ONLY = (
+    "ray_address",
+    "ray_sampler_nodes",
+    "ray_node_resource",
+    "ray_max_restarts",
+    "ray_blocks_per_shipment",
+)
+
+
+def ray_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
+    """The run log's notes (`surge.cfg.validate.config_notes`): each `ray_*` flag set away from its
+    default in a run without `--distributed=ray`, where it has no effect."""
+    if getattr(cfg, "distributed", "none") == "ray":
+        return []
+    return [
+        f"--{name} has no effect without --distributed=ray."
+        for name in RAY_ONLY
+        if name in defaults and getattr(cfg, name) != defaults[name]
+    ]
+
 
 def check_ray_flags(cfg: Any) -> None:
     """Refuses `--distributed=ray` settings this path cannot run, and the `ray_*` flags out of range.

@@ -164,8 +164,9 @@ class RayPlacement:
         n = len(self.nodes)
         left = max(0, self.env_steps_budget - self.env_steps_counted)
         share = left if left >= torch.iinfo(torch.int64).max // 2 else math.ceil(left / n)
+        version = self.weights_version if self.weights_ref is not None else -1  # none put yet
         ref = self.nodes[i].pull.remote(
-            self.weights_version, [self.weights_ref], self.env_frames, share, self.cfg.ray_blocks_per_shipment
+            version, [self.weights_ref], self.env_frames, share, self.cfg.ray_blocks_per_shipment
         )
         self.inflight[ref] = i
 
@@ -314,8 +315,8 @@ class RayPlacement:
         cfg, info = self.cfg, self.head.layout.info
         # the learner's ceiling: env frames per second of training (agent steps per iteration /
         # agents per env step x frameskip)
-        frames_per_iteration = self.head.layout.make_batcher().traj_per_batch * cfg.rollout
-        frames_per_iteration = frames_per_iteration * info.frameskip / max(1, info.agents_per_step)
+        agent_steps = self.head.layout.make_batcher().traj_per_batch * cfg.rollout
+        frames_per_iteration = agent_steps * info.frameskip / max(1, info.agents_per_step)
         ceiling = frames_per_iteration * s["iterations"] / s["train_seconds"] if s["train_seconds"] else 0.0
         log.info(
             "Ray transfers: %d shipments, %d blocks, %.2f MB (%.1f kB per block), %.2f ms per "

@@ -268,7 +268,7 @@ class AsyncPlacement:
         started = {w: time.time() for w in range(cfg.num_workers)}
         done: set[int] = set()
         retries = 0
-        self._early: list[Any] = []
+        self._early = []
         while len(done) < cfg.num_workers:
             for msg in self._drain(timeout=0.5):
                 if isinstance(msg, ResetDone):

@@ -4,6 +4,7 @@ field and the fix, and each sampler node's config (its own seed, no folder write
 import pytest
 
 from surge.cfg.cli import parse_cfg
+from surge.cfg.validate import config_notes
 from surge.distributed.ray_sampler import node_cfg_values
 from surge.errors import ConfigError
 
@@ -43,3 +44,11 @@ def test_a_node_gets_its_own_seed_and_writes_nothing():
     assert len({n["seed"] for n in nodes} | {5}) == 4
     assert all(n["benchmark"] and n["distributed"] == "none" for n in nodes)
     assert values["seed"] == 5 and values["distributed"] == "ray"  # the run's own is untouched
+
+
+def test_ray_flags_without_ray_are_noted_in_the_log():
+    notes = config_notes(parse_cfg([*BASE, "--ray_sampler_nodes=3", "--ray_address=auto"]))
+    assert "--ray_sampler_nodes has no effect without --distributed=ray." in notes
+    assert "--ray_address has no effect without --distributed=ray." in notes
+    ray = config_notes(parse_cfg([*BASE, "--distributed=ray", "--ray_sampler_nodes=3"]))
+    assert not [n for n in ray if "ray" in n]
