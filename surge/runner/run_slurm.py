@@ -343,13 +343,16 @@ def _write_scancel(path: Path, jobs: dict) -> None:
 
 
 def _exit_code(jid: str) -> int | None:
+    """The job's exit code from `scontrol show job` (`ExitCode=<code>:<signal>`; killed by a signal:
+    128 + signal), or None when scontrol cannot tell (the job left the controller's memory)."""
     try:
         res = subprocess.run(["scontrol", "show", "job", jid], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     for token in res.stdout.split():
         if token.startswith("ExitCode="):
-            return int(token.split("=")[1].split(":")[0])
+            code, _, sig = token.split("=", 1)[1].partition(":")
+            return 128 + int(sig) if sig and int(sig) else int(code)
     return None
 
 

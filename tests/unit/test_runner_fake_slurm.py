@@ -48,7 +48,7 @@ _FAKES = {
     """,
     "scontrol": r"""
         [ -e "$FAKE_SLURM/down" ] && exit 1
-        echo "JobId=$3 JobState=COMPLETED ExitCode=$(cat "$FAKE_SLURM/exit_code" 2>/dev/null || echo 0):0"
+        echo "JobId=$3 JobState=COMPLETED ExitCode=$(cat "$FAKE_SLURM/exit_code" 2>/dev/null || echo 0:0)"
     """,
 }
 
@@ -127,7 +127,7 @@ def test_ctrl_c_while_submitting_stops_and_cancels_the_submitted_jobs(tmp_path, 
         """,
     )
     (fake_slurm / "signal_on_sbatch").touch()  # Ctrl+C reaches the runner during the first sbatch
-    (fake_slurm / "exit_code").write_text("130")
+    (fake_slurm / "exit_code").write_text("130:0")
     res = _runner(tmp_path, mod, f"--train_dir={tmp_path / 'td'}", "--pause_between=0")
     assert res.returncode == 130, res.stderr
     assert len(_lines(fake_slurm / "sbatch.log")) == 1, "submitting went on after Ctrl+C"
@@ -206,3 +206,22 @@ def test_a_benchmark_job_that_exits_0_is_done_and_skipped_next_time(tmp_path, mo
     assert (folder / "runner_done").exists() and not (folder / "done").exists()
     assert main(argv) == 0
     assert len(_lines(fake_slurm / "sbatch.log")) == 1, "the finished benchmark was submitted again"
+
+
+def test_a_job_killed_by_a_signal_is_not_done(tmp_path, monkeypatch, fake_slurm):
+    # Slurm writes a job killed by a signal as ExitCode=0:<signal>
+    mod = _module(
+        tmp_path,
+        monkeypatch,
+        "runner_mod_fake_killed",
+        """
+        from surge.runner import Experiment, RunDescription
+        RUN_DESCRIPTION = RunDescription("r", [Experiment("e", "echo hi")])
+        """,
+    )
+    (fake_slurm / "jobs_end_at_once").touch()
+    (fake_slurm / "exit_code").write_text("0:9")
+    argv = [f"--run={mod}", "--runner=slurm", f"--train_dir={tmp_path / 'td'}", "--pause_between=0"]
+    assert main(argv) == 1  # failed, not done
+    (fake_slurm / "exit_code").write_text("0:0")
+    assert main(argv) == 0
