@@ -3,6 +3,7 @@ starts, and the end-of-sweep report (failures with the tail of their logs)."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import shlex
 import sys
@@ -34,9 +35,53 @@ def log_to_sweep_folder(train_dir: str | Path, run_name: str) -> Path:
     return path
 
 
+#: the runner's own marker of a finished experiment that surge writes no `done` for (a benchmark)
+RUNNER_DONE = "runner_done"
+
+
 def is_done(exp: PlannedExperiment) -> bool:
-    """True when the experiment finished its budget: surge wrote the `done` marker in its folder."""
-    return (exp.folder / "done").exists()
+    """True when the experiment finished: surge wrote its `done` marker in the folder, or (a
+    benchmark, `is_benchmark`) the runner wrote `runner_done` after it exited with 0."""
+    return (exp.folder / "done").exists() or (exp.folder / RUNNER_DONE).exists()
+
+
+def mark_runner_done(exp: PlannedExperiment, how: str) -> None:
+    """Writes `runner_done` (atomically) in the experiment's folder; `how` is recorded in it."""
+    exp.folder.mkdir(parents=True, exist_ok=True)
+    tmp = exp.folder / f"{RUNNER_DONE}.tmp"
+    tmp.write_text(how + "\n")
+    tmp.replace(exp.folder / RUNNER_DONE)
+
+
+@functools.cache
+def _benchmark_flags(args: tuple[str, ...]) -> bool:
+    from surge.cfg.cli import parse_cfg
+
+    try:
+        cfg = parse_cfg(list(args))
+    except Exception:  # flags refused here (e.g. --check_flags=False, an env of the cluster): read them
+        flags = {}
+        for a in args:
+            if a.startswith("--") and "=" in a:
+                k, v = a[2:].split("=", 1)
+                flags[k] = v
+        return flags.get("algo") == "DUMMY_SAMPLER" or flags.get("benchmark", "").lower() in (
+            "true",
+            "1",
+            "yes",
+            "y",
+            "t",
+        )
+    return bool(cfg.benchmark) or cfg.algo == "DUMMY_SAMPLER"
+
+
+def is_benchmark(tokens: Sequence[str]) -> bool:
+    """True for a `surge.train` command that writes no `done` marker: `--benchmark=True` or
+    `--algo=DUMMY_SAMPLER` (decided from its parsed config, `surge.cfg.cli.parse_cfg`; from the
+    flags as written when they do not parse). Such an experiment is done when it exits with 0
+    without being stopped by the runner; the runner then writes `runner_done` in its folder."""
+    args = surge_train_args(tokens)
+    return args is not None and _benchmark_flags(tuple(args))
 
 
 def command_tokens(exp: PlannedExperiment) -> list[str]:

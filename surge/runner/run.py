@@ -117,7 +117,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                 "--slurm_print_only=True to write the job scripts without submitting them.",
             )
 
-        load_template(args.slurm_sbatch_template)  # refused here, before anything is submitted
+        load_template(
+            args.slurm_sbatch_template, args.slurm_timeout
+        )  # refused here, before anything is submitted
     return args
 
 
@@ -125,13 +127,18 @@ def load_run_description(module: str) -> RunDescription:
     """`module.RUN_DESCRIPTION`.
 
     Raises:
-        ConfigError: on run: the module cannot be imported or has no RunDescription named RUN_DESCRIPTION.
+        ConfigError: on run: the module cannot be imported, raises while it is imported, or has no
+            RunDescription named RUN_DESCRIPTION.
     """
     try:
         mod = importlib.import_module(module)
     except ImportError as e:
         raise ConfigError(
             "run", f"cannot import {module!r}: {e}.", "pass a module importable from here (check PYTHONPATH)."
+        ) from e
+    except Exception as e:  # the module raised while it ran (e.g. a ParamGrid's ValueError)
+        raise ConfigError(
+            "run", f"importing {module!r} raised {type(e).__name__}: {e}.", "fix the run module."
         ) from e
     rd = getattr(mod, "RUN_DESCRIPTION", None)
     if not isinstance(rd, RunDescription):
@@ -146,7 +153,7 @@ def load_run_description(module: str) -> RunDescription:
 def main(argv: list[str] | None = None) -> int:
     """Runs the sweep; returns the exit code (see the module doc)."""
     from surge.experiment.folder import setup_logging
-    from surge.runner.outcome import check_flags
+    from surge.runner.outcome import check_flags, is_done
 
     argv = list(sys.argv[1:] if argv is None else argv)
     setup_logging()
@@ -159,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as e:
             raise ConfigError("run", str(e)) from e
         if args.check_flags:
-            check_flags([p for p in planned if not (p.folder / "done").exists()])
+            check_flags([p for p in planned if not is_done(p)])
     except (ConfigError, EnvError) as e:
         print(f"surge.runner: error: {e}", file=sys.stderr)
         return 2

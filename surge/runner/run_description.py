@@ -19,7 +19,7 @@ import logging
 import random
 import re
 import shlex
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,17 +56,19 @@ class ParamGrid(ParamGenerator):
     `ParamGrid([("learning_rate", [1e-3, 3e-4]), ("seed", [1, 2])])` yields
     `{learning_rate: 0.001, seed: 1}, {0.001, 2}, {0.0003, 1}, {0.0003, 2}`. A key may be a tuple of
     names whose values are tuples (parameters that change together):
-    `(("rollout", "batch_size"), [(32, 512), (64, 1024)])`.
+    `(("rollout", "batch_size"), [(32, 512), (64, 1024)])`. A dict (`{name: values}`, in its order)
+    is accepted too, as Sample Factory does.
 
     Raises:
         ValueError: a parameter with no values, a tuple key whose value has another length, or the
             same parameter named twice.
     """
 
-    def __init__(self, grid_tuples: Iterable[tuple[Any, Sequence[Any]]]):
+    def __init__(self, grid_tuples: Iterable[tuple[Any, Sequence[Any]]] | Mapping[Any, Sequence[Any]]):
         self.grid: dict[Any, list[Any]] = {}
         seen: set[str] = set()
-        for key, values in grid_tuples:
+        items = grid_tuples.items() if isinstance(grid_tuples, Mapping) else grid_tuples
+        for key, values in items:
             values = list(values)
             names = list(key) if isinstance(key, (list, tuple)) else [key]
             if not values:

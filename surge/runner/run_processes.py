@@ -6,8 +6,14 @@ Stopping: each experiment runs in its own session (process group), so a terminal
 only the runner, which passes one SIGINT to every running experiment's group: surge saves a
 checkpoint and exits, and the next run of the sweep resumes it. A second Ctrl+C is passed on too
 (surge then stops without saving); experiments still running `--stop_timeout` seconds later are
-killed with their whole group. If the runner itself is killed, the kernel sends each experiment
-SIGTERM (PR_SET_PDEATHSIG), which surge treats as Ctrl+C: no experiment outlives the runner.
+killed with their whole group. SIGTERM and SIGHUP (the runner's terminal closed) stop the sweep
+like Ctrl+C. If the runner itself is killed (SIGKILL), the kernel sends each experiment's own
+process SIGTERM (PR_SET_PDEATHSIG), which surge treats as Ctrl+C and which stops surge's own
+workers in turn; processes that a non-surge command starts itself are not reached this way.
+
+Finished: a `surge.train` experiment is done when surge wrote its `done` marker; a benchmark
+(`--benchmark=True` or `--algo=DUMMY_SAMPLER`, which write no marker) when it exits with 0 while the
+runner is not stopping it, and the runner then writes `runner_done` in its folder (skipped next time).
 """
 
 from __future__ import annotations
@@ -27,8 +33,10 @@ from surge.runner.outcome import (
     OUTPUT_FILE,
     Outcome,
     command_tokens,
+    is_benchmark,
     is_done,
     log_to_sweep_folder,
+    mark_runner_done,
     quote,
     report,
     surge_train_args,
@@ -74,10 +82,15 @@ class _Running:
     start: float
     out: IO[Any]
     surge: bool
+    benchmark: bool = False
+
+
+#: the signals that stop the sweep (SIGHUP: the runner's terminal closed)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class _Stop:
-    """Counts SIGINT/SIGTERM received by the runner (the main loop acts on them)."""
+    """Counts SIGINT/SIGTERM/SIGHUP received by the runner (the main loop acts on them)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -103,7 +116,7 @@ def run(run_description: RunDescription, args: argparse.Namespace) -> int:
     for i, exp in enumerate(planned):
         if is_done(exp):
             outcomes[i] = Outcome(exp, "skipped")
-            log.info("Skipping %s: finished before (%s exists).", exp.name, exp.folder / "done")
+            log.info("Skipping %s: finished before (its folder holds a done marker).", exp.name)
         else:
             pending.append((i, exp))
     log.info(
@@ -133,7 +146,7 @@ def run(run_description: RunDescription, args: argparse.Namespace) -> int:
 
     running: dict[int, _Running] = {}
     stop = _Stop()
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     stop_deadline = None
     try:
         while pending or running:
@@ -201,6 +214,7 @@ def run(run_description: RunDescription, args: argparse.Namespace) -> int:
 
 def _start(exp: PlannedExperiment, args: argparse.Namespace, gpu: int | None) -> _Running:
     tokens = command_tokens(exp)
+    benchmark = is_benchmark(tokens)  # parses the flags: before the process starts, not after
     env = os.environ.copy()
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
@@ -235,12 +249,17 @@ def _start(exp: PlannedExperiment, args: argparse.Namespace, gpu: int | None) ->
         "" if gpu is None else f", GPU {gpu}",
         exp.cmd,
     )
-    return _Running(exp, proc, gpu, time.monotonic(), out, surge_train_args(tokens) is not None)
+    return _Running(exp, proc, gpu, time.monotonic(), out, surge_train_args(tokens) is not None, benchmark)
 
 
 def _outcome(r: _Running, rc: int, stopping: bool) -> Outcome:
     seconds = time.monotonic() - r.start
-    finished = is_done(r.exp) if r.surge else rc == 0
+    if r.benchmark:  # surge writes no `done` in benchmark mode: exit 0 unless the runner stopped it
+        finished = rc == 0 and not stopping
+        if finished:
+            mark_runner_done(r.exp, f"benchmark exited with 0 after {seconds:.0f} s")
+    else:
+        finished = is_done(r.exp) if r.surge else rc == 0
     if finished and rc == 0:
         status = "done"
     elif stopping:

@@ -4,23 +4,28 @@ the default) wait for the jobs and report them like the processes runner.
 Each job runs a script made from a template (`--slurm_sbatch_template`, Python `string.Template`
 placeholders, as in Sample Factory): `$CMD` the experiment's command, `$FILENAME` the script's own
 path, `$NAME` the experiment, `$PARTITION`, `$GPU` (GPUs per job), `$CPU` (CPUs per job), `$CWD`
-(the runner's working directory). The default template changes to `$CWD` and runs `$CMD`. Scripts,
+(the runner's working directory), `$TIMEOUT` (`--slurm_timeout`, Sample Factory's `timeout $TIMEOUT
+$CMD` of its sbatch_timeout.sh). The default template changes to `$CWD` and runs `$CMD`. Scripts,
 job outputs (`sbatch_<name>.sh-slurm-<jobid>.out`) and `scancel.sh` go to `--slurm_workdir`.
 
 Why sbatch and not submitit: submitit submits pickled Python functions and follows its jobs with
 `sacct`, which needs Slurm's accounting database (slurmdbd); a sweep's jobs are command lines, and
 `squeue` follows them on any cluster, a minimal one included.
 
-Resuming: an experiment whose folder holds `done` is not submitted; neither is one whose job (same
-name, `surge:<run>/<experiment>`) is still queued or running. Ctrl+C while waiting cancels the pending jobs and
+Resuming: an experiment whose folder holds `done` (or `runner_done`, a finished benchmark) is not
+submitted; neither is one whose job is still queued or running (a job of this user, `squeue --me`,
+with the same name `surge:<run>/<experiment>:<hash of the experiment folder's absolute path>`).
+Ctrl+C (SIGTERM, SIGHUP), while submitting or waiting, stops submitting, cancels the pending jobs and
 sends SIGINT to the running ones (`scancel --full --signal=INT`): surge saves a checkpoint and
 exits, and the next run of the sweep resumes them; jobs still there after `--stop_timeout` seconds
-are cancelled.
+are cancelled. When the controller cannot be reached, a signal returns at once and leaves the jobs
+as they are (`scancel.sh` cancels them).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import shlex
@@ -29,18 +34,22 @@ import subprocess
 import time
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from surge.errors import ConfigError
 from surge.runner.outcome import (
     Outcome,
     command_tokens,
+    is_benchmark,
     is_done,
     log_to_sweep_folder,
+    mark_runner_done,
     quote,
     report,
     surge_train_args,
 )
 from surge.runner.run_description import PlannedExperiment, RunDescription
+from surge.runner.run_processes import STOP_SIGNALS
 
 log = logging.getLogger("surge")
 
@@ -103,18 +112,36 @@ def add_slurm_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         type=float,
         help="Seconds the jobs get to save and exit after Ctrl+C before they are cancelled.",
     )
+    parser.add_argument(
+        "--slurm_timeout",
+        default="0",
+        type=str,
+        help="The template's $TIMEOUT (Sample Factory's: its sbatch_timeout.sh runs `timeout $TIMEOUT $CMD` "
+        "and resubmits on exit code 124; 0 = no time limit). Refused when not 0 and the template has no $TIMEOUT.",
+    )
     return parser
 
 
-def load_template(path: str | None) -> str:
+def load_template(path: str | None, timeout: str = "0") -> str:
     """The job script template: the file's text, or `SBATCH_TEMPLATE_DEFAULT`.
 
     Raises:
         ConfigError: on slurm_sbatch_template: the file cannot be read, has no `$CMD`, or names a
-            placeholder that does not exist.
+            placeholder that does not exist; on slurm_timeout: not "0" while the template has no
+            `$TIMEOUT` (it would be ignored).
     """
-    if path is None:
-        return SBATCH_TEMPLATE_DEFAULT
+    text = SBATCH_TEMPLATE_DEFAULT if path is None else _read_template(path)
+    if timeout != "0" and "$TIMEOUT" not in text and "${TIMEOUT}" not in text:
+        raise ConfigError(
+            "slurm_timeout",
+            f"is {timeout!r} but the job script template ({path or 'the default'}) has no $TIMEOUT.",
+            "pass a --slurm_sbatch_template that uses it (e.g. `timeout $TIMEOUT $CMD`), or leave "
+            "--slurm_timeout at 0.",
+        )
+    return text
+
+
+def _read_template(path: str) -> str:
     try:
         text = Path(path).read_text()
     except OSError as e:
@@ -128,12 +155,12 @@ def load_template(path: str | None) -> str:
             "put $CMD on the line that should run the experiment's command.",
         )
     try:
-        _fill(text, dict(CMD="", FILENAME="", NAME="", PARTITION="", GPU=0, CPU=0, CWD=""))
+        _fill(text, dict(CMD="", FILENAME="", NAME="", PARTITION="", GPU=0, CPU=0, CWD="", TIMEOUT=""))
     except (KeyError, ValueError) as e:
         raise ConfigError(
             "slurm_sbatch_template",
             f"{path} uses an unknown placeholder or a lone $ ({e}).",
-            "use $CMD, $FILENAME, $NAME, $PARTITION, $GPU, $CPU, $CWD; write $$ for a literal $.",
+            "use $CMD, $FILENAME, $NAME, $PARTITION, $GPU, $CPU, $CWD, $TIMEOUT; write $$ for a literal $.",
         ) from e
     return text
 
@@ -143,7 +170,10 @@ def _fill(template: str, values: dict) -> str:
 
 
 def job_name(run_description: RunDescription, exp: PlannedExperiment) -> str:
-    return f"surge:{run_description.run_name}/{exp.name}"
+    """`surge:<run>/<experiment>:<8 hex digits>`, the digits a hash of the experiment folder's absolute
+    path (so two sweeps with another --train_dir or --experiment_suffix do not match)."""
+    digest = hashlib.sha1(str(exp.folder.absolute()).encode()).hexdigest()[:8]
+    return f"surge:{run_description.run_name}/{exp.name}:{digest}"
 
 
 class SlurmError(RuntimeError):
@@ -151,13 +181,15 @@ class SlurmError(RuntimeError):
 
 
 def _squeue() -> dict[str, tuple[str, str]]:
-    """Jobs in the queue: {job id: (name, state)}.
+    """This user's jobs in the queue (`squeue --me`): {job id: (name, state)}.
 
     Raises:
         SlurmError: squeue exits with an error or does not answer within 60 s.
     """
     try:
-        res = subprocess.run(["squeue", "-h", "-o", "%i|%j|%T"], capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            ["squeue", "--me", "-h", "-o", "%i|%j|%T"], capture_output=True, text=True, timeout=60
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SlurmError(f"squeue failed: {e}") from e
     if res.returncode != 0:
@@ -172,145 +204,204 @@ def _squeue() -> dict[str, tuple[str, str]]:
 
 def run_slurm(run_description: RunDescription, args: argparse.Namespace) -> int:
     """Submits the sweep's unfinished experiments; with `--slurm_wait` waits for them and returns the
-    exit code (`surge.runner.outcome.report`), else 0 once submitted."""
-    template = load_template(args.slurm_sbatch_template)
+    exit code (`surge.runner.outcome.report`), else 0 once submitted (1 when an sbatch failed).
+
+    Ctrl+C, SIGTERM or SIGHUP while submitting stops the submissions and, as while waiting, cancels
+    the pending jobs and sends SIGINT to the running ones (`_wait`)."""
+    template = load_template(args.slurm_sbatch_template, args.slurm_timeout)
     planned = run_description.plan(args.train_dir)
     queued = {} if args.slurm_print_only else {name: jid for jid, (name, _) in _squeue().items()}
     if not args.slurm_print_only:
         log_to_sweep_folder(args.train_dir, run_description.run_name)
     workdir = Path(args.slurm_workdir or Path(args.train_dir) / run_description.run_name / "slurm").absolute()
     workdir.mkdir(parents=True, exist_ok=True)
-    gpus = args.slurm_gpus_per_job
-    cpus = args.slurm_cpus_per_gpu * max(1, gpus)
-    partition = f"-p {args.slurm_partition} " if args.slurm_partition else ""
+    scancel = workdir / "scancel.sh"
     outcomes: dict[int, Outcome] = {}
     jobs: dict[str, tuple[int, PlannedExperiment, Path, float]] = {}
-    for i, exp in enumerate(planned):
-        name = job_name(run_description, exp)
-        if is_done(exp):
-            outcomes[i] = Outcome(exp, "skipped")
-            log.info("Skipping %s: finished before (%s exists).", exp.name, exp.folder / "done")
-            continue
-        script = workdir / f"sbatch_{exp.name}.sh"
-        cmd = quote(command_tokens(exp))
-        if exp.env_vars:
-            cmd = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in exp.env_vars.items()) + " " + cmd
-        text = _fill(
-            template,
-            dict(
-                CMD=cmd,
-                FILENAME=str(script),
-                NAME=exp.name,
-                PARTITION=partition,
-                GPU=gpus,
-                CPU=cpus,
-                CWD=shlex.quote(os.getcwd()),
-            ),
-        )
-        tmp = script.with_suffix(".sh.tmp")
-        tmp.write_text(text)
-        tmp.replace(script)
-        script.chmod(0o755)
-        output = workdir / f"{script.name}-slurm-%j.out"
-        sbatch = ["sbatch", "--parsable", f"--job-name={name}", "-c", str(cpus), "--output", str(output)]
-        if gpus > 0:
-            sbatch.append(f"--gres=gpu:{gpus}")
-        if args.slurm_partition:
-            sbatch += ["-p", args.slurm_partition]
-        sbatch.append(str(script))
-        if name in queued:
-            jid = queued[name]
-            log.info("Not submitting %s: its job %s is still in the queue.", exp.name, jid)
-        elif args.slurm_print_only:
-            print(quote(sbatch))
-            continue
-        else:
-            exp.folder.parent.mkdir(parents=True, exist_ok=True)
-            res = subprocess.run(sbatch, capture_output=True, text=True, timeout=120)
-            if res.returncode != 0:
-                log.error(
-                    "sbatch failed for %s (exit code %d): %s", exp.name, res.returncode, res.stderr.strip()
-                )
-                outcomes[i] = Outcome(exp, "failed", res.returncode)
-                continue
-            jid = res.stdout.strip().split(";")[0]
-            log.info("Submitted %s as job %s: %s", exp.name, jid, quote(sbatch))
-        jobs[jid] = (i, exp, Path(str(output).replace("%j", jid)), time.monotonic())
-        if args.pause_between:
-            time.sleep(args.pause_between)
-    if args.slurm_print_only:
-        return 0
-    if jobs:
-        scancel = workdir / "scancel.sh"
-        scancel.write_text("scancel " + " ".join(jobs) + "\n")
-        log.info("Jobs %s. Outputs: tail -f %s/*.out; cancel: sh %s", ", ".join(jobs), workdir, scancel)
-    if not args.slurm_wait:
-        return 1 if any(o.status == "failed" for o in outcomes.values()) else 0
-    stopped, started = _wait(jobs, args.stop_timeout)
+    count = [0]  # signals received
+
+    def on_signal(signum: int, frame: Any) -> None:
+        count[0] += 1
+
+    old = {} if args.slurm_print_only else {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    try:
+        for i, exp in enumerate(planned):
+            if is_done(exp):
+                outcomes[i] = Outcome(exp, "skipped")
+                log.info("Skipping %s: finished before (its folder holds a done marker).", exp.name)
+            elif count[0]:
+                outcomes[i] = Outcome(exp, "not_started")
+            else:
+                submitted = _submit(run_description, exp, args, template, workdir, queued)
+                if isinstance(submitted, Outcome):
+                    outcomes[i] = Outcome(exp, "not_started") if count[0] else submitted
+                elif submitted is not None:
+                    jid, output = submitted
+                    jobs[jid] = (i, exp, output, time.monotonic())
+                    _write_scancel(scancel, jobs)
+                    end = time.monotonic() + args.pause_between
+                    while not count[0] and time.monotonic() < end:
+                        time.sleep(0.05)
+        if args.slurm_print_only:
+            return 0
+        if jobs:
+            log.info("Jobs %s. Outputs: tail -f %s/*.out; cancel: sh %s", ", ".join(jobs), workdir, scancel)
+        if count[0]:
+            log.warning("Stopped while submitting: %d experiment(s) not submitted.", len(planned) - len(jobs))
+        elif not args.slurm_wait:
+            return 1 if any(o.status == "failed" for o in outcomes.values()) else 0
+        stopped, started, left = _wait(jobs, args.stop_timeout, count, scancel)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
     for jid, (i, exp, output, start) in jobs.items():
-        done = is_done(exp) if surge_train_args(exp.tokens) is not None else None
-        status = (
-            "done"
-            if done
-            else ("failed" if not stopped else "interrupted" if jid in started else "not_started")
-        )
-        if done is None:  # not a surge command: the job's exit code decides
-            status = "done" if _exit_code(jid) == 0 else status
+        status = "interrupted" if left else _status(jid, exp, stopped, started)  # left: maybe running
         outcomes[i] = Outcome(exp, status, None, time.monotonic() - start, output)
     return report([outcomes[i] for i in sorted(outcomes)])
 
 
+def _status(jid: str, exp: PlannedExperiment, stopped: bool, started: set[str]) -> str:
+    """How an experiment's job ended; writes `runner_done` for a benchmark that finished."""
+    benchmark = is_benchmark(exp.tokens)
+    if surge_train_args(exp.tokens) is not None and not benchmark:
+        done = is_done(exp)
+    else:  # not a surge command, or a benchmark (no `done` marker): the job's exit code decides
+        done = _exit_code(jid) == 0 and not (benchmark and stopped)
+        if done and benchmark:
+            mark_runner_done(exp, f"benchmark job {jid} exited with 0")
+    if done:
+        return "done"
+    if not stopped:
+        return "failed"
+    return "interrupted" if jid in started else "not_started"
+
+
+def _submit(
+    run_description: RunDescription,
+    exp: PlannedExperiment,
+    args: argparse.Namespace,
+    template: str,
+    workdir: Path,
+    queued: dict[str, str],
+) -> tuple[str, Path] | Outcome | None:
+    """Writes the experiment's job script and submits it (or prints the sbatch command with
+    --slurm_print_only: None). Returns (job id, its output file), the job already queued included,
+    or a failed Outcome when sbatch fails."""
+    name = job_name(run_description, exp)
+    gpus = args.slurm_gpus_per_job
+    cpus = args.slurm_cpus_per_gpu * max(1, gpus)
+    script = workdir / f"sbatch_{exp.name}.sh"
+    cmd = quote(command_tokens(exp))
+    if exp.env_vars:
+        cmd = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in exp.env_vars.items()) + " " + cmd
+    text = _fill(
+        template,
+        dict(
+            CMD=cmd,
+            FILENAME=str(script),
+            NAME=exp.name,
+            PARTITION=f"-p {args.slurm_partition} " if args.slurm_partition else "",
+            GPU=gpus,
+            CPU=cpus,
+            CWD=shlex.quote(os.getcwd()),
+            TIMEOUT=args.slurm_timeout,
+        ),
+    )
+    tmp = script.with_suffix(".sh.tmp")
+    tmp.write_text(text)
+    tmp.replace(script)
+    script.chmod(0o755)
+    output = workdir / f"{script.name}-slurm-%j.out"
+    sbatch = ["sbatch", "--parsable", f"--job-name={name}", "-c", str(cpus), "--output", str(output)]
+    if gpus > 0:
+        sbatch.append(f"--gres=gpu:{gpus}")
+    if args.slurm_partition:
+        sbatch += ["-p", args.slurm_partition]
+    sbatch.append(str(script))
+    if name in queued:
+        jid = queued[name]
+        log.info("Not submitting %s: its job %s is still in the queue.", exp.name, jid)
+    elif args.slurm_print_only:
+        print(quote(sbatch))
+        return None
+    else:
+        exp.folder.parent.mkdir(parents=True, exist_ok=True)
+        # its own session: a Ctrl+C on the terminal reaches the runner only, which then tracks the job
+        res = subprocess.run(sbatch, capture_output=True, text=True, timeout=120, start_new_session=True)
+        if res.returncode != 0:
+            log.error("sbatch failed for %s (exit code %d): %s", exp.name, res.returncode, res.stderr.strip())
+            return Outcome(exp, "failed", res.returncode)
+        jid = res.stdout.strip().split(";")[0]
+        log.info("Submitted %s as job %s: %s", exp.name, jid, quote(sbatch))
+    return jid, Path(str(output).replace("%j", jid))
+
+
+def _write_scancel(path: Path, jobs: dict) -> None:
+    tmp = path.with_suffix(".sh.tmp")
+    tmp.write_text("scancel " + " ".join(jobs) + "\n")
+    tmp.replace(path)
+
+
 def _exit_code(jid: str) -> int | None:
-    res = subprocess.run(["scontrol", "show", "job", jid], capture_output=True, text=True, timeout=60)
+    """The job's exit code from `scontrol show job` (`ExitCode=<code>:<signal>`; killed by a signal:
+    128 + signal), or None when scontrol cannot tell (the job left the controller's memory)."""
+    try:
+        res = subprocess.run(["scontrol", "show", "job", jid], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
     for token in res.stdout.split():
         if token.startswith("ExitCode="):
-            return int(token.split("=")[1].split(":")[0])
+            code, _, sig = token.split("=", 1)[1].partition(":")
+            return 128 + int(sig) if sig and int(sig) else int(code)
     return None
 
 
-def _wait(jobs: dict, stop_timeout: float) -> tuple[bool, set[str]]:
-    """Waits until none of `jobs` is active. Returns (stopped by Ctrl+C, the ids of the jobs seen
-    running). Ctrl+C: pending jobs are cancelled, running ones get SIGINT (they save and stop)."""
-    count = [0]
-
-    def on_signal(signum, frame):
-        count[0] += 1
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+def _wait(jobs: dict, stop_timeout: float, count: list[int], scancel: Path) -> tuple[bool, set[str], bool]:
+    """Waits until none of `jobs` is active. Returns (stopped by a signal, the ids of the jobs seen
+    running, the jobs were left as they are). `count[0]` counts the SIGINT/SIGTERM/SIGHUP received
+    (`run_slurm`'s handler): pending jobs are then cancelled, running ones get SIGINT (they save and
+    stop). While squeue fails (the controller cannot be reached) a signal returns at once, the jobs
+    left as they are."""
     forwarded, deadline = 0, None
     started: set[str] = set()
-    try:
-        while True:
-            try:
-                queue = _squeue()
-            except SlurmError as e:  # a busy or restarting controller: ask again
-                log.warning("%s; trying again in 10 s.", e)
-                time.sleep(10.0)
-                continue
-            active = {j: state for j, (_, state) in queue.items() if j in jobs and state in _ACTIVE}
-            started.update(j for j, state in active.items() if state != "PENDING")
-            if not active:
-                return count[0] > 0, started
-            if count[0] > forwarded:
-                pending = [j for j, state in active.items() if state == "PENDING"]
-                running = [j for j in active if j not in pending]
+    while True:
+        try:
+            queue = _squeue()
+        except SlurmError as e:  # a busy or restarting controller: ask again, unless stopping
+            if count[0]:
                 log.warning(
-                    "Stopping: cancelling pending jobs %s, SIGINT to running jobs %s (they save and stop; "
-                    "cancelled after %.0f s).",
-                    ", ".join(pending) or "(none)",
-                    ", ".join(running) or "(none)",
-                    stop_timeout,
+                    "Stopping, but %s: jobs %s are left as they are (cancel them with: sh %s).",
+                    e,
+                    ", ".join(jobs) or "(none)",
+                    scancel,
                 )
-                if pending:
-                    subprocess.run(["scancel", *pending], timeout=60)
-                if running:
-                    subprocess.run(["scancel", "--full", "--signal=INT", *running], timeout=60)
-                forwarded = count[0]
-                deadline = deadline or time.monotonic() + stop_timeout
-            if deadline is not None and time.monotonic() > deadline:
-                subprocess.run(["scancel", *active], timeout=60)
-                deadline = float("inf")
-            time.sleep(1.0)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+                return True, started, True
+            log.warning("%s; trying again in 10 s.", e)
+            end = time.monotonic() + 10.0
+            while not count[0] and time.monotonic() < end:
+                time.sleep(0.1)
+            continue
+        active = {j: state for j, (_, state) in queue.items() if j in jobs and state in _ACTIVE}
+        started.update(j for j, state in active.items() if state != "PENDING")
+        if not active:
+            return count[0] > 0, started, False
+        if count[0] > forwarded:
+            pending = [j for j, state in active.items() if state == "PENDING"]
+            running = [j for j in active if j not in pending]
+            log.warning(
+                "Stopping: cancelling pending jobs %s, SIGINT to running jobs %s (they save and stop; "
+                "cancelled after %.0f s).",
+                ", ".join(pending) or "(none)",
+                ", ".join(running) or "(none)",
+                stop_timeout,
+            )
+            if pending:
+                subprocess.run(["scancel", *pending], timeout=60)
+            if running:
+                subprocess.run(["scancel", "--full", "--signal=INT", *running], timeout=60)
+            forwarded = count[0]
+            deadline = deadline or time.monotonic() + stop_timeout
+        if deadline is not None and time.monotonic() > deadline:
+            subprocess.run(["scancel", *active], timeout=60)
+            deadline = float("inf")
+        time.sleep(1.0)
