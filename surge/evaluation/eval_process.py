@@ -79,8 +79,9 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
                     # the run's env frames now, when these weights are the latest published (the
                     # request's may be older: this process may have been busy or starting)
                     env_frames = int(shared.env_frames[0])
-                    if version is None:  # a learner died mid-publish: the run is stopping
+                    if version is None:  # a learner died or kept publishing for a second
                         log.warning("Evaluator: policy %d's weights could not be read; skipped", p)
+                        ctx.result_queue.put((None, None))  # the run counts it as answered
                         continue
                     result = player.evaluate(p, version, env_frames, stop=stop)
                     if stop():  # a partial evaluation is not reported

@@ -19,6 +19,8 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
+from surge.learning.algorithm import get_algorithm
+
 log = logging.getLogger("surge")
 
 #: bytes a queue between the main process and the evaluator may hold (requests and results are small)
@@ -43,6 +45,9 @@ class TrainEvaluator:
         self.skipped = 0  # async: evaluations not requested because one was running
         self.resume = cfg.restart_behavior == "resume"
         self.player: Any = None
+        #: whether the episodes take the deterministic action: --eval_deterministic, or always for
+        #: an algorithm with its own `eval_act` (DQN's greedy action, SAC/TD3/DDPG's mean)
+        self.deterministic = cfg.eval_deterministic or get_algorithm(cfg.algo).eval_act is not None
         self.best: Any = None
         if cfg.serial_mode:
             self._start_inline()
@@ -91,7 +96,10 @@ class TrainEvaluator:
         for p in self.policies:
             weights, version = self.run.placement.policy_weights(p)
             self.player.model.load_state_dict(weights)
-            result = self.player.evaluate(p, version, env_frames)
+            # Ctrl+C (or SIGTERM) cuts the episodes short; a partial evaluation is not reported
+            result = self.player.evaluate(p, version, env_frames, stop=lambda: self.run.stop_requested)
+            if self.run.stop_requested:
+                return
             path = None
             if self.best is not None:
                 path = self.best.offer(p, weights, version, result.return_mean, counters[p])
@@ -104,6 +112,8 @@ class TrainEvaluator:
             except Empty:
                 return
             self.pending -= 1
+            if result is None:  # the evaluator could not read this policy's weights: nothing to report
+                continue
             self._report(result, Path(path) if path else None)
 
     def _report(self, result: Any, best_path: Path | None) -> None:
@@ -116,7 +126,7 @@ class TrainEvaluator:
             result.return_mean,
             result.return_std,
             len(result.returns),
-            "deterministic" if self.cfg.eval_deterministic else "sampled",
+            "deterministic" if self.deterministic else "sampled",
             result.length_mean,
             result.seconds,
             f"; {self.skipped} evaluation(s) skipped while it ran" if self.skipped else "",

@@ -58,6 +58,14 @@ def check_train_eval(cfg: Any) -> None:
             "--sampler_only=True does not train: there are no trained weights to evaluate.",
             "pass --eval_every_env_frames=0, or --sampler_only=False.",
         )
+    if getattr(cfg, "distributed", "none") == "ray":
+        raise ConfigError(
+            "eval_every_env_frames",
+            "evaluation during training is not built for --distributed=ray (the evaluator process "
+            "reads the weights from the one-machine placement's shared memory).",
+            "pass --eval_every_env_frames=0 with --distributed=ray, and evaluate the checkpoints "
+            "with `surge enjoy --no_render`.",
+        )
     if cfg.benchmark:
         raise ConfigError(
             "eval_every_env_frames",
@@ -69,11 +77,33 @@ def check_train_eval(cfg: Any) -> None:
 
 def train_eval_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
     """The evaluation flags set away from their `defaults` without an effect in this run: with
-    evaluation off, `--eval_episodes` and `--eval_deterministic`."""
-    if cfg.eval_every_env_frames:
-        return []
-    return [
-        f"--{name} has no effect with --eval_every_env_frames=0 (no evaluation during training)."
-        for name in ("eval_episodes", "eval_deterministic")
-        if name in defaults and getattr(cfg, name) != defaults[name]
-    ]
+    evaluation off, `--eval_episodes` (and `--eval_deterministic`, which is then only saved as
+    `surge enjoy`'s default); with an algorithm whose evaluation always acts deterministically (its
+    `Algorithm.eval_act`: DQN's greedy action, SAC/TD3/DDPG's mean), `--eval_deterministic`."""
+    notes = []
+    if not cfg.eval_every_env_frames:
+        if "eval_episodes" in defaults and cfg.eval_episodes != defaults["eval_episodes"]:
+            notes.append(
+                "--eval_episodes has no effect with --eval_every_env_frames=0 (no evaluation during training)."
+            )
+        if "eval_deterministic" in defaults and cfg.eval_deterministic != defaults["eval_deterministic"]:
+            notes.append(
+                "--eval_deterministic is not used in training with --eval_every_env_frames=0; it is "
+                "saved in cfg.json as `surge enjoy`'s default."
+            )
+        return notes
+    from surge.learning.algorithm import get_algorithm
+
+    if cfg.save_best_by_eval:
+        notes += [
+            f"--{name} has no effect with --save_best_by_eval=True: every evaluation that beats the "
+            "best eval return so far writes the best checkpoint."
+            for name in ("save_best_after", "save_best_every_sec")
+            if name in defaults and getattr(cfg, name) != defaults[name]
+        ]
+    if get_algorithm(cfg.algo).eval_act is not None and not cfg.eval_deterministic:
+        notes.append(
+            f"--eval_deterministic=False has no effect with --algo={cfg.algo}: its evaluation always "
+            "takes the deterministic action (greedy / the mean)."
+        )
+    return notes

@@ -140,7 +140,7 @@ class CheckpointManager:
     ) -> Path | None:
         """Writes `state` atomically as a `kind` checkpoint (checkpoint, best or milestone).
 
-        Keeps the latest `keep_checkpoints` regular checkpoints and only the newest `best`.
+        Keeps the latest `keep_checkpoints` regular checkpoints and only the `best` just written.
 
         Returns:
             the path written, or None when `state` holds a non-finite floating-point tensor: then
@@ -165,8 +165,11 @@ class CheckpointManager:
             for old in self._list("checkpoint")[: -self.keep]:
                 old.unlink(missing_ok=True)
         elif kind == "best":
-            for old in self._list("best")[:-1]:
-                old.unlink(missing_ok=True)
+            # the one just written is the best, whatever its version: after a resume from an
+            # older checkpoint a better best can have a lower policy_version than the previous one
+            for old in self._list("best"):
+                if old != path:
+                    old.unlink(missing_ok=True)
         return path
 
     def latest(self, kind: str = "latest") -> Path | None:

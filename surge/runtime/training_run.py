@@ -418,7 +418,7 @@ class TrainingRun:
             if self.writes:
                 self._maybe_save(time.time())
         m.tick()
-        if self.evaluator is not None:
+        if self.evaluator is not None and not self.stop_requested:  # Ctrl+C starts no evaluation
             self.evaluator.step(m.env_frames)
         if self.stop_requested:
             return False

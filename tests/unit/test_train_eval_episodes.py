@@ -83,6 +83,7 @@ def test_sampled_eval_plays_the_requested_number_of_whole_episodes(tmp_path):
         (["--eval_every_env_frames=1000", "--algo=DUMMY_SAMPLER"], "eval_every_env_frames"),
         (["--eval_every_env_frames=1000", "--sampler_only=True"], "eval_every_env_frames"),
         (["--eval_every_env_frames=1000", "--benchmark=True"], "eval_every_env_frames"),
+        (["--eval_every_env_frames=1000", "--distributed=ray"], "eval_every_env_frames"),
     ],
 )
 def test_combinations_that_cannot_work_are_refused_naming_the_flag(tmp_path, flags, field):
@@ -93,8 +94,23 @@ def test_combinations_that_cannot_work_are_refused_naming_the_flag(tmp_path, fla
 
 
 def test_eval_flags_without_evaluation_are_reported_and_enjoy_keeps_one_value(tmp_path):
-    cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--eval_episodes=3"])
-    assert any("--eval_episodes has no effect" in n for n in config_notes(cfg))
+    cfg = parse_cfg(
+        ["--env=CartPole-v1", f"--train_dir={tmp_path}", "--eval_episodes=3", "--eval_deterministic"]
+    )
+    notes = config_notes(cfg)
+    assert any("--eval_episodes has no effect" in n for n in notes)
+    # not "no effect": it is saved as enjoy's default
+    assert any("--eval_deterministic is not used in training" in n and "enjoy" in n for n in notes)
+    dqn = parse_cfg(
+        [
+            "--env=CartPole-v1",
+            f"--train_dir={tmp_path}",
+            "--algo=DQN",
+            "--eval_every_env_frames=1000",
+            "--train_for_env_steps=100000",
+        ]
+    )
+    assert any("--eval_deterministic=False has no effect with --algo=DQN" in n for n in config_notes(dqn))
     ev = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--eval_deterministic"], evaluation=True)
     assert ev.eval_deterministic is True and ev.eval_params.eval_deterministic is True
     assert np.isclose(parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}"]).eval_episodes, 10)
@@ -120,3 +136,19 @@ def test_best_by_eval_writes_only_improvements_with_the_given_weights_and_surviv
     files = sorted(folder.glob("best_*.pth"))
     assert [f.name for f in files] == ["best_v000000011_f000000003000.pth"]  # only the newest best
     assert torch.equal(torch.load(files[0], weights_only=True)["model"]["w"], w2["w"])
+
+
+def test_a_better_best_after_a_resume_from_an_older_checkpoint_stays_on_disk(tmp_path):
+    """A run that wrote a best at version 20 and resumed from a checkpoint of version 10 (a crash
+    between the two) writes its next, better best at a lower version: that file is the one kept."""
+    from surge.evaluation.best_by_eval import BestByEval
+
+    cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--eval_every_env_frames=1000"])
+    folder = tmp_path / "checkpoint_p0"
+    counters = {"env_frames": 2000, "env_steps": 2000}
+    assert BestByEval(cfg, {0: folder}, resume=False).offer(0, {"w": torch.ones(1)}, 20, 50.0, counters)
+    resumed = BestByEval(cfg, {0: folder}, resume=True)
+    path = resumed.offer(0, {"w": torch.full((1,), 2.0)}, 12, 80.0, {**counters, "env_frames": 1200})
+    assert path is not None and path.exists()
+    assert [f.name for f in folder.glob("best_*.pth")] == [path.name]
+    assert torch.load(path, weights_only=True)["eval_return"] == 80.0
