@@ -143,3 +143,30 @@ def test_a_failed_run_raises_run_failed_with_its_run(tmp_path, monkeypatch):
         surge.train(env="CartPole-v1", experiment="x", train_dir=str(tmp_path))
     run = info.value.run
     assert run.status == "failed" and run.folder == tmp_path / "x" and run.cfg.env == "CartPole-v1"
+
+
+def test_a_finished_run_closes_its_log_file_so_a_later_run_does_not_write_into_it(tmp_path, monkeypatch):
+    # a second `surge.train()` in one process logs its config notes before its own setup_logging:
+    # they must not land in the previous run's surge_log.txt
+    import logging
+    from types import SimpleNamespace
+
+    import surge.runtime.training_run as training_run
+    from surge.experiment.folder import setup_logging
+
+    log_file = tmp_path / "surge_log.txt"
+    run = training_run.TrainingRun.__new__(training_run.TrainingRun)  # no cfg: only run()'s wrapper
+    run.folder, run.first_frames, run.writes = SimpleNamespace(cfg_file=tmp_path / "cfg.json"), None, False
+
+    def fake_run() -> str:
+        setup_logging(log_file)
+        logging.getLogger("surge").info("first run's line")
+        return "done"
+
+    monkeypatch.setattr(run, "_run", fake_run)
+    monkeypatch.setattr(training_run, "finish_report", lambda run, status: None)
+    assert run.run() == "done"
+    logging.getLogger("surge").warning("second run's early warning")
+    text = log_file.read_text()
+    assert "first run's line" in text and "second run's early warning" not in text
+    assert not [h for h in logging.getLogger("surge").handlers if isinstance(h, logging.FileHandler)]
