@@ -91,6 +91,8 @@ def test_keyword_flags_become_command_line_flags():
         "32",
         "--wandb_tags",
     ]
+    # negative numbers in a list are values, not options
+    assert flags_to_argv({"x": [-1, -0.5, "-2e-3"]}) == ["--x", "-1", "-0.5", "-2e-3"]
 
 
 def test_keyword_flags_parse_like_the_command_line(tmp_path):
@@ -123,6 +125,9 @@ def test_keyword_flags_parse_like_the_command_line(tmp_path):
         ({"env": "CartPole-v1", "learning_rate": "fast"}, "learning_rate"),
         ({"env": "CartPole-v1", "help": True}, "help"),
         ({"env": "CartPole-v1", "progress_bar": "always"}, "progress_bar"),
+        # list items the parser would read as options (printing the version or the help, then exiting)
+        ({"env": "CartPole-v1", "wandb_tags": ["a", "--version"]}, "wandb_tags"),
+        ({"env": "CartPole-v1", "wandb_tags": ["-h"]}, "wandb_tags"),
     ],
 )
 def test_bad_flags_raise_a_config_error_naming_the_field(flags, field, tmp_path):
