@@ -175,3 +175,29 @@ def test_a_finished_run_closes_its_log_file_so_a_later_run_does_not_write_into_i
     text = log_file.read_text()
     assert "first run's line" in text and "second run's early warning" not in text
     assert not [h for h in logging.getLogger("surge").handlers if isinstance(h, logging.FileHandler)]
+
+
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import surge.train\nfrom surge import train",  # the callable module
+        "from surge import train\nimport surge.train",  # the function
+    ],
+)
+def test_surge_train_pickles_whichever_import_came_first(imports):
+    # a process pool or a Ray task pickles the callable it is given
+    code = (
+        f"{imports}\n"
+        "import pickle, surge\n"
+        "from surge.errors import ConfigError\n"
+        "for f in (train, surge.train):\n"
+        "    g = pickle.loads(pickle.dumps(f))\n"
+        "    print(g is f)\n"
+        "    try:\n"
+        "        g(env='CartPole-v1', help=True)\n"
+        "    except ConfigError as e:\n"
+        "        print(e.field)\n"
+    )
+    out = _python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "help", "True", "help"], out.stdout
