@@ -54,19 +54,36 @@ class Run:
     summary: dict[str, float] = field(default_factory=dict)
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def flags_to_argv(flags: dict[str, Any]) -> list[str]:
     """Keyword flags as `surge train` arguments: `x=v` -> `--x=v`; booleans True/False, None
     `None`, lists and tuples `--x v1 v2 ...` (an empty one `--x`).
 
     Raises:
-        ConfigError: `help` or `version` (they print and exit on the command line).
+        ConfigError: `help` or `version` (they print and exit on the command line); a list item
+            that starts with "-" and is not a number (the parser would read it as an option).
     """
     argv: list[str] = []
     for name, value in flags.items():
         if name in _REFUSED:
             raise ConfigError(name, "is a command-line option, not a training flag.", _REFUSED[name] + ".")
         if isinstance(value, (list, tuple)):
-            argv += [f"--{name}", *(str(v) for v in value)]
+            items = [str(v) for v in value]
+            for item in items:
+                if item.startswith("-") and not _is_number(item):
+                    raise ConfigError(
+                        name,
+                        f"list item {item!r} starts with '-': the command line would read it as an option.",
+                        "pass list items that do not start with '-' (negative numbers are fine).",
+                    )
+            argv += [f"--{name}", *items]
         else:
             argv.append(f"--{name}={value}")
     return argv

@@ -69,6 +69,14 @@ class _CallableModule(types.ModuleType):
 
         return train(**flags)
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickled by name (a module object cannot be pickled): unpickling imports `surge.train`
+        again, so `pickle.loads(pickle.dumps(surge.train)) is surge.train` (a callable passed to a
+        process pool or a Ray task survives)."""
+        import importlib
+
+        return importlib.import_module, (self.__name__,)
+
 
 if (
     __name__ == "surge.train"

@@ -22,20 +22,26 @@ def _no_run_reports_outside_report_tests(request, monkeypatch):
     """In-process training runs of tests write no report.md / curves.png (docs/report.md), except in
     the report's own test modules (`test_report_*`): the final report costs ~1.2 CPU-s per run
     (matplotlib's import and a figure), minutes over the suite's runs. Runs in subprocesses (`surge
-    train` from the CLI tests) write theirs."""
+    train` from the CLI tests) write theirs. Patched in `surge.experiment.report` (what an import
+    of the training run during the test binds) and in `surge.runtime.training_run` when imported;
+    a report test gets the real functions there, whichever test imported it first."""
     import sys
 
-    module = sys.modules.get("surge.runtime.training_run")
+    import surge.experiment.report as report  # numpy only: no torch for tests that need none
+
+    real = {"update_report": report.update_report, "finish_report": report.finish_report}
     test_module = getattr(request.node, "module", None)
-    if (
-        module is None
-        or test_module is None
-        or test_module.__name__.rpartition(".")[2].startswith("test_report_")
-    ):
+    if test_module is None or test_module.__name__.rpartition(".")[2].startswith("test_report_"):
+        training_run = sys.modules.get("surge.runtime.training_run")
+        if training_run is not None:  # imported by an earlier test while the names were patched
+            for name, fn in real.items():
+                monkeypatch.setattr(training_run, name, fn)
         yield
         return
-    monkeypatch.setattr(module, "update_report", lambda run, kind: None)
-    monkeypatch.setattr(module, "finish_report", lambda run, status: None)
+    for module in [report, sys.modules.get("surge.runtime.training_run")]:
+        if module is not None:
+            monkeypatch.setattr(module, "update_report", lambda run, kind: None)
+            monkeypatch.setattr(module, "finish_report", lambda run, status: None)
     yield
 
 

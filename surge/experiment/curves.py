@@ -86,7 +86,8 @@ COMPARE_PANELS: tuple[Panel, ...] = (
 
 
 def require_matplotlib(field: str = "write_report") -> Any:
-    """matplotlib, set to its file-only backend (`field`: the flag or command named in the error).
+    """matplotlib (`field`: the flag or command named in the error). The process's backend is left
+    as it is: the figures are drawn on their own Agg canvas (`new_figure`), never through pyplot.
 
     Raises:
         ConfigError: matplotlib is not installed (the message has the pip command).
@@ -97,7 +98,6 @@ def require_matplotlib(field: str = "write_report") -> Any:
         raise ConfigError(
             field, "drawing curves needs matplotlib, which is not installed.", PIP_HINT + "."
         ) from e
-    matplotlib.use("Agg", force=False)
     return matplotlib
 
 

@@ -101,17 +101,16 @@ def _merge(accs: list[Any]) -> dict[str, Series]:
         {tag: acc.Scalars(tag) for tag in tags} for acc, tags in zip(accs, tags_per_file, strict=True)
     ]
     starts, ends, first_walls = [], [], []
-    for acc, events in zip(accs, events_per_file, strict=True):
+    for events in events_per_file:
         steps = [e.step for evs in events.values() for e in evs]
         walls = [e.wall_time for evs in events.values() for e in evs]
         starts.append(min(steps) if steps else None)
         ends.append(max(walls) if walls else None)
-        try:  # the writer's creation (its file_version event), or an earlier summary's own time
-            first = float(acc.FirstEventTimestamp())
-        except ValueError:  # no event yet
-            first = float("inf")
-        first_walls.append(min([first, *walls]) if walls or first < float("inf") else 0.0)
-    # training seconds: each file's time since its first event, after the files before it
+        # the file's clock starts at its first summary (the first env steps' report), not at the
+        # writer's creation: start-up (env creation, a resume's loading) is not training time,
+        # as in the run's log (`TrainingRun._summarise`)
+        first_walls.append(min(walls) if walls else 0.0)
+    # training seconds: each file's time since its first summary, after the files before it
     offsets, total = [], 0.0
     for first, end in zip(first_walls, ends, strict=True):
         offsets.append(total)

@@ -141,3 +141,12 @@ def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> No
         fh.setFormatter(fmt)
         logger.addHandler(fh)
     logger.propagate = False
+
+
+def close_log_files() -> None:
+    """Removes and closes the "surge" logger's file handlers (the run's log), so that what a later
+    run in the same process logs before its own `setup_logging` does not go to this run's log."""
+    logger = logging.getLogger("surge")
+    for h in [h for h in logger.handlers if isinstance(h, logging.FileHandler)]:
+        logger.removeHandler(h)
+        h.close()

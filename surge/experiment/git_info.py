@@ -36,9 +36,12 @@ class GitRevision:
 
 
 def _git(args: list[str], cwd: Path) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_SEC, check=True
+    """git's stdout, decoded as UTF-8 with surrogate escapes: bytes that are not UTF-8 (a Latin-1
+    file in the diff) survive and are written back unchanged (`record_code_revision`)."""
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, timeout=GIT_TIMEOUT_SEC, check=True
     ).stdout
+    return out.decode("utf-8", errors="surrogateescape")
 
 
 def git_revision(directory: Path | str) -> GitRevision | None:
@@ -52,11 +55,11 @@ def git_revision(directory: Path | str) -> GitRevision | None:
         commit = _git(["rev-parse", "HEAD"], root).strip()
         diff = _git(["diff", "HEAD"], root)
         untracked = _git(["ls-files", "--others", "--exclude-standard"], root).splitlines()
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ValueError):
         return None
     try:
         repo_name = _git(["config", "--get", "remote.origin.url"], root).strip() or str(root)
-    except (OSError, subprocess.SubprocessError):
+    except (OSError, subprocess.SubprocessError, ValueError):
         repo_name = str(root)
     return GitRevision(root, commit, repo_name, diff, untracked)
 
@@ -103,7 +106,7 @@ def record_code_revision(folder: Path | str, revision: GitRevision | None = None
         return None
     if rev.diff:
         tmp_patch = patch.with_suffix(".patch.tmp")
-        tmp_patch.write_text(rev.diff)
+        tmp_patch.write_bytes(rev.diff.encode("utf-8", errors="surrogateescape"))  # git's bytes
         tmp_patch.replace(patch)
     elif patch.exists():
         patch.unlink()

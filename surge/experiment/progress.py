@@ -42,15 +42,20 @@ def check_progress_bar(mode: str) -> None:
 
 
 def bar_wanted(mode: str, stdout: IO[str] | None = None) -> bool:
-    """Whether `--progress_bar=mode` shows the bar: "rich" always, "auto" when `stdout`
-    (sys.stdout) is a terminal and rich is installed, "off" never."""
+    """Whether `--progress_bar=mode` shows the bar: "rich" always, "auto" when rich is installed
+    and would draw a live bar on `stdout` (sys.stdout): a terminal that is not TERM=dumb (rich's
+    `Console.is_interactive`; on a dumb terminal the plain progress lines are kept), "off" never."""
     if mode == "off":
         return False
     if mode == "rich":
         return True
     stream = sys.stdout if stdout is None else stdout
     isatty = getattr(stream, "isatty", None)
-    return bool(callable(isatty) and isatty()) and rich_installed()
+    if not (callable(isatty) and isatty()) or not rich_installed():
+        return False
+    from rich.console import Console
+
+    return bool(Console(file=stream).is_interactive)
 
 
 class _SkipProgressLines(logging.Filter):

@@ -114,7 +114,8 @@ def write_atomic(path: Path, text: str) -> None:
 
 def run_totals(scalars: RunScalars) -> dict[str, float]:
     """Policy 0's totals from its scalars: `env_frames` (last summary), `seconds` (training time
-    at it), `env_frames_per_sec` (env_frames / seconds; nan under 1 s), `final_return`,
+    at it: from the first summary on, start-ups left out), `env_frames_per_sec` (the env frames
+    after the first summary / seconds, as the run's log measures it; nan under 1 s), `final_return`,
     `best_return`, `best_return_frames` (max of `episode/return_mean` and its env frame),
     `final_eval_return`, `best_eval_return` (of `eval/return_mean`), each nan when absent."""
     nan = float("nan")
@@ -137,7 +138,7 @@ def run_totals(scalars: RunScalars) -> dict[str, float]:
         out["env_frames"] = float(clock.env_frames[-1])
         out["seconds"] = float(clock.seconds[-1])
         if out["seconds"] >= 1.0:
-            out["env_frames_per_sec"] = out["env_frames"] / out["seconds"]
+            out["env_frames_per_sec"] = (out["env_frames"] - float(clock.env_frames[0])) / out["seconds"]
     for tag, final, best in (
         ("episode/return_mean", "final_return", "best_return"),
         ("eval/return_mean", "final_eval_return", "best_eval_return"),
@@ -212,8 +213,8 @@ def render_markdown(
         f"| env | `{cfg.get('env', '?')}` |",
         f"| algorithm | `{cfg.get('algo', '?')}` |",
         f"| env frames | {frames} |",
-        f"| training time | {fmt_seconds(t['seconds'])} (wall clock; time between a stop and its resume left out) |",
-        f"| env frames / s | {fmt(t['env_frames_per_sec'])} (env frames / training time){fps_now} |",
+        f"| training time | {fmt_seconds(t['seconds'])} (wall clock from the first summary; start-ups and the time between a stop and its resume left out) |",
+        f"| env frames / s | {fmt(t['env_frames_per_sec'])} (env frames after the first summary / training time){fps_now} |",
         f"| final return | {fmt(t['final_return'])} (mean of the last {avg} episodes) |",
         f"| best return | {fmt(t['best_return'])}"
         + (

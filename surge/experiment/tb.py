@@ -55,7 +55,8 @@ def match_experiments(patterns: list[str], train_dir: Path | str) -> list[Path]:
 
 def logdir_spec(folders: list[Path], train_dir: Path | str) -> str:
     """TensorBoard's `--logdir_spec`: `name:path,...`, each name the folder's path below
-    `train_dir` (its own path when outside it).
+    `train_dir` (its own path when outside it, without a leading "/": TensorBoard reads an entry
+    that starts with "/" as one path, name and all).
 
     Raises:
         ConfigError: a folder's path holds a comma (logdir_spec separates runs with commas).
@@ -67,7 +68,7 @@ def logdir_spec(folders: list[Path], train_dir: Path | str) -> str:
         try:
             name = str(full.relative_to(train_dir))
         except ValueError:
-            name = str(f)
+            name = str(f).lstrip("/") or "/"
         if "," in str(full):
             raise ConfigError(
                 "PATTERN",

@@ -18,7 +18,7 @@ from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
 from surge.experiment.checkpoint import CheckpointManager
-from surge.experiment.folder import ExperimentFolder, run_log_file, setup_logging
+from surge.experiment.folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
 from surge.experiment.git_info import record_code_revision
 from surge.experiment.monitor import Monitor
 from surge.experiment.report import finish_report, update_report
@@ -109,7 +109,10 @@ class TrainingRun:
                         "The start failed before the first env step: removed %s, so the next start begins afresh.",
                         ", ".join(str(p.relative_to(self.folder.root)) for p in removed),
                     )
-            finish_report(self, status)
+            try:
+                finish_report(self, status)
+            finally:
+                close_log_files()  # a later run in this process must not log into this run's file
 
     def _run(self) -> str:
         cfg, folder = self.cfg, self.folder

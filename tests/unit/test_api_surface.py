@@ -91,6 +91,8 @@ def test_keyword_flags_become_command_line_flags():
         "32",
         "--wandb_tags",
     ]
+    # negative numbers in a list are values, not options
+    assert flags_to_argv({"x": [-1, -0.5, "-2e-3"]}) == ["--x", "-1", "-0.5", "-2e-3"]
 
 
 def test_keyword_flags_parse_like_the_command_line(tmp_path):
@@ -123,6 +125,9 @@ def test_keyword_flags_parse_like_the_command_line(tmp_path):
         ({"env": "CartPole-v1", "learning_rate": "fast"}, "learning_rate"),
         ({"env": "CartPole-v1", "help": True}, "help"),
         ({"env": "CartPole-v1", "progress_bar": "always"}, "progress_bar"),
+        # list items the parser would read as options (printing the version or the help, then exiting)
+        ({"env": "CartPole-v1", "wandb_tags": ["a", "--version"]}, "wandb_tags"),
+        ({"env": "CartPole-v1", "wandb_tags": ["-h"]}, "wandb_tags"),
     ],
 )
 def test_bad_flags_raise_a_config_error_naming_the_field(flags, field, tmp_path):
@@ -143,3 +148,56 @@ def test_a_failed_run_raises_run_failed_with_its_run(tmp_path, monkeypatch):
         surge.train(env="CartPole-v1", experiment="x", train_dir=str(tmp_path))
     run = info.value.run
     assert run.status == "failed" and run.folder == tmp_path / "x" and run.cfg.env == "CartPole-v1"
+
+
+def test_a_finished_run_closes_its_log_file_so_a_later_run_does_not_write_into_it(tmp_path, monkeypatch):
+    # a second `surge.train()` in one process logs its config notes before its own setup_logging:
+    # they must not land in the previous run's surge_log.txt
+    import logging
+    from types import SimpleNamespace
+
+    import surge.runtime.training_run as training_run
+    from surge.experiment.folder import setup_logging
+
+    log_file = tmp_path / "surge_log.txt"
+    run = training_run.TrainingRun.__new__(training_run.TrainingRun)  # no cfg: only run()'s wrapper
+    run.folder, run.first_frames, run.writes = SimpleNamespace(cfg_file=tmp_path / "cfg.json"), None, False
+
+    def fake_run() -> str:
+        setup_logging(log_file)
+        logging.getLogger("surge").info("first run's line")
+        return "done"
+
+    monkeypatch.setattr(run, "_run", fake_run)
+    monkeypatch.setattr(training_run, "finish_report", lambda run, status: None)
+    assert run.run() == "done"
+    logging.getLogger("surge").warning("second run's early warning")
+    text = log_file.read_text()
+    assert "first run's line" in text and "second run's early warning" not in text
+    assert not [h for h in logging.getLogger("surge").handlers if isinstance(h, logging.FileHandler)]
+
+
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import surge.train\nfrom surge import train",  # the callable module
+        "from surge import train\nimport surge.train",  # the function
+    ],
+)
+def test_surge_train_pickles_whichever_import_came_first(imports):
+    # a process pool or a Ray task pickles the callable it is given
+    code = (
+        f"{imports}\n"
+        "import pickle, surge\n"
+        "from surge.errors import ConfigError\n"
+        "for f in (train, surge.train):\n"
+        "    g = pickle.loads(pickle.dumps(f))\n"
+        "    print(g is f)\n"
+        "    try:\n"
+        "        g(env='CartPole-v1', help=True)\n"
+        "    except ConfigError as e:\n"
+        "        print(e.field)\n"
+    )
+    out = _python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "help", "True", "help"], out.stdout

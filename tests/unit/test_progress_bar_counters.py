@@ -22,11 +22,24 @@ class _Tty(io.StringIO):
         return True
 
 
-def test_auto_shows_the_bar_on_a_terminal_only_and_off_never():
+def test_auto_shows_the_bar_on_a_terminal_only_and_off_never(monkeypatch):
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):  # rich's overrides
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
     assert progress.bar_wanted("auto", _Tty()) is True
     assert progress.bar_wanted("auto", io.StringIO()) is False
     assert progress.bar_wanted("off", _Tty()) is False
     assert progress.bar_wanted("rich", io.StringIO()) is True
+
+
+def test_auto_on_a_dumb_terminal_keeps_the_plain_lines(monkeypatch):
+    # rich draws no live bar on TERM=dumb (its Console is not interactive there): the plain
+    # progress lines must stay on the console instead of being filtered off for a bar never drawn
+    for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TERM", "dumb")
+    assert progress.bar_wanted("auto", _Tty()) is False
+    assert progress.bar_wanted("rich", _Tty()) is True  # asked for: shown as rich can
 
 
 def test_auto_without_rich_gives_the_plain_lines_and_rich_is_refused(monkeypatch):

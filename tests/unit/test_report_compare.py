@@ -116,3 +116,28 @@ def test_seconds_axis_and_missing_dir(sweep, tmp_path):
     assert np.all(np.diff(curve.x) >= 0) and curve.x[0] >= 0
     assert main([str(sweep[(0.001, 1)]), f"--out={tmp_path / 'x'}", "--x=seconds"]) == 0
     assert cli_main(["report", str(tmp_path / "nothing_here")]) == 2
+
+
+def test_drawing_curves_leaves_the_process_matplotlib_backend_alone(tmp_path):
+    # a notebook user's backend (here "svg", as if chosen by the user) stays selected after a report
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import matplotlib\n"
+        "matplotlib.use('svg')\n"
+        "from surge.experiment.curves import new_figure, save_figure\n"
+        "fig, axes = new_figure(1, 'x')\n"
+        "axes[0].plot([0, 1], [0, 1])\n"
+        f"save_figure(fig, __import__('pathlib').Path({str(tmp_path / 'c.png')!r}))\n"
+        "print(matplotlib.get_backend())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    env.pop("MPLBACKEND", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["svg"]
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

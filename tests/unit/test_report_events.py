@@ -9,6 +9,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from torch.utils.tensorboard import SummaryWriter
 
 from surge.experiment.events import EventReader
+from surge.experiment.report import run_totals
 
 
 def _write(folder, steps, value, wall0):
@@ -39,7 +40,7 @@ def test_resumed_run_files_join_and_seconds_skip_the_stop(tmp_path):
     np.testing.assert_array_equal(s.values, [0.0, 1.0, 100.0, 101.0, 102.0])
     walls_a = [e.wall_time for e in a.Scalars("episode/return_mean")]
     walls_b = [e.wall_time for e in b.Scalars("episode/return_mean")]
-    first_a, first_b = walls_a[0], min(b.FirstEventTimestamp(), walls_b[0])  # each file's start
+    first_a, first_b = walls_a[0], walls_b[0]  # each file's first summary
     end_a = walls_a[-1]  # file a's last summary (its later points are superseded, not its time)
     expected = [w - first_a for w in walls_a[:2]] + [end_a - first_a + w - first_b for w in walls_b]
     np.testing.assert_allclose(s.seconds, expected, atol=1e-3)
@@ -56,3 +57,27 @@ def test_a_second_read_adds_only_new_events(tmp_path):
     w.add_scalar("perf/env_steps", 20, 20)
     w.close()
     assert list(reader.read()[0]["perf/env_steps"].env_frames) == [10, 20]
+
+
+def test_start_up_before_the_first_summary_is_not_training_time(tmp_path):
+    # the writer is created at start-up; the first env steps are reported 50 s later (env creation,
+    # a resume's loading): the training time and the env frames / s start at that first summary
+    d = tmp_path / "exp" / "summaries" / "0"
+    w = SummaryWriter(str(d))
+    wall0 = time.time() + 50.0
+    for i, frames in enumerate([100, 300, 500]):
+        w.add_scalar("perf/env_steps", frames, frames, walltime=wall0 + 2.0 * i)
+    w.close()
+    (f,) = d.glob("events.out.tfevents.*")
+    acc = _acc(f)
+    events = acc.Scalars("perf/env_steps")
+    assert acc.FirstEventTimestamp() < events[0].wall_time - 40  # the writer's creation, at start-up
+    scalars = EventReader(tmp_path / "exp").read()
+    s = scalars[0]["perf/env_steps"]
+    np.testing.assert_allclose(s.seconds, [e.wall_time - events[0].wall_time for e in events], atol=1e-3)
+    totals = run_totals(scalars)
+    span = events[-1].wall_time - events[0].wall_time
+    assert totals["seconds"] == np.float64(s.seconds[-1])
+    np.testing.assert_allclose(
+        totals["env_frames_per_sec"], (events[-1].step - events[0].step) / span, rtol=1e-4
+    )

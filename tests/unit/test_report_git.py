@@ -77,3 +77,22 @@ def test_not_a_checkout_says_so(tmp_path, monkeypatch, caplog):
     cfg = json.loads((folder / "cfg.json").read_text())
     assert cfg == {"git_hash": "unknown", "git_repo_name": "not a git repository"}
     assert "not recorded" in caplog.text
+
+
+def test_a_diff_that_is_not_utf8_is_recorded_byte_for_byte(repo, tmp_path, monkeypatch):
+    # a Latin-1 source file with uncommitted changes: the run starts, and the patch gives its bytes
+    (repo / "notes.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    _git(repo, "add", "notes.txt")
+    _git(repo, "commit", "-q", "-m", "latin-1")
+    changed = "na\xefve \xe9t\xe9\n".encode("latin-1")
+    (repo / "notes.txt").write_bytes(changed)
+    folder = tmp_path / "exp"
+    monkeypatch.chdir(repo)
+    rev = record_code_revision(folder)
+    assert rev is not None and rev.commit == _git(repo, "rev-parse", "HEAD").strip()
+    expected = subprocess.run(["git", "diff", "HEAD"], cwd=repo, check=True, capture_output=True).stdout
+    assert (folder / "git_diff.patch").read_bytes() == expected
+    clone = tmp_path / "clone"
+    _git(tmp_path, "clone", "-q", str(repo), str(clone))
+    _git(clone, "apply", str(folder / "git_diff.patch"))
+    assert (clone / "notes.txt").read_bytes() == changed

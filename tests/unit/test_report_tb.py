@@ -24,3 +24,19 @@ def test_a_pattern_without_match_is_refused(tmp_path, capsys):
     assert cli_main(["tb", "doom_*", f"--train_dir={tmp_path}", "--dry_run"]) == 2
     err = capsys.readouterr().err
     assert "'doom_*' matches no folder" in err and "cartpole_seed1" in err
+
+
+def test_an_absolute_pattern_outside_train_dir_gives_runs_tensorboard_reads(tmp_path, capsys):
+    # TensorBoard's own parser of --logdir_spec is the reference: each folder is one named run
+    from tensorboard.backend.event_processing.data_ingester import _parse_event_files_spec
+
+    outside = tmp_path / "elsewhere"
+    for name in ("exp_a", "exp_b"):
+        (outside / name).mkdir(parents=True)
+    (tmp_path / "train_dir").mkdir()
+    pattern = str(outside / "exp_*")
+    assert cli_main(["tb", pattern, f"--train_dir={tmp_path / 'train_dir'}", "--dry_run"]) == 0
+    spec = capsys.readouterr().out.splitlines()[-1].removeprefix("--logdir_spec=")
+    runs = _parse_event_files_spec(spec)
+    assert set(runs) == {str((outside / n).resolve()) for n in ("exp_a", "exp_b")}
+    assert all(name and not name.startswith("/") and name.endswith(p[-5:]) for p, name in runs.items())
