@@ -59,6 +59,7 @@ def check_ray_flags(cfg: Any) -> None:
             "Ray is not installed.",
             "pip install 'surge-rl[ray]' (ray[default]), or --distributed=none.",
         )
+    from surge.cfg.config import minibatches_to_accumulate
     from surge.learning.algorithm import Feed, get_algorithm
 
     algo = get_algorithm(cfg.algo)
@@ -69,7 +70,17 @@ def check_ray_flags(cfg: Any) -> None:
         ("with_pbt", bool(cfg.with_pbt), "pass --with_pbt=False"),
         ("self_play", bool(cfg.self_play), "pass --self_play=False"),
         ("algo", not algo.trains, "use a training algorithm such as APPO"),
-        ("algo", algo.feed is Feed.REPLAY, "use an on-policy algorithm (APPO, A2C)"),
+        ("algo", algo.feed is Feed.REPLAY, "use APPO"),
+        # synchronous learning (A2C, --num_minibatches_to_accumulate=0: policy lag 0) holds every
+        # block until it is trained; a sampler node frees a block as soon as it is shipped and
+        # keeps sampling with the weights it has, so learning would silently become asynchronous
+        ("algo", cfg.algo == "A2C", "use APPO (A2C learns synchronously: policy lag 0)"),
+        (
+            "num_minibatches_to_accumulate",
+            cfg.algo != "A2C" and minibatches_to_accumulate(cfg) == 0,
+            "pass --num_minibatches_to_accumulate=-1 (or >= 1) for asynchronous PPO; synchronous PPO "
+            "(0: policy lag 0) cannot be kept by sampler nodes that sample while their blocks travel",
+        ),
     ]
     for name, bad, fix in refused:
         if bad:

@@ -30,6 +30,8 @@ def test_defaults_and_values():
         (["--distributed=ray", "--num_policies=2"], "num_policies"),
         (["--distributed=ray", "--algo=DUMMY_SAMPLER"], "algo"),
         (["--distributed=ray", "--algo=DQN", "--train_for_env_steps=1000"], "algo"),
+        (["--distributed=ray", "--algo=A2C"], "algo"),
+        (["--distributed=ray", "--num_minibatches_to_accumulate=0"], "num_minibatches_to_accumulate"),
     ],
 )
 def test_refused_with_the_field(flags, field):
