@@ -12,6 +12,7 @@ import math
 import gymnasium as gym
 import pytest
 import torch
+from serial_batches import first_batch
 
 from surge.cfg.cli import parse_cfg
 from surge.cfg.validate import config_notes, validate_cfg
@@ -19,7 +20,6 @@ from surge.errors import ConfigError
 from surge.learning.central_value import CV_NAME, actor_obs, actor_observation_space
 from surge.runtime.components import build_components
 from surge.runtime.placement import checkpoint_state, restore_policy
-from surge.runtime.serial import SerialSampler
 
 GAMMA, LAMBDA = 0.97, 0.9
 
@@ -43,15 +43,6 @@ def _cfg(tmp_path, *extra):
             *extra,
         ]
     )
-
-
-def _batch(c):
-    sampler = SerialSampler(c)
-    slots = None
-    while slots is None:
-        sampler.step()
-        slots = sampler.take()
-    return sampler, slots
 
 
 def test_refusals(tmp_path):
@@ -138,7 +129,7 @@ def test_targets_and_central_value_update_match_a_naive_computation(tmp_path):
     )
     c = build_components(cfg)
     learner = c.learner
-    _, slots = _batch(c)
+    _, slots = first_batch(c)
     b = learner.prepare_batch(slots)
     ref = copy.deepcopy(b)
     cv0 = copy.deepcopy(learner.learner_modules[CV_NAME])
@@ -213,7 +204,7 @@ def test_vtrace_central_value_trains_on_the_updated_policys_targets(tmp_path):
     validate_cfg(cfg)
     c = build_components(cfg)
     learner = c.learner
-    _, slots = _batch(c)
+    _, slots = first_batch(c)
     b = learner.prepare_batch(slots)
     ref = copy.deepcopy(b)
     cv0 = copy.deepcopy(learner.learner_modules[CV_NAME])
@@ -244,7 +235,7 @@ def test_vtrace_central_value_trains_on_the_updated_policys_targets(tmp_path):
 
 def test_checkpoint_restores_the_central_value_and_its_optimizer(tmp_path):
     c = build_components(_cfg(tmp_path))
-    sampler, slots = _batch(c)
+    sampler, slots = first_batch(c)
     c.learner.train(slots)
     sampler.release(slots)
     state = checkpoint_state(c.model, c.learner, {})
@@ -268,7 +259,7 @@ def test_multi_agent_env_sharing_one_state(tmp_path):
     trains on every agent step."""
     c = build_components(_cfg(tmp_path, "--env=occluded_payout_duo"))
     assert c.layout.info.num_agents == 2
-    _, slots = _batch(c)
+    _, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     states = b["cv_state"]
     assert states.shape[-1] == 11

@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from serial_batches import first_batch
 
 from surge.cfg.cli import parse_cfg
 from surge.envs.registry import register_env
@@ -69,15 +70,6 @@ def _components(tmp_path, *extra, env="ppo_opts_bandit"):
     return cfg, build_components(cfg)
 
 
-def _batch_slots(c):
-    sampler = SerialSampler(c)
-    slots = None
-    while slots is None:
-        sampler.step()
-        slots = sampler.take()
-    return sampler, slots
-
-
 def _naive_rule(lr, kl, thr, lo=1e-6, hi=1e-2):
     if kl > 2 * thr:
         return max(lr / 1.5, lo)
@@ -115,7 +107,7 @@ def test_kl_adaptive_rate_follows_rl_games_rule_on_a_real_batch(tmp_path, schedu
         f"--lr_schedule_kl_threshold={threshold}",
         "--ppo_epochs=2",
     )
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     step_kls, applied = _record_kls(c.learner)
     stats = c.learner.train(slots)
     assert len(step_kls) == 2 * 4  # 2 epochs of 32 samples in minibatches of 8
@@ -144,7 +136,7 @@ def test_kl_adaptive_rate_follows_rl_games_rule_on_a_real_batch(tmp_path, schedu
 def test_kl_adaptive_rate_is_learner_state_and_a_new_learning_rate_restarts_it(tmp_path):
     args = (*FF, "--lr_schedule=kl_adaptive_minibatch", "--lr_schedule_kl_threshold=1000")
     _, c = _components(tmp_path, *args)
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     c.learner.train(slots)
     state = c.learner.state_dict()
     assert (
@@ -171,7 +163,7 @@ def test_value_bootstrap_under_gae(tmp_path, bootstrap):
     """Every step is truncated (one-step episodes cut by a time limit): the GAE target is the reward
     plus gamma x the step's own behavior value with value_bootstrap, the reward alone without."""
     _, c = _components(tmp_path, *FF, "--gamma=0.9", f"--value_bootstrap={bootstrap}", env="ppo_opts_trunc")
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     assert bool((b["trunc"] == 1).all())
     c.learner._mask_stale(b)
@@ -196,7 +188,7 @@ def test_value_bootstrap_under_vtrace(tmp_path, bootstrap):
         f"--value_bootstrap={bootstrap}",
         env="ppo_opts_trunc",
     )
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     with torch.no_grad():
         _, v = c.model.evaluate(b["obs"][:-1], b["rnn_states"][:-1], b["dones"], 8)
@@ -211,7 +203,7 @@ def test_reward_shift_is_applied_before_scale_and_clip_as_rl_games_shaper(tmp_pa
     from rl_games.common.tr_helpers import DefaultRewardsShaper
 
     _, c = _components(tmp_path, *FF, "--reward_shift=-0.25", "--reward_scale=4", "--reward_clip=2")
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     raw = c.buffers.gather(slots)["rewards"].transpose(0, 1).clone()  # actions 0/1
     b = c.learner.prepare_batch(slots)
     ref = DefaultRewardsShaper(scale_value=4, shift_value=-0.25, min_val=-2, max_val=2)(raw)
@@ -231,7 +223,7 @@ def test_zero_rnn_on_done_in_acting_and_learning(tmp_path, zero):
         "--batch_size=32",
         f"--zero_rnn_on_done={zero}",
     )
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     states = c.buffers.rnn_states[slots, 1:8]  # after steps that all ended an episode
     assert bool((states == 0).all()) == zero
     seen = []
@@ -261,7 +253,7 @@ def test_bounds_loss_enters_the_loss_with_its_coefficient(tmp_path, kind):
         "--initial_stddev=3",
         env="ppo_opts_box",
     )
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     with torch.no_grad():
         logits, _ = c.model.evaluate(b["obs"][:-1], b["rnn_states"][:-1], b["dones"], 1)
@@ -314,7 +306,7 @@ def test_an_undone_batch_also_undoes_the_kl_adaptive_rate(tmp_path):
     _, c = _components(
         tmp_path, *FF, "--lr_schedule=kl_adaptive_minibatch", "--lr_schedule_kl_threshold=1000"
     )
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     snap = BatchSnapshot()
     snap.take(c.model, c.learner)
     c.learner.train(slots)
@@ -342,7 +334,7 @@ def test_kl_of_a_gaussian_head_is_measured_against_the_previous_pass_as_rl_games
         env="ppo_opts_box",
     )
     monkeypatch.setattr(torch, "randperm", lambda n, device=None: torch.arange(n, device=device))
-    sampler, slots = _batch_slots(c)
+    sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     behavior = b["logits"].reshape(-1, b["logits"].shape[-1]).clone()
     forwards = []

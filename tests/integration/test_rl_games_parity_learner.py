@@ -7,12 +7,12 @@ tests/unit/test_ppo_loss.py."""
 
 import pytest
 import torch
+from serial_batches import first_batch
 
 from surge.cfg.cli import parse_cfg
 from surge.errors import ConfigError
 from surge.learning import learner as learner_module
 from surge.runtime.components import build_components
-from surge.runtime.serial import SerialSampler
 
 EPOCHS = 3
 
@@ -42,22 +42,13 @@ def _components(tmp_path, *extra):
     return build_components(cfg)
 
 
-def _batch(c):
-    sampler = SerialSampler(c)
-    slots = None
-    while slots is None:
-        sampler.step()
-        slots = sampler.take()
-    return sampler, slots
-
-
 @pytest.mark.parametrize("update", ["minibatch", "batch"])
 def test_obs_normalizer_statistics_match_rl_games_running_mean_std(tmp_path, update):
     """minibatch: after a batch trained for EPOCHS epochs, surge's statistics equal those of rl_games'
     RunningMeanStd (training mode) fed the same observations EPOCHS times; batch: fed once."""
     rms = pytest.importorskip("rl_games.algos_torch.running_mean_std")
     c = _components(tmp_path, "--normalize_input=True", f"--obs_normalizer_update={update}")
-    sampler, slots = _batch(c)
+    sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     obs = b["obs"][:-1].reshape(-1, 4).double().clone()  # [T*N, 4], every step valid (one policy)
     assert bool(b["is_active"].all())
@@ -89,7 +80,7 @@ def test_advantages_normalised_over_the_batch_or_each_minibatch(tmp_path, monkey
         return loss(dist, behavior_dist, actions, blp, advantages, *args, **kwargs)
 
     monkeypatch.setattr(learner_module, "ppo_loss", record)
-    sampler, slots = _batch(c)
+    sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     bc = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
     c.learner._mask_stale(bc)
