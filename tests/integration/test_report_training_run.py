@@ -59,7 +59,8 @@ def test_report_at_checkpoint_and_end_matches_event_files(tmp_path, monkeypatch)
 
     monkeypatch.setattr(report_module, "write_run_report", recording)
     monkeypatch.setattr(report_module, "MAX_SHARE", 1.0)  # every checkpoint the thread is free for
-    status = train(_cfg(tmp_path, "--train_for_env_steps=4000", "--save_every_sec=1"))
+    # a checkpoint at every training iteration: a run faster than a second still writes one
+    status = train(_cfg(tmp_path, "--train_for_env_steps=4000", "--save_every_sec=0"))
     assert status == "done"
     folder = tmp_path / "rep"
 
