@@ -120,6 +120,8 @@ class AsyncPlacement:
         self.spawn_learners = True
         self.spawn_samplers = True
         self.blocks_per_owner: int | None = None  # see `make_layout`
+        # a Ray sampler node's first actor's run-wide id and the run's actors (`ActContext`)
+        self.actor_offset, self.run_actors = 0, 0
         self._early: list[Any] = []
 
     # ---------------------------------------------------------------------------------------
@@ -179,6 +181,8 @@ class AsyncPlacement:
             self.learner_heartbeats,
             self.report_queue,
             ctx.Event(),
+            self.actor_offset,
+            self.run_actors,
         )
         self.learner_queues = [_queue() for _ in range(P)]
         self.command_queues = [_queue() for _ in range(P)]

@@ -232,9 +232,16 @@ def check_optimized_parameters(learner: LearnerBase, algo: str) -> None:
 
 
 def make_inference(
-    layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int
+    layout: RunLayout,
+    model: nn.Module,
+    device: torch.device,
+    policy_id: int,
+    actor_offset: int = 0,
+    run_actors: int = 0,
 ) -> InferenceWorker:
-    """An inference worker acting with the algorithm's `act` for policy `policy_id`."""
+    """An inference worker acting with the algorithm's `act` for policy `policy_id`; a Ray sampler
+    node passes its first actor's run-wide id `actor_offset` and the run's `run_actors` (else the
+    layout's own: `num_actors`)."""
     return InferenceWorker(
         model,
         layout.buffers,
@@ -243,7 +250,8 @@ def make_inference(
         policy_id=policy_id,
         num_policies=layout.cfg.num_policies,
         reads_obs=layout.algo.act_reads_obs,
-        num_actors=num_actors(layout.cfg, layout.info),
+        num_actors=run_actors or num_actors(layout.cfg, layout.info),
+        actor_offset=actor_offset,
         skip_obs_key=layout.cfg.central_value_state_key if layout.cfg.central_value else None,
         mixed_precision=layout.cfg.mixed_precision,
     )
