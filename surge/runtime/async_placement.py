@@ -130,7 +130,7 @@ class AsyncPlacement:
         and waits until every worker reset its envs (replacing stuck or crashed ones)."""
         cfg = self.cfg
         seed_everything(cfg.seed)
-        info = env_info(cfg)
+        info = env_info(cfg, with_replay=self.spawn_learners)  # a Ray sampler node holds no replay
         self.num_agents, self.frameskip = info.agents_per_step, info.frameskip
         # the acting module only (the shared weights' layout, frozen policies' weights, a dead
         # learner's final checkpoint); learner-only modules are built in the learner processes

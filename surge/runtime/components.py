@@ -44,8 +44,9 @@ class EnvInfo:
     agents_per_step: int  # agent steps per env step: 1 for a batched env's sub-env, else num_agents
 
 
-def env_info(cfg: Config) -> EnvInfo:
-    """Makes one env to read its spaces and number of agents, then closes it.
+def env_info(cfg: Config, with_replay: bool = True) -> EnvInfo:
+    """Makes one env to read its spaces and number of agents, then closes it; `with_replay=False`
+    leaves the replay out of the memory check (a Ray sampler node: the replay is on the head).
 
     Raises:
         EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
@@ -61,7 +62,7 @@ def env_info(cfg: Config) -> EnvInfo:
     finally:
         env.close()
     hook = get_algorithm(cfg.algo).replay_bytes
-    replay = int(hook(cfg, info)) * len(learning_policies(cfg)) if hook is not None else 0
+    replay = int(hook(cfg, info)) * len(learning_policies(cfg)) if hook is not None and with_replay else 0
     check_env_spaces(cfg, info.observation_space, info.action_space, n, replay_bytes=replay)
     check_policy_mapping(cfg, n)  # validation checked it too, unless the env could not be made there
     return info

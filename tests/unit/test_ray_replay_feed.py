@@ -8,6 +8,7 @@ nodes' actors share an epsilon)."""
 from types import SimpleNamespace
 
 import gymnasium as gym
+import pytest
 import torch
 
 from surge.algorithms.exploration import per_actor_epsilon
@@ -144,3 +145,15 @@ def test_a_node_starts_its_processes_with_its_actor_offset(monkeypatch):
     sampler = SamplerNode(values, node=2, actors_per_node=8)
     sampler._start()
     assert (sampler.placement.actor_offset, sampler.placement.run_actors) == (16, 24)
+
+
+def test_a_sampler_node_does_not_count_the_replay_it_does_not_hold(tmp_path):
+    """The replay lives in the head's learner: a node's memory check (`env_info` in its placement's
+    start, `with_replay=False`) leaves it out, where the head's counts it."""
+    from surge.errors import ConfigError
+    from surge.runtime.components import env_info
+
+    cfg = parse_cfg([*FLAGS, "--num_workers=1", "--replay_size=1000000000000", f"--train_dir={tmp_path}"])
+    assert env_info(cfg, with_replay=False).num_agents == 1
+    with pytest.raises(ConfigError):
+        env_info(cfg)
