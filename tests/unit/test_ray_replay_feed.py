@@ -157,3 +157,28 @@ def test_a_sampler_node_does_not_count_the_replay_it_does_not_hold(tmp_path):
     assert env_info(cfg, with_replay=False).num_agents == 1
     with pytest.raises(ConfigError):
         env_info(cfg)
+
+
+def test_a_pull_gives_the_node_the_run_env_frames(monkeypatch):
+    """The head's env frames reach the node's placement at every `pull` (its inference reads them
+    as `ActContext.env_frames`: DQN's epsilon schedule, SAC/TD3/DDPG's random start)."""
+    from queue import Empty
+
+    import surge.distributed.ray_sampler as rs
+
+    class Queue:
+        def get_many(self, block=False):
+            raise Empty
+
+    told = {}
+    placement = SimpleNamespace(
+        set_env_frames=lambda f: told.__setitem__("frames", f),
+        limit_env_steps=lambda n: told.__setitem__("steps", n),
+        step=StepReport,
+        learner_queues=[Queue()],
+    )
+    monkeypatch.setattr(rs, "SHIP_WAIT_SEC", 0.0)
+    sampler = SamplerNode({}, node=0, actors_per_node=8)
+    sampler.placement = placement
+    ship = sampler.pull(-1, [None], 123_456, 1000, 1)
+    assert told == {"frames": 123_456, "steps": 1000} and ship.owners == []
