@@ -34,7 +34,7 @@ def check_ray_flags(cfg: Any) -> None:
 
     Raises:
         ConfigError: naming the field: Ray not installed; `serial_mode`, `sampler_only`, several
-            policies (PBT, self-play, frozen policies) or a replay algorithm with Ray; a
+            policies (PBT, self-play, frozen policies), A2C or synchronous PPO with Ray; a
             `ray_sampler_nodes` or `ray_blocks_per_shipment` below 1, a `ray_max_restarts` below -1.
     """
     if cfg.distributed not in ("none", "ray"):
@@ -70,14 +70,14 @@ def check_ray_flags(cfg: Any) -> None:
         ("with_pbt", bool(cfg.with_pbt), "pass --with_pbt=False"),
         ("self_play", bool(cfg.self_play), "pass --self_play=False"),
         ("algo", not algo.trains, "use a training algorithm such as APPO"),
-        ("algo", algo.feed is Feed.REPLAY, "use APPO"),
         # synchronous learning (A2C, --num_minibatches_to_accumulate=0: policy lag 0) holds every
         # block until it is trained; a sampler node frees a block as soon as it is shipped and
         # keeps sampling with the weights it has, so learning would silently become asynchronous
         ("algo", cfg.algo == "A2C", "use APPO (A2C learns synchronously: policy lag 0)"),
         (
             "num_minibatches_to_accumulate",
-            cfg.algo != "A2C" and minibatches_to_accumulate(cfg) == 0,
+            # (replay learners copy each block into their replay and release it at once)
+            cfg.algo != "A2C" and algo.feed is not Feed.REPLAY and minibatches_to_accumulate(cfg) == 0,
             "pass --num_minibatches_to_accumulate=-1 (or >= 1) for asynchronous PPO; synchronous PPO "
             "(0: policy lag 0) cannot be kept by sampler nodes that sample while their blocks travel",
         ),

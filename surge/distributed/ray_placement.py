@@ -14,6 +14,9 @@ inference on its machine. Per step the head:
 3. calls `pull` again on each node whose shipment arrived, unless blocks still wait for free
    slots (back-pressure: then the node's own pool fills and its workers wait).
 
+A replay learner (DQN, SAC, TD3, DDPG) takes these blocks on its "observe" path as it takes a local
+worker's: copied into its replay in the columns of their run-wide actor ids, and released.
+
 Policy lag on this path: the learner's policy_version when it trains on a sample minus the
 policy_version the node's inference acted with (stamped in the trajectory, as on one machine). The
 node acts with the newest weights it received, so the lag adds the broadcast's delay (one `pull`

@@ -90,6 +90,7 @@ class SamplerNode:
     def __init__(self, cfg_values: dict[str, Any], node: int, actors_per_node: int):
         self.cfg_values, self.node = cfg_values, node
         self.actor_offset = node * actors_per_node
+        self.actors_per_node = actors_per_node
         self.placement: Any = None
         self.version = -1  # policy_version of the weights published to the node's inference
         self.pending: list[tuple] = []  # BlockReady tuples received, not yet shipped
@@ -113,6 +114,10 @@ class SamplerNode:
         # so a node holds at most one finished rollout per split (the learner's pool on the head
         # bounds the rest of the policy lag, as on one machine)
         placement.blocks_per_owner = NODE_BLOCKS_PER_SPLIT
+        # inference acts with run-wide actor ids (`--per_actor_eps`: no two nodes' actors share
+        # an epsilon), as the shipped blocks carry them (`_pack`)
+        placement.actor_offset = self.actor_offset
+        placement.run_actors = self.actors_per_node * cfg.ray_sampler_nodes
         placement.start()
         self.placement = placement
 

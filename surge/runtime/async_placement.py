@@ -120,6 +120,8 @@ class AsyncPlacement:
         self.spawn_learners = True
         self.spawn_samplers = True
         self.blocks_per_owner: int | None = None  # see `make_layout`
+        # a Ray sampler node's first actor's run-wide id and the run's actors (`ActContext`)
+        self.actor_offset, self.run_actors = 0, 0
         self._early: list[Any] = []
 
     # ---------------------------------------------------------------------------------------
@@ -128,7 +130,7 @@ class AsyncPlacement:
         and waits until every worker reset its envs (replacing stuck or crashed ones)."""
         cfg = self.cfg
         seed_everything(cfg.seed)
-        info = env_info(cfg)
+        info = env_info(cfg, with_replay=self.spawn_learners)  # a Ray sampler node holds no replay
         self.num_agents, self.frameskip = info.agents_per_step, info.frameskip
         # the acting module only (the shared weights' layout, frozen policies' weights, a dead
         # learner's final checkpoint); learner-only modules are built in the learner processes
@@ -179,6 +181,8 @@ class AsyncPlacement:
             self.learner_heartbeats,
             self.report_queue,
             ctx.Event(),
+            self.actor_offset,
+            self.run_actors,
         )
         self.learner_queues = [_queue() for _ in range(P)]
         self.command_queues = [_queue() for _ in range(P)]

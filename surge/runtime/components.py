@@ -44,8 +44,9 @@ class EnvInfo:
     agents_per_step: int  # agent steps per env step: 1 for a batched env's sub-env, else num_agents
 
 
-def env_info(cfg: Config) -> EnvInfo:
-    """Makes one env to read its spaces and number of agents, then closes it.
+def env_info(cfg: Config, with_replay: bool = True) -> EnvInfo:
+    """Makes one env to read its spaces and number of agents, then closes it; `with_replay=False`
+    leaves the replay out of the memory check (a Ray sampler node: the replay is on the head).
 
     Raises:
         EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
@@ -61,7 +62,7 @@ def env_info(cfg: Config) -> EnvInfo:
     finally:
         env.close()
     hook = get_algorithm(cfg.algo).replay_bytes
-    replay = int(hook(cfg, info)) * len(learning_policies(cfg)) if hook is not None else 0
+    replay = int(hook(cfg, info)) * len(learning_policies(cfg)) if hook is not None and with_replay else 0
     check_env_spaces(cfg, info.observation_space, info.action_space, n, replay_bytes=replay)
     check_policy_mapping(cfg, n)  # validation checked it too, unless the env could not be made there
     return info
@@ -232,9 +233,16 @@ def check_optimized_parameters(learner: LearnerBase, algo: str) -> None:
 
 
 def make_inference(
-    layout: RunLayout, model: nn.Module, device: torch.device, policy_id: int
+    layout: RunLayout,
+    model: nn.Module,
+    device: torch.device,
+    policy_id: int,
+    actor_offset: int = 0,
+    run_actors: int = 0,
 ) -> InferenceWorker:
-    """An inference worker acting with the algorithm's `act` for policy `policy_id`."""
+    """An inference worker acting with the algorithm's `act` for policy `policy_id`; a Ray sampler
+    node passes its first actor's run-wide id `actor_offset` and the run's `run_actors` (else the
+    layout's own: `num_actors`)."""
     return InferenceWorker(
         model,
         layout.buffers,
@@ -243,7 +251,8 @@ def make_inference(
         policy_id=policy_id,
         num_policies=layout.cfg.num_policies,
         reads_obs=layout.algo.act_reads_obs,
-        num_actors=num_actors(layout.cfg, layout.info),
+        num_actors=run_actors or num_actors(layout.cfg, layout.info),
+        actor_offset=actor_offset,
         skip_obs_key=layout.cfg.central_value_state_key if layout.cfg.central_value else None,
         mixed_precision=layout.cfg.mixed_precision,
     )

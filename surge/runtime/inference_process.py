@@ -39,7 +39,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
         device = torch_device(cfg)
         model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
-        inference = make_inference(layout, model, device, p)
+        inference = make_inference(layout, model, device, p, shared.actor_offset, shared.run_actors)
         weights, stop_event, request_queue = shared.weights[p], shared.stop_event, ctx.request_queue
         env_frames = shared.env_frames.numpy()  # the run's env frames, as the main process counts them
         seen = -1  # the weights' write counter when last loaded (moves with every publish)

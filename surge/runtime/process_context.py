@@ -47,6 +47,8 @@ class SharedContext:
             the start or end of one, an optimizer step); 0 before its loop starts.
         report_queue: children -> main process (`surge.runtime.messages`).
         stop_event: set by the main process to stop every loop.
+        actor_offset, run_actors: a Ray sampler node's first actor's run-wide id and the run's
+            acting agents over all nodes (`ActContext`); 0 and 0 (this layout's own) elsewhere.
     """
 
     cfg_values: dict[str, Any]
@@ -64,6 +66,8 @@ class SharedContext:
     learner_heartbeats: Tensor
     report_queue: Any
     stop_event: Any
+    actor_offset: int = 0
+    run_actors: int = 0
 
     def inference_index(self, policy_id: int, index: int) -> int:
         """Position of inference worker `index` of policy `policy_id` in `inference_generation`

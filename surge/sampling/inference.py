@@ -35,6 +35,8 @@ class InferenceWorker:
         reads_obs: whether `act` needs observations (when False and the env has action masks,
             `act` gets the dict `{"action_mask": [B, num_logits] bool}` alone).
         num_actors: acting agents of the run (`ActContext.num_actors`).
+        actor_offset: added to the buffers' actor ids in `ActContext.actor_ids`: a Ray sampler
+            node's actors are numbered after the previous nodes' (0 elsewhere).
         skip_obs_key: an observation Dict entry never read (the central value's state,
             `--central_value_state_key`: the actor does not see it); the rest goes to `act`, the bare
             `obs` entry when only it is left (`surge.learning.central_value.actor_obs`).
@@ -60,8 +62,10 @@ class InferenceWorker:
         num_actors: int = 0,
         skip_obs_key: str | None = None,
         mixed_precision: str = "none",
+        actor_offset: int = 0,
     ):
         self.model, self.buffers, self.device = model, buffers, device
+        self.actor_offset = actor_offset
         #: `--mixed_precision` other than none: a fresh autocast context per forward pass
         self._autocast = (
             None if mixed_precision == "none" else functools.partial(autocast, mixed_precision, device)
@@ -134,7 +138,10 @@ class InferenceWorker:
             rnn_states = self._no_state.get(n)
             if rnn_states is None:
                 rnn_states = self._no_state[n] = torch.empty((n, 0), device=dev)
-        ctx = ActContext(self.buffers.actor_ids[slots], self.num_actors, self.env_frames)
+        ids = self.buffers.actor_ids[slots]
+        if self.actor_offset:  # a Ray sampler node: the run-wide ids
+            ids = ids + self.actor_offset
+        ctx = ActContext(ids, self.num_actors, self.env_frames)
         if self._autocast is None:
             out = self.act(self.model, obs, rnn_states, ctx)
         else:  # --mixed_precision: act under autocast, its outputs written as float32

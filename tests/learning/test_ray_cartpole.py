@@ -121,3 +121,36 @@ def test_killed_sampler_node_is_restarted_and_training_goes_on(cluster, tmp_path
     state = CheckpointManager(tmp_path / "kill" / "checkpoint_p0", 3, 0).load("latest")
     assert state is not None and state["env_frames"] >= frames
     assert state["learner"]["policy_version"] > version_at_loss
+
+
+@pytest.mark.slow
+def test_dqn_fills_its_replay_from_the_second_node_and_trains(cluster, tmp_path):
+    """A replay algorithm on this path (not a learning test): DQN's learner on the head stores the
+    sampler node's blocks in its replay (train/replay_size grows to the env steps stored) and
+    trains on them (updates and policy versions past 0), with epsilon decaying by the run's env
+    frames."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    frames = 6000
+    # fmt: off
+    flags = ["--algo=DQN", "--num_workers=2", "--num_envs_per_worker=4", f"--train_for_env_steps={frames}",
+             "--learning_starts=500", "--seed=1"]
+    # fmt: on
+    assert train(parse_cfg([*ray_args(cluster, tmp_path, "dqn"), *flags])) == "done"
+    acc = EventAccumulator(str(tmp_path / "dqn" / "summaries" / "0"), size_guidance={"scalars": 0})
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+
+    def values(name: str) -> list[float]:
+        tag = next(t for t in tags if t.endswith(name))
+        return [e.value for e in acc.Scalars(tag)]
+
+    sizes, updates, eps = values("replay_size"), values("updates"), values("epsilon")
+    # the env steps of the node's blocks stored (past learning_starts, within the budget), trained
+    # on (replay_ratio <= 1 update per stored step past learning_starts)
+    assert 500 < sizes[-1] <= frames, sizes
+    assert 0 < updates[-1] <= sizes[-1] - 500, updates
+    assert eps[-1] < 1.0, eps
+    state = CheckpointManager(tmp_path / "dqn" / "checkpoint_p0", 3, 0).load("latest")
+    assert state is not None and state["env_frames"] >= frames
+    assert state["learner"]["policy_version"] >= updates[-1] > 0

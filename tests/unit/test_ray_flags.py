@@ -29,7 +29,6 @@ def test_defaults_and_values():
         (["--distributed=ray", "--serial_mode=True"], "serial_mode"),
         (["--distributed=ray", "--num_policies=2"], "num_policies"),
         (["--distributed=ray", "--algo=DUMMY_SAMPLER"], "algo"),
-        (["--distributed=ray", "--algo=DQN", "--train_for_env_steps=1000"], "algo"),
         (["--distributed=ray", "--algo=A2C"], "algo"),
         (["--distributed=ray", "--num_minibatches_to_accumulate=0"], "num_minibatches_to_accumulate"),
     ],
@@ -38,6 +37,20 @@ def test_refused_with_the_field(flags, field):
     with pytest.raises(ConfigError) as e:
         parse_cfg([*BASE, *flags])
     assert e.value.field == field, str(e.value)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--env=CartPole-v1", "--algo=DQN", "--train_for_env_steps=1000", "--per_actor_eps=True"],
+        ["--env=Pendulum-v1", "--algo=SAC"],
+        ["--env=Pendulum-v1", "--algo=TD3"],
+        ["--env=Pendulum-v1", "--algo=DDPG"],
+    ],
+)
+def test_replay_algorithms_are_accepted(flags):
+    cfg = parse_cfg([*flags, "--distributed=ray"])
+    assert cfg.distributed == "ray" and cfg.algo == flags[1].split("=")[1]
 
 
 def test_a_node_gets_its_own_seed_and_writes_nothing():
