@@ -41,6 +41,8 @@ log = logging.getLogger("surge")
 #: fields that belong to one command, not to the experiment: never written to cfg.json, and ignored
 #: when an older cfg.json holds them (a saved `restart_behavior=restart` would wipe every rerun)
 COMMAND_ONLY = ("restart_behavior",)
+#: the attribute of a parsed `Config` that holds its resume notes (`resume_notes`), not a flag
+RESUME_NOTES_ATTR = "_resume_notes"
 
 
 def str2bool(v: str) -> bool:
@@ -610,6 +612,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     check_experiment_name(train_dir, experiment)  # before a cfg.json outside --train_dir is read
     saved_path = experiment_path(train_dir, experiment) / "cfg.json"
     restart = overrides.get("restart_behavior", defaults["restart_behavior"])
+    changed_on_resume: list[str] = []
     if saved_path.is_file() and (evaluation or restart == "resume"):
         saved = {k: v for k, v in json.loads(saved_path.read_text()).items() if k not in COMMAND_ONLY}
         saved_algo = saved.get("algo")
@@ -626,9 +629,14 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         for k, v in overrides.items():
             if k in saved and saved[k] != v and not evaluation:
                 source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"
-                log.warning("Parameter %s changed on resume: %r (saved) -> %r (%s)", k, saved[k], v, source)
+                changed_on_resume.append(
+                    f"Parameter {k} changed on resume: {saved[k]!r} (saved) -> {v!r} ({source})"
+                )
     values.update(overrides)
     cfg = Config.from_flat(values, family.extra_params if family else None, evaluation, _algo_section(algo))
+    # the run logs them once its log file is open (`resume_notes`): logged here they would reach
+    # the console only, or a previous run's log in the same Python process
+    setattr(cfg, RESUME_NOTES_ATTR, changed_on_resume)
     validate_cfg(cfg)
     if uses_space_defaults(family):
         # the env was made once for its spaces (`probe_spaces`, cached): spaces this config cannot
@@ -670,3 +678,9 @@ def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
             "register custom env families at import time of your module.",
         )
     return Config.from_flat(values, family.extra_params, evaluation, _algo_section(algo))
+
+
+def resume_notes(cfg: Config) -> list[str]:
+    """The flags a resumed run's command changed against its saved cfg.json, one line each
+    ("Parameter lr changed on resume: 0.001 (saved) -> 0.0003 (command line)"), for the run's log."""
+    return list(getattr(cfg, RESUME_NOTES_ATTR, ()))

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from surge.cfg.cli import save_cfg
+from surge.cfg.cli import resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import space_default_notes
 from surge.cfg.validate import config_notes
@@ -122,6 +122,8 @@ class TrainingRun:
         elif cfg.restart_behavior == "overwrite" and self.writes:
             removed = folder.clear_previous_run()
         setup_logging(run_log_file(cfg))
+        for note in resume_notes(cfg):
+            log.warning(note)
         for note in config_notes(cfg):
             log.warning(note)
         for note in space_default_notes(cfg):
