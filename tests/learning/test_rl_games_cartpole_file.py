@@ -32,7 +32,7 @@ def test_ppo_cartpole_as_shipped_reaches_its_score_to_win(tmp_path):
     folder = tmp_path / "cartpole_vel_info"
     log = (folder / "surge_log.txt").read_text()
     assert proc.returncode == 0, log[-3000:] + proc.stderr[-2000:]
-    assert "rl_games file" in log and "params.config.e_clip" in log  # the approximations, in the run's log
+    assert "rl_games file" in log and "params.torch_threads" in log  # keys without effect, in the run's log
     won = re.search(r"mean return over its last (\d+) episodes is ([0-9.]+) >= --score_to_win=400", log)
     assert won, log[-3000:]
     assert float(won.group(2)) >= 400.0
