@@ -132,7 +132,12 @@ BREAKAGES = [
     Breakage(
         "no_ratio_clipping",
         "PPO without ratio clipping: the clipped ratio is the ratio",
-        [("clipped = ratio.clamp(1.0 / (1.0 + eps), 1.0 + eps)", "clipped = ratio")],
+        [
+            (
+                "clipped = ratio.clamp(1.0 - eps if cfg.symmetric_clip else 1.0 / (1.0 + eps), 1.0 + eps)",
+                "clipped = ratio",
+            )
+        ],
     ),
     Breakage(
         "no_value_clipping",
