@@ -10,8 +10,43 @@ Conventions shared by all of them:
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
+
+
+def reverse_scan(x: Tensor, coef: Tensor, init: Tensor) -> Tensor:
+    """`y_t = x_t + coef_t · y_{t+1}` for t = T-1 .. 0, with `y_T = init`: the backward
+    recurrence of every estimator here.
+
+    Args:
+        x, coef: `[T, B]` float tensors on one device.
+        init: `[B]` (or broadcastable to it) the value after the last step.
+    Returns:
+        `[T, B]` y, the dtype and device of `x`.
+
+    On the CPU, with no gradient to track, the T steps run over numpy views of the same memory:
+    the same float operations in the same order (a product, then a sum, each rounded), so the
+    result is bit-identical to the torch loop, at about a third of its cost for T = 32 (each torch
+    op pays several microseconds of dispatch, paid once per learner batch or minibatch whatever its
+    size: docs/logs/learner_fixed_costs_2026-11-24.md). Elsewhere (CUDA, autograd) the torch loop.
+    """
+    T = x.shape[0]
+    out = torch.empty_like(x)
+    needs_grad = torch.is_grad_enabled() and (x.requires_grad or coef.requires_grad or init.requires_grad)
+    same = x.dtype == coef.dtype == init.dtype and x.device == coef.device == init.device
+    if same and x.device.type == "cpu" and not needs_grad and x.dtype in (torch.float32, torch.float64):
+        o, xs, cs = out.numpy(), x.detach().numpy(), coef.detach().numpy()
+        acc = np.broadcast_to(init.detach().numpy(), o.shape[1:])
+        for t in range(T - 1, -1, -1):
+            acc = xs[t] + cs[t] * acc
+            o[t] = acc
+        return out
+    acc_t = init
+    for t in range(T - 1, -1, -1):
+        acc_t = x[t] + coef[t] * acc_t
+        out[t] = acc_t
+    return out
 
 
 def bootstrap_truncated_rewards(rewards: Tensor, values: Tensor, truncated: Tensor, gamma: float) -> Tensor:
@@ -39,13 +74,7 @@ def discounted_returns(rewards: Tensor, dones: Tensor, bootstrap: Tensor, gamma:
     Returns:
         `[T, B]` float32 returns.
     """
-    T = rewards.shape[0]
-    out = torch.empty_like(rewards)
-    g = bootstrap
-    for t in range(T - 1, -1, -1):
-        g = rewards[t] + gamma * (1.0 - dones[t]) * g
-        out[t] = g
-    return out
+    return reverse_scan(rewards, gamma * (1.0 - dones), bootstrap)
 
 
 def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
@@ -60,15 +89,9 @@ def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float
     Returns:
         advantages and value targets, both `[T, B]` float32.
     """
-    T = rewards.shape[0]
     not_done = 1.0 - dones
     deltas = rewards + gamma * not_done * values[1:] - values[:-1]
-    adv = torch.empty_like(rewards)
-    last = torch.zeros_like(rewards[0])
-    discount = gamma * lam * not_done
-    for t in range(T - 1, -1, -1):
-        last = deltas[t] + discount[t] * last
-        adv[t] = last
+    adv = reverse_scan(deltas, gamma * lam * not_done, torch.zeros_like(rewards[0]))
     return adv, adv + values[:-1]
 
 
@@ -95,17 +118,12 @@ def vtrace(
     Returns:
         targets `v_t` and advantages, both `[T, B]` float32.
     """
-    T = rewards.shape[0]
     rhos = log_rhos.exp()
     clipped_rhos = rhos.clamp(max=rho_bar)
     cs = rhos.clamp(max=c_bar)
     discounts = gamma * (1.0 - dones)
     deltas = clipped_rhos * (rewards + discounts * values[1:] - values[:-1])
-    vs_minus_v = torch.empty_like(rewards)
-    acc = torch.zeros_like(rewards[0])
-    for t in range(T - 1, -1, -1):
-        acc = deltas[t] + discounts[t] * cs[t] * acc
-        vs_minus_v[t] = acc
+    vs_minus_v = reverse_scan(deltas, discounts * cs, torch.zeros_like(rewards[0]))
     vs = vs_minus_v + values[:-1]
     vs_next = torch.cat([vs[1:], values[-1:]], dim=0)
     advantages = clipped_rhos * (rewards + discounts * vs_next - values[:-1])
