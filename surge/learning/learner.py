@@ -40,6 +40,22 @@ def _columns(idx: Tensor) -> Callable[[Tensor], Tensor]:
     return lambda x: x[:, idx]
 
 
+def mean_stats(steps: list[dict[str, Tensor]]) -> dict[str, float]:
+    """Each statistic's mean over the steps: `steps` holds one dict of scalar tensors per optimizer
+    step, all with the same keys. Every value is the float32 mean of that key's values in step
+    order, as `float(torch.stack([s[k] for s in steps]).mean())` gives it, but in 3 + len(steps)
+    torch ops and one host read instead of 3 per key (a learner's fixed cost per batch)."""
+    if not steps:
+        return {}
+    keys = list(steps[0])
+    first = steps[0][keys[0]]
+    if any(v.dtype != first.dtype or v.device != first.device for s in steps for v in s.values()):
+        return {k: float(torch.stack([s[k] for s in steps]).mean()) for k in keys}
+    # [keys, steps] contiguous: each row reduced as the one-key stack was
+    table = torch.stack([torch.stack([s[k] for k in keys]) for s in steps], dim=1).contiguous()
+    return dict(zip(keys, table.mean(dim=1).tolist(), strict=True))
+
+
 class Learner(LearnerBase):
     """APPO / PPO learner of one policy (see the module docstring and `LearnerBase` for the args).
 
@@ -178,7 +194,7 @@ class Learner(LearnerBase):
                 continue
             break
         shown = stats or skipped  # the applied steps' statistics (all NaN ones when every step was skipped)
-        out = {k: float(torch.stack([s[k] for s in shown]).mean()) for k in (shown[0] if shown else ())}
+        out = mean_stats(shown)
         if self.cv is not None and not self.should_stop():
             # constant or linearly decayed from its own base rate; a kl_adaptive schedule leaves it
             # constant: rl_games 1.6.5 does not pass the adapted rate on (a2c_common.py, the
