@@ -22,7 +22,7 @@ COMMON = [
     "--num_envs_per_worker=16", "--hidden_size=32", "--encoder_mlp_layers", "32",
     "--batch_size=32", "--learning_starts=500", "--replay_ratio=0.1", "--replay_size=20000",
     "--target_update_interval=500", "--learning_rate=0.002", "--gamma=0.99", "--n_step_return=1",
-    "--train_for_env_steps=9000", "--num_torch_threads=1",
+    "--train_for_env_steps=9000", "--num_torch_threads=1", "--write_report=False",
     "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False", "--seed=1",
 ]
 R2D2 = ["--algo=R2D2", "--rnn_type=gru", "--burn_in=2", "--sequence_length=7", "--store_rnn_state_interval=7"]
