@@ -13,7 +13,7 @@ from surge.cli import main as surge_main
 from surge.errors import ConfigError
 from surge.runtime.training_run import train
 
-N = 1568  # env frames of the whole run: 14 blocks of 4 envs x 28 steps
+N = 896  # env frames of the whole run: 8 blocks of 4 envs x 28 steps
 
 
 def _cfg(tmp_path: Path, exp: str, budget: int, *extra: str):
@@ -68,6 +68,7 @@ def _same(a, b, path=""):
         assert a == b, f"{path}: {a} != {b}"
 
 
+@pytest.mark.slow
 def test_r2d2_serial_resume_with_the_replay_saved_is_exact(tmp_path):
     assert train(_cfg(tmp_path, "whole", N)) == "done"
     assert train(_cfg(tmp_path, "halves", N // 2)) == "done"
@@ -90,7 +91,7 @@ def test_r2d2_serial_resume_with_the_replay_saved_is_exact(tmp_path):
 
 
 def test_r2d2_two_policies_train_and_enjoy_plays_greedily(tmp_path, capsys):
-    assert train(_cfg(tmp_path, "two", 1200, "--num_policies=2", "--save_replay_buffer=False")) == "done"
+    assert train(_cfg(tmp_path, "two", 672, "--num_policies=2", "--save_replay_buffer=False")) == "done"
     for p in (0, 1):
         assert _final(tmp_path, "two", p)["learner"]["policy_version"] > 0
     code = surge_main(

@@ -20,8 +20,8 @@ COMMON = [
     "--env=memory_cue", "--memory_delay=5", "--rollout=7", "--recurrence=7",
     "--decorrelate_envs_on_one_worker=False", "--serial_mode=True", "--num_workers=1",
     "--num_envs_per_worker=16", "--hidden_size=32", "--encoder_mlp_layers", "32",
-    "--batch_size=32", "--learning_starts=500", "--replay_ratio=0.1", "--replay_size=20000",
-    "--target_update_interval=500", "--learning_rate=0.002", "--gamma=0.99", "--n_step_return=1",
+    "--batch_size=32", "--learning_starts=500", "--replay_ratio=0.15", "--replay_size=20000",
+    "--target_update_interval=500", "--learning_rate=0.003", "--gamma=0.99", "--n_step_return=1",
     "--train_for_env_steps=9000", "--num_torch_threads=1", "--write_report=False",
     "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False", "--seed=1",
 ]
