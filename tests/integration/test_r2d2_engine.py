@@ -118,7 +118,7 @@ def test_bad_r2d2_flags_are_refused_before_the_run(tmp_path):
 @pytest.mark.slow
 def test_r2d2_async_two_policies_train(tmp_path):
     cfg = _cfg(
-        tmp_path, "async2", 2400, "--num_policies=2", "--serial_mode=False", "--num_workers=2",
+        tmp_path, "async2", 1120, "--num_policies=2", "--serial_mode=False", "--num_workers=2",
         "--save_replay_buffer=False", "--set_workers_cpu_affinity=False",
     )  # fmt: skip
     assert train(cfg) == "done"
