@@ -52,6 +52,7 @@ QUICK_FILES = [
     "tests/integration/test_dqn_reference.py",
     "tests/integration/test_replay_learner_base.py",
     "tests/unit/test_qpg_reference.py",
+    "tests/integration/test_r2d2_reference.py",
 ]
 LEARNING_FILES = ["tests/learning/test_memory.py"]
 
@@ -269,6 +270,22 @@ BREAKAGES = [
         "replay_truncation_as_termination",
         "the replay learner stores truncated steps as terminated (no bootstrap at time limits)",
         [('"trunc": b["trunc"].cpu(),', '"trunc": torch.zeros_like(b["trunc"]).cpu(),')],
+    ),
+    # --- R2D2 (surge/learning/r2d2.py); fast guard in tests/integration/test_r2d2_reference.py
+    Breakage(
+        "r2d2_stored_state_ignored",
+        "R2D2 unrolls every sequence from a zero state instead of the RNN state stored with it",
+        [('states = s["rnn_states"][None]', 'states = torch.zeros_like(s["rnn_states"])[None]')],
+    ),
+    Breakage(
+        "r2d2_value_rescale_inverse_missing",
+        "R2D2's target rescales the bootstrap value again instead of un-rescaling it (h(R + d q), not h(R + d h^-1(q)))",
+        [
+            (
+                "value_rescale(returns + discounts * inverse_value_rescale(boot, eps), eps)",
+                "value_rescale(returns + discounts * boot, eps)",
+            )
+        ],
     ),
 ]
 

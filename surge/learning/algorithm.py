@@ -201,7 +201,7 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from surge.learning import a2c, appo, ddpg, dqn, dummy_sampler, sac, td3  # noqa: F401  (they register themselves)
+        from surge.learning import a2c, appo, ddpg, dqn, dummy_sampler, r2d2, sac, td3  # noqa: F401  (they register themselves)
 
 
 def algorithm_names() -> list[str]:

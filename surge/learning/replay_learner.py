@@ -138,6 +138,8 @@ class ReplayLearnerBase(LearnerBase):
 
     #: the algorithm's params dataclass (a subclass of `ReplayParams`)
     params_type: type[ReplayParams] = ReplayParams
+    #: `observe` stores each block's rnn_states `[T+1, N, state]` with its steps (sequence replay)
+    stores_rnn_states: bool = False
 
     def __init__(self, *args: Any, num_columns: int | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -221,6 +223,8 @@ class ReplayLearnerBase(LearnerBase):
             "trunc": b["trunc"].cpu(),
             "is_active": own.cpu(),
         }
+        if self.stores_rnn_states:
+            block["rnn_states"] = b["rnn_states"].cpu()
         a = self.replay.append(block, cols, self._new_episode(b, cols))
         rows = (a.old_head[None] + torch.arange(a.T)[:, None]) % self.replay.ring.capacity
         self.versions[rows, a.columns[None].expand_as(rows)] = b["behavior_version"].cpu()
