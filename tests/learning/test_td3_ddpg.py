@@ -5,6 +5,13 @@ checkpoint is played by `surge enjoy` for 10 deterministic episodes (the algorit
 Hyper-parameters: Stable-Baselines3 zoo's Pendulum ones (gamma 0.98, lr 1e-3, Gaussian noise 0.1
 for TD3/DDPG) with smaller networks (64, 64) and minibatches (128) so that a 2-core CI machine runs
 each in a few minutes; 1000 random steps first, one update per env step, one env.
+
+A run stops once its last 25 training episodes (200 steps each, exploration included) average
+>= -200 (`--score_to_win`, CI time); a run that does not learn trains the whole 20k steps and fails
+the evaluation as before. In the per-episode returns of a CI run's 20k-step checkpoints (seed 1),
+that stop came at episode 54-57 (TD3), 41 (DDPG) and 68 (SAC) of 100, and every later 10-episode
+window of training returns averaged >= -200; a 10-episode window would have stopped SAC at
+episode 30, before two episodes of -1206 and -1453 at 42-43.
 """
 
 import numpy as np
@@ -19,6 +26,7 @@ HYPERPARAMS = [
     "--num_workers=1", "--num_envs_per_worker=1", "--worker_num_splits=1", "--rollout=8",
     "--gamma=0.98", "--learning_rate=1e-3", "--learning_starts=1000", "--net_arch", "64", "64",
     "--batch_size=128", "--train_for_env_steps=20000", "--seed=1", "--num_torch_threads=1",
+    "--stats_avg=25", "--score_to_win=-200",
 ]
 PLACEMENTS = {
     "serial": ["--serial_mode=True"],

@@ -1,7 +1,9 @@
 """Learning test: two policies trained jointly on CartPole-v1 (Sample Factory's default mapping: a
 random policy per env, re-drawn at each episode start), in the serial and the async placement. Each
 policy has its own learner, checkpoints and summaries, and each one alone reaches >= 475 in
-`surge enjoy --policy_index=i`."""
+`surge enjoy --policy_index=i`. The run stops once policy 0's last 100 training episodes average
+>= 475 (`--score_to_win` from test_cartpole's flags; CI time): in the CI logs of the 600k-frame
+runs, policy 1 was at >= 477 whenever policy 0 first got there (serial about 275k, async 267k)."""
 
 import numpy as np
 import pytest
