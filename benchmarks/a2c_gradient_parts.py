@@ -1,5 +1,5 @@
 """Which loss term drives which weights in one A2C update on CartPole-v1 (issue 20's stability study,
-docs/logs/a2c_stability_2026-11-25.md).
+docs/logs/a2c_stability_2026-11-24_critic.md).
 
 Collects one A2C batch (16 CartPole-v1 envs x `--rollout` steps, sampled actions) with the model of a
 checkpoint (or a fresh one), computes A2C's targets as `A2CLearner` does (n-step returns, truncated

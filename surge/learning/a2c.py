@@ -28,7 +28,7 @@ unnormalised: on CartPole-v1 its gradient on a shared encoder was 660x the polic
 start and 7-140x later (`benchmarks/a2c_gradient_parts.py`), and Adam scales each weight's step by
 that weight's own gradient history, so the shared layers followed the critic alone and the policy
 learned only through its last layer: 275 at 2M frames with a shared encoder, 500 from about 120k
-frames with separate ones (docs/logs/a2c_stability_2026-11-25.md).
+frames with separate ones (docs/logs/a2c_stability_2026-11-24_critic.md).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ A2C = register_algorithm(
             # the critic gets its own encoder (SB3's A2C MlpPolicy, rlpyt's MuJoCo models): with a
             # shared one, the value term's gradient (raw returns, up to 100 on CartPole) was 7-660x
             # the policy term's on the shared layers, which Adam's per-weight step then follows
-            # (docs/logs/a2c_stability_2026-11-25.md)
+            # (docs/logs/a2c_stability_2026-11-24_critic.md)
             "actor_critic_share_weights": False,
             "num_minibatches_to_accumulate": 0,
             # one gradient step per batch (validate_a2c), also where an env family or the env's

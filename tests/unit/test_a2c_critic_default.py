@@ -1,4 +1,4 @@
-"""A2C's critic cannot move its policy (issue 20; docs/logs/a2c_stability_2026-11-25.md).
+"""A2C's critic cannot move its policy (issue 20; docs/logs/a2c_stability_2026-11-24_critic.md).
 
 With A2C's defaults (raw returns, no normalisation) the value term's gradient on an encoder shared
 with the actor was 7-660x the policy term's on CartPole-v1, and Adam's per-weight step then follows
