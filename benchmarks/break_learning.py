@@ -270,6 +270,11 @@ BREAKAGES = [
         "the replay learner stores truncated steps as terminated (no bootstrap at time limits)",
         [('"trunc": b["trunc"].cpu(),', '"trunc": torch.zeros_like(b["trunc"]).cpu(),')],
     ),
+    Breakage(
+        "a2c_shared_critic",
+        "A2C's critic shares the actor's encoder by default (its raw-return value term then drives it)",
+        [('"actor_critic_share_weights": False,', '"actor_critic_share_weights": True,')],
+    ),
 ]
 
 
