@@ -27,8 +27,9 @@ Stable-Baselines3's A2C `MlpPolicy` and rlpyt's MuJoCo models). The value term i
 unnormalised: on CartPole-v1 its gradient on a shared encoder was 660x the policy term's at the
 start and 7-140x later (`benchmarks/a2c_gradient_parts.py`), and Adam scales each weight's step by
 that weight's own gradient history, so the shared layers followed the critic alone and the policy
-learned only through its last layer: 275 at 2M frames with a shared encoder, 500 from about 120k
-frames with separate ones (docs/logs/a2c_stability_2026-11-24_critic.md).
+learned only through its last layer: 275 at 2M frames with a shared encoder; with separate ones the
+mean return first reached 475 at 97k (seed 1) and 489k (seed 2) frames, though it still dips below
+475 later (docs/logs/a2c_stability_2026-11-24_critic.md).
 """
 
 from __future__ import annotations
