@@ -21,6 +21,15 @@ last state. Loss per sample (valid samples only, mean):
 Defaults as rlpyt's A2C: Adam, lr 1e-3, gamma 0.99, gae_lambda 1 (n-step returns), value loss
 coefficient 0.5, entropy coefficient 0.01, gradient norm clipped to 1, no advantage
 or return normalisation; synchronous sampling. The same module runs in both placements.
+
+The critic has its own encoder and core by default (`actor_critic_share_weights=False`, as
+Stable-Baselines3's A2C `MlpPolicy` and rlpyt's MuJoCo models). The value term is in return units,
+unnormalised: on CartPole-v1 its gradient on a shared encoder was 660x the policy term's at the
+start and 7-140x later (`benchmarks/a2c_gradient_parts.py`), and Adam scales each weight's step by
+that weight's own gradient history, so the shared layers followed the critic alone and the policy
+learned only through its last layer: 275 at 2M frames with a shared encoder; with separate ones the
+mean return first reached 475 at 97k (seed 1) and 489k (seed 2) frames, though it still dips below
+475 later (docs/logs/a2c_stability_2026-11-24_critic.md).
 """
 
 from __future__ import annotations
@@ -191,6 +200,11 @@ A2C = register_algorithm(
             # rlpyt's A2C has no value normalisation; with the vector-obs default (True) the
             # deterministic CartPole policy collapsed in 5 of 8 seeds (docs/logs/a2c_2026-11-24.md)
             "normalize_returns": False,
+            # the critic gets its own encoder (SB3's A2C MlpPolicy, rlpyt's MuJoCo models): with a
+            # shared one, the value term's gradient (raw returns, up to 100 on CartPole) was 7-660x
+            # the policy term's on the shared layers, which Adam's per-weight step then follows
+            # (docs/logs/a2c_stability_2026-11-24_critic.md)
+            "actor_critic_share_weights": False,
             "num_minibatches_to_accumulate": 0,
             # one gradient step per batch (validate_a2c), also where an env family or the env's
             # spaces choose several minibatches per iteration for PPO
