@@ -37,13 +37,17 @@ from surge.models.continuous_networks import ContinuousActor
 #: core flags the off-policy continuous-control learners do not read
 QPG_UNUSED_PARAMS = (*POLICY_GRADIENT_PARAMS, "max_grad_norm", "num_batches_per_iteration", "max_policy_lag")
 
-#: defaults shared by SAC, TD3 and DDPG (Stable-Baselines3's): Adam eps 1e-8, minibatch 256, no
-#: observation normalisation, one env step per block (an update after each env step)
+#: defaults shared by SAC, TD3 and DDPG: Stable-Baselines3's Adam eps 1e-8, minibatch 256, no
+#: observation normalisation; blocks of 8 env steps per env, each followed by the updates due
+#: (`--replay_ratio` per env step, the same number of updates as SB3's train_freq 1 and
+#: gradient_steps 1, in bursts of 8). `--rollout=1` (an update after each env step, as SB3) is
+#: about 5x the CPU per env step outside the updates: every block pays the serial placement's
+#: inference call, hand-over, copy and replay append (2026-11-24, docs/logs/sac_speed_2026-11-24.md).
 QPG_DEFAULTS: dict[str, Any] = {
     "adam_eps": 1e-8,
     "batch_size": 256,
     "normalize_input": False,
-    "rollout": 1,
+    "rollout": 8,
     "recurrence": 1,
     "use_rnn": False,
     "num_minibatches_to_accumulate": 0,

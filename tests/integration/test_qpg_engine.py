@@ -1,21 +1,28 @@
-"""SAC, TD3 and DDPG through the engine on Pendulum-v1, short runs: two policies train side by side
-(each its own critics, targets and optimizers), a serial run resumes from its checkpoint with its
-learner modules, optimizers and saved replay restored, `surge enjoy` plays a checkpoint through
-the algorithm's `eval_act`, and the async placement trains."""
+"""SAC, TD3 and DDPG through the engine on Pendulum-v1, short runs (issue 20, "every new
+algorithm"), each algorithm the same checks as DQN's (tests/integration/test_dqn_engine.py):
+
+- the serial placement resumes exactly from its checkpoint with `--save_replay_buffer`: a run cut in
+  two halves ends with the weights, learner modules (critics, targets, SAC's log alpha), optimizers
+  and replay counters bit for bit equal to an uninterrupted run's;
+- `surge enjoy` plays the checkpoint through the algorithm's `eval_act`;
+- the async placement trains `--num_policies=2`, each policy its own critics, targets and optimizers.
+"""
+
+from pathlib import Path
 
 import pytest
 import torch
 
 from surge.cfg.cli import parse_cfg
-from surge.enjoy import enjoy
+from surge.cli import main as surge_main
 from surge.experiment.checkpoint import CheckpointManager
-from surge.runtime.serial import SerialPlacement
 from surge.runtime.training_run import train
 
+ALGOS = ["SAC", "TD3", "DDPG"]
 # fmt: off
 SMALL = [
     "--env=Pendulum-v1", "--num_workers=1", "--num_envs_per_worker=2", "--rollout=8",
-    "--learning_starts=200", "--net_arch", "16", "16", "--batch_size=32", "--replay_ratio=0.25",
+    "--learning_starts=100", "--net_arch", "16", "16", "--batch_size=32", "--replay_ratio=0.25",
     "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
     "--num_torch_threads=1", "--seed=2",
 ]
@@ -27,7 +34,7 @@ MODULES = {
 }
 
 
-def _train(cfg):
+def _train(cfg) -> str:
     threads = torch.get_num_threads()
     try:
         return train(cfg)
@@ -35,98 +42,77 @@ def _train(cfg):
         torch.set_num_threads(threads)
 
 
-def _check(state, algo):
+def _latest(tmp_path: Path, exp: str, policy: int = 0) -> dict:
+    state = CheckpointManager(tmp_path / exp / f"checkpoint_p{policy}").load("latest")
+    assert state is not None
+    return state
+
+
+def _check(state: dict, algo: str) -> None:
+    """The algorithm's learner modules and optimizers are in the checkpoint, every optimizer stepped."""
     modules, optimizers = MODULES[algo]
     assert set(state["learner_modules"]) == modules
     assert set(state["learner"]["optimizers"]) == optimizers
-    for name in optimizers:  # every optimizer has stepped
+    for name in optimizers:
         assert state["learner"]["optimizers"][name]["state"], name
     assert state["learner"]["policy_version"] > 0
 
 
-def _equal(a, b):
-    if isinstance(a, dict):
-        assert set(a) == set(b)
+def _same(a, b, path: str = "") -> None:
+    if isinstance(a, torch.Tensor):
+        assert torch.equal(a, b), f"{path} differs"
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
         for k in a:
-            _equal(a[k], b[k])
-    elif isinstance(a, torch.Tensor):
-        assert torch.equal(a, b)
+            _same(a[k], b[k], f"{path}.{k}")
+    else:
+        assert a == b, f"{path}: {a} != {b}"
 
 
 @pytest.mark.slow
-def test_sac_trains_two_policies(tmp_path):
+@pytest.mark.parametrize("algo", ALGOS)
+def test_serial_resume_with_the_replay_saved_is_exact_and_enjoy_plays_it(tmp_path, algo, capsys):
+    def cfg(exp: str, budget: int):
+        return parse_cfg(
+            [*SMALL, f"--algo={algo}", "--serial_mode=True", "--save_replay_buffer=True",
+             f"--train_dir={tmp_path}", f"--experiment={exp}", f"--train_for_env_steps={budget}"]
+        )  # fmt: skip
+
+    n = 800
+    assert _train(cfg("whole", n)) == "done"
+    assert _train(cfg("halves", n // 2)) == "done"
+    assert _latest(tmp_path, "halves")["learner"]["policy_version"] > 0
+    (tmp_path / "halves" / "done").unlink()
+    assert _train(cfg("halves", n)) == "done"
+    a, b = _latest(tmp_path, "whole"), _latest(tmp_path, "halves")
+    _check(a, algo)
+    assert "Loaded the replay buffer" in (tmp_path / "halves" / "surge_log.txt").read_text()
+    assert a["env_frames"] == b["env_frames"]
+    assert a["learner"]["policy_version"] == b["learner"]["policy_version"]
+    assert a["learner"]["replay_counters"]["env_steps"] == b["learner"]["replay_counters"]["env_steps"]
+    _same(a["model"], b["model"], "model")
+    _same(a["learner_modules"], b["learner_modules"], "learner_modules")
+    _same(a["learner"]["optimizers"], b["learner"]["optimizers"], "optimizers")
+
+    code = surge_main(
+        ["enjoy", "--env=Pendulum-v1", f"--train_dir={tmp_path}", "--experiment=halves",
+         "--max_num_episodes=1", "--no_render"]
+    )  # fmt: skip
+    assert code == 0
+    assert "mean return" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ALGOS)
+def test_async_placement_trains_two_policies(tmp_path, algo):
     cfg = parse_cfg(
-        [
-            *SMALL,
-            "--algo=SAC",
-            "--serial_mode=True",
-            "--num_policies=2",
-            f"--train_dir={tmp_path}",
-            "--experiment=two",
-            "--train_for_env_steps=1600",
-        ]  # fmt: skip
-    )
+        [*SMALL, f"--algo={algo}", "--serial_mode=False", "--num_policies=2", "--num_workers=2",
+         f"--train_dir={tmp_path}", "--experiment=async2", "--train_for_env_steps=1200"]
+    )  # fmt: skip
     assert _train(cfg) == "done"
-    states = [CheckpointManager(tmp_path / "two" / f"checkpoint_p{p}").load("latest") for p in (0, 1)]
+    states = [_latest(tmp_path, "async2", p) for p in (0, 1)]
     for s in states:
-        assert s is not None
-        _check(s, "SAC")
-    a, b = (s["learner_modules"]["critic"]["q1_net.out.weight"] for s in states)
-    assert not torch.equal(a, b)  # each policy its own critic
-
-
-@pytest.mark.slow
-def test_td3_resumes_with_its_replay_and_is_played_by_enjoy(tmp_path):
-    args = [*SMALL, "--algo=TD3", "--serial_mode=True", f"--train_dir={tmp_path}", "--experiment=td3"]
-    assert _train(parse_cfg([*args, "--save_replay_buffer=True", "--train_for_env_steps=1000"])) == "done"
-    ckpts = CheckpointManager(tmp_path / "td3" / "checkpoint_p0")
-    saved = ckpts.load("latest")
-    assert saved is not None
-    _check(saved, "TD3")
-    resumed = parse_cfg(
-        ["--env=Pendulum-v1", f"--train_dir={tmp_path}", "--experiment=td3", "--train_for_env_steps=1400"]
-    )
-    assert resumed.algo == "TD3" and resumed.algo_params.save_replay_buffer
-    placement = SerialPlacement(resumed, [ckpts], [saved])
-    placement.start()
-    learner = placement.c.learners[0]
-    for name, module in learner.learner_modules.items():
-        _equal(module.state_dict(), saved["learner_modules"][name])
-    for name, opt in learner.optimizers.items():
-        _equal(opt.state_dict()["state"], saved["learner"]["optimizers"][name]["state"])
-    assert learner.policy_version == saved["learner"]["policy_version"]
-    assert len(learner.replay) > 0 and learner.env_steps == saved["learner"]["replay_counters"]["env_steps"]
-    placement.close()
-    (tmp_path / "td3" / "done").unlink()
-    assert _train(resumed) == "done"
-    assert ckpts.load("latest")["learner"]["policy_version"] > saved["learner"]["policy_version"]
-    ev = parse_cfg(
-        [
-            "--env=Pendulum-v1",
-            f"--train_dir={tmp_path}",
-            "--experiment=td3",
-            "--max_num_episodes=1",
-            "--no_render",
-        ],
-        evaluation=True,
-    )
-    out = enjoy(ev)
-    assert len(out["returns"]) == 1
-
-
-@pytest.mark.slow
-def test_ddpg_trains_in_the_async_placement(tmp_path):
-    cfg = parse_cfg(
-        [
-            *SMALL,
-            "--algo=DDPG",
-            "--serial_mode=False",
-            f"--train_dir={tmp_path}",
-            "--experiment=ddpg",
-            "--train_for_env_steps=1200",
-        ]  # fmt: skip
-    )
-    assert _train(cfg) == "done"
-    saved = CheckpointManager(tmp_path / "ddpg" / "checkpoint_p0").load("latest")
-    assert saved is not None
-    _check(saved, "DDPG")
+        _check(s, algo)
+        assert s["learner"]["replay_counters"]["env_steps"] > 0
+    a, b = (s["learner_modules"]["critic"] for s in states)
+    assert any(not torch.equal(a[k], b[k]) for k in a)  # each policy its own critic
