@@ -55,6 +55,7 @@ from surge.data.trajectory import tree_map
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
+from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_value_rescale_eps
 from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams, check_replay_flags
 from surge.models.q_networks import QNetwork
 from surge.replay.sequence import SequenceReplay
@@ -356,10 +357,13 @@ class R2D2Learner(ReplayLearnerBase):
 
 def validate_r2d2(cfg: Config) -> None:
     """Raises `ConfigError` for a feed-forward core (`--use_rnn=False`), for a linear ε schedule
-    over the default, unbounded `--train_for_env_steps`, and for what `check_replay_flags`
-    refuses."""
+    over the default, unbounded `--train_for_env_steps`, for what `check_replay_flags` refuses,
+    and for a flag that `--per_actor_eps` or `--value_rescale=False` makes idle
+    (`surge.learning.q_flag_checks`)."""
     check_replay_flags(cfg, "R2D2")
     p = algo_params(cfg, R2D2Params)
+    refuse_idle_exploration_flags(cfg, p, "R2D2")
+    refuse_idle_value_rescale_eps(cfg, p)
     if not cfg.use_rnn:
         raise ConfigError("use_rnn", "R2D2's Q-network is recurrent.", "use --use_rnn=True, or --algo=DQN.")
     schedule = p.exploration_fraction > 0 and p.exploration_initial_eps != p.exploration_final_eps
