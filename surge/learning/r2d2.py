@@ -63,9 +63,21 @@ from surge.replay.sequence import SequenceReplay
 
 @dataclass
 class R2D2Params(ReplayParams):
-    """R2D2's section (`--help` "algorithm R2D2"): the replay's flags (`ReplayParams`), DQN's that
-    mean the same here, and the sequence flags (names from rlpyt's R2D1 where it has them)."""
+    """R2D2's section (`--help` "algorithm R2D2"): the replay's flags (`ReplayParams`; n-step and
+    prioritized replay with R2D2's defaults), DQN's that mean the same here, and the sequence flags
+    (names from rlpyt's R2D1 where it has them)."""
 
+    # ReplayParams' fields with R2D2's defaults (Kapturowski et al. 2019, Table 2)
+    n_step_return: int = param(5, "n of the n-step return (R2D2: 5).")
+    prioritized_replay: bool = param(
+        True, "Prioritized sequence replay (R2D2, section 2.3; Schaul et al. 2016) instead of uniform."
+    )
+    pri_alpha: float = param(0.9, "Prioritized replay: priority exponent alpha (R2D2: 0.9).")
+    pri_beta_init: float = param(
+        0.6,
+        "Prioritized replay: importance-weight exponent beta at the start (R2D2: 0.6, held fixed; "
+        "here annealed linearly to 1 over --pri_beta_steps).",
+    )
     burn_in: int = param(
         40,
         "Steps of a sequence that only warm up the stored RNN state, without gradient (rlpyt's warmup_T; R2D2: 40).",
