@@ -42,6 +42,7 @@ from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
+from surge.learning.q_flag_checks import refuse_idle_exploration_flags
 from surge.learning.replay_learner import (
     ReplayLearnerBase,
     ReplayParams,
@@ -261,9 +262,11 @@ class DQNLearner(ReplayLearnerBase):
 def validate_dqn(cfg: Config) -> None:
     """Raises `ConfigError` for a recurrent core (R2D2 is a separate algorithm), for an epsilon
     schedule over the default, unbounded `--train_for_env_steps` (epsilon would stay near its
-    initial value for the whole run), and for the flags `check_replay_flags` refuses."""
+    initial value for the whole run), for the flags `check_replay_flags` refuses, and for the epsilon
+    flags `--per_actor_eps` makes idle (`surge.learning.q_flag_checks`)."""
     check_replay_flags(cfg, "DQN")
     p = algo_params(cfg, DQNParams)
+    refuse_idle_exploration_flags(cfg, p, "DQN")
     schedule = p.exploration_fraction > 0 and p.exploration_initial_eps != p.exploration_final_eps
     if schedule and not p.per_actor_eps and cfg.train_for_env_steps >= int(1e10):
         raise ConfigError(

@@ -55,6 +55,7 @@ from surge.data.trajectory import tree_map
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
+from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_value_rescale_eps
 from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams, check_replay_flags
 from surge.models.q_networks import QNetwork
 from surge.replay.sequence import SequenceReplay
@@ -62,9 +63,21 @@ from surge.replay.sequence import SequenceReplay
 
 @dataclass
 class R2D2Params(ReplayParams):
-    """R2D2's section (`--help` "algorithm R2D2"): the replay's flags (`ReplayParams`), DQN's that
-    mean the same here, and the sequence flags (names from rlpyt's R2D1 where it has them)."""
+    """R2D2's section (`--help` "algorithm R2D2"): the replay's flags (`ReplayParams`; n-step and
+    prioritized replay with R2D2's defaults), DQN's that mean the same here, and the sequence flags
+    (names from rlpyt's R2D1 where it has them)."""
 
+    # ReplayParams' fields with R2D2's defaults (Kapturowski et al. 2019, Table 2)
+    n_step_return: int = param(5, "n of the n-step return (R2D2: 5).")
+    prioritized_replay: bool = param(
+        True, "Prioritized sequence replay (R2D2, section 2.3; Schaul et al. 2016) instead of uniform."
+    )
+    pri_alpha: float = param(0.9, "Prioritized replay: priority exponent alpha (R2D2: 0.9).")
+    pri_beta_init: float = param(
+        0.6,
+        "Prioritized replay: importance-weight exponent beta at the start (R2D2: 0.6, held fixed; "
+        "here annealed linearly to 1 over --pri_beta_steps).",
+    )
     burn_in: int = param(
         40,
         "Steps of a sequence that only warm up the stored RNN state, without gradient (rlpyt's warmup_T; R2D2: 40).",
@@ -356,10 +369,13 @@ class R2D2Learner(ReplayLearnerBase):
 
 def validate_r2d2(cfg: Config) -> None:
     """Raises `ConfigError` for a feed-forward core (`--use_rnn=False`), for a linear ε schedule
-    over the default, unbounded `--train_for_env_steps`, and for what `check_replay_flags`
-    refuses."""
+    over the default, unbounded `--train_for_env_steps`, for what `check_replay_flags` refuses,
+    and for a flag that `--per_actor_eps` or `--value_rescale=False` makes idle
+    (`surge.learning.q_flag_checks`)."""
     check_replay_flags(cfg, "R2D2")
     p = algo_params(cfg, R2D2Params)
+    refuse_idle_exploration_flags(cfg, p, "R2D2")
+    refuse_idle_value_rescale_eps(cfg, p)
     if not cfg.use_rnn:
         raise ConfigError("use_rnn", "R2D2's Q-network is recurrent.", "use --use_rnn=True, or --algo=DQN.")
     schedule = p.exploration_fraction > 0 and p.exploration_initial_eps != p.exploration_final_eps
