@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import signal
@@ -67,11 +68,15 @@ def add_os_parallelism_args(parser: argparse.ArgumentParser) -> argparse.Argumen
     return parser
 
 
-def _die_with_runner() -> None:  # runs in the child between fork and exec
+def _die_with_runner(runner_pid: int) -> None:  # runs in the child between fork and exec
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except (OSError, AttributeError):  # not Linux/glibc
-        pass
+        return
+    # a runner killed between the fork and the prctl above sends no signal: the child, already
+    # reparented, would run on alone, so it stops itself
+    if os.getppid() != runner_pid:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 @dataclass
@@ -236,7 +241,7 @@ def _start(exp: PlannedExperiment, args: argparse.Namespace, gpu: int | None) ->
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,
-            preexec_fn=_die_with_runner,
+            preexec_fn=functools.partial(_die_with_runner, os.getpid()),
         )
     except OSError:
         out.close()

@@ -92,6 +92,13 @@ def test_failures_are_reported_with_their_log_tail_and_exit_code_1(tmp_path):
     assert "FAILED 00_bad_see_5 (exit code 1)" in (tmp_path / "td" / "r" / "runner_log.txt").read_text()
 
 
+def _status(proc: psutil.Process) -> str:
+    try:
+        return proc.status()
+    except psutil.NoSuchProcess:
+        return "gone"
+
+
 def test_experiments_die_with_a_killed_runner(tmp_path):
     # SIGKILL leaves the runner no chance to stop its experiments: the kernel does (PR_SET_PDEATHSIG)
     _write_module(
@@ -113,7 +120,9 @@ def test_experiments_die_with_a_killed_runner(tmp_path):
     outputs = [td / "r" / "s" / f"0{i}_s_see_{i}" / "runner_output.txt" for i in range(2)]
     try:
         deadline = time.monotonic() + 60
-        while not all(o.exists() and "sleeping" in o.read_text() for o in outputs):
+        # the runner's header line quotes the command, "sleeping" included: wait for the
+        # experiments' own line, printed once they run
+        while not all(o.exists() and "sleeping" in o.read_text().splitlines() for o in outputs):
             assert time.monotonic() < deadline and runner.poll() is None
             time.sleep(0.05)
         children = psutil.Process(runner.pid).children()
@@ -122,7 +131,7 @@ def test_experiments_die_with_a_killed_runner(tmp_path):
         runner.kill()
         runner.wait()
     gone, alive = psutil.wait_procs(children, timeout=20)
-    assert alive == []
+    assert alive == [], [(p.pid, _status(p)) for p in alive]
 
 
 @pytest.mark.slow
@@ -240,3 +249,17 @@ def test_sweep_resumes_after_ctrl_c_without_repeating_finished_experiments(tmp_p
         resumed = [line for line in out_f.splitlines() if "Resumed from env frame" in line]
         assert len(resumed) == 1 and int(resumed[0].split()[-1].rstrip(".")) > 0
     assert _processes_under(td) == []
+
+
+def test_an_experiment_forked_by_a_runner_that_died_before_its_prctl_stops_itself():
+    # the race the parent-death signal leaves open: the runner killed between fork and prctl
+    # (simulated by naming a runner pid that is not the child's parent)
+    import functools
+
+    from surge.runner.run_processes import _die_with_runner
+
+    not_the_parent = os.getpid() + 1_000_000
+    proc = subprocess.Popen(["sleep", "30"], preexec_fn=functools.partial(_die_with_runner, not_the_parent))
+    assert proc.wait(timeout=10) == -signal.SIGTERM
+    same = subprocess.Popen(["sleep", "0.1"], preexec_fn=functools.partial(_die_with_runner, os.getpid()))
+    assert same.wait(timeout=10) == 0
