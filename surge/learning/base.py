@@ -383,8 +383,12 @@ class LearnerBase:
             scaler.unscale_(self.optimizer)
         max_norm = self.hp.max_grad_norm if self.hp.max_grad_norm > 0 else float("inf")
         grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
-        if self.data_parallel is None:  # two host reads (fewer ops than torch.isfinite on both)
-            self.last_step_skipped = not (math.isfinite(float(loss)) and math.isfinite(float(grad_norm)))
+        if self.data_parallel is None and not loss.is_cuda:  # two host reads: fewer ops on the CPU
+            self.last_step_skipped = not (
+                math.isfinite(float(loss.detach())) and math.isfinite(float(grad_norm))
+            )
+        elif self.data_parallel is None:  # one device sync instead of two
+            self.last_step_skipped = not bool(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
         else:
             self.last_step_skipped = not (all_finite and bool(torch.isfinite(grad_norm)))
         if self.last_step_skipped:
