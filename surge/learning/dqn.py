@@ -198,12 +198,14 @@ class DQNLearner(ReplayLearnerBase):
 
     def train_replay(self, env_frames: int = 0) -> dict[str, float] | None:
         """The target update due (`sync_target`), then `ReplayLearnerBase.train_replay`, plus
-        epsilon (the schedule's at `env_frames`) and target_updates."""
+        epsilon (the schedule's at `env_frames`; not reported with `--per_actor_eps`, where each
+        actor has its own, constant one) and target_updates."""
         self.sync_target()
         out = super().train_replay(env_frames)
         if out is not None:
-            eps = self.model.eps(env_frames)  # type: ignore[operator]
-            out.update(epsilon=float(eps), target_updates=float(self.target_syncs))
+            out.update(target_updates=float(self.target_syncs))
+            if not self.model.per_actor:
+                out.update(epsilon=float(self.model.eps(env_frames)))  # type: ignore[operator]
         return out
 
     def losses(self, s: dict[str, Any]) -> tuple[Tensor, Tensor, Tensor]:
