@@ -290,7 +290,7 @@ BREAKAGES = [
     Breakage(
         "a2c_shared_critic",
         "A2C's critic shares the actor's encoder by default (its raw-return value term then drives it)",
-        [('"actor_critic_share_weights": False,', '"actor_critic_share_weights": True,')],
+        [('"actor_critic_share_weights": shared_encoder_for_images,', '"actor_critic_share_weights": True,')],
     ),
 ]
 

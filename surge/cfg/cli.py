@@ -171,7 +171,8 @@ def field_defaults(
     out.update(
         {k: v for k, v in (space_overrides or {}).items() if k in out and k not in algorithm.unused_params}
     )
-    out.update(algorithm.default_overrides)
+    for name, value in algorithm.default_overrides.items():  # a callable chooses from the defaults so far
+        out[name] = value(out) if callable(value) else value
     return out
 
 

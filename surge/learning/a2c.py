@@ -184,6 +184,12 @@ def validate_a2c(cfg: Config) -> None:
         )
 
 
+def shared_encoder_for_images(defaults: dict[str, Any]) -> bool:
+    """A2C's default of `actor_critic_share_weights`, from the defaults chosen so far: shared for
+    a conv encoder (rlpyt's Atari model), separate otherwise (see the module docstring)."""
+    return defaults.get("encoder_type") == "conv"
+
+
 A2C = register_algorithm(
     Algorithm(
         name="A2C",
@@ -204,7 +210,9 @@ A2C = register_algorithm(
             # shared one, the value term's gradient (raw returns, up to 100 on CartPole) was 7-660x
             # the policy term's on the shared layers, which Adam's per-weight step then follows
             # (docs/logs/a2c_stability_2026-11-24_critic.md)
-            "actor_critic_share_weights": False,
+            # (vector observations); image encoders stay shared, as rlpyt's Atari A2C model: two
+            # conv encoders would double the cost of every step
+            "actor_critic_share_weights": shared_encoder_for_images,
             "num_minibatches_to_accumulate": 0,
             # one gradient step per batch (validate_a2c), also where an env family or the env's
             # spaces choose several minibatches per iteration for PPO

@@ -59,3 +59,17 @@ def test_a2c_shared_encoder_flag_still_acts(tmp_path):
     )
     logits0, logits1, _, _ = _logits_after_value_step(cfg)
     assert (logits1 - logits0).abs().max() > 1e-4
+
+
+def test_a2c_shares_a_conv_encoder_by_default_and_separates_an_mlp_one():
+    # rlpyt's Atari A2C model shares its conv trunk; two conv encoders would double every step
+    atari = parse_cfg(["--algo=A2C", "--env=atari_breakout", "--experiment=x"])
+    assert atari.encoder_type == "conv" and atari.actor_critic_share_weights is True
+    cartpole = parse_cfg(["--algo=A2C", "--env=CartPole-v1", "--experiment=x"])
+    assert cartpole.actor_critic_share_weights is False
+    explicit = parse_cfg(
+        ["--algo=A2C", "--env=atari_breakout", "--experiment=x", "--actor_critic_share_weights=False"]
+    )
+    assert explicit.actor_critic_share_weights is False
+    appo = parse_cfg(["--env=atari_breakout", "--experiment=x"])  # APPO keeps the core default
+    assert appo.actor_critic_share_weights is True
