@@ -90,7 +90,7 @@ class RayPlacement:
         self.weights_version = 0
         self.env_frames = 0
         self.env_steps_counted = 0
-        self.env_steps_budget = torch.iinfo(torch.int64).max
+        self.env_frames_limit: tuple[int, int] | None = None  # (env steps counted then, frames more)
         self.owns_ray = False
         self.stats: dict[str, float] = {
             "shipments": 0,
@@ -165,7 +165,11 @@ class RayPlacement:
 
     def _pull(self, i: int) -> None:
         n = len(self.nodes)
-        left = max(0, self.env_steps_budget - self.env_steps_counted)
+        if self.env_frames_limit is None:
+            left = torch.iinfo(torch.int64).max
+        else:  # (frameskip is the env's once started; the first pull comes after the start)
+            counted, frames = self.env_frames_limit
+            left = max(0, counted + math.ceil(frames / self.frameskip) - self.env_steps_counted)
         share = left if left >= torch.iinfo(torch.int64).max // 2 else math.ceil(left / n)
         version = self.weights_version if self.weights_ref is not None else -1  # none put yet
         ref = self.nodes[i].pull.remote(
@@ -364,10 +368,10 @@ class RayPlacement:
         self.env_frames = int(env_frames)
         self.head.set_env_frames(env_frames)
 
-    def limit_env_steps(self, env_steps: int) -> None:
-        """The nodes together take about `env_steps` more env steps: each its share, from its next
-        `pull` (so they overshoot by at most one shipment's worth each)."""
-        self.env_steps_budget = self.env_steps_counted + max(0, env_steps)
+    def limit_env_frames(self, env_frames: int) -> None:
+        """The nodes together take about `env_frames` more env frames: each its share, from its
+        next `pull` (so they overshoot by at most one shipment's worth each)."""
+        self.env_frames_limit = (self.env_steps_counted, max(0, env_frames))
 
     def set_progress(self, fn: Callable[[], None]) -> None:
         """Nothing to do: the learner trains in its own process."""

@@ -153,7 +153,7 @@ class SamplerNode:
         if version > self.version:
             self._load_weights(version, box)
         placement.set_env_frames(env_frames)
-        placement.limit_env_steps(env_steps_left)
+        placement.limit_env_frames(env_steps_left * placement.frameskip)
         out = Shipment(self.node, started=started)
         deadline = time.monotonic() + SHIP_WAIT_SEC
         queue = placement.learner_queues[0]

@@ -25,6 +25,7 @@ or finishing a batch or a checkpoint).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -115,6 +116,9 @@ class AsyncPlacement:
         # the run's env frames (`set_env_frames`, read by inference: `ActContext.env_frames`); made
         # here so that a resumed run's frame is set before the processes start
         self.env_frames = torch.zeros(1, dtype=torch.int64).share_memory_()
+        # (env steps counted when the limit was set, env frames more): see `limit_env_frames`
+        self.env_frames_limit: tuple[int, int] | None = None
+        self.env_steps_counted = 0  # of sum(env_steps), reported by `step` so far
         # which processes `start` spawns: a Ray sampler node has no learner, the Ray head no
         # rollout or inference worker (`surge.distributed.ray_placement`)
         self.spawn_learners = True
@@ -157,8 +161,7 @@ class AsyncPlacement:
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
             shared_weights.publish(model, 0)
         self.env_steps = torch.zeros(cfg.num_workers, dtype=torch.int64).share_memory_()
-        self.env_steps_budget = torch.full((1,), torch.iinfo(torch.int64).max).share_memory_()
-        self.env_steps_counted = 0  # of sum(env_steps), reported by `step` so far
+        self.env_steps_budget = torch.full((1,), self._env_steps_budget()).share_memory_()
         num_inference = P * cfg.policy_workers_per_policy
         self.heartbeats = torch.zeros(cfg.num_workers + num_inference, dtype=torch.float64).share_memory_()
         self.inference_generation = torch.zeros(num_inference, dtype=torch.int64).share_memory_()
@@ -573,9 +576,20 @@ class AsyncPlacement:
             raise ChildProcessFailed(f"policy {policy_id}'s shared weights could not be read consistently")
         return {k: v.detach().clone() for k, v in self.model.state_dict().items()}, version
 
-    def limit_env_steps(self, env_steps: int) -> None:
-        """The rollout workers step no more once they took `env_steps` more env steps in all."""
-        self.env_steps_budget[0] = self.env_steps_counted + max(0, env_steps)
+    def limit_env_frames(self, env_frames: int) -> None:
+        """The rollout workers step no more once they took `env_frames` more env frames in all
+        (rounded up to whole env steps). Before `start`, the limit is in the shared budget from
+        the workers' first step."""
+        self.env_frames_limit = (self.env_steps_counted, max(0, env_frames))
+        if hasattr(self, "env_steps_budget"):
+            self.env_steps_budget[0] = self._env_steps_budget()
+
+    def _env_steps_budget(self) -> int:
+        """The workers' total env steps at which they stop (int64's maximum: no limit set)."""
+        if self.env_frames_limit is None:
+            return torch.iinfo(torch.int64).max
+        counted, frames = self.env_frames_limit
+        return counted + math.ceil(frames / self.frameskip)
 
     def set_progress(self, fn: Callable[[], None]) -> None:
         """Nothing to do: the learners train in their own processes, and `step` returns often."""

@@ -92,9 +92,11 @@ class Placement(Protocol):
         """Tells the learners the run's env frames (for the learning-rate schedule)."""
         ...
 
-    def limit_env_steps(self, env_steps: int) -> None:
-        """The samplers take at most about `env_steps` more env steps (the rest of the frame
-        budget): a run ends within one step of each split of its budget."""
+    def limit_env_frames(self, env_frames: int) -> None:
+        """The samplers take at most about `env_frames` more env frames (the rest of the frame
+        budget; env steps x frameskip): a run ends within one step of each split of its budget.
+        May be called before `start` (the samplers then never step past it, however slow the
+        main process is after the start)."""
         ...
 
     def set_progress(self, fn: Callable[[], None]) -> None:

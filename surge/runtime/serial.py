@@ -527,7 +527,7 @@ class SerialPlacement:
         interrupted) leaves its batch at its next optimizer step."""
         self.interrupted = True
 
-    def limit_env_steps(self, env_steps: int) -> None:
+    def limit_env_frames(self, env_frames: int) -> None:
         """Nothing to do: the main loop checks the budget after every step of all splits."""
 
     def save(self, kind: str, counters: dict[str, Any], policy_id: int | None = None) -> None:

@@ -4,7 +4,6 @@ progress, checkpoints, clean stop on Ctrl+C / SIGTERM, and the `done` marker."""
 from __future__ import annotations
 
 import logging
-import math
 import signal
 import time
 from pathlib import Path
@@ -193,6 +192,9 @@ class TrainingRun:
             # before the first step: a resumed run's exploration schedules (`ActContext.env_frames`)
             # and learning rate continue from its frame, not from 0
             p.set_env_frames(m.env_frames)
+            # before the start: workers that step while this process is slow to go on (a loaded
+            # machine) must not pass the budget (an async CartPole run once ended 348 frames past it)
+            p.limit_env_frames(self.budget - m.env_frames)
             p.start()
             apply_frozen_sources(cfg, p)
             if cfg.self_play:
@@ -202,7 +204,6 @@ class TrainingRun:
                     m.writers[0] if m.writers else None,
                 )
                 self.self_play.start(p, resume_states[0] is not None, m.env_frames)
-            p.limit_env_steps(math.ceil((self.budget - m.env_frames) / p.frameskip))
             p.set_progress(m.tick)
             self.pbt = self._make_pbt()
             self.evaluator = make_train_evaluator(self)

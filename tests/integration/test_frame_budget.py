@@ -59,6 +59,39 @@ def test_async_run_stops_within_one_rollout_of_its_budget_with_real_rates(tmp_pa
         assert line == "-" or math.isfinite(float(line))
 
 
+@pytest.mark.slow
+def test_a_limit_set_before_the_start_holds_however_late_the_main_process_steps(tmp_path):
+    """The budget reaches the workers with their first step: a main process that is slow to go on
+    after the start (a loaded machine) cannot let them sample past it (CI once ended a 2000-frame
+    run at 2348 when the limit was set only after the start)."""
+    from surge.experiment.checkpoint import CheckpointManager
+    from surge.runtime.async_placement import AsyncPlacement
+
+    cfg = parse_cfg(
+        [
+            "--env=cartpole",
+            f"--train_dir={tmp_path}",
+            "--num_workers=2",
+            f"--num_envs_per_worker={ENVS_PER_WORKER}",
+            f"--worker_num_splits={SPLITS}",
+            f"--rollout={ROLLOUT}",
+            "--decorrelate_experience_max_seconds=0",
+            "--set_workers_cpu_affinity=False",
+        ]
+    )
+    placement = AsyncPlacement(cfg, [CheckpointManager(tmp_path / "ckpt", 2, 0)], [None])
+    budget = 600
+    try:
+        placement.limit_env_frames(budget)
+        placement.start()
+        time.sleep(5.0)  # the main process does not step: the workers alone must stop at the budget
+        sampled = int(placement.env_steps.sum())
+    finally:
+        placement.close()
+    one_step = ENVS_PER_WORKER // SPLITS  # env steps of one step of one split
+    assert budget <= sampled <= budget + 2 * SPLITS * one_step, sampled
+
+
 def test_progress_line_prints_a_dash_until_two_points_a_second_apart(caplog):
     m = Monitor(parse_cfg(["--env=cartpole"]), None)
     t0 = m.history[-1][0]

@@ -173,7 +173,8 @@ def test_a_pull_gives_the_node_the_run_env_frames(monkeypatch):
     told = {}
     placement = SimpleNamespace(
         set_env_frames=lambda f: told.__setitem__("frames", f),
-        limit_env_steps=lambda n: told.__setitem__("steps", n),
+        limit_env_frames=lambda n: told.__setitem__("frames_left", n),
+        frameskip=4,
         step=StepReport,
         learner_queues=[Queue()],
     )
@@ -181,4 +182,4 @@ def test_a_pull_gives_the_node_the_run_env_frames(monkeypatch):
     sampler = SamplerNode({}, node=0, actors_per_node=8)
     sampler.placement = placement
     ship = sampler.pull(-1, [None], 123_456, 1000, 1)
-    assert told == {"frames": 123_456, "steps": 1000} and ship.owners == []
+    assert told == {"frames": 123_456, "frames_left": 4000} and ship.owners == []
