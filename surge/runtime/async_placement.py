@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -156,6 +157,10 @@ class AsyncPlacement:
             self.block_pool.num_slots,
             buffers.nbytes() / 1e6,
         )
+        learners = len(learning_policies(cfg)) if self.spawn_learners and self.algo.trains else 0
+        note = thread_oversubscription(cfg, learners, os.cpu_count() or 1)
+        if note:
+            log.warning(note)
         ctx = self.ctx = tmp.get_context("spawn")
         weights = [SharedWeights(model) for _ in range(P)]
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
@@ -703,3 +708,25 @@ class AsyncPlacement:
             import shutil
 
             shutil.rmtree(self.exchange_dir, ignore_errors=True)
+
+
+def thread_oversubscription(cfg: Config, num_learners: int, cores: int) -> str | None:
+    """The run's-log warning when the async placement's model processes together ask for more
+    torch threads than the machine has cores, else None. Each learner runs `--num_torch_threads`
+    threads (0: torch's count, one per core), each inference worker `--num_torch_threads` (0: 1);
+    an OpenMP thread that waits for a time slice stalls every small operation of its process
+    (docs/threads.md)."""
+    learner = cfg.num_torch_threads or cores
+    inference = cfg.num_torch_threads or 1
+    workers = cfg.num_policies * cfg.policy_workers_per_policy
+    if learner == 1 and inference == 1:  # one thread each never waits for a sibling thread
+        return None
+    total = num_learners * learner + workers * inference
+    if total <= cores:
+        return None
+    return (
+        f"--num_torch_threads={cfg.num_torch_threads}: {num_learners} learner(s) x {learner} + {workers} "
+        f"inference worker(s) x {inference} torch threads on {cores} cores, besides the rollout "
+        "workers; processes whose threads wait for each other's time slices can run many times "
+        "slower. Pass --num_torch_threads=1 (the default) unless docs/threads.md says otherwise."
+    )
