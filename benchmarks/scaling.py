@@ -103,17 +103,14 @@ def axes() -> dict[str, list[Variant]]:
         ],
         "workers": [
             Variant("1 worker x 40 envs", _with(base, num_workers=1, num_envs_per_worker=40)),
-            Variant("2 workers x 20 envs", _with(base, num_workers=2, num_envs_per_worker=20)),
+            Variant("2 workers x 20 envs", list(base)),
         ],
         "policies": [
             Variant(
                 f"{p} policies",
-                _with(
-                    base,
-                    num_policies=p,
-                    batch_size=per_policy_batch // p,
-                    policy_workers_per_policy=2 if p == 1 else 1,
-                ),
+                _with(base, num_policies=p, batch_size=per_policy_batch // p, policy_workers_per_policy=1)
+                if p > 1
+                else list(base),  # the base config: batch 512, 2 inference workers
             )
             for p in (1, 2, 4, 8)
         ],
