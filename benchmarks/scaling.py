@@ -107,7 +107,7 @@ def axes() -> dict[str, list[Variant]]:
         ],
         "policies": [
             Variant(
-                f"{p} policies",
+                f"{p} polic{'y' if p == 1 else 'ies'}",
                 _with(base, num_policies=p, batch_size=per_policy_batch // p, policy_workers_per_policy=1)
                 if p > 1
                 else list(base),  # the base config: batch 512, 2 inference workers
@@ -271,9 +271,11 @@ def summarise(results: dict[str, list[Result]]) -> dict[str, dict[str, float]]:
     return out
 
 
-def fit_envs(rows: list[tuple[int, float]], splits: int = 2) -> tuple[float, float]:
-    """Least squares c_total(n) = a + b / (n / splits) over (n envs, µs per frame): a is the per-frame
-    cost (µs), b the cost of one request (µs) shared among a split's envs."""
+def fit_envs(rows: list[tuple[int, float]], splits: int = 4) -> tuple[float, float]:
+    """Least squares c_total(n) = a + b / (n / splits) over (n envs in all, µs per frame), `splits`
+    the run's (worker, split) pairs (2 workers x 2 splits): a is the per-frame cost (µs), b the
+    cost of one split's step (µs: its inference request, messages and per-split work), shared among
+    the split's n / splits envs."""
     xs = [splits / n for n, _ in rows]
     ys = [c for _, c in rows]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -359,9 +361,20 @@ def main(argv: list[str] | None = None) -> int:
         pts = [(n, by_label[f"{n} envs"]["cpu_total"]) for n in (8, 32, 128, 256) if f"{n} envs" in by_label]
         if len(pts) >= 2:
             a, b = fit_envs(pts)
-            print(f"envs fit: c_total(n) = {a:.1f} µs + {b:.0f} µs / (n / 2 splits)")
+            print(f"envs fit: c_total(n) = {a:.1f} µs + {b:.0f} µs / (n / 4 splits)")
             for n, c in pts:
-                print(f"  {n} envs: measured {c:.1f} µs/frame, fit {a + b * 2 / n:.1f}")
+                print(f"  {n} envs: measured {c:.1f} µs/frame, fit {a + b * 4 / n:.1f}")
+            # the same costs predict the other axes: a split of m envs makes one request per
+            # policy acting in it (P requests of about m / P envs each on the random mapping)
+            for label, m, p in [("1 worker x 40 envs", 20, 1), ("2 workers x 20 envs", 10, 1)] + [
+                (f"{p} polic{'y' if p == 1 else 'ies'}", 10, p) for p in (1, 2, 4, 8)
+            ]:
+                if label in by_label:
+                    pred = a + b * p / m
+                    meas = by_label[label]["cpu_total"]
+                    print(
+                        f"  {label}: predicted {pred:.1f} µs/frame, measured {meas:.1f} ({meas / pred:.2f})"
+                    )
             print()
     if "cores" in chosen and {"2 cores", "1 core (taskset -c 0)"} <= set(by_label):
         two, one = by_label["2 cores"], by_label["1 core (taskset -c 0)"]
