@@ -9,6 +9,8 @@ Configs (`--configs`, default both) and what runs on each, in this order every r
      Factory's gym example settings, asynchronous APPO), async placement;
   2. `surge_rlg` - surge on rl_games' own `configs/ppo_cartpole.yaml` (`--cfg=FILE`, surge's
      translation of the file, docs/rl_games.md: synchronous PPO), async placement;
+     `surge_rlg_serial` - the same in the serial placement (one process, collect then train, as
+     rl_games runs it);
   3. `rl_games` - rl_games 1.6.5 on the same file through its own `Runner` (as
      `rl_games_side_by_side.run_rl_games` runs it: device cpu, `torch_threads` 1, `torch_compile`
      False, no checkpoints);
@@ -68,7 +70,8 @@ from configs import CONFIGS, BenchConfig  # noqa: E402
 from rl_games_side_by_side import _install_ray_shim, run_rl_games  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNNERS = ["surge", "surge_rlg", "rl_games", "sb3", "puffer"]
+RUNNERS = ["surge", "surge_rlg", "surge_rlg_serial", "rl_games", "sb3", "puffer"]
+SURGE_RUNNERS = ["surge", "surge_rlg", "surge_rlg_serial"]
 PEERS = ["rl_games", "sb3", "puffer"]
 #: rl_games' file for each config, relative to the wheel's `rl_games/configs/`
 RL_GAMES_FILE = {"cartpole": "ppo_cartpole.yaml", "pong": "atari/ppo_pong_envpool.yaml"}
@@ -289,6 +292,7 @@ def describe(config: str, cfg_path: Path) -> dict[str, str]:
     return {
         "surge": f"`python -m surge.train` + benchmarks/configs.py `{surge_cfg}` ({' '.join(CONFIGS[surge_cfg].surge_args)}), --serial_mode=False",
         "surge_rlg": f"`python -m surge.train --cfg={rel}` (score_to_win 1e12), --serial_mode=False --seed=1; surge's translation of the file (docs/rl_games.md)",
+        "surge_rlg_serial": "the same with --serial_mode=True (one process, collect then train, as rl_games runs the file)",
         "rl_games": f"rl_games 1.6.5 `Runner` on {rel} as shipped ({cc['num_actors']} actors x horizon {cc['horizon_length']}, minibatch {cc['minibatch_size']}, {cc['mini_epochs']} mini-epochs, {model}, lr {cc['learning_rate']} {cc.get('lr_schedule')}) except device cpu, torch_threads 1, torch_compile False, score_to_win 1e12, no epoch/frame limit, seed 1",
         "sb3": f"Stable-Baselines3 PPO, {envs}; "
         + ", ".join(f"{k}={v}" for k, v in sb3.items())
@@ -317,15 +321,16 @@ def run_peer(runner: str, config: str, cfg_path: Path, work: Path, seconds: floa
 
 def run_one(runner: str, config: str, cfg_path: Path, work: Path, seconds: float) -> float:
     """One run of `runner` on `config` for `seconds` of wall time: env frames/s (see the module doc)."""
-    if runner in ("surge", "surge_rlg"):
+    if runner in SURGE_RUNNERS:
         if runner == "surge":
             bench = CONFIGS[SURGE_CONFIG[config]]
         else:
             bench = BenchConfig(
                 surge_args=[f"--cfg={cfg_path}", "--seed=1"], sf_module="", sf_args=[], frames=0
             )
-        fps = run_surge(bench, ["--serial_mode=False"], 10**13, work, seconds)[0]
-        if runner == "surge_rlg":  # synchronous PPO: whole cycles where the log shows them
+        serial = runner == "surge_rlg_serial"
+        fps = run_surge(bench, [f"--serial_mode={serial}"], 10**13, work, seconds)[0]
+        if runner != "surge":  # synchronous PPO: whole cycles where the log shows them
             fps = cycle_slope(surge_points(work / "surge_console.txt.err"), fps)
         return fps
     return run_peer(runner, config, cfg_path, work, seconds)
@@ -368,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--configs", default="cartpole,pong", help="comma-separated, of: cartpole, pong")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated, of: {', '.join(PEERS)}")
     p.add_argument(
-        "--surge", default="surge,surge_rlg", help="surge's runs, comma-separated, of: surge, surge_rlg"
+        "--surge",
+        default=",".join(SURGE_RUNNERS),
+        help=f"surge's runs, comma-separated, of: {', '.join(SURGE_RUNNERS)}",
     )
     p.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "peers", help="run folders")
     p.add_argument("--_child", nargs=4, metavar=("RUNNER", "CONFIG", "CFG", "WORK"), help=argparse.SUPPRESS)
@@ -385,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     peers = [r for r in args.peers.split(",") if r]
     order = [r for r in RUNNERS if r in args.surge.split(",") + peers]
     bad = [c for c in configs if c not in RL_GAMES_FILE] + [r for r in order if r not in RUNNERS]
-    if bad or set(args.surge.split(",")) - {"surge", "surge_rlg"} or set(peers) - set(PEERS):
+    if bad or set(args.surge.split(",")) - set(SURGE_RUNNERS) or set(peers) - set(PEERS):
         p.error(f"unknown config or runner in {args.configs!r} / {args.peers!r} / {args.surge!r}")
     puffer = "puffer" in order
     if puffer:
@@ -423,13 +430,15 @@ def main(argv: list[str] | None = None) -> int:
             f"\nenv frames per env step: {FRAMESKIP[config]} (rl_games' `frame` and SB3's `num_timesteps` "
             f"count env steps and are multiplied by it; surge logs env frames)\n"
         )
-        print("| runner | env frames/s, median | per round | surge_rlg / this | surge / this |")
-        print("|---|---|---|---|---|")
+        print(
+            "| runner | env frames/s, median | per round | surge_rlg / this | surge_rlg_serial / this | surge / this |"
+        )
+        print("|---|---|---|---|---|---|")
         for runner in order:
             cells = ", ".join(f"{v:.0f}" for v in fps[runner])
             ratios = [
                 f"{med[s] / med[runner]:.2f}x" if s in med and med[s] == med[s] and med[runner] > 0 else "-"
-                for s in ("surge_rlg", "surge")
+                for s in ("surge_rlg", "surge_rlg_serial", "surge")
             ]
             value = f"{med[runner]:.0f}" if med[runner] == med[runner] else "-"
             print(f"| {runner} | {value} | {cells} | {' | '.join(ratios)} |")
