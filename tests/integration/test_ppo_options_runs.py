@@ -9,6 +9,11 @@ from surge.cfg.cli import parse_cfg
 from surge.runtime.training_run import train
 
 BUDGET = 8192
+# the score_to_win runs' budget: far beyond where they stop. The async placement's stop comes
+# within about a second of the 10th episode (episodes reach the main process every 0.5 s), which on
+# a fast machine is several thousand env frames: the run must stop well before this, not by a
+# fraction of the 8192 frames of the other runs
+WIN_BUDGET = 100_000
 
 PLACEMENTS = {
     "serial": ["--serial_mode=True"],
@@ -20,7 +25,7 @@ PLACEMENTS = {
 }
 
 
-def _cfg(tmp_path, placement, *extra):
+def _cfg(tmp_path, placement, *extra, budget=BUDGET):
     return parse_cfg(
         [
             "--env=cartpole",
@@ -32,7 +37,7 @@ def _cfg(tmp_path, placement, *extra):
             "--rollout=32",
             "--batch_size=128",
             "--stats_avg=10",
-            f"--train_for_env_steps={BUDGET}",
+            f"--train_for_env_steps={budget}",
             "--seed=0",
             "--num_torch_threads=1",
             *extra,
@@ -44,12 +49,12 @@ def _cfg(tmp_path, placement, *extra):
 @pytest.mark.parametrize("placement", ["serial", "async"])
 def test_score_to_win_stops_the_run_cleanly(tmp_path, placement):
     # a random CartPole policy's episodes last about 20 steps: 10 of them average well above 5
-    assert train(_cfg(tmp_path, placement, "--score_to_win=5")) == "done"
+    assert train(_cfg(tmp_path, placement, "--score_to_win=5", budget=WIN_BUDGET)) == "done"
     exp = tmp_path / "win"
     assert (exp / "done").exists()
     ckpts = sorted((exp / "checkpoint_p0").glob("checkpoint_*.pth"))
     state = torch.load(ckpts[-1], weights_only=True)
-    assert state["env_frames"] < BUDGET / 2
+    assert state["env_frames"] < WIN_BUDGET / 4
     assert len(state["episode_returns"]) >= 10
     log = (exp / "surge_log.txt").read_text()
     assert "--score_to_win=5" in log and "Stopping: policy 0's mean return over its last 10 episodes" in log
