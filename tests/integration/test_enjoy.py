@@ -126,10 +126,15 @@ def test_ctrl_c_prints_the_finished_episodes_and_exits_130(train_dir, headless, 
         return env
 
     monkeypatch.setattr(surge.enjoy, "make_env", make_env)
+    # Python's own SIGINT handler, as in a fresh `surge enjoy` process: in two full CI runs an
+    # earlier test of this process (not found) left another handler, and the SIGINT was lost
+    old_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         code = _enjoy(train_dir, "--max_num_episodes=1000")
     except KeyboardInterrupt:
         pytest.fail("KeyboardInterrupt escaped surge enjoy")
+    finally:
+        signal.signal(signal.SIGINT, old_handler)
     captured = capsys.readouterr()
     assert code == 130
     assert "Traceback" not in captured.out + captured.err
