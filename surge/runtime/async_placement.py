@@ -696,7 +696,13 @@ class AsyncPlacement:
                 p.kill()
                 p.join(5)
         early, self._early = getattr(self, "_early", []), []
-        for msg in early + self._drain(timeout=0.05):
+        # every report left, not one read's worth: a read returns what fits its buffer, and a
+        # learner's final `Saved` behind many `TrainStats` was once left unread (the run then
+        # failed for a final checkpoint that had been written)
+        left: list[Any] = []
+        while got := self._drain(timeout=0.05):
+            left += got
+        for msg in early + left:
             if isinstance(msg, TrainStats):
                 log_train_notes(msg.policy_id, msg.stats)
             elif isinstance(msg, (Saved, SaveRefused)):
