@@ -19,33 +19,46 @@ last state. Loss per sample (valid samples only, mean):
     -log pi(a|s) * A  +  value_loss_coeff * 0.5 * (V(s) - R)^2  -  exploration_loss_coeff * H(pi(.|s))
 
 Defaults as rlpyt's A2C: Adam, lr 1e-3, gamma 0.99, gae_lambda 1 (n-step returns), value loss
-coefficient 0.5, entropy coefficient 0.01, gradient norm clipped to 1, no advantage
-or return normalisation; synchronous sampling. The same module runs in both placements.
+coefficient 0.5, entropy coefficient 0.01, gradient norm clipped to 1, no advantage normalisation;
+synchronous sampling. The same module runs in both placements. Unlike rlpyt's, the critic learns
+returns normalised by their running mean and std (`normalize_returns=True`; advantages stay in
+return units) with PopArt's output-preserving rescale of the value head (`--popart`, van Hasselt
+et al. 2016; `surge.learning.popart`). Adam moves each weight by about the learning rate per step
+whatever the gradient's scale, so a critic whose targets are raw returns (up to 1/(1-gamma) = 100
+on CartPole-v1) needed ~1M frames to reach them, and meanwhile every advantage carried the
+critic's offset (+3 to +11 on average), noise that drove the policy off its plateau. Normalised
+targets alone fixed that with 32-step rollouts but learned slower than raw returns with 8-step
+ones, where the moving statistics shift every bootstrapped target; PopArt keeps the critic's values
+in place when the statistics move (docs/logs/a2c_stability_2026-11-25.md).
 
 The critic has its own encoder and core by default (`actor_critic_share_weights=False`, as
-Stable-Baselines3's A2C `MlpPolicy` and rlpyt's MuJoCo models). The value term is in return units,
-unnormalised: on CartPole-v1 its gradient on a shared encoder was 660x the policy term's at the
+Stable-Baselines3's A2C `MlpPolicy` and rlpyt's MuJoCo models). With raw returns as targets, on
+CartPole-v1 the value term's gradient on a shared encoder was 660x the policy term's at the
 start and 7-140x later (`benchmarks/a2c_gradient_parts.py`), and Adam scales each weight's step by
 that weight's own gradient history, so the shared layers followed the critic alone and the policy
 learned only through its last layer: 275 at 2M frames with a shared encoder; with separate ones the
-mean return first reached 475 at 97k (seed 1) and 489k (seed 2) frames, though it still dips below
-475 later (docs/logs/a2c_stability_2026-11-24_critic.md).
+mean return first reached 475 at 97k (seed 1) and 489k (seed 2) frames, then dipped below it (the
+lagging critic above; docs/logs/a2c_stability_2026-11-24_critic.md).
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
-from surge.cfg.config import Config, minibatches_to_accumulate
+from surge.cfg.config import Config, algo_params, minibatches_to_accumulate, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, register_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
+
+log = logging.getLogger("surge")
 
 
 def a2c_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:
@@ -90,8 +103,33 @@ def a2c_loss(
     return loss, parts
 
 
+@dataclass
+class A2CParams:
+    """A2C's own flags. (`--help` section "A2C")"""
+
+    popart: bool = param(
+        True,
+        "With --normalize_returns: rescale the value head whenever the returns statistics move, so "
+        "that the critic's values in return units do not jump with them (PopArt, van Hasselt et al. "
+        "2016, eq. 6-7; docs/logs/a2c_stability_2026-11-25.md). No effect without "
+        "--normalize_returns (reported in the log).",
+    )
+
+    def validate(self) -> None:
+        """Nothing to range-check (a switch)."""
+
+
 class A2CLearner(LearnerBase):
     """One gradient step of `a2c_loss` per batch, one collection round (see the module docstring)."""
+
+    def __init__(self, cfg: Config, *args: Any, **kwargs: Any):
+        super().__init__(cfg, *args, **kwargs)
+        popart = algo_params(cfg, A2CParams).popart
+        self.popart = popart and cfg.normalize_returns
+        if popart and not cfg.normalize_returns and self.policy_id == 0:
+            log.info(
+                "A2C: --popart has no effect with --normalize_returns=False (the critic learns raw returns)"
+            )
 
     def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
         b = super().prepare_batch(slots)
@@ -203,9 +241,11 @@ A2C = register_algorithm(
             "exploration_loss_coeff": 0.01,
             "max_grad_norm": 1.0,
             "normalize_advantage": False,
-            # rlpyt's A2C has no value normalisation; with the vector-obs default (True) the
-            # deterministic CartPole policy collapsed in 5 of 8 seeds (docs/logs/a2c_2026-11-24.md)
-            "normalize_returns": False,
+            # the critic learns normalised returns, with PopArt (A2CParams.popart): with raw ones
+            # (~100 on CartPole-v1) it lagged its targets for ~1M frames and the policy drifted off
+            # its 500 plateau (docs/logs/a2c_stability_2026-11-25.md; rlpyt's A2C has none, and an
+            # earlier shared-encoder A2C collapsed with plain normalisation: docs/logs/a2c_2026-11-24.md)
+            "normalize_returns": True,
             # the critic gets its own encoder (SB3's A2C MlpPolicy, rlpyt's MuJoCo models): with a
             # shared one, the value term's gradient (raw returns, up to 100 on CartPole) was 7-660x
             # the policy term's on the shared layers, which Adam's per-weight step then follows
@@ -219,6 +259,7 @@ A2C = register_algorithm(
             "num_batches_per_iteration": 1,
         },
         validate=validate_a2c,
+        params=A2CParams,
         batch_trajectories=a2c_batch_trajectories,
         unused_params=(
             "batch_size",  # the batch is one rollout of every env (a2c_batch_trajectories)

@@ -18,6 +18,7 @@ from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
+from surge.learning.popart import preserve_outputs
 from surge.models.actor_critic import ActorCritic
 from surge.population.hyperparams import PolicyHyperparams
 
@@ -106,6 +107,9 @@ class LearnerBase:
         self.learner_modules: dict[str, nn.Module] = dict(learner_modules or {})
         self.hp = PolicyHyperparams.from_cfg(cfg, policy_id)
         self.optimizer = make_adam(model, cfg, device, self.hp)
+        #: PopArt's output-preserving rescale of the value head when the returns statistics move
+        #: (`_normalized_targets`); an algorithm's learner turns it on (A2C's `--popart`)
+        self.popart = False
         #: every optimizer of the learner by name, saved, restored and rolled back together; an
         #: algorithm with several (actor, critic, entropy temperature) adds them here.
         #: `self.optimizer` is the main one ("model": Adam over the acting module for APPO/A2C)
@@ -307,12 +311,19 @@ class LearnerBase:
         return values if norm is None else norm.denormalize(values)
 
     def _normalized_targets(self, targets: Tensor, valids: Tensor) -> Tensor:
-        """Folds the valid targets into the returns statistics and normalises them (if enabled)."""
+        """Folds the valid targets into the returns statistics and normalises them (if enabled).
+        With `self.popart` (A2C's `--popart`), the value head is rescaled so that the critic's
+        outputs in return units do not move with the statistics (`surge.learning.popart`)."""
         norm = getattr(self.model, "returns_normalizer", None)
         if norm is None:
             return targets
+        if self.popart:
+            mean0, std0 = norm.mean.float().clone(), (norm.var.float() + norm.epsilon).sqrt()
         norm.update(targets[(valids > 0) & torch.isfinite(targets)])  # a NaN would stay in the statistics
-        return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
+        mean, std = norm.mean.float(), (norm.var.float() + norm.epsilon).sqrt()
+        if self.popart:
+            preserve_outputs(self.model.value_head, mean0, std0, mean, std)
+        return (targets - mean) / std
 
     @torch.no_grad()
     def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:

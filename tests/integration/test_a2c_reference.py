@@ -234,25 +234,33 @@ def _reference_gradient(cfg, model, data) -> None:
         mean = r.mean() * n / total
         var = (PRIOR_VAR + r.var() * n + r.mean() ** 2 * n / total) / total
         returns = (returns - mean) / np.sqrt(var + NORM_EPS)
+        if cfg.algo_params.popart:  # van Hasselt et al. 2016, eq. 6-7, from the old (mu, sigma) to the new
+            sigma0, mu0, sigma1 = np.sqrt(PRIOR_VAR + NORM_EPS), 0.0, np.sqrt(var + NORM_EPS)
+            with torch.no_grad():
+                head = model.value_head
+                head.weight.copy_(head.weight.double() * sigma0 / sigma1)
+                head.bias.copy_((sigma0 * head.bias.double() + mu0 - mean) / sigma1)
     naive_a2c_loss(cfg, model, data, returns, adv).backward()
 
 
-@pytest.mark.parametrize("normalize_returns", [False, True])
+@pytest.mark.parametrize(("normalize_returns", "popart"), [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("normalize_advantage", [False, True])
 @pytest.mark.parametrize("gae_lambda", [1.0, 0.8])
 def test_one_a2c_update_applies_the_gradient_of_the_reference_loss(
-    tmp_path, gae_lambda, normalize_advantage, normalize_returns
+    tmp_path, gae_lambda, normalize_advantage, normalize_returns, popart
 ):
     """The gradient one learner step applies (`.grad`, no clipping) equals that of the written-out
     A2C loss. Guards the returns (n-step or GAE, episode ends, the time-out bootstrap), the
     advantages' baseline and their being constants, the loss's signs and coefficients, the
-    masking of inactive and too-stale samples, and the critic's targets in normalised units."""
+    masking of inactive and too-stale samples, the critic's targets in normalised units and, with
+    `--popart`, the value head rescaled to the new statistics before the loss (written out here)."""
     data = _batch(seed=1)
     cfg = _cfg(
         tmp_path,
         f"--gae_lambda={gae_lambda}",
         f"--normalize_advantage={normalize_advantage}",
         f"--normalize_returns={normalize_returns}",
+        f"--popart={popart}",
         "--max_grad_norm=0",
     )
     learner = _learner(cfg, data)
