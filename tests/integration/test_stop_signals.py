@@ -59,7 +59,7 @@ def test_sigterm_stops_a_run_with_tiny_batches_within_seconds(tmp_path, serial_m
             "--num_workers=1",
             "--num_envs_per_worker=4",
             "--batch_size=2",
-            "--ppo_epochs=200",  # one batch: thousands of optimizer steps
+            "--ppo_epochs=3000",  # one batch: tens of thousands of optimizer steps (200 ended within the 6 s wait on a fast machine)
             "--decorrelate_experience_max_seconds=0",
             "--set_workers_cpu_affinity=False",
         ],
