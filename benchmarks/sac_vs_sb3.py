@@ -6,6 +6,7 @@ processes and reports env steps/s, updates/s and the return reached (surge: the 
 deterministic evaluation by `surge enjoy`; SB3: `evaluate_policy`, deterministic, same episodes).
 
     OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/sac_vs_sb3.py --steps 200000 --rounds 3
+    taskset -c 0 ... --steps 200000 --seeds 0,1,2 --only=surge & taskset -c 1 ... --only=sb3   # side by side, a core each
     OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/sac_vs_sb3.py --steps 12000 --rounds 1   # short version
     OMP_NUM_THREADS=1 PYTHONPATH=$PWD python benchmarks/sac_vs_sb3.py --steps 12000 --rounds 2 \
         --eval_episodes 0 --surge_variant= --surge_variant=--rollout=1   # surge's default against SB3's train_freq 1
@@ -81,7 +82,14 @@ def _run(code: str, args: list[str], timeout: float) -> dict[str, float]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=200_000, help="env steps per run")
-    p.add_argument("--rounds", type=int, default=3, help="rounds (seeds), each surge then SB3")
+    p.add_argument("--rounds", type=int, default=3, help="rounds (seeds 0..rounds-1), each surge then SB3")
+    p.add_argument("--seeds", default="", help="comma-separated seeds, one round each (overrides --rounds)")
+    p.add_argument(
+        "--only",
+        choices=("surge", "sb3"),
+        help="run one side only, e.g. both sides at once on their own cores: "
+        "taskset -c 0 ... --only=surge & taskset -c 1 ... --only=sb3",
+    )
     p.add_argument("--eval_episodes", type=int, default=10, help="0: speed only")
     p.add_argument("--timeout", type=float, default=36_000.0, help="wall-clock limit of one run, seconds")
     p.add_argument(
@@ -92,19 +100,22 @@ def main() -> None:
     )
     a = p.parse_args()
     updates = max(0, a.steps - LEARNING_STARTS)
-    for seed in range(a.rounds):
+    seeds = [int(x) for x in a.seeds.split(",")] if a.seeds else list(range(a.rounds))
+    for seed in seeds:
         results = []
-        for variant in a.surge_variant or [""]:
+        for variant in (a.surge_variant or [""]) if a.only != "sb3" else []:
             with tempfile.TemporaryDirectory() as tdir:
                 code = SURGE.format(env=ENV, ls=LEARNING_STARTS)
                 args = [str(a.steps), str(seed), tdir, str(a.eval_episodes), *variant.split()]
                 results.append((f"surge {variant}".strip(), _run(code, args, a.timeout)))
-        b = _run(
-            SB3.format(env=ENV, ls=LEARNING_STARTS),
-            [str(a.steps), str(seed), str(a.eval_episodes)],
-            a.timeout,
-        )
-        for name, r in (*results, ("sb3", b)):
+        if a.only != "surge":
+            b = _run(
+                SB3.format(env=ENV, ls=LEARNING_STARTS),
+                [str(a.steps), str(seed), str(a.eval_episodes)],
+                a.timeout,
+            )
+            results.append(("sb3", b))
+        for name, r in results:
             print(
                 f"round {seed} {name:5s}: {a.steps / r['wall']:8.1f} env steps/s, {updates / r['wall']:8.1f} updates/s, "
                 f"wall {r['wall']:7.1f} s, return {r['return']:.1f}",
