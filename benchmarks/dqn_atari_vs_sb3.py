@@ -27,14 +27,16 @@ wrapped env, which reports whole-game scores).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dqn_settings import sb3_kwargs, surge_counters, surge_flags  # noqa: E402
+from result_line import print_result, run_for_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,24 +60,17 @@ def _camel(game: str) -> str:
 
 
 def run_surge(a: argparse.Namespace) -> dict[str, float]:
-    import torch
 
     from surge.cfg.cli import parse_cfg
     from surge.enjoy import enjoy
     from surge.runtime.training_run import train
 
-    z = ZOO
+    z = {**ZOO, "learning_starts": a.learning_starts}
     with tempfile.TemporaryDirectory() as tmp:
         args = [f"--env=atari_{a.game}", "--experiment=dqn", f"--train_dir={tmp}"]
         flags = [
-            "--algo=DQN", f"--num_workers={a.surge_workers}", f"--num_envs_per_worker={a.surge_envs}",
-            "--worker_num_splits=1", f"--learning_rate={z['learning_rate']}", f"--batch_size={z['batch_size']}",
-            f"--replay_size={z['buffer_size']}", f"--learning_starts={a.learning_starts}",
-            f"--target_update_interval={z['target_update_interval']}",
-            f"--replay_ratio={z['gradient_steps'] / z['train_freq']}",
-            f"--exploration_fraction={z['exploration_fraction']}",
-            f"--exploration_final_eps={z['exploration_final_eps']}", f"--max_grad_norm={z['max_grad_norm']}",
-            f"--num_torch_threads={a.threads}", f"--seed={a.seed}", f"--train_for_env_steps={a.frames}",
+            *surge_flags(z, 1), f"--num_workers={a.surge_workers}", f"--num_envs_per_worker={a.surge_envs}",
+            "--worker_num_splits=1", f"--num_torch_threads={a.threads}", f"--seed={a.seed}", f"--train_for_env_steps={a.frames}",
             f"--serial_mode={a.placement == 'serial'}", "--decorrelate_experience_max_seconds=0",
             *(RAINBOW if a.rainbow else []), *(["--categorical=True"] if a.categorical else []),
             *a.surge_flags.split(),
@@ -84,10 +79,7 @@ def run_surge(a: argparse.Namespace) -> dict[str, float]:
         t0 = time.perf_counter()
         assert train(cfg) == "done"
         wall = time.perf_counter() - t0
-        ckpt = sorted((Path(tmp) / "dqn" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
-        state = torch.load(ckpt, weights_only=True)
-        updates = int(state["learner"]["replay_counters"]["updates"])
-        frames, steps = int(state["env_frames"]), int(state["env_steps"])
+        counters = surge_counters(Path(tmp) / "dqn")
         ret = float("nan")
         if a.eval_episodes:
             ev = parse_cfg(
@@ -95,7 +87,7 @@ def run_surge(a: argparse.Namespace) -> dict[str, float]:
                 evaluation=True,
             )
             ret = statistics.mean(enjoy(ev)["returns"])
-    return {"env_frames": frames, "env_steps": steps, "updates": updates, "wall_s": wall, "return": ret}
+    return {**counters, "wall_s": wall, "return": ret}
 
 
 def run_sb3(a: argparse.Namespace) -> dict[str, float]:
@@ -109,23 +101,14 @@ def run_sb3(a: argparse.Namespace) -> dict[str, float]:
 
     gym.register_envs(ale_py)
     torch.set_num_threads(a.threads)
-    z = ZOO
+    z = {**ZOO, "learning_starts": a.learning_starts}
     env_id = f"{_camel(a.game)}NoFrameskip-v4"
     t0 = time.perf_counter()  # from building the env and model on, as surge's train(cfg) is timed
     env = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=a.seed), n_stack=4)
     model = DQN(
         "CnnPolicy",
         env,
-        learning_rate=z["learning_rate"],
-        batch_size=z["batch_size"],
-        buffer_size=z["buffer_size"],
-        learning_starts=a.learning_starts,
-        target_update_interval=z["target_update_interval"],
-        train_freq=z["train_freq"],
-        gradient_steps=z["gradient_steps"],
-        exploration_fraction=z["exploration_fraction"],
-        exploration_final_eps=z["exploration_final_eps"],
-        max_grad_norm=z["max_grad_norm"],
+        **sb3_kwargs(z),
         optimize_memory_usage=False,
         seed=a.seed,
         device="cpu",
@@ -161,14 +144,7 @@ def one(framework: str, a: argparse.Namespace, seed: int) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--one", framework, "--seed", str(seed)]
     cmd += [f"--{k}={v}" for k, v in vars(a).items() if k not in ("one", "only", "seed", "seeds")]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(a.threads)}
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout {a.timeout}s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    return {"error": proc.stderr[-1500:]}
+    return run_for_result(cmd, env, str(ROOT), a.timeout)
 
 
 def main() -> int:
@@ -192,7 +168,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.one:
         r = run_surge(a) if a.one == "surge" else run_sb3(a)
-        print("RESULT " + json.dumps(r))
+        print_result(r)
         return 0
     sides = (a.only,) if a.only else ("surge", "sb3")
     for i, seed in enumerate(int(s) for s in a.seeds.split(",")):

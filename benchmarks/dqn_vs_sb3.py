@@ -23,14 +23,16 @@ the table gives the median over rounds.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dqn_settings import sb3_kwargs, surge_counters, surge_flags  # noqa: E402
+from result_line import print_result, run_for_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,31 +47,24 @@ ZOO = dict(
     exploration_final_eps=0.04,
     net=[256, 256],
     n_envs=8,
-    steps_per_env=32,
+    train_freq=32,
     gradient_steps=128,
 )
 
 
 def run_surge(budget: int, seed: int, placement: str) -> dict[str, float]:
-    import torch
 
     from surge.cfg.cli import parse_cfg
     from surge.enjoy import enjoy
     from surge.runtime.training_run import train
 
     z = ZOO
-    ratio = z["gradient_steps"] / (z["steps_per_env"] * z["n_envs"])
     with tempfile.TemporaryDirectory() as tmp:
         args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp}"]
         flags = [
-            "--algo=DQN", "--num_workers=1", f"--num_envs_per_worker={z['n_envs']}", "--worker_num_splits=1",
-            f"--rollout={z['steps_per_env']}", f"--recurrence={z['steps_per_env']}",
-            f"--learning_rate={z['learning_rate']}", f"--batch_size={z['batch_size']}",
-            f"--replay_size={z['buffer_size']}", f"--learning_starts={z['learning_starts']}",
-            f"--gamma={z['gamma']}", f"--target_update_interval={z['target_update_interval']}",
-            f"--replay_ratio={ratio}", f"--exploration_fraction={z['exploration_fraction']}",
-            f"--exploration_final_eps={z['exploration_final_eps']}", "--encoder_mlp_layers",
-            *[str(n) for n in z["net"]], "--num_torch_threads=1", f"--seed={seed}",
+            *surge_flags(z, z["n_envs"]), "--num_workers=1", f"--num_envs_per_worker={z['n_envs']}",
+            "--worker_num_splits=1", f"--rollout={z['train_freq']}", f"--recurrence={z['train_freq']}",
+            "--num_torch_threads=1", f"--seed={seed}",
             f"--train_for_env_steps={budget}", f"--serial_mode={placement == 'serial'}",
             "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
         ]  # fmt: skip
@@ -77,15 +72,12 @@ def run_surge(budget: int, seed: int, placement: str) -> dict[str, float]:
         t0 = time.perf_counter()
         assert train(cfg) == "done"
         wall = time.perf_counter() - t0
-        ckpt = sorted((Path(tmp) / "dqn" / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
-        state = torch.load(ckpt, weights_only=True)
-        updates = int(state["learner"]["replay_counters"]["updates"])
-        steps = int(state["env_steps"])
+        counters = surge_counters(Path(tmp) / "dqn")
         ev = parse_cfg(
             [*args, "--max_num_episodes=10", "--no_render", "--eval_deterministic"], evaluation=True
         )
         ret = statistics.mean(enjoy(ev)["returns"])
-    return {"env_steps": steps, "updates": updates, "wall_s": wall, "return": ret}
+    return {"env_steps": counters["env_steps"], "updates": counters["updates"], "wall_s": wall, "return": ret}
 
 
 def run_sb3(budget: int, seed: int) -> dict[str, float]:
@@ -100,17 +92,7 @@ def run_sb3(budget: int, seed: int) -> dict[str, float]:
     model = DQN(
         "MlpPolicy",
         env,
-        learning_rate=z["learning_rate"],
-        batch_size=z["batch_size"],
-        buffer_size=z["buffer_size"],
-        learning_starts=z["learning_starts"],
-        gamma=z["gamma"],
-        target_update_interval=z["target_update_interval"],
-        train_freq=z["steps_per_env"],
-        gradient_steps=z["gradient_steps"],
-        exploration_fraction=z["exploration_fraction"],
-        exploration_final_eps=z["exploration_final_eps"],
-        policy_kwargs={"net_arch": z["net"]},
+        **sb3_kwargs({k: v for k, v in z.items() if k != "n_envs"}),
         seed=seed,
         device="cpu",
     )
@@ -133,14 +115,7 @@ def one(framework: str, budget: int, seed: int, placement: str, timeout: int) ->
     cmd = [sys.executable, __file__, "--one", framework, "--budget", str(budget), "--seed", str(seed),
            "--placement", placement]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout {timeout}s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    return {"error": proc.stderr[-500:]}
+    return run_for_result(cmd, env, str(ROOT), timeout)
 
 
 def main() -> int:
@@ -154,7 +129,7 @@ def main() -> int:
     a = ap.parse_args()
     if a.one:
         r = run_surge(a.budget, a.seed, a.placement) if a.one == "surge" else run_sb3(a.budget, a.seed)
-        print("RESULT " + json.dumps(r))
+        print_result(r)
         return 0
     rows: dict[str, list[dict[str, float]]] = {"surge": [], "sb3": []}
     for r in range(a.rounds):

@@ -22,13 +22,14 @@ was outside its timer while surge's was inside). Both sides run single-threaded 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from result_line import run_for_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = "HalfCheetah-v5"
@@ -65,18 +66,11 @@ print("RESULT", json.dumps({{"wall": wall, "return": float(r)}}))
 
 
 def _run(code: str, args: list[str], timeout: float) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)},
-    )
-    for line in out.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    raise RuntimeError(f"no result (rc {out.returncode}): {out.stderr[-2000:]}")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    r = run_for_result([sys.executable, "-c", code, *args], env, str(ROOT), timeout)
+    if "error" in r:
+        raise RuntimeError(r["error"])
+    return r
 
 
 def main() -> None:
