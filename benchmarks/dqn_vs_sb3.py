@@ -53,7 +53,6 @@ ZOO = dict(
 
 
 def run_surge(budget: int, seed: int, placement: str) -> dict[str, float]:
-
     from surge.cfg.cli import parse_cfg
     from surge.enjoy import enjoy
     from surge.runtime.training_run import train
@@ -92,7 +91,7 @@ def run_sb3(budget: int, seed: int) -> dict[str, float]:
     model = DQN(
         "MlpPolicy",
         env,
-        **sb3_kwargs({k: v for k, v in z.items() if k != "n_envs"}),
+        **sb3_kwargs(z),
         seed=seed,
         device="cpu",
     )
