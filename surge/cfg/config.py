@@ -598,6 +598,18 @@ class TrainEvalParams:
         "The best checkpoint is the evaluated weights with the highest eval return (needs "
         "--eval_every_env_frames), instead of the weights with the highest training return.",
     )
+    eval_env: str = param(
+        "",
+        "Env the evaluations play instead of the training env (same family, same observation and "
+        "action spaces), e.g. --env=doom_duel --eval_env=doom_duel_bots: a self-play population "
+        "measured against the built-in bots, as Stable-Baselines3's EvalCallback(eval_env).",
+    )
+    eval_stat: str = param(
+        "",
+        "Per-episode statistic each evaluation also reports (mean over its episodes, log and "
+        "TensorBoard eval/<name>_mean), read from the info at the episode's end as PBT reads its "
+        "objective: info['episode_extra_stats'][name], info[name] or Doom's game variables (FRAGCOUNT).",
+    )
 
 
 @dataclass

@@ -2,7 +2,8 @@
 evaluation during training (`surge.evaluation.train_eval`), inline in the serial placement and in
 the evaluator process of the async one.
 
-The eval env is made by the run's env factory (`make_env`) with the training wrappers (frame
+The eval env (`--eval_env`, default the training env) is made by the run's env factory
+(`make_env`) with the training wrappers (frame
 stacking, observation and reward wrappers, `--env_wrappers`), except Atari's episodic life (a lost
 life would end the episode: returns are whole games, as in `surge enjoy`) and batching (one env;
 a batched family plays its `eval_env_name` twin, as enjoy does). Episode k of every evaluation
@@ -27,8 +28,10 @@ from torch import nn
 
 from surge.cfg.config import Config
 from surge.envs.registry import find_family, make_env
+from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 from surge.learning.central_value import actor_obs
+from surge.population.objective import episode_statistic
 from surge.sampling.env_actions import BoxActionMap
 
 #: added to `seed * 100003` for eval seeds: far from the training envs' `seed * 100003 + k`
@@ -56,6 +59,8 @@ class EvalResult:
         returns: per-episode return (env reward units, unclipped), in the order episodes ended.
         lengths: per-episode length in env steps.
         seconds: wall time of the evaluation.
+        stats: per-episode values of `--eval_stat` (episodes that did not report it left out);
+            empty without the flag.
         weights: the model state played (CPU tensors), kept only for `--save_best_by_eval`.
     """
 
@@ -65,6 +70,7 @@ class EvalResult:
     returns: list[float]
     lengths: list[int]
     seconds: float = 0.0
+    stats: list[float] = field(default_factory=list)
     weights: dict[str, torch.Tensor] | None = field(default=None, repr=False)
 
     @property
@@ -79,11 +85,18 @@ class EvalResult:
     def length_mean(self) -> float:
         return float(np.mean(self.lengths))
 
+    @property
+    def stat_mean(self) -> float | None:
+        """Mean of `stats`, or None when no episode reported the statistic."""
+        return float(np.mean(self.stats)) if self.stats else None
+
 
 def eval_cfg(cfg: Config) -> tuple[Config, str]:
     """A copy of `cfg` to make the eval env with, and the env name to make (see the module doc)."""
     cfg = copy.deepcopy(cfg)
     cfg.batched_sampling = False
+    if getattr(cfg, "eval_env", ""):
+        cfg.env = cfg.eval_env
     family = find_family(cfg.env)
     env_name = family.eval_env_name(cfg.env) if family.eval_env_name else cfg.env
     if env_name != cfg.env:  # the twin's family reads its own section: carry the shared flags over
@@ -121,6 +134,8 @@ class EpisodePlayer:
         self.device = device or torch.device("cpu")
         env_cfg, env_name = eval_cfg(cfg)
         self.env = make_env(env_cfg, env_name=env_name)
+        if cfg.eval_env:
+            self._check_spaces(cfg, env_name)
         algo = get_algorithm(cfg.algo)
         self.model: nn.Module = algo.make_model(
             cfg, self.env.observation_space, self.env.action_space
@@ -135,6 +150,27 @@ class EpisodePlayer:
             else None
         )
         self.base_seed = random.SystemRandom().randrange(2**31) if cfg.seed is None else None
+        self.stats: list[float] = []  # --eval_stat of the episodes of the last `play`
+
+    def _check_spaces(self, cfg: Config, eval_name: str) -> None:
+        """Raises ConfigError naming `--eval_env` when its spaces differ from the training env's
+        (the weights would not fit its model), closing the eval env first."""
+        train_cfg = copy.deepcopy(cfg)
+        train_cfg.batched_sampling = False
+        train_env = make_env(train_cfg)
+        try:
+            ours = (self.env.observation_space, self.env.action_space)
+            theirs = (train_env.observation_space, train_env.action_space)
+        finally:
+            train_env.close()
+        if ours != theirs:
+            self.env.close()
+            raise ConfigError(
+                "eval_env",
+                f"{eval_name} has observation space {ours[0]} and action space {ours[1]}, the "
+                f"training env {cfg.env} {theirs[0]} and {theirs[1]}: its weights cannot play it.",
+                "pass an --eval_env with the training env's spaces, or leave it out (the training env).",
+            )
 
     def play(
         self, episodes: int | None = None, stop: Callable[[], bool] | None = None
@@ -155,6 +191,7 @@ class EpisodePlayer:
         n = int(env.num_agents)
         returns: list[float] = []
         lengths: list[int] = []
+        self.stats = []
         resets = 0
         obs, _ = env.reset(seed=eval_seed(cfg, resets, self.base_seed))
         rnn = torch.zeros(n, acting_state_size(self.model), device=device)
@@ -183,6 +220,9 @@ class EpisodePlayer:
                     ep = infos[a].get("episode")
                     returns.append(float(np.asarray(ep["r"])) if ep is not None else float(ep_ret[a]))
                     lengths.append(int(np.asarray(ep["l"])) if ep is not None else int(ep_len[a]))
+                    stat = episode_statistic(infos[a], cfg.eval_stat) if cfg.eval_stat else None
+                    if stat is not None and len(returns) <= wanted:
+                        self.stats.append(stat)
                     ep_ret[a], ep_len[a] = 0.0, 0
                     if rnn.shape[-1]:
                         rnn[a] = 0.0
@@ -197,7 +237,8 @@ class EpisodePlayer:
         """`play` with the model's current weights, timed, as an `EvalResult` (without weights)."""
         start = time.monotonic()
         returns, lengths = self.play(stop=stop)
-        return EvalResult(policy_id, policy_version, env_frames, returns, lengths, time.monotonic() - start)
+        seconds = time.monotonic() - start
+        return EvalResult(policy_id, policy_version, env_frames, returns, lengths, seconds, list(self.stats))
 
     def close(self) -> None:
         self.env.close()

@@ -2,7 +2,8 @@
 process's side: decides when to evaluate, runs the evaluation inline (serial placement) or asks
 the evaluator process (async placement, `surge.evaluation.eval_process`) and reports each result:
 a log line, and in TensorBoard, per policy in summaries/{i}, `eval/return_mean`,
-`eval/return_std`, `eval/length_mean` at x = the env frames when the weights were read.
+`eval/return_std`, `eval/length_mean` (and `eval/<name>_mean` with `--eval_stat=name`) at x = the
+env frames when the weights were read.
 
 Every `eval_every_env_frames` env frames (at N, 2N, ... counted from frame 0, never at the start)
 each learning policy's current weights play `--eval_episodes` full episodes. The env frames
@@ -119,7 +120,7 @@ class TrainEvaluator:
     def _report(self, result: Any, best_path: Path | None) -> None:
         log.info(
             "Eval policy %d at env frame %d (policy version %d): return %.2f ± %.2f over %d "
-            "episodes (%s), length %.1f env steps, %.1f s%s%s",
+            "episodes (%s)%s, length %.1f env steps, %.1f s%s%s",
             result.policy_id,
             result.env_frames,
             result.policy_version,
@@ -127,6 +128,7 @@ class TrainEvaluator:
             result.return_std,
             len(result.returns),
             "deterministic" if self.deterministic else "sampled",
+            self._stat_text(result),
             result.length_mean,
             result.seconds,
             f"; {self.skipped} evaluation(s) skipped while it ran" if self.skipped else "",
@@ -139,7 +141,18 @@ class TrainEvaluator:
             w.add_scalar("eval/return_mean", result.return_mean, result.env_frames)
             w.add_scalar("eval/return_std", result.return_std, result.env_frames)
             w.add_scalar("eval/length_mean", result.length_mean, result.env_frames)
+            if result.stat_mean is not None:
+                w.add_scalar(f"eval/{self.cfg.eval_stat}_mean", result.stat_mean, result.env_frames)
             w.flush()
+
+    def _stat_text(self, result: Any) -> str:
+        """`, FRAGCOUNT 3.40 (10 episodes)` for `--eval_stat=FRAGCOUNT`; empty without the flag."""
+        name = self.cfg.eval_stat
+        if not name:
+            return ""
+        if result.stat_mean is None:
+            return f", {name} not reported by the env"
+        return f", {name} {result.stat_mean:.2f} ({len(result.stats)} episodes)"
 
     def close(self) -> None:
         """Reports results that arrived; closes the inline eval env (the async placement's close

@@ -27,6 +27,8 @@ def check_train_eval(cfg: Any) -> None:
             f"must be an integer >= 0 (0: no evaluation), got {every!r}.",
             "pass --eval_every_env_frames=N, e.g. 100000, or 0 to turn evaluation off.",
         )
+    if every and cfg.eval_env:
+        _check_eval_env(cfg)
     if every == 0:
         if cfg.save_best_by_eval:
             raise ConfigError(
@@ -75,6 +77,27 @@ def check_train_eval(cfg: Any) -> None:
         )
 
 
+def _check_eval_env(cfg: Any) -> None:
+    """Refuses an `--eval_env` of another env family than `--env` (its family would read other
+    flags; the spaces are compared once the eval env is made, `EpisodePlayer`)."""
+    from surge.envs.registry import check_env_name, find_family
+
+    try:
+        theirs = check_env_name(cfg.eval_env)
+    except ConfigError as e:  # the same checks as --env's, under this flag's name
+        raise ConfigError("eval_env", e.problem, e.fix) from None
+    ours = find_family(cfg.env)
+    if (ours.prefix, ours.make_env) != (theirs.prefix, theirs.make_env):  # a family is its factory
+        family = theirs.prefix or "gymnasium ids"
+        raise ConfigError(
+            "eval_env",
+            f"{cfg.eval_env!r} is of the env family {family!r}, the training env {cfg.env!r} of "
+            f"{ours.prefix or 'gymnasium ids'!r}: an eval env must be of the training env's family "
+            "(its flags and spaces).",
+            "pass an --eval_env of the same family (e.g. --env=doom_duel --eval_env=doom_duel_bots), or leave it out.",
+        )
+
+
 def train_eval_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
     """The evaluation flags set away from their `defaults` without an effect in this run: with
     evaluation off, `--eval_episodes` (and `--eval_deterministic`, which is then only saved as
@@ -86,6 +109,11 @@ def train_eval_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
             notes.append(
                 "--eval_episodes has no effect with --eval_every_env_frames=0 (no evaluation during training)."
             )
+        notes += [
+            f"--{name} has no effect with --eval_every_env_frames=0 (no evaluation during training)."
+            for name in ("eval_env", "eval_stat")
+            if name in defaults and getattr(cfg, name) != defaults[name]
+        ]
         if "eval_deterministic" in defaults and cfg.eval_deterministic != defaults["eval_deterministic"]:
             notes.append(
                 "--eval_deterministic is not used in training with --eval_every_env_frames=0; it is "
