@@ -200,6 +200,17 @@ def find_family(env_name: str) -> EnvFamily:
     raise ConfigError("env", f"unknown env {env_name!r}.", hint)
 
 
+def same_family(a: EnvFamily, b: EnvFamily) -> bool:
+    """Whether two `find_family` results are one family: the same prefix and factory, a
+    `package.module:EnvId` name's family counted as the family it wraps."""
+
+    def factory(f: EnvFamily) -> EnvFactory:
+        m = f.make_env
+        return m.args[0] if isinstance(m, functools.partial) and m.func is _make_with_family else m
+
+    return a.prefix == b.prefix and factory(a) == factory(b)
+
+
 def check_env_name(env_name: str) -> EnvFamily:
     """The family of `env_name` (`find_family`), after its `check_name` accepted the name: the whole
     check of a name that can be done without making the env, done when the config is parsed.

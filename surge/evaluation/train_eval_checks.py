@@ -15,7 +15,8 @@ def check_train_eval(cfg: Any) -> None:
 
     Raises:
         ConfigError: `eval_every_env_frames` < 0; `eval_episodes` < 1 with evaluation on;
-            `save_best_by_eval` without evaluation; evaluation with an algorithm that has no
+            `save_best_by_eval` without evaluation; an `eval_env` unknown or of another family
+            than `env`; `eval_stat` named return or length; evaluation with an algorithm that has no
             learner (DUMMY_SAMPLER), with `--sampler_only` or in benchmark mode (`surge bench`).
     """
     if getattr(cfg, "eval_params", None) is not None:
@@ -29,6 +30,13 @@ def check_train_eval(cfg: Any) -> None:
         )
     if every and cfg.eval_env:
         _check_eval_env(cfg)
+    if every and cfg.eval_stat in ("return", "length"):
+        raise ConfigError(
+            "eval_stat",
+            f"{cfg.eval_stat!r} would be written as eval/{cfg.eval_stat}_mean, over the evaluation's own "
+            f"{cfg.eval_stat} curve.",
+            "leave --eval_stat out: every evaluation reports the return and the length already.",
+        )
     if every == 0:
         if cfg.save_best_by_eval:
             raise ConfigError(
@@ -80,14 +88,14 @@ def check_train_eval(cfg: Any) -> None:
 def _check_eval_env(cfg: Any) -> None:
     """Refuses an `--eval_env` of another env family than `--env` (its family would read other
     flags; the spaces are compared once the eval env is made, `EpisodePlayer`)."""
-    from surge.envs.registry import check_env_name, find_family
+    from surge.envs.registry import check_env_name, find_family, same_family
 
     try:
         theirs = check_env_name(cfg.eval_env)
     except ConfigError as e:  # the same checks as --env's, under this flag's name
         raise ConfigError("eval_env", e.problem, e.fix) from None
     ours = find_family(cfg.env)
-    if (ours.prefix, ours.make_env) != (theirs.prefix, theirs.make_env):  # a family is its factory
+    if not same_family(ours, theirs):
         family = theirs.prefix or "gymnasium ids"
         raise ConfigError(
             "eval_env",

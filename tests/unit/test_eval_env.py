@@ -118,3 +118,20 @@ def test_eval_env_and_stat_without_evaluation_are_reported(tmp_path):
     notes = config_notes(cfg)
     assert any("--eval_env has no effect" in n for n in notes)
     assert any("--eval_stat has no effect" in n for n in notes)
+
+
+def test_a_module_path_name_is_the_family_it_wraps():
+    from surge.envs.registry import find_family, same_family
+
+    wrapped = find_family("two_player_toy:higher_number")  # a new factory object on every call
+    assert same_family(wrapped, find_family("two_player_toy:higher_number"))
+    assert same_family(wrapped, find_family("higher_number"))
+    assert not same_family(wrapped, find_family("CartPole-v1"))
+    assert same_family(find_family("CartPole-v1"), find_family("Acrobot-v1"))  # gymnasium ids
+
+
+@pytest.mark.parametrize("name", ["return", "length"])
+def test_a_statistic_named_as_an_eval_curve_is_refused(tmp_path, name):
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(flags(tmp_path, f"--eval_stat={name}"))
+    assert e.value.field == "eval_stat"
