@@ -41,6 +41,7 @@ def surge_flags(z: dict[str, Any], n_envs: int) -> list[str]:
     flags = [
         "--algo=DQN",
         f"--learning_rate={z['learning_rate']}",
+        "--lr_schedule=constant",  # SB3's DQN; spelled out, since a family may default to a decay
         f"--batch_size={z['batch_size']}",
         f"--replay_size={z['buffer_size']}",
         f"--learning_starts={z['learning_starts']}",

@@ -314,6 +314,9 @@ DQN = register_algorithm(
             "learning_rate": 1e-4,
             "max_grad_norm": 10.0,
             "adam_eps": 1e-8,
+            # a constant rate, as SB3's and rlpyt's DQN: the Atari family's PPO default (linear
+            # decay to 0) halved the rate by mid-run in the 2M-frame Breakout comparison
+            "lr_schedule": "constant",
             "use_rnn": False,
             "normalize_input": False,
             "nonlinearity": "relu",

@@ -417,6 +417,7 @@ R2D2 = register_algorithm(
             "learning_rate": 1e-4,
             "adam_eps": 1e-3,
             "max_grad_norm": 40.0,
+            "lr_schedule": "constant",  # R2D2's Adam rate is constant; Atari's family default decays it
             "gamma": 0.997,
             "use_rnn": True,
             "rnn_type": "lstm",

@@ -267,3 +267,19 @@ def test_atari_envs_pass_the_env_checker(capsys):
         main(["--env=atari_pong", "--atari_episodic_life=False", "--env_framestack=2", "--num_steps=5"]) == 0
     )
     assert capsys.readouterr().out.startswith("OK")
+
+
+@pytest.mark.parametrize("algo", ["DQN", "R2D2"])
+def test_q_learning_keeps_a_constant_rate_over_the_familys_ppo_decay(tmp_path, algo):
+    from surge.cfg.cli import parse_cfg
+
+    base = [
+        "--env=atari_breakout",
+        f"--algo={algo}",
+        f"--train_dir={tmp_path}",
+        "--train_for_env_steps=1000000",
+    ]
+    assert ATARI_DEFAULTS["lr_schedule"] == "linear_decay"  # APPO's default on Atari
+    assert parse_cfg(base).lr_schedule == "constant"  # SB3's, rlpyt's and R2D2's
+    assert parse_cfg([*base, "--lr_schedule=linear_decay"]).lr_schedule == "linear_decay"
+    assert parse_cfg(["--env=atari_breakout", f"--train_dir={tmp_path}"]).lr_schedule == "linear_decay"
