@@ -48,7 +48,12 @@ KIND = {"serial": "latest", "async": "best"}
 def _train_and_play(tmp_path, algo: str, placement: str) -> list[float]:
     args = ["--env=Pendulum-v1", f"--experiment={algo}", f"--train_dir={tmp_path}"]
     assert train(parse_cfg([*args, f"--algo={algo}", *PLACEMENTS[placement], *HYPERPARAMS])) == "done"
-    play = ["--max_num_episodes=10", "--no_render", "--eval_deterministic", f"--load_checkpoint_kind={KIND[placement]}"]
+    play = [
+        "--max_num_episodes=10",
+        "--no_render",
+        "--eval_deterministic",
+        f"--load_checkpoint_kind={KIND[placement]}",
+    ]
     ev = parse_cfg([*args, *play], evaluation=True)
     assert ev.algo == algo
     return enjoy(ev)["returns"]
