@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 
 from surge.cfg.cli import parse_cfg
-from surge.enjoy import enjoy
 from surge.runtime.training_run import train
+from tests.play_checkpoint import play
 
 BUDGET = 100_000  # env steps (CartPole: frameskip 1); at zoo's 50k, seed 1 evaluated 301
 
@@ -66,15 +66,7 @@ def train_and_evaluate(tmp_path, placement: str, *extra: str) -> list[float]:
     (serial) or best-by-evaluation (async) checkpoint, played by `surge enjoy` on fresh envs."""
     args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp_path}"]
     assert train(parse_cfg([*args, *HYPERPARAMS, *PLACEMENTS[placement], *extra])) == "done"
-    play = [
-        "--max_num_episodes=10",
-        "--no_render",
-        "--eval_deterministic",
-        f"--load_checkpoint_kind={KIND[placement]}",
-    ]
-    ev = parse_cfg([*args, *play], evaluation=True)
-    assert ev.algo == "DQN"
-    return list(enjoy(ev)["returns"])
+    return play(args, "DQN", KIND[placement])
 
 
 @pytest.mark.slow

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from surge.cfg.cli import parse_cfg
-from surge.enjoy import enjoy
 from surge.runtime.training_run import train
+from tests.play_checkpoint import play
 
 # fmt: off
 HYPERPARAMS = [
@@ -48,15 +48,7 @@ KIND = {"serial": "latest", "async": "best"}
 def _train_and_play(tmp_path, algo: str, placement: str) -> list[float]:
     args = ["--env=Pendulum-v1", f"--experiment={algo}", f"--train_dir={tmp_path}"]
     assert train(parse_cfg([*args, f"--algo={algo}", *PLACEMENTS[placement], *HYPERPARAMS])) == "done"
-    play = [
-        "--max_num_episodes=10",
-        "--no_render",
-        "--eval_deterministic",
-        f"--load_checkpoint_kind={KIND[placement]}",
-    ]
-    ev = parse_cfg([*args, *play], evaluation=True)
-    assert ev.algo == algo
-    return enjoy(ev)["returns"]
+    return play(args, algo, KIND[placement])
 
 
 @pytest.mark.slow

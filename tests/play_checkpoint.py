@@ -1,0 +1,18 @@
+"""Plays a trained run's checkpoint by `surge enjoy`, as the learning tests judge a run."""
+
+from __future__ import annotations
+
+from surge.cfg.cli import parse_cfg
+from surge.enjoy import enjoy
+
+
+def play(run_args: list[str], algo: str, kind: str = "latest", episodes: int = 10) -> list[float]:
+    """Returns of `episodes` deterministic episodes (the algorithm's `eval_act`) of the run named by
+    `run_args` (`--env`, `--experiment`, `--train_dir`), on fresh envs.
+
+    `kind` is `--load_checkpoint_kind`: `latest` (the final checkpoint) or `best`. Raises
+    AssertionError if the run's saved config names another algorithm than `algo`."""
+    play_args = ["--no_render", "--eval_deterministic", f"--max_num_episodes={episodes}"]
+    ev = parse_cfg([*run_args, *play_args, f"--load_checkpoint_kind={kind}"], evaluation=True)
+    assert ev.algo == algo, (ev.algo, algo)
+    return list(enjoy(ev)["returns"])
