@@ -128,6 +128,8 @@ def config_notes(cfg: Any) -> list[str]:
         for name in PBT_ONLY:
             if name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect without --with_pbt=True.")
+    else:
+        notes += pbt_budget_notes(cfg)
     if getattr(cfg, "self_play", False) and cfg.policy_mapping == "random":
         notes.append(
             "--self_play=True: the agents are mapped with --policy_mapping=self_play (each game pairs "
@@ -156,6 +158,27 @@ def config_notes(cfg: Any) -> list[str]:
 
     notes += ray_notes(cfg, defaults)
     return notes
+
+
+def pbt_budget_notes(cfg: Any) -> list[str]:
+    """With --with_pbt=True, a sentence when the run's budget is too short for PBT to update any
+    policy: a policy is first updated once it played more than --pbt_period_env_steps and at
+    least --pbt_start_mutation env frames (`surge.population.pbt`), and the policies share
+    --train_for_env_steps, about train_for_env_steps / num_policies env frames each. Sample
+    Factory's defaults (5M and 20M env frames) leave a short run without a single update."""
+    if not cfg.with_pbt:
+        return []
+    first = max(cfg.pbt_start_mutation, cfg.pbt_period_env_steps + 1)
+    share = cfg.train_for_env_steps // max(1, cfg.num_policies)
+    if first <= share:
+        return []
+    return [
+        f"--with_pbt=True will likely update no policy in this run: a policy is first updated after it "
+        f"played {first} env frames (--pbt_start_mutation={cfg.pbt_start_mutation}, "
+        f"--pbt_period_env_steps={cfg.pbt_period_env_steps}), and each of the {cfg.num_policies} "
+        f"policies plays about {share} of --train_for_env_steps={cfg.train_for_env_steps}; lower both "
+        "flags for PBT to act."
+    ]
 
 
 def _field_defaults(cfg: Any) -> dict[str, Any]:

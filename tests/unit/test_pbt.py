@@ -169,3 +169,33 @@ def test_pbt_flags_are_checked():
             parse_cfg(["--env=CartPole-v1", "--num_policies=4", "--with_pbt=True", *bad])
     with pytest.raises(ConfigError, match="shared trajectory buffers"):
         parse_cfg(["--env=CartPole-v1", "--pbt_optimize_batch_size=True"])
+
+
+@pytest.mark.parametrize("start, period", [(20_000_000, 5_000_000), (100, 300), (300, 100), (300, 299)])
+def test_a_budget_too_short_for_any_update_is_reported(monkeypatch, start, period):
+    """The note names the first frame at which the controller itself updates a policy: one frame
+    fewer updates nothing, that frame updates (a policy playing one-frame episodes)."""
+    from surge.cfg.validate import config_notes, pbt_budget_notes
+
+    flags = [f"--pbt_start_mutation={start}", f"--pbt_period_env_steps={period}"]
+    pbt, _ = _pbt([[1], [2]], *flags)
+    calls = []
+    monkeypatch.setattr(pbt, "update_policy", lambda p, f: calls.append(p))
+    first = max(start, period + 1)
+    pbt.observe([EpisodeStats(1.0, first - 1, 0)], frameskip=1)
+    pbt.step(0)
+    assert calls == []
+    pbt.observe([EpisodeStats(1.0, 1, 0)], frameskip=1)
+    pbt.step(0)
+    assert calls == [0]
+    # 2 policies share the budget: the run is long enough when each plays the first update's frames
+    enough = _cfg(*flags, f"--train_for_env_steps={2 * first}", P=2)
+    short = _cfg(*flags, f"--train_for_env_steps={2 * first - 2}", P=2)
+    assert pbt_budget_notes(enough) == []
+    (note,) = pbt_budget_notes(short)
+    assert f"after it played {first} env frames" in note
+    assert note in config_notes(short)
+    assert (
+        pbt_budget_notes(_cfg(*flags, f"--train_for_env_steps={2 * first - 2}", "--with_pbt=False", P=2))
+        == []
+    )
