@@ -16,6 +16,7 @@ import torch
 
 from surge.experiment.folder import run_log_file
 from surge.runtime.components import make_inference, make_model, torch_device
+from surge.runtime.messages import request_slots
 from surge.runtime.process_context import InferenceContext
 from surge.runtime.process_setup import run_child, setup_child
 
@@ -64,7 +65,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
                     continue
                 answered[first] = (tag, t)
                 fresh.append((worker_idx, tag))
-                requests.append((slice(first, first + n), t))  # a split's slots are contiguous
+                requests.append((request_slots(first, n), t))
             if requests:
                 inference.env_frames = int(env_frames[0])
                 inference.infer(requests)

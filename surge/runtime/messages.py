@@ -21,15 +21,35 @@ from typing import Any, NamedTuple
 
 
 class PolicyRequest(NamedTuple):
-    """A split's agents wait for actions at step `t`: slots `[first_slot, first_slot + num_slots)`.
-    `tag` identifies the request: the worker's incarnation, the split's request sequence number
-    and the split (see `surge.runtime.rollout_process`)."""
+    """A split's agents wait for actions at step `t` in their slots: `[first_slot, first_slot +
+    num_slots)` when they are contiguous (always with one policy), else `num_slots` is the slots
+    themselves, a tuple (`request_slots`). `tag` identifies the request: the worker's incarnation,
+    the split's request sequence number and the split (see `surge.runtime.rollout_process`)."""
 
     worker_idx: int
     tag: int
     first_slot: int
-    num_slots: int
+    num_slots: int | tuple[int, ...]
     t: int
+
+
+def wire_slots(index: slice | Any) -> tuple[int, int | tuple[int, ...]]:
+    """`(first_slot, num_slots)` of a `PolicyRequest` for a split's slot index (`SplitState.index`:
+    a slice, or `[N]` int64 slots that are not contiguous). With several policies a split may get
+    scattered slots (`surge.data.block_pool.OwnerBlocks.get`), which a (first, count) pair would
+    misname as the contiguous range from the first."""
+    if isinstance(index, slice):
+        return index.start, index.stop - index.start
+    return int(index[0]), tuple(index.tolist())
+
+
+def request_slots(first_slot: int, num_slots: int | tuple[int, ...]) -> slice | Any:
+    """The slots a `PolicyRequest` names: a slice, or `[N]` int64 slots (`wire_slots`' inverse)."""
+    if type(num_slots) is int:
+        return slice(first_slot, first_slot + num_slots)
+    import torch
+
+    return torch.tensor(num_slots, dtype=torch.int64)
 
 
 class ActionsReady(NamedTuple):

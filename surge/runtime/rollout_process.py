@@ -28,6 +28,7 @@ from surge.runtime.messages import (
     Episodes,
     NonFiniteEnvOutput,
     ResetDone,
+    wire_slots,
 )
 from surge.runtime.process_context import RolloutContext
 from surge.runtime.process_setup import run_child, setup_child
@@ -100,7 +101,7 @@ class _Requester:
         self.seq[s] = seq = (self.seq[s] + 1) % SEQ
         tag = ((self.ctx.incarnation * SEQ) + seq) * self.splits + s
         # a `PolicyRequest`, plain on the wire (its fields in order, built without the class)
-        raw = (self.ctx.worker_idx, tag, int(slots[0]), len(slots), t)
+        raw = (self.ctx.worker_idx, tag, *wire_slots(self.worker.splits[s].index), t)
         policies = self.worker.request_policies(s)
         pending = 0
         for p in policies:

@@ -21,7 +21,8 @@ def tag(incarnation: int, seq: int, split: int) -> int:
 
 
 class FakeWorker:
-    splits = [object(), object()]
+    # split s fills the one slot 10 * s (policy_request)
+    splits = [SimpleNamespace(index=slice(10 * s, 10 * s + 1)) for s in range(SPLITS)]
 
     def __init__(self, policies=(0,), finish=False):
         self.advanced: list[int] = []
