@@ -68,6 +68,7 @@ from surge.runtime.messages import (
 )
 from surge.runtime.placement import StepReport, check_command, published_policy_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
+from surge.runtime.process_setup import dump_stack
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
 from surge.sampling.rollout_worker import EpisodeStats
@@ -429,12 +430,13 @@ class AsyncPlacement:
         beat = float(self.learner_heartbeats[p])  # 0 until its loop starts (start-up is awaited)
         if beat <= 0.0 or now - beat <= self.cfg.heartbeat_timeout_sec:
             return
+        dump_stack(proc)  # where it hung, in the run's log
         proc.kill()
         proc.join(5)
         raise ChildProcessFailed(
             f"process {name} hung: no optimizer step, no finished batch or checkpoint and no "
             f"poll of its queues for {now - beat:.0f} s (--heartbeat_timeout_sec={self.cfg.heartbeat_timeout_sec:g}); it "
-            "was killed. Raise --heartbeat_timeout_sec if one optimizer step or checkpoint write "
+            "was killed after writing its Python stack to the run's log. Raise --heartbeat_timeout_sec if one optimizer step or checkpoint write "
             "of this model takes that long."
         )
 
@@ -459,6 +461,8 @@ class AsyncPlacement:
             len(self.restart_times),
         )
         proc = self.procs[name]
+        if problem.startswith("hung") and dump_stack(proc):
+            log.warning("Process %s: its Python stack when it was found hung is in the run's log above", name)
         if proc.is_alive():
             proc.kill()
         proc.join(5)

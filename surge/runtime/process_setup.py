@@ -1,13 +1,17 @@
 """What every child process of the async placement does first: die with its parent, ignore
 Ctrl+C (the main process coordinates the stop), keep freed tensor memory for reuse, set niceness,
-CPU affinity and thread counts, and report a crash with its traceback instead of dying silently."""
+CPU affinity and thread counts, report a crash with its traceback instead of dying silently, and
+write its Python stack on `STACK_SIGNAL` (the main process asks for it before killing a hung child,
+so the run's log says where it hung)."""
 
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import logging
 import os
 import signal
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -18,9 +22,13 @@ import torch
 from surge.experiment.folder import setup_logging
 from surge.runtime.child_start import die_with_parent
 
-__all__ = ["die_with_parent", "retain_freed_memory", "run_child", "setup_child"]
+__all__ = ["STACK_SIGNAL", "die_with_parent", "dump_stack", "retain_freed_memory", "run_child", "setup_child"]
 
 log = logging.getLogger("surge")
+
+#: a child writes every thread's Python stack to the run's log (else stderr) on this signal
+STACK_SIGNAL = signal.SIGUSR1
+_stack_file: Any = None  # kept open for faulthandler, which writes to its file descriptor
 
 # glibc mallopt parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
@@ -89,6 +97,9 @@ def setup_child(
     retain_freed_memory()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    global _stack_file
+    _stack_file = open(log_file, "a") if log_file is not None else sys.stderr  # noqa: SIM115
+    faulthandler.register(STACK_SIGNAL, file=_stack_file, all_threads=True)
     if niceness:
         try:
             os.nice(niceness)
@@ -103,6 +114,24 @@ def setup_child(
 
         threadpool_limits(1)
     log.info("Process %s: %d torch intra-op thread(s)", name, torch.get_num_threads())
+
+
+def dump_stack(proc: Any, wait_sec: float = 1.0) -> bool:
+    """Asks the live child `proc` (a `multiprocessing.Process` set up by `setup_child`) to write its
+    Python stack (all threads) to the run's log, and gives it `wait_sec` seconds to do so: a hung
+    child's stack says where it hangs (an env's `step`, a queue). faulthandler writes from its C
+    signal handler, so a child stuck in C code (an emulator) answers too. Returns whether the signal
+    was sent."""
+    import time
+
+    if not proc.is_alive() or proc.pid is None:
+        return False
+    try:
+        os.kill(proc.pid, STACK_SIGNAL)
+    except OSError:
+        return False
+    time.sleep(wait_sec)
+    return True
 
 
 def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:

@@ -31,7 +31,7 @@ SMALL = [
 ]
 
 
-def _start(tmp_path: Path, name: str, *extra: str) -> subprocess.Popen:
+def _start(tmp_path: Path, name: str, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     cmd = [
         sys.executable,
         "-m",
@@ -41,7 +41,9 @@ def _start(tmp_path: Path, name: str, *extra: str) -> subprocess.Popen:
         *SMALL,
         *extra,
     ]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
+    )
 
 
 def _title(pid: int) -> str:
@@ -73,6 +75,10 @@ def _role(proc: subprocess.Popen, prefix: str, timeout: float = 60.0) -> list[in
             return found
         time.sleep(0.1)
     raise AssertionError(f"no process surge:{prefix}* under the run")
+
+
+def _text(log: Path) -> str:
+    return log.read_text() if log.exists() else ""
 
 
 def _frames(log: Path) -> int:
@@ -168,6 +174,30 @@ def test_a_hung_learner_is_killed_and_leaves_a_final_checkpoint(tmp_path):
     assert torch.load(m.group(1), weights_only=True)["learner"]["policy_version"] > 0
     with pytest.raises(ProcessLookupError):
         os.kill(learner, 0)
+
+
+@pytest.mark.slow
+def test_a_hung_rollout_worker_writes_its_stack_to_the_log_and_is_replaced(tmp_path):
+    """An env whose `step` stops answering (tests/hanging_env.py): the worker's Python stack, which
+    names the hanging function, is in the run's log before the worker is killed and replaced."""
+    marker = tmp_path / "hang_once"
+    marker.touch()
+    args = ["--env=tests.hanging_env:HangingCartPole-v0", "--heartbeat_timeout_sec=5"]
+    args += ["--train_for_env_steps=1000000000", "--report_interval_sec=1"]
+    proc = _start(tmp_path, "stack", *args, env={**os.environ, "SURGE_TEST_HANG_ONCE": str(marker)})
+    log = tmp_path / "stack" / "surge_log.txt"
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and "replacing it" not in _text(log):
+        time.sleep(0.2)
+    assert not marker.exists()  # an env hung
+    _wait_frames(log, proc, _frames(log) + 2000)  # the replacement works
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out[-3000:]
+    text = log.read_text()
+    assert re.search(r"Process rollout_\d hung: no heartbeat for \d+ s", text), text[-3000:]
+    stack = text[text.index("replacing it") :]  # written when it was found hung
+    assert re.search(r'File ".*hanging_env\.py", line \d+ in _hang_here', stack), text[-5000:]
 
 
 @pytest.mark.slow
