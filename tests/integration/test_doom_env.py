@@ -119,6 +119,39 @@ def test_multiplayer_duel_two_agents_and_a_bot(no_leftovers):
 
 
 @pytest.mark.slow
+def test_a_match_that_stops_answering_is_an_env_error_with_the_players_stacks(
+    no_leftovers, monkeypatch, capfd
+):
+    """One player process stopped mid-match (SIGSTOP): the step raises EnvError after
+    STEP_TIMEOUT_S, which stays under a rollout worker's heartbeat timeout, so the worker rebuilds
+    the match as an env fault instead of being killed as hung; the players that can still run
+    write their Python stack (the other one waits at the tic barrier) to stderr first."""
+    from surge.cfg.config import Config
+    from surge.envs.doom import multiplayer
+    from surge.envs.doom.game import TIC_BARRIER_TIMEOUT_S
+
+    heartbeat = Config.__dataclass_fields__["heartbeat_timeout_sec"].default
+    assert multiplayer.STEP_TIMEOUT_S + multiplayer.START_TIMEOUT_S < heartbeat
+    assert TIC_BARRIER_TIMEOUT_S < multiplayer.STEP_TIMEOUT_S
+    monkeypatch.setattr(multiplayer, "STEP_TIMEOUT_S", 3.0)
+    env = doom_env("doom_duel", "--num_bots=0")
+    try:
+        env.reset(seed=0)
+        run_random(env, 5)
+        stopped = env.unwrapped._players[1].proc
+        os.kill(stopped.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        with pytest.raises(EnvError, match="Doom agent 1 did not answer within 3 s"):
+            env.step([env.action_space.sample() for _ in range(2)])
+        assert time.monotonic() - t0 < 10
+        assert not stopped.is_alive()  # killed with its match, not left stopped
+        err = capfd.readouterr().err
+        assert "most recent call first" in err and "wait" in err, err[-3000:]
+    finally:
+        env.close()
+
+
+@pytest.mark.slow
 def test_deathmatch_full_four_agents_four_bots(no_leftovers):
     env = doom_env("doom_deathmatch_full")
     try:

@@ -21,8 +21,10 @@ once (time limit); then every agent is reset (auto-reset) and its episode statis
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import multiprocessing.connection as mp_connection
+import os
 import socket
 import time
 import traceback
@@ -32,8 +34,14 @@ from surge.envs.doom.game import NetGame
 from surge.errors import EnvError
 
 START_TIMEOUT_S = 30.0  # x START_ATTEMPTS stays under a rollout worker's reset_timeout_seconds (120)
-STEP_TIMEOUT_S = 90.0  # longer than a player's wait at the tic barrier (game.TIC_BARRIER_TIMEOUT_S)
+# longer than a player's wait at the tic barrier (game.TIC_BARRIER_TIMEOUT_S), and with the reset
+# that ends a match (START_TIMEOUT_S) under a rollout worker's --heartbeat_timeout_sec (60 by
+# default): a stuck match is then an env fault, rebuilt alone, not a hung worker replaced with all
+# its envs and partial rollouts (a 2M-frame doom_duel run had a match stop answering every few
+# minutes, and each hang cost 60 s and a worker restart of the hourly budget)
+STEP_TIMEOUT_S = 20.0
 START_ATTEMPTS = 3
+FAILED_CLOSE_TIMEOUT_S = 1.0  # a failed match's players get this long to exit before they are killed
 
 
 def free_udp_port() -> int:
@@ -45,9 +53,10 @@ def free_udp_port() -> int:
 
 def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_barrier: Any) -> None:
     """Child process: makes one player's env and serves reset / step / set_reward_shaping / close."""
-    from surge.runtime.process_setup import die_with_parent
+    from surge.runtime.process_setup import STACK_SIGNAL, die_with_parent
 
     die_with_parent()
+    faulthandler.register(STACK_SIGNAL, all_threads=True)  # to stderr, when its match stops answering
     env = None
     try:
         from surge.envs.doom.family import DoomParams, make_player_env
@@ -80,6 +89,23 @@ def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_b
         if env is not None:
             env.close()
         conn.close()
+
+
+def _dump_stacks(procs: list) -> None:
+    """Asks each live player process for its Python stack (`_player_main` registers faulthandler
+    on `STACK_SIGNAL`; it writes to the inherited stderr) and gives them a moment to write it."""
+    from surge.runtime.process_setup import STACK_SIGNAL
+
+    sent = False
+    for proc in procs:
+        if proc.is_alive() and proc.pid is not None:
+            try:
+                os.kill(proc.pid, STACK_SIGNAL)
+                sent = True
+            except OSError:
+                pass
+    if sent:
+        time.sleep(0.5)
 
 
 class _Player:
@@ -124,12 +150,16 @@ class _Player:
             raise EnvError(self.error)
         return self.value
 
-    def close(self) -> None:
+    def request_close(self) -> None:
         try:
             self.conn.send(("close", None))
         except (OSError, BrokenPipeError):
             pass
-        self.proc.join(timeout=10)
+
+    def finish_close(self, timeout: float) -> None:
+        """Waits up to `timeout` seconds for the process to exit after `request_close`, then kills
+        it (its engine and shared memory go with it: `engine_launcher`)."""
+        self.proc.join(timeout=timeout)
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join(timeout=5)
@@ -173,7 +203,7 @@ class DoomMultiAgentEnv:
             for p, a in zip(players, args, strict=True):
                 p.send(cmd, a)
         except OSError as e:
-            self._close_players()
+            self._close_players(FAILED_CLOSE_TIMEOUT_S)
             raise EnvError(f"a Doom agent process is gone: {e!r}") from e
         deadline = time.time() + timeout
         pending = {p.conn: p for p in players}
@@ -181,11 +211,13 @@ class DoomMultiAgentEnv:
             for conn in mp_connection.wait(list(pending), timeout=max(0.0, deadline - time.time())):
                 pending.pop(conn).answer()
         errors = [p.error for p in players if p.error]
+        if pending:  # where each silent player is stuck, on stderr (faulthandler), before it goes
+            _dump_stacks([p.proc for p in pending.values()])
         errors += [
             f"Doom agent {p.player_id} did not answer within {timeout:.0f} s" for p in pending.values()
         ]
         if errors:
-            self._close_players()
+            self._close_players(FAILED_CLOSE_TIMEOUT_S)
             tracebacks = sorted(errors, key=lambda e: "Traceback" not in e)
             raise EnvError("Doom match failed:\n" + "\n".join(tracebacks))
         return [p.value for p in players]
@@ -253,9 +285,16 @@ class DoomMultiAgentEnv:
     def render(self):
         return None
 
-    def _close_players(self) -> None:
-        for p in self._players or []:
-            p.close()
+    def _close_players(self, timeout: float = 10.0) -> None:
+        """Asks every player to close, waits up to `timeout` seconds for all of them together,
+        then kills the rest. A failed match's players may wait at the tic barrier or be stuck, and
+        a rollout worker waits for this without a heartbeat: failures pass a short timeout."""
+        players = self._players or []
+        for p in players:
+            p.request_close()
+        deadline = time.time() + timeout
+        for p in players:
+            p.finish_close(max(0.0, deadline - time.time()))
         self._players = None
 
     def close(self) -> None:
