@@ -517,7 +517,9 @@ class RolloutWorker:
         key = (self.splits.index(split), e_idx)
         while True:
             self.env_faults += 1
-            self.last_env_fault = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            # one line: a multi-line message (a Doom match's players, each on its line) joined by " | "
+            lines = [x.strip() for x in f"{type(error).__name__}: {error}".splitlines() if x.strip()]
+            self.last_env_fault = " | ".join(lines)[:300]
             streak = self.fault_streaks[key] = self.fault_streaks.get(key, 0) + 1
             if self.env_factory is None or streak >= MAX_CONSECUTIVE_ENV_FAULTS:
                 raise EnvError(

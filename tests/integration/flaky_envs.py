@@ -21,7 +21,7 @@ class RaisesAtStep5(gym.Wrapper):
     def step(self, action):
         self.steps += 1
         if self.steps == 5:
-            raise RuntimeError("step 5 fails")
+            raise RuntimeError("step 5 fails:\n  why, on a line of its own")
         return self.env.step(action)
 
 

@@ -54,7 +54,7 @@ def test_the_faulted_step_is_truncated_inactive_and_the_env_is_rebuilt():
         assert float(b.rnn_states[slots, 5].abs().sum()) == 0.0  # a new episode starts at t = 5
         assert worker.splits[0].envs[0] is not first_env  # rebuilt
         assert b.is_active[slots, 5:8].all()  # the rebuilt env steps again
-        assert worker.pop_env_faults() == (1, "RuntimeError: step 5 fails")
+        assert worker.pop_env_faults() == (1, "RuntimeError: step 5 fails: | why, on a line of its own")
     finally:
         c.close()
 
