@@ -598,6 +598,13 @@ class TrainEvalParams:
         "The best checkpoint is the evaluated weights with the highest eval return (needs "
         "--eval_every_env_frames), instead of the weights with the highest training return.",
     )
+    eval_score_to_win: float | None = param(
+        None,
+        "Stop (done, with a final checkpoint) once an evaluation of the first learning policy has a "
+        "mean return >= this (Stable-Baselines3's StopTrainingOnRewardThreshold on EvalCallback; "
+        "needs --eval_every_env_frames; with --save_best_by_eval the best checkpoint is then the "
+        "weights that scored it). None: never.",
+    )
     eval_env: str = param(
         "",
         "Env the evaluations play instead of the training env (same family, same observation and "

@@ -50,6 +50,8 @@ class TrainEvaluator:
         #: an algorithm with its own `eval_act` (DQN's greedy action, SAC/TD3/DDPG's mean)
         self.deterministic = cfg.eval_deterministic or get_algorithm(cfg.algo).eval_act is not None
         self.best: Any = None
+        #: `--eval_score_to_win` reached: the run stops after this step (`TrainingRun`)
+        self.won = False
         if cfg.serial_mode:
             self._start_inline()
         else:
@@ -135,6 +137,7 @@ class TrainEvaluator:
             f"; new best: saved {best_path.name}" if best_path is not None else "",
         )
         self.skipped = 0
+        self._check_won(result)
         writers = self.run.monitor.writers
         if writers:
             w = writers[result.policy_id]
@@ -144,6 +147,23 @@ class TrainEvaluator:
             if result.stat_mean is not None:
                 w.add_scalar(f"eval/{self.cfg.eval_stat}_mean", result.stat_mean, result.env_frames)
             w.flush()
+
+    def _check_won(self, result: Any) -> None:
+        """`--eval_score_to_win`: sets `won` (and says so in the log) once an evaluation of the
+        first learning policy has a mean return >= the flag's value."""
+        score = self.cfg.eval_score_to_win
+        if score is None or self.won or result.policy_id != self.policies[0] or result.return_mean < score:
+            return
+        self.won = True
+        log.info(
+            "Stopping: policy %d's evaluation at env frame %d has a mean return of %.3f over %d "
+            "episodes >= --eval_score_to_win=%s.",
+            result.policy_id,
+            result.env_frames,
+            result.return_mean,
+            len(result.returns),
+            score,
+        )
 
     def _stat_text(self, result: Any) -> str:
         """`, FRAGCOUNT 3.40 (10 episodes)` for `--eval_stat=FRAGCOUNT`; empty without the flag."""

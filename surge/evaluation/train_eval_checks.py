@@ -4,6 +4,7 @@ before any process starts, and the notes on those flags that have no effect in a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from surge.errors import ConfigError
@@ -15,7 +16,8 @@ def check_train_eval(cfg: Any) -> None:
 
     Raises:
         ConfigError: `eval_every_env_frames` < 0; `eval_episodes` < 1 with evaluation on;
-            `save_best_by_eval` without evaluation; an `eval_env` unknown or of another family
+            `save_best_by_eval` or `eval_score_to_win` without evaluation; `eval_score_to_win`
+            not a finite number; an `eval_env` unknown or of another family
             than `env`; `eval_stat` named return or length; evaluation with an algorithm that has no
             learner (DUMMY_SAMPLER), with `--sampler_only` or in benchmark mode (`surge bench`).
     """
@@ -37,7 +39,22 @@ def check_train_eval(cfg: Any) -> None:
             f"{cfg.eval_stat} curve.",
             "leave --eval_stat out: every evaluation reports the return and the length already.",
         )
+    win = cfg.eval_score_to_win
+    if win is not None and (
+        isinstance(win, bool) or not isinstance(win, (int, float)) or not math.isfinite(win)
+    ):
+        raise ConfigError(
+            "eval_score_to_win",
+            f"must be a finite number (a mean eval return), got {win!r}.",
+            "pass --eval_score_to_win=X, e.g. 475 for CartPole-v1, or leave it out (never stop on it).",
+        )
     if every == 0:
+        if win is not None:
+            raise ConfigError(
+                "eval_score_to_win",
+                "the run cannot stop on an eval return: evaluation is off (--eval_every_env_frames=0).",
+                "pass --eval_every_env_frames=N (e.g. 10000) too, or use --score_to_win (training returns).",
+            )
         if cfg.save_best_by_eval:
             raise ConfigError(
                 "save_best_by_eval",

@@ -433,6 +433,8 @@ class TrainingRun:
             return False
         if cfg.score_to_win is not None and report.episodes and self._won():
             return False
+        if self.evaluator is not None and self.evaluator.won:  # --eval_score_to_win, logged there
+            return False
         elapsed = self.train_seconds_before + time.time() - self.start_time
         return m.env_frames < self.budget and elapsed < cfg.train_for_seconds
 

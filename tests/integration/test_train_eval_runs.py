@@ -1,6 +1,7 @@
 """Evaluation during training in real CartPole runs: eval returns in TensorBoard (serial after the
-run, async while the run goes on), and the `--save_best_by_eval` checkpoint holds the weights
-that scored: replayed by a naive loop over the documented seeds, they give its eval return."""
+run, async while the run goes on), the `--save_best_by_eval` checkpoint holds the weights
+that scored: replayed by a naive loop over the documented seeds, they give its eval return, and
+`--eval_score_to_win` stops a run after the first evaluation that reaches it."""
 
 import os
 import re
@@ -90,6 +91,24 @@ def test_serial_run_logs_eval_returns_and_keeps_the_best_evaluated_weights(tmp_p
     assert [s for s, _ in eval_scalars(folder, "eval/length_mean")] == steps
     assert [v for _, v in eval_scalars(folder, "eval/length_mean")] == [v for _, v in means]  # CartPole
     check_best(folder, args, means)
+
+
+@pytest.mark.slow
+def test_eval_score_to_win_stops_the_run_after_the_first_evaluation_that_reaches_it(tmp_path):
+    every, score, budget = 2000, 100, 300_000
+    args = [*COMMON, "--serial_mode=True", f"--eval_every_env_frames={every}", f"--eval_score_to_win={score}"]
+    run = [*args, f"--train_dir={tmp_path}", "--experiment=win", f"--train_for_env_steps={budget}"]
+    assert train(parse_cfg(run)) == "done"
+    folder = tmp_path / "win"
+    means = eval_scalars(folder, "eval/return_mean")
+    assert len(means) >= 2, means  # an untrained CartPole policy does not score 100
+    assert means[-1][1] >= score and all(v < score for _, v in means[:-1]), means
+    final = sorted((folder / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
+    frames = torch.load(final, weights_only=True)["env_frames"]
+    assert means[-1][0] <= frames < means[-1][0] + every < budget  # stopped at once, long before the budget
+    log = (folder / "surge_log.txt").read_text()
+    assert f"Stopping: policy 0's evaluation at env frame {means[-1][0]} has a mean return" in log
+    check_best(folder, args, means)  # the best checkpoint is the weights that scored
 
 
 def _alive(pid: int) -> bool:

@@ -80,6 +80,8 @@ def test_sampled_eval_plays_the_requested_number_of_whole_episodes(tmp_path):
         (["--eval_every_env_frames=1000", "--eval_episodes=0"], "eval_episodes"),
         (["--eval_every_env_frames=-5"], "eval_every_env_frames"),
         (["--save_best_by_eval=True"], "save_best_by_eval"),
+        (["--eval_score_to_win=475"], "eval_score_to_win"),
+        (["--eval_every_env_frames=1000", "--eval_score_to_win=inf"], "eval_score_to_win"),
         (["--eval_every_env_frames=1000", "--algo=DUMMY_SAMPLER"], "eval_every_env_frames"),
         (["--eval_every_env_frames=1000", "--sampler_only=True"], "eval_every_env_frames"),
         (["--eval_every_env_frames=1000", "--benchmark=True"], "eval_every_env_frames"),
