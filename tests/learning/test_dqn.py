@@ -11,6 +11,13 @@ runs of the same case evaluated 500. With evaluation every 10k env frames, seeds
 each reached 500 (at 40k, 40k, 50k, 80k, 80k) and their best checkpoints replayed 500, but the
 greedy return swings between evaluations (seed 1: 222, 231, 316, 500, 341, 290, 91, 500, 115), so
 a final checkpoint is a draw from that curve. Every evaluation is logged with the run.
+The evaluations (every 5k env frames) play 20 episodes on fixed eval seeds and the run stops at
+the first that scores 500 on all of them (`--eval_score_to_win`). With 10 episodes every 10k and
+no stop, a CI run of 2026-11-25 replayed its best checkpoint (10 fresh episodes) to 355.2, four of
+them ending near 140: 10 fixed starts can all be solved by a greedy policy that fails many others.
+With 20 episodes every 10k, 1 of 6 runs had no evaluation at 500 within 100k (best 431.8); with
+20 every 5k, 8 of 8 stopped at 35-85k and replayed 500 on 30 fresh episodes
+(docs/logs/flaky_async_learning_tests_2026-11-25.md).
 
 In the async placement the rollout is 8 steps instead of 32. There the acting weights lag the
 learner by the blocks in flight: 1-3 blocks, each worth `rollout x 8 envs x replay_ratio`
@@ -51,8 +58,8 @@ PLACEMENTS = {
     "async": [
         "--serial_mode=False", "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
         "--rollout=8", "--recurrence=8",  # 32 updates per block in flight, not 128 (module docstring)
-        "--eval_every_env_frames=10000", "--eval_episodes=10", "--eval_deterministic=True",
-        "--save_best_by_eval=True",
+        "--eval_every_env_frames=5000", "--eval_episodes=20", "--eval_deterministic=True",
+        "--save_best_by_eval=True", "--eval_score_to_win=500",
     ],
 }
 # fmt: on
