@@ -600,10 +600,10 @@ class TrainEvalParams:
     )
     eval_score_to_win: float | None = param(
         None,
-        "Stop (done, with a final checkpoint) once an evaluation of the first learning policy has a "
-        "mean return >= this (Stable-Baselines3's StopTrainingOnRewardThreshold on EvalCallback; "
-        "needs --eval_every_env_frames; with --save_best_by_eval the best checkpoint is then the "
-        "weights that scored it). None: never.",
+        "Stop (done, with a final checkpoint) once every learning policy has had an evaluation "
+        "with a mean return >= this (Stable-Baselines3's StopTrainingOnRewardThreshold on "
+        "EvalCallback; needs --eval_every_env_frames; with --save_best_by_eval each policy's best "
+        "checkpoint then scored at least this). None: never.",
     )
     eval_env: str = param(
         "",

@@ -50,7 +50,9 @@ class TrainEvaluator:
         #: an algorithm with its own `eval_act` (DQN's greedy action, SAC/TD3/DDPG's mean)
         self.deterministic = cfg.eval_deterministic or get_algorithm(cfg.algo).eval_act is not None
         self.best: Any = None
-        #: `--eval_score_to_win` reached: the run stops after this step (`TrainingRun`)
+        #: `--eval_score_to_win`: env frames of the first evaluation at or above it, per policy
+        self.reached: dict[int, int] = {}
+        #: every learning policy has reached `--eval_score_to_win`: the run stops (`TrainingRun`)
         self.won = False
         if cfg.serial_mode:
             self._start_inline()
@@ -149,21 +151,29 @@ class TrainEvaluator:
             w.flush()
 
     def _check_won(self, result: Any) -> None:
-        """`--eval_score_to_win`: sets `won` (and says so in the log) once an evaluation of the
-        first learning policy has a mean return >= the flag's value."""
+        """`--eval_score_to_win`: records the first evaluation of each learning policy with a mean
+        return >= the flag's value (a log line each) and sets `won` once every learning policy has
+        one (with one policy: Stable-Baselines3's StopTrainingOnRewardThreshold)."""
         score = self.cfg.eval_score_to_win
-        if score is None or self.won or result.policy_id != self.policies[0] or result.return_mean < score:
+        pid = result.policy_id
+        if score is None or self.won or pid in self.reached or result.return_mean < score:
             return
-        self.won = True
+        self.reached[pid] = result.env_frames
         log.info(
-            "Stopping: policy %d's evaluation at env frame %d has a mean return of %.3f over %d "
-            "episodes >= --eval_score_to_win=%s.",
-            result.policy_id,
+            "Policy %d's evaluation at env frame %d has a mean return of %.3f over %d episodes >= "
+            "--eval_score_to_win=%s (%d of %d learning policies so far).",
+            pid,
             result.env_frames,
             result.return_mean,
             len(result.returns),
             score,
+            len(self.reached),
+            len(self.policies),
         )
+        if len(self.reached) == len(self.policies):
+            self.won = True
+            at = ", ".join(f"policy {p} at env frame {f}" for p, f in sorted(self.reached.items()))
+            log.info("Stopping: every learning policy has scored --eval_score_to_win=%s (%s).", score, at)
 
     def _stat_text(self, result: Any) -> str:
         """`, FRAGCOUNT 3.40 (10 episodes)` for `--eval_stat=FRAGCOUNT`; empty without the flag."""

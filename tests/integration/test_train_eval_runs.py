@@ -107,7 +107,8 @@ def test_eval_score_to_win_stops_the_run_after_the_first_evaluation_that_reaches
     frames = torch.load(final, weights_only=True)["env_frames"]
     assert means[-1][0] <= frames < means[-1][0] + every < budget  # stopped at once, long before the budget
     log = (folder / "surge_log.txt").read_text()
-    assert f"Stopping: policy 0's evaluation at env frame {means[-1][0]} has a mean return" in log
+    assert f"Policy 0's evaluation at env frame {means[-1][0]} has a mean return" in log
+    assert f"Stopping: every learning policy has scored --eval_score_to_win={score}" in log
     check_best(folder, args, means)  # the best checkpoint is the weights that scored
 
 

@@ -65,7 +65,10 @@ def test_cartpole_reaches_475_with_its_sampler_node_on_the_second_node(cluster, 
     watcher = threading.Thread(target=_watch, args=(cluster, seen, stop), daemon=True)
     watcher.start()
     try:
-        assert train(parse_cfg([*ray_args(cluster, tmp_path, "cp"), *HYPERPARAMS])) == "done"
+        assert (
+            train(parse_cfg([*ray_args(cluster, tmp_path, "cp"), *HYPERPARAMS, "--score_to_win=475"]))
+            == "done"
+        )
     finally:
         stop.set()
         watcher.join(5)

@@ -1,13 +1,17 @@
 """Learning test: two policies trained jointly on CartPole-v1 (Sample Factory's default mapping: a
 random policy per env, re-drawn at each episode start), in the serial and the async placement. Each
 policy has its own learner, checkpoints and summaries, and each one alone reaches >= 475 in
-`surge enjoy --policy_index=i`. The run stops once policy 0's last 100 training episodes average
->= 475 (`--score_to_win` from test_cartpole's flags; CI time): in the CI logs of the 600k-frame
-runs, policy 1 was at >= 477 whenever policy 0 first got there (serial about 275k, async 267k)."""
+`surge enjoy --policy_index=i` (10 greedy episodes). The stop and the checkpoint played are
+test_cartpole's, per placement: serial, once policy 0's last 100 training episodes average >= 475
+(`--score_to_win`; in the CI logs of the 600k-frame runs, policy 1 was at >= 477 whenever policy 0
+first got there, at about 275k) and the final checkpoints; async, once each policy has had an
+evaluation (20 greedy episodes) at 500 (`--eval_score_to_win`) and each one's best-by-evaluation
+checkpoint. With the training-return stop in the async placement, 1 of 2 repeated runs
+(2026-11-25) failed the evaluation (docs/logs/flaky_async_learning_tests_2026-11-25.md)."""
 
 import numpy as np
 import pytest
-from test_cartpole import HYPERPARAMS, PLACEMENTS
+from test_cartpole import HYPERPARAMS, KIND, PLACEMENTS
 
 from surge.cfg.cli import parse_cfg
 from surge.enjoy import enjoy
@@ -28,7 +32,8 @@ def test_two_policies_each_reach_475_on_cartpole(tmp_path, placement):
         assert list((tmp_path / "mp" / f"checkpoint_p{p}").glob("checkpoint_*.pth"))
         assert list((tmp_path / "mp" / "summaries" / str(p)).glob("events.out.tfevents.*"))
         ev = parse_cfg(
-            [*args, f"--policy_index={p}", "--max_num_episodes=10", "--no_render", "--eval_deterministic"],
+            [*args, f"--policy_index={p}", "--max_num_episodes=10", "--no_render", "--eval_deterministic"]
+            + [f"--load_checkpoint_kind={KIND[placement]}"],
             evaluation=True,
         )
         returns = enjoy(ev)["returns"]

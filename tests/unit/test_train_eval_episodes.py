@@ -154,3 +154,22 @@ def test_a_better_best_after_a_resume_from_an_older_checkpoint_stays_on_disk(tmp
     assert path is not None and path.exists()
     assert [f.name for f in folder.glob("best_*.pth")] == [path.name]
     assert torch.load(path, weights_only=True)["eval_return"] == 80.0
+
+
+def test_eval_score_to_win_stops_only_once_every_learning_policy_has_reached_it():
+    from types import SimpleNamespace
+
+    from surge.evaluation.train_eval import TrainEvaluator
+
+    ev = TrainEvaluator.__new__(TrainEvaluator)  # the stop rule alone: no run, no eval env
+    ev.cfg, ev.policies, ev.reached, ev.won = SimpleNamespace(eval_score_to_win=10.0), [0, 1], {}, False
+
+    def offer(pid: int, ret: float, frames: int) -> bool:
+        ev._check_won(SimpleNamespace(policy_id=pid, return_mean=ret, returns=[ret], env_frames=frames))
+        return ev.won
+
+    assert not offer(0, 12.0, 1000)  # policy 1 has not scored yet
+    assert not offer(0, 3.0, 2000)  # a later worse evaluation does not undo policy 0's
+    assert not offer(1, 9.99, 2000)
+    assert offer(1, 10.0, 3000)  # at or above, as --score_to_win
+    assert ev.reached == {0: 1000, 1: 3000}
