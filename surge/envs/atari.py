@@ -20,7 +20,8 @@ Machado et al. 2018, as in SB3 / CleanRL):
    (seconds). surge's `SingleAgentAsMultiAgent` sees it in the chain and adds no second one.
 4. `surge.envs.wrappers.EpisodicLifeEnv` (only when `atari_episodic_life`: training; evaluation
    passes a config with it False): a lost life is `terminated=True`, the game goes on.
-5. `surge.envs.wrappers.FireResetEnv` for games with a FIRE action: FIRE after each reset.
+5. `surge.envs.wrappers.FireResetEnv` for games with a FIRE action: FIRE after each reset, and in
+   evaluation (no episodic life) after each lost life, as each life began in training.
 6. `gymnasium.wrappers.TransformReward(sign)` when `atari_clip_reward`: rewards in {-1, 0, +1}.
    (`gymnasium.wrappers.ClipReward(-1, 1)` clips instead of taking the sign; for Atari's
    integer rewards both are the same, sign is the DQN convention.)
@@ -255,11 +256,18 @@ def make_atari_env(full_env_name: str, cfg: Config, render_mode: str | None = No
     if p.atari_episodic_life:
         env = EpisodicLifeEnv(env)
     if needs_fire_reset(env):
-        env = FireResetEnv(env)
+        # evaluation (no episodic life): FIRE after each lost life too, as every life began in training
+        env = FireResetEnv(env, on_life_loss=not p.atari_episodic_life)
     if p.atari_clip_reward:
         env = TransformReward(env, sign_reward)
     env = FrameStackObservation(env, int(p.env_framestack))
     return env
+
+
+def atari_frame_stack(cfg: Config) -> int:
+    """`EnvFamily.frame_stack`: the frames per observation (`--env_framestack`), stacked by
+    `FrameStackObservation` with the reset frame repeated after a reset."""
+    return int(atari_params(cfg).env_framestack)
 
 
 def _family_names() -> tuple[str, ...]:
@@ -275,4 +283,5 @@ register_env_family(
     default_overrides=ATARI_DEFAULTS,
     names=_family_names(),
     check_name=atari_env_id,
+    frame_stack=atari_frame_stack,
 )

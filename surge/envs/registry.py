@@ -45,6 +45,11 @@ class EnvFamily:
             its factory would refuse (`atari_breakot`); `check_env_name` calls it when the config
             is parsed, so that a typo is refused before the experiment folder is written. It must
             be cheap: no env is made.
+        frame_stack: config -> F when the family's observations are stacks of F frames `[F, ...]`,
+            newest last, that consecutive steps of an episode share F-1 frames of, and whose first
+            observation after a reset repeats the reset frame F times (gymnasium's
+            `FrameStackObservation`); replays then store each frame once (`surge.replay.frames`,
+            `--replay_frame_storage`). None: observations are stored whole.
     """
 
     prefix: str
@@ -56,6 +61,7 @@ class EnvFamily:
     batched: bool = False
     eval_env_name: Callable[[str], str] | None = None
     check_name: Callable[[str], object] | None = None
+    frame_stack: Callable[[Any], int] | None = None
 
     def matches(self, env_name: str) -> bool:
         return env_name == self.prefix if self.exact else env_name.startswith(self.prefix)
@@ -76,6 +82,7 @@ def register_env_family(
     batched: bool = False,
     eval_env_name: Callable[[str], str] | None = None,
     check_name: Callable[[str], object] | None = None,
+    frame_stack: Callable[[Any], int] | None = None,
 ) -> EnvFamily:
     """Registers (or replaces) an env family; see `EnvFamily` for the arguments.
 
@@ -94,6 +101,7 @@ def register_env_family(
         batched=batched,
         eval_env_name=eval_env_name,
         check_name=check_name,
+        frame_stack=frame_stack,
     )
     _FAMILIES[:] = [f for f in _FAMILIES if not (f.prefix == prefix and f.exact == exact)]
     _FAMILIES.append(fam)

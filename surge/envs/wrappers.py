@@ -87,18 +87,53 @@ class FireResetEnv(gym.Wrapper):
     `info["episode"]` produced by such a step is carried into the returned info. The returned info
     is the reset info updated with the info of the last of the two steps (e.g. current `lives`).
 
+    With `on_life_loss` (evaluation, where `EpisodicLifeEnv` is off and a lost life does not reset),
+    the same two presses follow each lost life inside `step()`: an agent trained with episodic
+    life never had to press FIRE itself (every life began with these presses), and a greedy one
+    would otherwise stand still until the game's time limit. Their rewards are added to the step's
+    reward and their infos merged into its info (an `info["episode"]` included); the step
+    returns the observation after them, and ends the episode if one of them does. This is the game
+    that Stable-Baselines3's and OpenAI baselines' evaluation plays (their evaluation env keeps the
+    episodic-life and fire-reset wrappers).
+
     Raises:
         ValueError: if the action meanings of the env do not include FIRE, or it has < 3 actions.
     """
 
-    def __init__(self, env: gym.Env):
+    def __init__(self, env: gym.Env, on_life_loss: bool = False):
         super().__init__(env)
         meanings = list(env.unwrapped.get_action_meanings())
         if "FIRE" not in meanings or len(meanings) < 3:
             raise ValueError(f"FireResetEnv needs a FIRE action and at least 3 actions, got {meanings}")
         self.fire_action = meanings.index("FIRE")
+        self.on_life_loss = on_life_loss
+        self.lives = 0
+
+    def _ale_lives(self) -> int:
+        return int(self.env.unwrapped.ale.lives())
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if not self.on_life_loss:
+            return obs, reward, terminated, truncated, info
+        lives = self._ale_lives()
+        if 0 < lives < self.lives and not (terminated or truncated):
+            for press in (self.fire_action, 2):
+                obs, r, terminated, truncated, step_info = self.env.step(press)
+                reward, info = reward + r, {**info, **step_info}
+                if terminated or truncated:
+                    break
+            lives = self._ale_lives()
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        obs, info = self._reset(seed=seed, options=options)
+        if self.on_life_loss:
+            self.lives = self._ale_lives()
+        return obs, info
+
+    def _reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         obs, info = self.env.reset(seed=seed, options=options)
         for action in (self.fire_action, 2):
             obs, _, terminated, truncated, step_info = self.env.step(action)

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -48,6 +47,7 @@ from surge.learning.replay_learner import (
     ReplayParams,
     check_replay_flags,
     replay_learner_bytes,
+    replay_obs_bytes,
 )
 from surge.models.q_networks import QNetwork
 
@@ -285,14 +285,10 @@ def validate_dqn(cfg: Config) -> None:
 
 
 def dqn_replay_bytes(cfg: Config, info: Any) -> int:
-    """`Algorithm.replay_bytes`: `--replay_size` transitions of the observation's bytes."""
-    space = info.observation_space
-    spaces = space.spaces.values() if isinstance(space, gym.spaces.Dict) else [space]
-    obs_bytes = 0
-    for sp in spaces:
-        shape: tuple[int, ...] = tuple(sp.shape or ())
-        obs_bytes += math.prod(shape) * np.dtype(sp.dtype).itemsize
-    return replay_learner_bytes(algo_params(cfg, DQNParams), obs_bytes)
+    """`Algorithm.replay_bytes`: `--replay_size` transitions of the observation's bytes (one
+    frame's with frame storage, `replay_obs_bytes`)."""
+    p = algo_params(cfg, DQNParams)
+    return replay_learner_bytes(p, replay_obs_bytes(cfg, p, info.observation_space))
 
 
 DQN = register_algorithm(

@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -56,7 +55,12 @@ from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_value_rescale_eps
-from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams, check_replay_flags
+from surge.learning.replay_learner import (
+    ReplayLearnerBase,
+    ReplayParams,
+    check_replay_flags,
+    replay_obs_bytes,
+)
 from surge.models.q_networks import QNetwork
 from surge.replay.sequence import SequenceReplay
 
@@ -237,7 +241,8 @@ class R2D2Learner(ReplayLearnerBase):
         p = self.params
         stride = p.store_rnn_state_interval
         seq = p.burn_in + p.sequence_length + p.n_step_return - 1
-        rows = max(-(-p.replay_size // self.num_columns) + 1, seq + self.cfg.rollout + 1 + stride)
+        history = max(self.frame_stack - 1, 0)
+        rows = max(-(-p.replay_size // self.num_columns) + 1, seq + self.cfg.rollout + 1 + stride) + history
         rows = -(-rows // stride) * stride
         return SequenceReplay(
             rows,
@@ -246,6 +251,7 @@ class R2D2Learner(ReplayLearnerBase):
             p.sequence_length,
             stride,
             lookahead=p.n_step_return - 1,
+            frame_stack=self.frame_stack,
             alpha=p.pri_alpha if p.prioritized_replay else 0.0,
             beta0=p.pri_beta_init,
             beta_steps=p.pri_beta_steps,
@@ -389,13 +395,13 @@ def validate_r2d2(cfg: Config) -> None:
 
 
 def r2d2_replay_bytes(cfg: Config, info: Any) -> int:
-    """`Algorithm.replay_bytes`: `--replay_size` steps of the observation's bytes, the stored
+    """`Algorithm.replay_bytes`: `--replay_size` steps of the observation's bytes (one frame's with
+    frame storage, `replay_obs_bytes`), the stored
     recurrent state (`hidden_size` float32, twice for an LSTM) and ~32 bytes of per-step fields."""
-    space = info.observation_space
-    spaces = space.spaces.values() if isinstance(space, gym.spaces.Dict) else [space]
-    obs_bytes = sum(math.prod(tuple(sp.shape or ())) * np.dtype(sp.dtype).itemsize for sp in spaces)
+    p = algo_params(cfg, R2D2Params)
+    obs_bytes = replay_obs_bytes(cfg, p, info.observation_space)
     state = cfg.hidden_size * cfg.rnn_num_layers * (2 if cfg.rnn_type == "lstm" else 1) * 4
-    return int(algo_params(cfg, R2D2Params).replay_size) * (int(obs_bytes) + state + 32)
+    return int(p.replay_size) * (int(obs_bytes) + state + 32)
 
 
 R2D2 = register_algorithm(

@@ -45,11 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
+import numpy as np
 import torch
 from torch import Tensor
 
 from surge.cfg.config import Config, algo_params, param
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.envs.registry import find_family
 from surge.errors import ConfigError
 from surge.learning.base import LearnerBase
 from surge.replay.obs_store import leaves
@@ -84,6 +87,12 @@ class ReplayParams:
     pri_beta_steps: int = param(
         1_000_000, "Prioritized replay: env steps over which beta is annealed linearly to 1."
     )
+    replay_frame_storage: bool = param(
+        True,
+        "Where the env family's observations are frame stacks (atari_: --env_framestack), store each "
+        "frame once and rebuild the stacks at sampling (about 1/F of the memory; rlpyt's frame "
+        "buffers); False: store whole observations. Other families store them whole either way.",
+    )
     save_replay_buffer: bool = param(
         False,
         "Save the replay with each checkpoint (one file, replay_buffer_v*.pth in checkpoint_p*/) and load "
@@ -108,6 +117,30 @@ class ReplayParams:
         for name, ok, fix in checks:
             if not ok:
                 raise ConfigError(name, f"is out of range: {getattr(self, name)!r}.", fix)
+
+
+def replay_frame_stack(cfg: Config, params: ReplayParams) -> int:
+    """F, the frames per observation that a replay stores one frame per step of
+    (`surge.replay.frames`): with `--replay_frame_storage` and an env family that declares its
+    observations frame stacks of F > 1 frames (`EnvFamily.frame_stack`); else 0 (whole observations)."""
+    if not params.replay_frame_storage:
+        return 0
+    family = find_family(cfg.env)
+    frames = int(family.frame_stack(cfg)) if family.frame_stack is not None else 0
+    return frames if frames > 1 else 0
+
+
+def replay_obs_bytes(cfg: Config, params: ReplayParams, obs_space: gym.Space) -> int:
+    """Bytes one stored step's observation takes in the replay: the whole observation's, or with
+    frame storage (`replay_frame_stack`) one frame's plus its one-byte history (`FrameObs`)."""
+    spaces = obs_space.spaces.values() if isinstance(obs_space, gym.spaces.Dict) else [obs_space]
+    frames = replay_frame_stack(cfg, params)
+    total = 0
+    for sp in spaces:
+        shape: tuple[int, ...] = tuple(sp.shape or ())
+        size = math.prod(shape) * np.dtype(sp.dtype).itemsize
+        total += size // frames + 1 if frames and shape and shape[0] == frames else size
+    return total
 
 
 def infer_num_columns(cfg: Config, buffers: TrajectoryBuffers) -> int:
@@ -145,7 +178,10 @@ class ReplayLearnerBase(LearnerBase):
         super().__init__(*args, **kwargs)
         self.params = algo_params(self.cfg, self.params_type)
         self.num_columns = num_columns or infer_num_columns(self.cfg, self.buffers)
+        #: frames per observation stored one frame per step (`replay_frame_stack`), 0: whole
+        self.frame_stack = replay_frame_stack(self.cfg, self.params)
         self.replay: UniformReplay = self.make_replay()
+        self._report_storage()
         C = self.replay.ring.capacity
         #: behavior policy_version of each stored step `[capacity, columns]` (the lag statistic)
         self.versions = torch.zeros(C, self.num_columns, dtype=torch.int64)
@@ -162,19 +198,40 @@ class ReplayLearnerBase(LearnerBase):
         `ceil(replay_size / num_columns) + 1`, the pending row), n-step returns with the policy's
         gamma; prioritized with `--prioritized_replay`."""
         p = self.params
-        capacity = -(-p.replay_size // self.num_columns) + 1
-        capacity = max(capacity, self.cfg.rollout + p.n_step_return + 2)
+        frames = self.frame_stack
+        capacity = -(-p.replay_size // self.num_columns) + 1 + max(frames - 1, 0)
+        capacity = max(capacity, self.cfg.rollout + p.n_step_return + 2 + max(frames - 1, 0))
         if p.prioritized_replay:
             return PrioritizedReplay(
                 capacity,
                 self.num_columns,
                 p.n_step_return,
                 self.hp.gamma,
+                frame_stack=frames,
                 alpha=p.pri_alpha,
                 beta0=p.pri_beta_init,
                 beta_steps=p.pri_beta_steps,
             )
-        return UniformReplay(capacity, self.num_columns, p.n_step_return, self.hp.gamma)
+        return UniformReplay(capacity, self.num_columns, p.n_step_return, self.hp.gamma, frame_stack=frames)
+
+    def _report_storage(self) -> None:
+        """Says once in the run's log how the replay stores observations (`--replay_frame_storage`)."""
+        frames, p = self.frame_stack, self.params
+        if frames:
+            how = (
+                f"frame-based (each of the {frames} stacked frames stored once, --replay_frame_storage=True)"
+            )
+        elif p.replay_frame_storage:
+            how = f"whole observations (--replay_frame_storage=True has no effect: env {self.cfg.env!r} declares no frame stacks)"
+        else:
+            how = "whole observations (--replay_frame_storage=False)"
+        log.info(
+            "Replay of policy %d: %d transitions over %d columns, %s.",
+            self.policy_id,
+            p.replay_size,
+            self.num_columns,
+            how,
+        )
 
     def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
         """`LearnerBase.prepare_batch` plus actor_ids `[N]` int64 (the slots' actors: replay columns)."""
@@ -366,11 +423,18 @@ class _ReplayWithVersions:
 
 def replay_learner_bytes(params: ReplayParams, obs_bytes: int) -> int:
     """An estimate of one policy's replay in bytes: `replay_size` transitions of `obs_bytes` each
-    plus about 32 bytes of per-step fields (`Algorithm.replay_bytes`)."""
+    (`replay_obs_bytes`) plus about 32 bytes of per-step fields (`Algorithm.replay_bytes`)."""
     return int(params.replay_size) * (int(obs_bytes) + 32)
 
 
-__all__ = ["ReplayLearnerBase", "ReplayParams", "infer_num_columns", "replay_learner_bytes"]
+__all__ = [
+    "ReplayLearnerBase",
+    "ReplayParams",
+    "infer_num_columns",
+    "replay_frame_stack",
+    "replay_learner_bytes",
+    "replay_obs_bytes",
+]
 
 
 def check_replay_flags(cfg: Config, algo: str) -> None:

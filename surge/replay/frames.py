@@ -66,6 +66,7 @@ class FrameObs:
             ValueError: obs is a dict or its stack is not F frames.
         """
         self.check(obs)
+        self.check_stacks(obs, episode_start)
         F = self.F
         if self.frames is None:
             self.frames = torch.zeros(self.capacity, self.num_columns, *obs.shape[3:], dtype=obs.dtype)
@@ -87,6 +88,40 @@ class FrameObs:
         h_carry_unknown = torch.where(d_unknown >= F - 1, F - 1, d_unknown - F)
         h_carry = torch.where(h0[None] >= 0, h_carry_known, h_carry_unknown)
         self.hist[rows, cols[None]] = torch.where(in_block, h_ep, h_carry).to(torch.int8)
+
+    def check_stacks(self, obs: Tensor, episode_start: Tensor) -> None:
+        """Checks that a block's observations `[T+1, n, F, ...]` are the frame stacks this storage
+        rebuilds: each observation shares F-1 frames with the one before it (shifted by one), and
+        an episode's first observation (`episode_start` `[T+1, n]` bool, row 0 excluded) repeats its
+        newest frame F times. A stack of another kind (zero-padded after a reset, newest frame
+        first, frames skipped) would otherwise be rebuilt wrong without a sign.
+
+        Raises:
+            ValueError: a pair of observations that breaks either rule, with where it is.
+        """
+        if self.F < 2 or obs.shape[0] < 2:
+            return
+        o = obs.numpy()
+        T, n = o.shape[0] - 1, o.shape[1]
+        starts = episode_start[1:].numpy()
+        shifted = (o[1:, :, :-1] == o[:-1, :, 1:]).reshape(T, n, -1).all(-1)
+        bad = ~shifted & ~starts
+        t_idx, c_idx = np.nonzero(starts)
+        if t_idx.size:
+            first = o[t_idx + 1, c_idx]
+            bad[t_idx, c_idx] = ~(first == first[:, -1:]).reshape(t_idx.size, -1).all(-1)
+        if bad.any():
+            t, c = (int(v[0]) for v in np.nonzero(bad))
+            what = (
+                "an episode's first observation does not repeat its frame"
+                if starts[t, c]
+                else ("it does not share its first frames with the observation before it")
+            )
+            raise ValueError(
+                f"observation {t + 1} of trajectory {c} in a replay block is not a stack of {self.F} "
+                f"frames as frame storage rebuilds them ({what}); the env family declares frame "
+                "stacks that its observations are not: pass --replay_frame_storage=False"
+            )
 
     def read(self, rows: Tensor, cols: Tensor) -> Tensor:
         """Rebuilt stacks `[*rows.shape, F, H, W]` (oldest frame first)."""

@@ -86,3 +86,18 @@ def naive_n_step(s: Stream, g: int, n: int, gamma: float):
         if trunc:
             return G, gamma ** (k + 1), j, k + 1
     return G, gamma**n, g + n, n
+
+
+def stack_frames(newest: np.ndarray, dones: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Observations `[T+1, n, F, ...]` as gymnasium's `FrameStackObservation` shows them: obs 0 is
+    `first` `[n, F, ...]`; obs t+1 is obs t shifted by one frame with `newest[t + 1]` last
+    (`newest` `[T+1, n, ...]`), or that frame repeated F times when step t ended the episode
+    (`dones` `[T, n]` bool: a reset stack)."""
+    T, F = dones.shape[0], first.shape[1]
+    obs = np.empty((T + 1, *first.shape), first.dtype)
+    obs[0] = first
+    for t in range(T):
+        shifted = np.concatenate([obs[t][:, 1:], newest[t + 1][:, None]], axis=1)
+        reset = np.repeat(newest[t + 1][:, None], F, axis=1)
+        obs[t + 1] = np.where(dones[t].reshape(-1, *[1] * (obs.ndim - 2)), reset, shifted)
+    return obs

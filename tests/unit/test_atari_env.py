@@ -283,3 +283,30 @@ def test_q_learning_keeps_a_constant_rate_over_the_familys_ppo_decay(tmp_path, a
     assert parse_cfg(base).lr_schedule == "constant"  # SB3's, rlpyt's and R2D2's
     assert parse_cfg([*base, "--lr_schedule=linear_decay"]).lr_schedule == "linear_decay"
     assert parse_cfg(["--env=atari_breakout", f"--train_dir={tmp_path}"]).lr_schedule == "linear_decay"
+
+
+def test_evaluation_presses_fire_after_each_lost_life():
+    """Breakout launches the ball only on FIRE. In training every life begins with FIRE (episodic
+    life resets, then `FireResetEnv`), so a greedy agent may never press it; evaluation plays whole
+    games, so `FireResetEnv` presses it after each lost life there too. An agent that only ever
+    takes NOOP must then lose its 5 lives in a few hundred steps, not stand still until the
+    27,000-step time limit (which it does without the presses: checked below for 2,000 steps)."""
+
+    def noop_game(env: gym.Env, steps: int) -> tuple[bool, int]:
+        env.reset(seed=1)
+        for _ in range(steps):
+            _, _, terminated, truncated, info = env.step(0)
+            if terminated or truncated:
+                return terminated, info["episode"]["l"]
+        return False, steps
+
+    evaluation = make_atari_env("atari_breakout", atari_cfg(atari_episodic_life=False))
+    ended, length = noop_game(evaluation, 2000)
+    assert ended and evaluation.unwrapped.ale.lives() == 0 and length < 1000
+    fire = evaluation
+    while not isinstance(fire, FireResetEnv):
+        fire = fire.env
+    fire.on_life_loss = False  # reset-only presses: the ball is never launched again
+    assert noop_game(evaluation, 2000) == (False, 2000)
+    assert evaluation.unwrapped.ale.lives() == 4
+    evaluation.close()

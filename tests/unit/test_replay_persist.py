@@ -6,20 +6,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from replay_streams import Stream, make_block
+from replay_streams import Stream, make_block, stack_frames
 
 from surge.replay import PrioritizedReplay, SequenceReplay, UniformReplay, load_replay, save_replay
 
 
 def frames_block(rng, T, n):
-    obs = torch.from_numpy(rng.integers(0, 255, (T + 1, n, 4, 6, 6), dtype=np.uint8))
-    obs[0] = obs[0, :, -1:].clone()  # a reset stack: the first frame repeated
+    newest = rng.integers(0, 255, (T + 1, n, 6, 6), dtype=np.uint8)
+    term, trunc = rng.random((T, n)) < 0.05, rng.random((T, n)) < 0.05
+    first = np.repeat(newest[0][:, None], 4, axis=1)  # a reset stack: the first frame repeated
     return {
-        "obs": obs,
+        "obs": torch.from_numpy(stack_frames(newest, term | trunc, first)),
         "actions": torch.from_numpy(rng.integers(0, 4, (T, n))),
         "rewards": torch.from_numpy(rng.normal(size=(T, n)).astype(np.float32)),
-        "terminated": torch.from_numpy(rng.random((T, n)) < 0.05),
-        "truncated": torch.from_numpy(rng.random((T, n)) < 0.05),
+        "terminated": torch.from_numpy(term),
+        "truncated": torch.from_numpy(trunc),
         "is_active": torch.ones(T, n, dtype=torch.bool),
     }
 

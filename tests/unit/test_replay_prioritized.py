@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from replay_streams import Stream, make_block, naive_n_step
+from replay_streams import Stream, make_block, naive_n_step, stack_frames
 from test_replay_nstep import chi2_quantile, fill
 
 from surge.replay import PrioritizedReplay
@@ -124,10 +124,13 @@ def test_frame_rows_whose_history_was_overwritten_lose_their_priority():
     rng = np.random.default_rng(5)
     cap, N, T, F = 24, 2, 5, 4
     replay = PrioritizedReplay(cap, N, n_step=2, frame_stack=F)
+    pending: dict[int, np.ndarray] = {}
     for _ in range(17):
-        frames = torch.from_numpy(rng.integers(0, 255, (T + F, N, 3, 3), dtype=np.uint8))
-        obs = torch.stack([frames[t : t + F].transpose(0, 1) for t in range(T + 1)])
         u = rng.random((T, N))
+        newest = rng.integers(0, 255, (T + 1, N, 3, 3), dtype=np.uint8)
+        # each column's first stack continues its previous block (pending) or starts a stream
+        first = np.stack([pending.get(c, np.repeat(newest[0, c][None], F, 0)) for c in range(N)])
+        obs = torch.from_numpy(stack_frames(newest, u < 0.1, first))
         block = {
             "obs": obs,
             "actions": torch.zeros(T, N, dtype=torch.int64),
@@ -138,6 +141,7 @@ def test_frame_rows_whose_history_was_overwritten_lose_their_priority():
         }
         cols = torch.tensor([0, 1]) if rng.random() < 0.7 else torch.tensor([int(rng.integers(N))])
         replay.append({k: v[:, cols] for k, v in block.items()}, cols)
+        pending.update({int(c): obs[-1, int(c)].numpy() for c in cols})
         rows, cc = all_cells(replay)
         valid = n_step_window(replay.ring, rows, cc, 2, replay.gamma).valid
         np.testing.assert_array_equal(replay.priorities.tree.leaves() > 0, valid.numpy())
