@@ -128,12 +128,6 @@ class FireResetEnv(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
-        obs, info = self._reset(seed=seed, options=options)
-        if self.on_life_loss:
-            self.lives = self._ale_lives()
-        return obs, info
-
-    def _reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         obs, info = self.env.reset(seed=seed, options=options)
         for action in (self.fire_action, 2):
             obs, _, terminated, truncated, step_info = self.env.step(action)
@@ -142,6 +136,8 @@ class FireResetEnv(gym.Wrapper):
                 info = _carry_episode(step_info, info)
             else:
                 info = {**info, **{k: v for k, v in step_info.items() if k != EPISODE_KEY}}
+        if self.on_life_loss:
+            self.lives = self._ale_lives()
         return obs, info
 
 

@@ -122,7 +122,10 @@ class ReplayParams:
 def replay_frame_stack(cfg: Config, params: ReplayParams) -> int:
     """F, the frames per observation that a replay stores one frame per step of
     (`surge.replay.frames`): with `--replay_frame_storage` and an env family that declares its
-    observations frame stacks of F > 1 frames (`EnvFamily.frame_stack`); else 0 (whole observations)."""
+    observations frame stacks of F > 1 frames (`EnvFamily.frame_stack`); else 0 (whole observations).
+
+    Raises:
+        ConfigError: `cfg.env` names no env family (`find_family`; a parsed config has passed it)."""
     if not params.replay_frame_storage:
         return 0
     family = find_family(cfg.env)
@@ -132,7 +135,10 @@ def replay_frame_stack(cfg: Config, params: ReplayParams) -> int:
 
 def replay_obs_bytes(cfg: Config, params: ReplayParams, obs_space: gym.Space) -> int:
     """Bytes one stored step's observation takes in the replay: the whole observation's, or with
-    frame storage (`replay_frame_stack`) one frame's plus its one-byte history (`FrameObs`)."""
+    frame storage (`replay_frame_stack`) one frame's plus its one-byte history (`FrameObs`).
+
+    Raises:
+        ConfigError: as `replay_frame_stack`."""
     spaces = obs_space.spaces.values() if isinstance(obs_space, gym.spaces.Dict) else [obs_space]
     frames = replay_frame_stack(cfg, params)
     total = 0
