@@ -21,7 +21,9 @@ the env and model to the end of training; SB3's share of that wall spent in `mod
 gradient updates), which says how far any framework can go at the same number of updates; and the
 return of `--eval_episodes` whole games (all lives, unclipped) of the final greedy policy (surge:
 `surge enjoy --eval_deterministic`; SB3: `evaluate_policy(deterministic=True)` on the Monitor-
-wrapped env, which reports whole-game scores). Each run also prints its training curve: the mean
+wrapped env, which reports whole-game scores), and each game's score and length in env steps (a
+greedy policy can loop until the time limit, 27,000 env steps). `--keep_dir DIR` keeps both
+trained policies, to be played again. Each run also prints its training curve: the mean
 training return of the last 100 whole games (surge: TensorBoard's `episode/return_mean`; SB3: its
 Monitor's `ep_info_buffer`) every `--curve_every` env frames.
 """
@@ -67,7 +69,9 @@ def run_surge(a: argparse.Namespace) -> dict[str, float]:
     from surge.runtime.training_run import train
 
     z = {**ZOO, "learning_starts": a.learning_starts}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        # --keep_dir: the experiment stays, to be played again (`surge enjoy --train_dir=...`)
+        tmp = str(Path(a.keep_dir) / f"surge_seed{a.seed}") if a.keep_dir else scratch
         args = [f"--env=atari_{a.game}", "--experiment=dqn", f"--train_dir={tmp}"]
         flags = [
             *surge_flags(z, 1), f"--num_workers={a.surge_workers}", f"--num_envs_per_worker={a.surge_envs}",
@@ -82,14 +86,19 @@ def run_surge(a: argparse.Namespace) -> dict[str, float]:
         wall = time.perf_counter() - t0
         counters = surge_counters(Path(tmp) / "dqn")
         curve = _surge_curve(Path(tmp) / "dqn" / "summaries", a.curve_every)
-        ret = float("nan")
+        games: dict[str, list[float]] = {"returns": [], "lengths": []}
         if a.eval_episodes:
             ev = parse_cfg(
                 [*args, f"--max_num_episodes={a.eval_episodes}", "--no_render", "--eval_deterministic"],
                 evaluation=True,
             )
-            ret = statistics.mean(enjoy(ev)["returns"])
-    return {**counters, "wall_s": wall, "return": ret, "curve": curve}
+            played = enjoy(ev)
+            games = {
+                "returns": [float(r) for r in played["returns"]],
+                "lengths": [int(n) for n in played["lengths"]],
+            }
+    ret = statistics.mean(games["returns"]) if games["returns"] else float("nan")
+    return {**counters, "wall_s": wall, "return": ret, "curve": curve, "eval_games": games}
 
 
 def _surge_curve(summaries: Path, every: int) -> list[tuple[int, float]]:
@@ -158,10 +167,15 @@ def run_sb3(a: argparse.Namespace) -> dict[str, float]:
 
     model.learn(total_timesteps=a.frames // 4, callback=Curve())
     wall = time.perf_counter() - t0
-    ret = float("nan")
+    games: dict[str, list[float]] = {"returns": [], "lengths": []}
     if a.eval_episodes:
         ev = VecFrameStack(make_atari_env(env_id, n_envs=1, seed=a.seed + 100), n_stack=4)
-        ret = float(evaluate_policy(model, ev, a.eval_episodes, deterministic=True)[0])
+        rs, ns = evaluate_policy(model, ev, a.eval_episodes, deterministic=True, return_episode_rewards=True)
+        games = {"returns": [float(r) for r in rs], "lengths": [int(n) for n in ns]}
+    if a.keep_dir:
+        del model.train  # the timing wrapper (an instance attribute) does not pickle
+        model.save(Path(a.keep_dir) / f"sb3_dqn_seed{a.seed}")
+    ret = statistics.mean(games["returns"]) if games["returns"] else float("nan")
     return {
         "env_frames": 4 * int(model.num_timesteps),
         "env_steps": int(model.num_timesteps),
@@ -170,6 +184,7 @@ def run_sb3(a: argparse.Namespace) -> dict[str, float]:
         "train_share": train_s / wall,
         "return": ret,
         "curve": curve,
+        "eval_games": games,
     }
 
 
@@ -200,6 +215,11 @@ def main() -> int:
         "--curve_every", type=int, default=200_000, help="env frames between training-curve points"
     )
     ap.add_argument("--timeout", type=int, default=36_000, help="seconds per run")
+    ap.add_argument(
+        "--keep_dir",
+        default="",
+        help="keep each seed's surge experiment (DIR/surge_seedN/dqn) and SB3 model (DIR/sb3_dqn_seedN.zip)",
+    )
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--one", choices=("surge", "sb3"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -222,6 +242,12 @@ def main() -> int:
                 flush=True,
             )
             print(f"seed {seed} {fw:5s} curve (env frames, training return): {r.get('curve')}", flush=True)
+            games = r.get("eval_games") or {}
+            print(
+                f"seed {seed} {fw:5s} greedy games (return, env steps): "
+                f"{list(zip(games.get('returns', []), games.get('lengths', []), strict=True))}",
+                flush=True,
+            )
     print(time.strftime("%Y-%m-%d %H:%M:%S"))
     return 0
 
