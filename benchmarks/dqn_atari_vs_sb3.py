@@ -223,6 +223,10 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--one", choices=("surge", "sb3"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.keep_dir and not a.one:  # surge would resume a kept experiment instead of training anew
+        kept = [p for s in a.seeds.split(",") if (p := Path(a.keep_dir) / f"surge_seed{int(s)}").exists()]
+        if kept:
+            ap.error(f"--keep_dir: {kept[0]} exists (a kept run); remove it or choose another --keep_dir")
     if a.one:
         r = run_surge(a) if a.one == "surge" else run_sb3(a)
         print_result(r)
