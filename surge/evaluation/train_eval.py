@@ -11,6 +11,13 @@ reported with a result are the run's when the weights were read (in the async pl
 evaluator process once it takes the request). In the async
 placement an evaluation that is still running when the next is due makes that one skipped (the
 next request goes out once the results are in): training never waits for evaluation.
+
+With `--save_best_by_eval`, a run that ends by its budget (`--train_for_env_steps` or
+`--train_for_seconds`; not Ctrl+C, not a failure) has its final weights evaluated once more, in
+the main process from the final checkpoint, unless they were the last weights evaluated: otherwise
+the best checkpoint could be an early one whenever the evaluations fell behind the training (a
+starved evaluator skips those that fall due while it plays) or the last one fell due after the
+budget.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ class TrainEvaluator:
         #: an algorithm with its own `eval_act` (DQN's greedy action, SAC/TD3/DDPG's mean)
         self.deterministic = cfg.eval_deterministic or get_algorithm(cfg.algo).eval_act is not None
         self.best: Any = None
+        #: policy id -> the policy version of its last evaluation reported
+        self.evaluated: dict[int, int] = {}
         #: `--eval_score_to_win`: env frames of the first evaluation at or above it, per policy
         self.reached: dict[int, int] = {}
         #: every learning policy has reached `--eval_score_to_win`: the run stops (`TrainingRun`)
@@ -121,7 +130,62 @@ class TrainEvaluator:
                 continue
             self._report(result, Path(path) if path else None)
 
+    def evaluate_final(self) -> None:
+        """`--save_best_by_eval` at the end of a run that finished (see the module docstring):
+        plays each learning policy's final checkpoint unless its version was the last one
+        evaluated, reports the result as any evaluation's (log line, TensorBoard) and offers its
+        weights to the best checkpoint. Call after the placement closed (its final checkpoints are
+        written) and before the monitor's TensorBoard writers close. Ctrl+C cuts it short: the
+        best checkpoint then stays as it was (logged)."""
+        if not self.cfg.save_best_by_eval:
+            return
+        from surge.evaluation.best_by_eval import BestByEval
+        from surge.evaluation.episodes import EpisodePlayer
+        from surge.runtime.components import torch_device
+
+        run = self.run
+        todo = []
+        for p in self.policies:
+            state = run.ckpts[p].load()
+            if state is None:
+                continue
+            version = int(state["learner"]["policy_version"])
+            if self.evaluated.get(p) == version:
+                log.info("Policy %d's final weights (policy version %d) were evaluated already.", p, version)
+                continue
+            todo.append((p, version, state))
+        if not todo:
+            return
+        player = None
+        try:
+            player = EpisodePlayer(self.cfg, torch_device(self.cfg))
+            # async: the evaluator process wrote the best so far; its eval return is on disk
+            best = self.best or BestByEval(
+                self.cfg, {p: run.folder.checkpoints(p) for p in self.policies}, True
+            )
+            for p, version, state in todo:
+                log.info(
+                    "Evaluating policy %d's final weights (policy version %d, env frame %d) for "
+                    "--save_best_by_eval: %s.",
+                    p,
+                    version,
+                    int(state["env_frames"]),
+                    f"the last evaluation reported played version {self.evaluated[p]}"
+                    if p in self.evaluated
+                    else "no evaluation was reported during the run",
+                )
+                player.model.load_state_dict(state["model"])
+                result = player.evaluate(p, version, int(state["env_frames"]))
+                path = best.offer(p, state["model"], version, result.return_mean, run._counters(p))
+                self._report(result, path)
+        except KeyboardInterrupt:
+            log.warning("The final evaluation was cut short (Ctrl+C): the best checkpoint stays as it was.")
+        finally:
+            if player is not None:
+                player.close()
+
     def _report(self, result: Any, best_path: Path | None) -> None:
+        self.evaluated[result.policy_id] = result.policy_version
         log.info(
             "Eval policy %d at env frame %d (policy version %d): return %.2f ± %.2f over %d "
             "episodes (%s)%s, length %.1f env steps, %.1f s%s%s",

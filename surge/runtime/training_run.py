@@ -232,8 +232,13 @@ class TrainingRun:
                 if self.evaluator is not None:
                     self.evaluator.close()
             finally:
-                p.close()  # a data-parallel rank leaves its process group here, if not yet
-                m.close()
+                try:
+                    p.close()  # a data-parallel rank leaves its process group here, if not yet
+                    written = all(i in p.final_written for i in self.learning)
+                    if self.evaluator is not None and finished and not failed and saving and written:
+                        self.evaluator.evaluate_final()  # --save_best_by_eval (surge.evaluation.train_eval)
+                finally:
+                    m.close()
         self._summarise()
         if failed:
             return "failed"

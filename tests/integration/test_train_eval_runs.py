@@ -151,3 +151,22 @@ def test_async_run_reports_eval_returns_while_it_trains_and_stops_its_evaluator(
     steps = [s for s, _ in means]
     assert steps == sorted(steps) and all(s >= 2000 for s in steps)
     check_best(folder, args, means)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("serial", [True, False])
+def test_a_budget_end_evaluates_the_final_weights_for_the_best_checkpoint(tmp_path, serial):
+    """No evaluation falls due before the budget: with --save_best_by_eval the final weights are
+    played once at the end, so the best checkpoint is never older than the last weights evaluated
+    (a starved async evaluator once left a best from 27.6k of 300k frames)."""
+    args = [*COMMON, f"--serial_mode={serial}", "--eval_every_env_frames=1000000"]
+    run = [*args, f"--train_dir={tmp_path}", "--experiment=fin", "--train_for_env_steps=6000"]
+    assert train(parse_cfg(run)) == "done"
+    folder = tmp_path / "fin"
+    final = torch.load(sorted((folder / "checkpoint_p0").glob("checkpoint_*.pth"))[-1], weights_only=True)
+    means = eval_scalars(folder, "eval/return_mean")
+    assert [s for s, _ in means] == [final["env_frames"]]  # one evaluation: the final weights'
+    check_best(folder, args, means)
+    best = torch.load(next((folder / "checkpoint_p0").glob("best_*.pth")), weights_only=True)
+    assert best["learner"]["policy_version"] == final["learner"]["policy_version"]
+    assert "Evaluating policy 0's final weights" in (folder / "surge_log.txt").read_text()
