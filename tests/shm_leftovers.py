@@ -13,8 +13,12 @@ def shm_entries() -> set[str]:
 
 
 def held_shm_entries() -> set[str]:
-    """/dev/shm entries some live process has open or mapped (read from /proc)."""
-    held = set()
+    """/dev/shm entries some live process has open or mapped (read from /proc).
+
+    Matched by inode as well as by name: glibc's `sem_open` creates a semaphore under a temporary
+    name (`sem.XXXXXX`), maps it, then links it to its real name and unlinks the temporary one, so
+    the creating process's maps show the temporary name, "(deleted)", with the real one's inode."""
+    held, inodes = set(), set()
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
@@ -22,10 +26,17 @@ def held_shm_entries() -> set[str]:
             for line in (proc / "maps").read_text().splitlines():
                 if "/dev/shm/" in line:
                     held.add(line.split("/dev/shm/", 1)[1].split(" ")[0])
+                    inodes.add(int(line.split()[4]))
             for fd in (proc / "fd").iterdir():
                 target = os.readlink(fd)
                 if target.startswith("/dev/shm/"):
                     held.add(target[len("/dev/shm/") :].split(" ")[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    for name in shm_entries():
+        try:
+            if os.stat(f"/dev/shm/{name}").st_ino in inodes:
+                held.add(name)
         except OSError:
             continue
     return held
