@@ -66,7 +66,7 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
             folder = ExperimentFolder(cfg)
             policies = range(cfg.num_policies)
             best = BestByEval(cfg, {p: folder.checkpoints(p) for p in policies}, ctx.resume)
-        stop = shared.stop_event.is_set
+        stop = shared.stop_flag.is_set
         played = 0
         try:
             while not stop():

@@ -71,6 +71,7 @@ from surge.runtime.process_context import InferenceContext, LearnerContext, Roll
 from surge.runtime.process_setup import dump_stack
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
+from surge.runtime.stop_flag import StopFlag
 from surge.sampling.rollout_worker import EpisodeStats
 
 log = logging.getLogger("surge")
@@ -162,7 +163,7 @@ class AsyncPlacement:
         note = thread_oversubscription(cfg, learners, os.cpu_count() or 1)
         if note:
             log.warning(note)
-        ctx = self.ctx = tmp.get_context("spawn")
+        self.ctx = tmp.get_context("spawn")
         weights = [SharedWeights(model) for _ in range(P)]
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
             shared_weights.publish(model, 0)
@@ -189,7 +190,7 @@ class AsyncPlacement:
             self.inference_restarts,
             self.learner_heartbeats,
             self.report_queue,
-            ctx.Event(),
+            StopFlag(),
             self.actor_offset,
             self.run_actors,
         )
@@ -247,7 +248,7 @@ class AsyncPlacement:
         """Starts a process of another role (the evaluator of `surge.evaluation.eval_process`):
         `fn(context)` in a child that dies with this process (not daemonic: its env may start
         processes of its own, as a rollout worker's may); supervised as a learner is (its exit or
-        crash ends the run), stopped by `close` (it must leave its loop once `shared.stop_event`
+        crash ends the run), stopped by `close` (it must leave its loop once `shared.stop_flag`
         is set, or it is killed after `JOIN_TIMEOUT_SEC`)."""
         self._spawn(name, fn, context, daemon=False)
 
@@ -682,7 +683,7 @@ class AsyncPlacement:
         self.stopping = True
         if not self.procs:
             return
-        self.shared.stop_event.set()
+        self.shared.stop_flag.set()
         learners = [(p, self.procs.get(f"learner_p{p}")) for p in range(self.cfg.num_policies)]
         for p, learner in learners:
             if learner is not None and learner.is_alive():

@@ -41,12 +41,12 @@ def inference_process_main(ctx: InferenceContext) -> None:
         model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
         inference = make_inference(layout, model, device, p, shared.actor_offset, shared.run_actors)
-        weights, stop_event, request_queue = shared.weights[p], shared.stop_event, ctx.request_queue
+        weights, stop_flag, request_queue = shared.weights[p], shared.stop_flag, ctx.request_queue
         env_frames = shared.env_frames.numpy()  # the run's env frames, as the main process counts them
         seen = -1  # the weights' write counter when last loaded (moves with every publish)
         beats = shared.heartbeats.numpy()
         answered: dict[int, tuple[int, int]] = {}  # first_slot -> (tag, t) of the latest request served
-        while not stop_event.is_set():
+        while not stop_flag.is_set():
             beats[beat_index] = time.monotonic()
             try:
                 msgs = request_queue.get_many(timeout=0.1)

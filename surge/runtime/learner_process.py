@@ -83,7 +83,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
             """Called between optimizer steps: a sign of life; True when the run is stopping (the
             learner leaves the batch)."""
             beats[p] = time.monotonic()
-            return shared.stop_event.is_set()
+            return shared.stop_flag.is_set()
 
         learner.should_stop = progress
         # a data-parallel run (torchrun): this process joins the process group and takes rank 0's
@@ -310,6 +310,6 @@ def _collect(
                 batcher.add(*BlockReady._make(msg))  # a plain tuple on the wire
         except Empty:
             continue
-        while not ctx.shared.stop_event.is_set() and (taken := batcher.take()) is not None:
+        while not ctx.shared.stop_flag.is_set() and (taken := batcher.take()) is not None:
             slots = torch.tensor(taken, dtype=torch.int64)
             submit((kind, learner.prepare_batch(slots), slots))

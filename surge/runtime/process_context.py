@@ -15,6 +15,7 @@ from surge.data.trajectory import TrajectoryBuffers
 from surge.learning.algorithm import get_algorithm
 from surge.runtime.components import EnvInfo, RunLayout
 from surge.runtime.shared_state import SharedWeights
+from surge.runtime.stop_flag import StopFlag
 
 
 @dataclass
@@ -46,7 +47,7 @@ class SharedContext:
             latest sign of life (a poll of its queues while no batch or checkpoint is in progress,
             the start or end of one, an optimizer step); 0 before its loop starts.
         report_queue: children -> main process (`surge.runtime.messages`).
-        stop_event: set by the main process to stop every loop.
+        stop_flag: set by the main process to stop every loop (`surge.runtime.stop_flag`).
         actor_offset, run_actors: a Ray sampler node's first actor's run-wide id and the run's
             acting agents over all nodes (`ActContext`); 0 and 0 (this layout's own) elsewhere.
     """
@@ -65,7 +66,7 @@ class SharedContext:
     inference_restarts: Tensor
     learner_heartbeats: Tensor
     report_queue: Any
-    stop_event: Any
+    stop_flag: StopFlag
     actor_offset: int = 0
     run_actors: int = 0
 

@@ -64,7 +64,7 @@ def rollout_process_main(ctx: RolloutContext) -> None:
             beats[w] = time.monotonic()
             if cfg.decorrelate_experience_max_seconds > 0:
                 until = time.monotonic() + random.uniform(0, cfg.decorrelate_experience_max_seconds)
-                while not shared.stop_event.wait(max(0.0, min(1.0, until - time.monotonic()))):
+                while not shared.stop_flag.wait(max(0.0, min(1.0, until - time.monotonic()))):
                     beats[w] = time.monotonic()
                     if time.monotonic() >= until:
                         break
@@ -151,7 +151,7 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
     workers' total reaches `shared.env_steps_budget` it steps no more (the run is over: the main
     process stops it), so a run overshoots its budget by at most one step of each split."""
     shared = ctx.shared
-    stop_event = shared.stop_event
+    stop_flag = shared.stop_flag
     counts = shared.env_steps.numpy()  # shared memory: [num_workers] int64
     budget = shared.env_steps_budget.numpy()
     w_idx = ctx.worker_idx
@@ -161,12 +161,12 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
         requester.request(s)
     last_report = time.monotonic()
     waiting: list[int] = []
-    while not stop_event.is_set():
+    while not stop_flag.is_set():
         beats[w_idx] = time.monotonic()
         requester.resend_if_replaced()
         # (a Python sum: numpy's costs a microsecond or two of dispatch on this tiny array)
         if sum(counts.tolist()) >= budget.item(0):  # reached: only report until the main process stops us
-            stop_event.wait(0.05)
+            stop_flag.wait(0.05)
             last_report = _report(ctx, worker, last_report)
             continue
         for s in list(waiting):

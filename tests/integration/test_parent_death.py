@@ -127,3 +127,44 @@ def test_children_exit_within_two_seconds_of_a_killed_main_at_load_8(tmp_path, e
         time.sleep(0.5)
         new_shm = (new_shm & shm_entries()) - held_shm_entries()
     assert not new_shm, f"/dev/shm entries left behind: {new_shm}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and /dev/shm: Linux")
+def test_a_run_killed_as_a_whole_leaves_nothing_in_dev_shm(tmp_path):
+    """SIGKILL to the run's whole process group, multiprocessing's resource tracker included (as a
+    Ray node's kill, or a job scheduler's, does): nothing is left in /dev/shm. A
+    `multiprocessing.Event` as the stop flag left its 5 named semaphores (`sem.mp-*`) this way."""
+    shm_before = shm_entries()
+    cmd = [
+        sys.executable, "-m", "surge.train", "--env=CartPole-v1", "--encoder_mlp_layers", "32",
+        "--use_rnn=False", "--num_workers=2", "--num_envs_per_worker=4",
+        "--decorrelate_experience_max_seconds=0", "--set_workers_cpu_affinity=False",
+        "--train_for_env_steps=100000000", f"--train_dir={tmp_path}", "--experiment=killpg",
+    ]  # fmt: skip
+    environ = {**os.environ, "PYTHONPATH": str(ROOT)}
+    log = tmp_path / "killpg" / "surge_log.txt"
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=environ, stdout=subprocess.DEVNULL, start_new_session=True)
+    seen: dict[tuple[int, str], str] = {}
+    try:
+        deadline = time.time() + 240
+        while not (log.exists() and "Env frames/s" in log.read_text()):
+            assert proc.poll() is None and time.time() < deadline, "the run did not start training"
+            seen.update(_children(proc.pid))
+            time.sleep(0.2)
+        seen.update(_children(proc.pid))
+        assert any("resource_tracker" in c for c in seen.values()), sorted(seen.values())
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.time() + 10
+        while any(_alive(k) for k in seen) and time.time() < deadline:
+            time.sleep(0.05)
+    finally:
+        for key in seen:
+            if _alive(key):
+                os.kill(key[0], signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    new_shm = (shm_entries() - shm_before) - held_shm_entries()
+    assert not new_shm, f"/dev/shm entries left behind: {sorted(new_shm)}"

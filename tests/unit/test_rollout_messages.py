@@ -97,7 +97,7 @@ class Sink:
 
 def _ctx(replies, stop, num_policies=1, incarnation=0):
     shared = SimpleNamespace(
-        stop_event=stop,
+        stop_flag=stop,
         report_queue=Sink(),
         env_steps=torch.zeros(6, dtype=torch.int64),
         env_steps_budget=torch.tensor([2**62]),
