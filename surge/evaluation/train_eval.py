@@ -12,17 +12,19 @@ evaluator process once it takes the request). In the async
 placement an evaluation that is still running when the next is due makes that one skipped (the
 next request goes out once the results are in): training never waits for evaluation.
 
-With `--save_best_by_eval`, a run that ends by its budget (`--train_for_env_steps` or
-`--train_for_seconds`; not Ctrl+C, not a failure) has its final weights evaluated once more, in
-the main process from the final checkpoint, unless they were the last weights evaluated: otherwise
-the best checkpoint could be an early one whenever the evaluations fell behind the training (a
-starved evaluator skips those that fall due while it plays) or the last one fell due after the
-budget.
+With `--save_best_by_eval`, a run that finishes (its budget, `--train_for_env_steps` or
+`--train_for_seconds`, or a stop condition: `--score_to_win`, `--eval_score_to_win`, another
+data-parallel rank stopping; not Ctrl+C or SIGTERM, not a failure) has its final weights evaluated
+once more, in the main process from the final checkpoint, unless they were the last weights
+evaluated: otherwise the best checkpoint could be an early one whenever the evaluations fell behind
+the training (a starved evaluator skips those that fall due while it plays) or the last one fell
+due after the budget.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -135,56 +137,90 @@ class TrainEvaluator:
         plays each learning policy's final checkpoint unless its version was the last one
         evaluated, reports the result as any evaluation's (log line, TensorBoard) and offers its
         weights to the best checkpoint. Call after the placement closed (its final checkpoints are
-        written) and before the monitor's TensorBoard writers close. Ctrl+C cuts it short: the
-        best checkpoint then stays as it was (logged)."""
+        written) and before the monitor's TensorBoard writers close.
+
+        Never raises: the run is done whatever happens here. Ctrl+C or SIGTERM cuts it short (the
+        episodes stop within `STOP_CHECK_STEPS` env steps) and an error is logged; either way the
+        best checkpoint stays as it was for the policies not yet played."""
         if not self.cfg.save_best_by_eval:
             return
-        from surge.evaluation.best_by_eval import BestByEval
-        from surge.evaluation.episodes import EpisodePlayer
-        from surge.runtime.components import torch_device
+        stopped = False
 
-        run = self.run
-        todo = []
-        for p in self.policies:
-            state = run.ckpts[p].load()
-            if state is None:
-                continue
-            version = int(state["learner"]["policy_version"])
-            if self.evaluated.get(p) == version:
-                log.info("Policy %d's final weights (policy version %d) were evaluated already.", p, version)
-                continue
-            todo.append((p, version, state))
-        if not todo:
-            return
+        def on_signal(signum: int, frame: Any) -> None:
+            nonlocal stopped
+            stopped = True
+
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         player = None
         try:
+            if self.player is None:  # async: results that arrived since `close` (the evaluator has stopped)
+                self._collect()
+            todo = self._final_todo()
+            if not todo:
+                return
+            from surge.evaluation.best_by_eval import BestByEval
+            from surge.evaluation.episodes import EpisodePlayer
+            from surge.runtime.components import torch_device
+
+            run = self.run
             player = EpisodePlayer(self.cfg, torch_device(self.cfg))
             # async: the evaluator process wrote the best so far; its eval return is on disk
             best = self.best or BestByEval(
                 self.cfg, {p: run.folder.checkpoints(p) for p in self.policies}, True
             )
             for p, version, state in todo:
+                frames = int(state["env_frames"])
                 log.info(
                     "Evaluating policy %d's final weights (policy version %d, env frame %d) for "
                     "--save_best_by_eval: %s.",
                     p,
                     version,
-                    int(state["env_frames"]),
-                    f"the last evaluation reported played version {self.evaluated[p]}"
-                    if p in self.evaluated
-                    else "no evaluation was reported during the run",
+                    frames,
+                    (
+                        f"the last evaluation reported played version {self.evaluated[p]}"
+                        if p in self.evaluated
+                        else "no evaluation was reported during the run"
+                    )
+                    + (f"; {self.skipped} evaluation(s) were skipped while one ran" if self.skipped else ""),
                 )
+                self.skipped = 0
                 player.model.load_state_dict(state["model"])
-                result = player.evaluate(p, version, int(state["env_frames"]))
-                path = best.offer(p, state["model"], version, result.return_mean, run._counters(p))
-                self._report(result, path)
-        except KeyboardInterrupt:
-            log.warning("The final evaluation was cut short (Ctrl+C): the best checkpoint stays as it was.")
+                result = player.evaluate(p, version, frames, stop=lambda: stopped)
+                if stopped:
+                    log.warning(
+                        "The final evaluation was cut short by a signal: the best checkpoint stays as it was."
+                    )
+                    return
+                counters = run._counters(p)  # the keys of a checkpoint's counters, valued as the final one's
+                counters.update({k: state[k] for k in counters if k in state})
+                path = best.offer(p, state["model"], version, result.return_mean, counters)
+                self._report(result, path, final=True)
+        except Exception:  # noqa: BLE001 - the run is done: report, never fail it here
+            log.exception("The final evaluation failed; the best checkpoint stays as it was.")
         finally:
+            for s, h in old.items():
+                signal.signal(s, h)
             if player is not None:
                 player.close()
 
-    def _report(self, result: Any, best_path: Path | None) -> None:
+    def _final_todo(self) -> list[tuple[int, int, dict[str, Any]]]:
+        """(policy id, policy version, final checkpoint state) of each learning policy whose final
+        weights were not the last evaluated."""
+        todo = []
+        for p in self.policies:
+            state = self.run.ckpts[p].load()
+            if state is None:
+                continue
+            version = int(state.get("learner", {}).get("policy_version", -1))
+            if self.evaluated.get(p) == version:
+                log.info("Policy %d's final weights (policy version %d) were evaluated already.", p, version)
+                continue
+            todo.append((p, version, state))
+        return todo
+
+    def _report(self, result: Any, best_path: Path | None, final: bool = False) -> None:
+        """Log line and TensorBoard scalars of one result; `final`: the run's end (`evaluate_final`),
+        which stops nothing (no `--eval_score_to_win` check)."""
         self.evaluated[result.policy_id] = result.policy_version
         log.info(
             "Eval policy %d at env frame %d (policy version %d): return %.2f ± %.2f over %d "
@@ -203,7 +239,8 @@ class TrainEvaluator:
             f"; new best: saved {best_path.name}" if best_path is not None else "",
         )
         self.skipped = 0
-        self._check_won(result)
+        if not final:
+            self._check_won(result)
         writers = self.run.monitor.writers
         if writers:
             w = writers[result.policy_id]

@@ -170,3 +170,51 @@ def test_a_budget_end_evaluates_the_final_weights_for_the_best_checkpoint(tmp_pa
     best = torch.load(next((folder / "checkpoint_p0").glob("best_*.pth")), weights_only=True)
     assert best["learner"]["policy_version"] == final["learner"]["policy_version"]
     assert "Evaluating policy 0's final weights" in (folder / "surge_log.txt").read_text()
+
+
+@pytest.mark.slow
+def test_async_final_evaluation_competes_with_the_best_the_evaluator_wrote(tmp_path):
+    """Evaluations during the run wrote a best (the evaluator process); the final weights' own
+    evaluation (or none, when the evaluator played them last) keeps the best of all: the
+    checkpoint holds the highest eval return logged, and its weights replay to it."""
+    args = [*COMMON, "--eval_every_env_frames=2000"]
+    run = [*args, f"--train_dir={tmp_path}", "--experiment=both", "--train_for_env_steps=16000"]
+    assert train(parse_cfg(run)) == "done"
+    folder = tmp_path / "both"
+    means = eval_scalars(folder, "eval/return_mean")
+    final = torch.load(sorted((folder / "checkpoint_p0").glob("checkpoint_*.pth"))[-1], weights_only=True)
+    log = (folder / "surge_log.txt").read_text()
+    assert f"Policy 0's final weights (policy version {final['learner']['policy_version']})" in log or (
+        means[-1][0] == final["env_frames"]
+    )
+    check_best(folder, args, means)
+
+
+@pytest.mark.slow
+def test_sigterm_during_the_final_evaluation_leaves_a_done_run(tmp_path):
+    """A final evaluation long enough to be interrupted (2000 episodes of an untrained policy):
+    SIGTERM stops it, the run is still done (exit 0, the done file) and the best stays as it was."""
+    args = [*COMMON, "--serial_mode=True", "--eval_every_env_frames=1000000", "--eval_episodes=2000"]
+    cmd = [sys.executable, "-m", "surge.train", *args, f"--train_dir={tmp_path}", "--experiment=term"]
+    cmd.append("--train_for_env_steps=2000")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
+    )
+    folder = tmp_path / "term"
+    log = folder / "surge_log.txt"
+    try:
+        deadline = time.time() + 120
+        while not (log.exists() and "Evaluating policy 0's final weights" in log.read_text()):
+            assert proc.poll() is None and time.time() < deadline, proc.communicate()[0][-3000:]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-3000:]
+    text = log.read_text()
+    assert "The final evaluation was cut short by a signal" in text
+    assert "Training finished" in text and (folder / "done").exists()
+    assert not list((folder / "checkpoint_p0").glob("best_*.pth"))  # no evaluation finished
