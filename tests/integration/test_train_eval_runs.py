@@ -112,6 +112,23 @@ def test_eval_score_to_win_stops_the_run_after_the_first_evaluation_that_reaches
     check_best(folder, args, means)  # the best checkpoint is the weights that scored
 
 
+def _start_run(args: list[str], train_dir: Path, experiment: str, frames: int) -> subprocess.Popen:
+    """`python -m surge.train` with `args` in a child process, its output piped (text)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "surge.train",
+        *args,
+        f"--train_dir={train_dir}",
+        f"--experiment={experiment}",
+    ]
+    cmd.append(f"--train_for_env_steps={frames}")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
+    )
+
+
 def _alive(pid: int) -> bool:
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and stat.read_text().split()[2] != "Z"
@@ -120,12 +137,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.slow
 def test_async_run_reports_eval_returns_while_it_trains_and_stops_its_evaluator(tmp_path):
     args = [*COMMON, "--eval_every_env_frames=2000"]
-    cmd = [sys.executable, "-m", "surge.train", *args, f"--train_dir={tmp_path}", "--experiment=asy"]
-    cmd.append("--train_for_env_steps=1000000000")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
-    )
+    proc = _start_run(args, tmp_path, "asy", 1_000_000_000)
     folder = tmp_path / "asy"
     try:
         deadline, means = time.time() + 240, []
@@ -195,12 +207,7 @@ def test_sigterm_during_the_final_evaluation_leaves_a_done_run(tmp_path):
     """A final evaluation long enough to be interrupted (2000 episodes of an untrained policy):
     SIGTERM stops it, the run is still done (exit 0, the done file) and the best stays as it was."""
     args = [*COMMON, "--serial_mode=True", "--eval_every_env_frames=1000000", "--eval_episodes=2000"]
-    cmd = [sys.executable, "-m", "surge.train", *args, f"--train_dir={tmp_path}", "--experiment=term"]
-    cmd.append("--train_for_env_steps=2000")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env
-    )
+    proc = _start_run(args, tmp_path, "term", 2000)
     folder = tmp_path / "term"
     log = folder / "surge_log.txt"
     try:
