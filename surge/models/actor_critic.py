@@ -255,8 +255,11 @@ class ActorCritic(nn.Module):
         if action_mask is not None:
             logits = apply_action_mask(self.action_space, logits, action_mask)
         dist = self.distribution(logits)
-        actions = dist.mode() if deterministic else dist.sample()
-        return ActOutput(actions, dist.log_prob(actions), values, logits, new_states)
+        if deterministic:
+            actions = dist.mode()
+            return ActOutput(actions, dist.log_prob(actions), values, logits, new_states)
+        actions, log_prob = dist.sample_with_log_prob()
+        return ActOutput(actions, log_prob, values, logits, new_states)
 
     def evaluate(
         self,

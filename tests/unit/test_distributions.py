@@ -1,5 +1,7 @@
 """Action distributions: shapes, log-probs against torch references, entropy, KL, sampling."""
 
+import functools
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -92,3 +94,90 @@ def test_tuple_of_discrete_and_box_is_the_sum_of_its_heads():
     torch.testing.assert_close(d.kl(d), torch.zeros(6), atol=1e-6, rtol=0)
     mode = d.mode()
     assert torch.equal(mode[:, 0], logits[:, :3].argmax(-1).float()) and torch.equal(mode[:, 1], logits[:, 3])
+
+
+def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
+    """Pearson's chi-square goodness-of-fit test: P(X >= statistic) for X ~ chi2(k - 1), i.e. the
+    regularised upper incomplete gamma function Q((k - 1) / 2, statistic / 2)."""
+    expected = probs.double() * float(counts.sum())
+    stat = ((counts.double() - expected) ** 2 / expected).sum()
+    df = torch.tensor((len(counts) - 1) / 2, dtype=torch.float64)
+    return float(torch.special.gammaincc(df, stat / 2))
+
+
+@pytest.mark.parametrize("n", [2, 6, 18])
+def test_acting_draws_follow_torch_categorical_probabilities(n):
+    """`sample_with_log_prob` (the inference path, inverse-CDF sampling) against the probabilities
+    of `torch.distributions.Categorical` on the same logits: a chi-square test per row, and the
+    log-probs it returns equal `Categorical.log_prob` of the drawn actions."""
+    torch.manual_seed(1)
+    logits = torch.randn(3, n) * 2.0
+    draws = 60_000
+    d = make_distribution(gym.spaces.Discrete(n), logits.repeat_interleave(draws, 0))
+    a, log_prob = d.sample_with_log_prob()
+    assert a.dtype == torch.int64 and a.shape == (3 * draws,)
+    ref = torch.distributions.Categorical(logits=logits.repeat_interleave(draws, 0))
+    torch.testing.assert_close(log_prob, ref.log_prob(a))
+    for row in range(3):
+        counts = torch.bincount(a[row * draws : (row + 1) * draws], minlength=n)
+        assert _chi_square_p_value(counts, torch.softmax(logits[row], -1)) > 1e-4
+
+
+def test_acting_never_draws_a_zero_probability_action(monkeypatch):
+    """Masked actions (first, middle and last, where an inverse-CDF sampler's edges are) are never
+    drawn, whatever the uniform draw; the legal ones keep their renormalised probabilities."""
+    from surge.models.distributions import MASKED_LOGIT
+
+    torch.manual_seed(2)
+    logits = torch.tensor([[MASKED_LOGIT, 1.0, MASKED_LOGIT, 0.0, 2.0, MASKED_LOGIT]]).expand(100_000, 6)
+    a, log_prob = make_distribution(gym.spaces.Discrete(6), logits).sample_with_log_prob()
+    counts = torch.bincount(a, minlength=6)
+    assert counts[[0, 2, 5]].tolist() == [0, 0, 0]
+    legal = torch.softmax(torch.tensor([1.0, 0.0, 2.0]), -1)
+    assert _chi_square_p_value(counts[[1, 3, 4]], legal) > 1e-4
+    assert torch.isfinite(log_prob).all()
+    # the edges of the uniform draw itself: u = 0 and u just below 1
+    from surge.models import distributions as dist_mod
+
+    log_p = torch.log_softmax(logits[:1], -1)
+    for u in (0.0, 1.0 - 2.0**-24):
+        with monkeypatch.context() as m:
+            m.setattr(torch, "rand", functools.partial(_constant_rand, u))
+            assert int(dist_mod._inverse_cdf_sample(log_p)) in (1, 3, 4)
+
+
+def _constant_rand(value: float, shape: tuple[int, ...], **kwargs) -> torch.Tensor:
+    return torch.full(shape, value, dtype=kwargs.get("dtype"))
+
+
+def test_acting_multi_head_log_prob_is_the_sum_of_its_heads():
+    space = gym.spaces.MultiDiscrete([3, 5])
+    torch.manual_seed(3)
+    logits = torch.randn(4, 8)
+    a, log_prob = make_distribution(space, logits).sample_with_log_prob()
+    assert a.shape == (4, 2) and a.dtype == torch.int64
+    c0 = torch.distributions.Categorical(logits=logits[:, :3])
+    c1 = torch.distributions.Categorical(logits=logits[:, 3:])
+    torch.testing.assert_close(log_prob, c0.log_prob(a[:, 0]) + c1.log_prob(a[:, 1]))
+
+
+def test_acting_gaussian_log_prob_matches_normal_and_draws_its_moments():
+    space = gym.spaces.Box(-1, 1, (2,), np.float32)
+    mean, log_std = torch.tensor([[0.5, -1.0]]), torch.tensor([[-0.5, 0.3]])
+    torch.manual_seed(4)
+    d = make_distribution(space, torch.cat([mean, log_std], -1).expand(200_000, 4))
+    a, log_prob = d.sample_with_log_prob()
+    normal = torch.distributions.Normal(mean, log_std.exp())
+    torch.testing.assert_close(log_prob, normal.log_prob(a).sum(-1), atol=1e-5, rtol=1e-5)
+    # mean and std of the draws within 4 standard errors of the distribution's
+    se_mean = log_std.exp()[0] / 200_000**0.5
+    assert ((a.mean(0) - mean[0]).abs() < 4 * se_mean).all()
+    assert ((a.std(0) / log_std.exp()[0] - 1).abs() < 0.01).all()
+    # with autograd: actions carry no gradient, and the log-prob's is Normal.log_prob's
+    logits = torch.cat([mean, log_std], -1).requires_grad_()
+    a, log_prob = make_distribution(space, logits).sample_with_log_prob()
+    assert not a.requires_grad and not make_distribution(space, logits).sample().requires_grad
+    (grad,) = torch.autograd.grad(log_prob.sum(), logits)
+    m, ls = logits.chunk(2, -1)
+    (ref,) = torch.autograd.grad(torch.distributions.Normal(m, ls.exp()).log_prob(a).sum(), logits)
+    torch.testing.assert_close(grad, ref)
