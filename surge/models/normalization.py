@@ -35,6 +35,29 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
         self.register_buffer("count", torch.tensor(prior_count, dtype=torch.float64))
         self.epsilon, self.clip = epsilon, clip
+        self._derived_key: tuple[int, ...] | None = None
+        self._derived: tuple[Tensor, Tensor] = (torch.empty(0), torch.empty(0))
+
+    def _stats_key(self) -> tuple[int, ...]:
+        """Changes whenever `mean` or `var` may have: their tensors' in-place version counters
+        (`update`, `load_state_dict` and the async placement's weight loading all write them in
+        place, through the buffers or views sharing their counter) and storages (`.to()`)."""
+        m, v = self.mean, self.var
+        return (m._version, v._version, m.data_ptr(), v.data_ptr())
+
+    def derived(self) -> tuple[Tensor, Tensor]:
+        """float32 `(mean, sqrt(var + eps))`, recomputed only when the statistics changed: an
+        inference pass on a few observations would otherwise spend most of the normaliser's time
+        converting the float64 statistics."""
+        key = self._stats_key()
+        if key != self._derived_key:
+            with torch.no_grad():
+                self._derived = self._derive()
+            self._derived_key = key
+        return self._derived
+
+    def _derive(self) -> tuple[Tensor, Tensor]:
+        return self.mean.float(), (self.var.float() + self.epsilon).sqrt()
 
     @torch.no_grad()
     def update(self, x: Tensor) -> None:
@@ -67,12 +90,13 @@ class RunningMeanStd(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """`(x - mean) / sqrt(var + eps)` clipped, as float32, same shape as `x`."""
-        mean, std = self.mean.float(), (self.var.float() + self.epsilon).sqrt()
+        mean, std = self.derived()
         return ((x.float() - mean) / std).clamp(-self.clip, self.clip)
 
     def denormalize(self, x: Tensor) -> Tensor:
         """Inverse of the normalisation (without clipping): `x · sqrt(var + eps) + mean`."""
-        return x * (self.var.float() + self.epsilon).sqrt() + self.mean.float()
+        mean, std = self.derived()
+        return x * std + mean
 
 
 def float_copy(x: Tensor) -> Tensor:
@@ -119,10 +143,17 @@ class ImageNormalizer(RunningMeanStd):
     def forward(self, x: Tensor) -> Tensor:
         # ((x - sub) / scale - mean) / std folded into (x - (sub + mean·scale)) · (1 / (scale·std)):
         # one float copy and two in-place passes before the clip, per inference step and batch
-        z = float_copy(x)
+        offset, factor = self.derived()
+        return float_copy(x).sub_(offset).mul_(factor).clamp_(-self.clip, self.clip)
+
+    def _derive(self) -> tuple[Tensor, Tensor]:
+        """`(offset, factor)` of `forward` (not the base class's mean and std)."""
         offset = self.mean.float() / self.inv_scale + self.subtract_mean
-        factor = (self.var.float() + self.epsilon).rsqrt() * self.inv_scale
-        return z.sub_(offset).mul_(factor).clamp_(-self.clip, self.clip)
+        return offset, (self.var.float() + self.epsilon).rsqrt() * self.inv_scale
+
+    def denormalize(self, x: Tensor) -> Tensor:
+        """`x · sqrt(var + eps) + mean`, on the scaled pixels the statistics are kept on."""
+        return x * (self.var.float() + self.epsilon).sqrt() + self.mean.float()
 
 
 class DictNormalizer(nn.Module):
