@@ -29,6 +29,7 @@ group is killed, along with the ViZDoom shared-memory segments of its killed gam
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import shutil
@@ -123,6 +124,12 @@ def _ts(text: str) -> float:
     )
 
 
+def _pythonpath(root: Path) -> str:
+    """The checkout at `root` first, then whatever PYTHONPATH already holds (packages installed with
+    `pip --target`, as on a lent GPU machine)."""
+    return os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+
+
 def run_surge(
     cfg: BenchConfig, mode: list[str], frames: int, workdir: Path, timeout: float, root: Path = ROOT
 ) -> tuple[float, float]:
@@ -143,7 +150,7 @@ def run_surge(
         "--save_every_sec=100000",
     ]
     out = workdir / "surge_console.txt"
-    code = _run(cmd, timeout, root, out, env={**os.environ, "PYTHONPATH": str(root)})
+    code = _run(cmd, timeout, root, out, env={**os.environ, "PYTHONPATH": _pythonpath(root)})
     lines = Path(f"{out}.err").read_text(errors="replace").splitlines()  # the log goes to stderr
     points, ret = [], NAN
     for line in lines:
@@ -212,7 +219,7 @@ def run_dummy(
             "--experiment=dummy",
         ]
         log = Path(tmp) / "console.txt"
-        _run(cmd, timeout, root, log, env={**os.environ, "PYTHONPATH": str(root)})
+        _run(cmd, timeout, root, log, env={**os.environ, "PYTHONPATH": _pythonpath(root)})
         m = re.search(r"= ([\d.]+) env frames/s", log.read_text(errors="replace"))
     return float(m.group(1)) if m else NAN
 
@@ -258,12 +265,24 @@ def main(argv: list[str] | None = None) -> int:
         help="round r runs every framework with --seed=r (default: the config's seed, 1), so the "
         "return columns come from independent seeds",
     )
+    p.add_argument(
+        "--extra",
+        default="",
+        help="flags appended to both frameworks' command lines, space-separated; the last spelling of "
+        'a flag wins in both, e.g. "--device=gpu --num_workers=16" on a GPU machine',
+    )
+    p.add_argument("--no-dummy", action="store_true", help="skip surge's dummy-sampler run per config")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     bounds = {k: float(v) for k, v in (b.split("=") for b in args.bound)}
     rows = []
     for name in args.config or list(CONFIGS):
         cfg = CONFIGS[name]
+        if args.extra:
+            extra = args.extra.split()
+            cfg = dataclasses.replace(
+                cfg, surge_args=[*cfg.surge_args, *extra], sf_args=[*cfg.sf_args, *extra]
+            )
         frames = int(cfg.frames * args.frames_scale)
         results: dict[str, list[float]] = {}
         frameworks = ["surge", "sf"] + (["before"] if args.surge_before else [])
@@ -300,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         med = {k: statistics.median(v) for k, v in results.items()}
         best = {fw: max((v, k) for k, v in med.items() if k.startswith(fw)) for fw in frameworks}
         ret_med = {fw: _median(v) for fw, v in returns.items()}
-        dummy = run_dummy(cfg, frames, args.timeout)
+        dummy = NAN if args.no_dummy else run_dummy(cfg, frames, args.timeout)
         rows.append((name, med, best, dummy, bounds.get(name), ret_med))
     before_cols = " before async | before serial | before best / SF best |" if args.surge_before else ""
     print(

@@ -78,7 +78,7 @@ def run_surge(a: argparse.Namespace) -> dict[str, float]:
             "--worker_num_splits=1", f"--num_torch_threads={a.threads}", f"--seed={a.seed}", f"--train_for_env_steps={a.frames}",
             f"--serial_mode={a.placement == 'serial'}", "--decorrelate_experience_max_seconds=0",
             *(RAINBOW if a.rainbow else []), *(["--categorical=True"] if a.categorical else []),
-            *a.surge_flags.split(),
+            f"--device={a.device}", *a.surge_flags.split(),
         ]  # fmt: skip
         cfg = parse_cfg([*args, *flags])
         t0 = time.perf_counter()
@@ -142,7 +142,7 @@ def run_sb3(a: argparse.Namespace) -> dict[str, float]:
         **sb3_kwargs(z),
         optimize_memory_usage=False,
         seed=a.seed,
-        device="cpu",
+        device="cuda" if a.device == "gpu" else a.device,
     )
     train_s = 0.0
     inner = model.train
@@ -192,7 +192,8 @@ def one(framework: str, a: argparse.Namespace, seed: int) -> dict[str, float]:
     """Runs one framework in a fresh process; its result dict (or {"error": ...})."""
     cmd = [sys.executable, __file__, "--one", framework, "--seed", str(seed)]
     cmd += [f"--{k}={v}" for k, v in vars(a).items() if k not in ("one", "only", "seed", "seeds")]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(a.threads)}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": str(a.threads)}
     return run_for_result(cmd, env, str(ROOT), a.timeout)
 
 
@@ -211,6 +212,7 @@ def main() -> int:
     ap.add_argument("--rainbow", type=int, default=1, help="1: double, dueling, 3-step, prioritized")
     ap.add_argument("--categorical", type=int, default=0, help="1: add C51")
     ap.add_argument("--surge_flags", default="", help="more surge flags, space-separated")
+    ap.add_argument("--device", default="cpu", help="both sides' learner and acting device: cpu or gpu")
     ap.add_argument(
         "--curve_every", type=int, default=200_000, help="env frames between training-curve points"
     )

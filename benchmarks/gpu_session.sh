@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The checks for a lent GPU machine (the `device` tool), one stage per call; run from the repo root.
+#
+#   bash benchmarks/gpu_session.sh surge   # surge alone: the CUDA tests, DQN vs SB3, APPO configs
+#   bash benchmarks/gpu_session.sh sf      # surge vs Sample Factory 2.1.1 on doom_benchmark
+#
+# The machine's image has Python 3.12 with CUDA torch but none of the env packages, and reaches no
+# package index, so the wheels travel with the call (`carry`), downloaded here for cp312:
+#   .whl/    gymnasium 1.x, farama-notifications, ale-py, vizdoom, faster-fifo, setproctitle,
+#            stable-baselines3 (surge's side; about 42 MB, vizdoom is 39 of them)
+#   .whlsf/  numpy 1.26.4, sample-factory 2.1.1, gymnasium 0.29.1, signal-slot-mp, colorlog,
+#            tensorboardx (Sample Factory 2.1.1 fails under numpy 2: "setting an array element with
+#            a sequence" in its rollout workers)
+# Both sets do not fit one call's 64 MB, so the `sf` stage reuses .site (vizdoom, faster-fifo)
+# that the `surge` stage installed on the same warm machine. Logs go to $OUT.
+set -u
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+ROOT=$PWD
+step() { echo "=== [$(date +%T)] $*"; }
+install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$2" "$1"/*.whl; }
+
+case "${1:-}" in
+surge)
+    step install; install .whl .site || exit 1
+    export PYTHONPATH=$ROOT:$ROOT/.site
+    nvidia-smi -L; nproc; free -g | head -2
+    python3 -c "import torch, numpy, gymnasium, ale_py, vizdoom; print(torch.__version__, torch.cuda.get_device_name(), 'numpy', numpy.__version__, 'gymnasium', gymnasium.__version__)"
+    step "pytest tests/integration/test_cuda.py"
+    timeout 130 python3 -m pytest -q -p no:cacheprovider -o addopts="" --durations=10 tests/integration/test_cuda.py 2>&1 | tee "$OUT/pytest_cuda.txt" | tail -25
+    step "DQN breakout on the GPU: surge (async) vs SB3, speed only"
+    timeout 120 python3 benchmarks/dqn_atari_vs_sb3.py --frames 60000 --learning_starts 2000 --seeds 1 --eval_episodes 0 --device gpu --threads 1 --timeout 55 2>&1 | tee "$OUT/dqn_gpu.txt" | grep -v "^\[20" | tail -12
+    step "APPO configs on the GPU, surge only (16 workers)"
+    timeout 130 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --config pong_1epoch --rounds 1 --placement async --no-dummy --sf-python /bin/false --frames-scale 20 --timeout 55 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/appo_gpu_surge.txt" | grep -v "^\[20" | tail -12
+    ;;
+sf)
+    [ -d .site/vizdoom ] || { echo "no .site from the surge stage: this is a fresh machine"; exit 3; }
+    step install; install .whlsf .sfsite || exit 1
+    printf '#!/bin/sh\nPYTHONPATH=%s/.sfsite:%s/.site exec python3 "$@"\n' "$ROOT" "$ROOT" >/tmp/sfpy
+    chmod +x /tmp/sfpy
+    /tmp/sfpy -c "import numpy, gymnasium, sample_factory, vizdoom; print('SF side: numpy', numpy.__version__, 'gymnasium', gymnasium.__version__)"
+    export PYTHONPATH=$ROOT/.site
+    step "doom_benchmark on the GPU: surge vs Sample Factory 2.1.1, 16 workers, alternating"
+    timeout 240 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 2 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 52 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_vs_sf.txt" | grep -v "^\[20" | tail -12
+    ;;
+*)
+    echo "usage: $0 surge|sf" >&2; exit 2
+    ;;
+esac

@@ -1,0 +1,78 @@
+"""surge on a CUDA GPU (`--device=gpu`); every test is skipped where torch sees no GPU, as on CI.
+They run on a lent GPU machine through `benchmarks/gpu_session.sh surge`.
+
+- One learner step on the GPU applies the same gradient as the same step on the CPU (the CPU step
+  is the reference; `test_learner_reference.py` checks it against the papers' formulas). Inputs
+  come from the CPU-side trajectory buffers, as in a run; the learner moves them.
+- APPO trains CartPole-v1 to a greedy return >= 475 with its learner and inference on the GPU, in
+  both placements, with the learning test's hyper-parameters and budget (`tests/learning/
+  test_cartpole.py`), and the checkpoint is played on the CPU.
+- DQN trains CartPole-v1 on the GPU in the async placement and its checkpoint plays on the CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from surge.cfg.cli import parse_cfg
+from surge.learning.learner import Learner
+from surge.models.actor_critic import ActorCritic
+from surge.runtime.training_run import train
+from tests.integration.test_learner_reference import (
+    ACTION_SPACE,
+    GAE,
+    OBS_SPACE,
+    VTRACE,
+    N,
+    StubBuffers,
+    _batch,
+    _cfg,
+)
+from tests.learning.test_cartpole import HYPERPARAMS, KIND, PLACEMENTS
+from tests.play_checkpoint import play
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.parametrize("estimator", ["gae", "vtrace"])
+def test_one_learner_step_on_the_gpu_equals_the_cpu_step(tmp_path, estimator):
+    data = _batch(seed=3)
+    cfg = _cfg(tmp_path, *(GAE if estimator == "gae" else VTRACE))
+    torch.manual_seed(0)
+    model = ActorCritic(cfg, OBS_SPACE, ACTION_SPACE)
+    gpu_model = copy.deepcopy(model).to("cuda")
+    cpu = Learner(cfg, model, StubBuffers(data), torch.device("cpu"))
+    gpu = Learner(cfg, gpu_model, StubBuffers(data), torch.device("cuda"))
+    cpu.train(torch.arange(N))
+    gpu.train(torch.arange(N))
+    for (name, p), q in zip(cpu.model.named_parameters(), gpu.model.parameters(), strict=True):
+        assert q.device.type == "cuda", name
+        torch.testing.assert_close(
+            q.grad.cpu(), p.grad, rtol=1e-4, atol=1e-6, msg=lambda m, n=name: f"{n}: {m}"
+        )
+        torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("placement", list(PLACEMENTS))
+def test_appo_learns_cartpole_on_the_gpu(tmp_path, placement):
+    args = ["--env=CartPole-v1", "--experiment=cp", f"--train_dir={tmp_path}"]
+    assert train(parse_cfg([*args, *PLACEMENTS[placement], *HYPERPARAMS, "--device=gpu"])) == "done"
+    returns = play([*args, "--device=cpu"], "APPO", KIND[placement])
+    assert np.mean(returns) >= 475, returns
+
+
+@pytest.mark.slow
+def test_dqn_trains_on_the_gpu_and_plays_on_the_cpu(tmp_path):
+    args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp_path}"]
+    run = [
+        "--algo=DQN", "--device=gpu", "--serial_mode=False", "--num_workers=1", "--num_envs_per_worker=4",
+        "--train_for_env_steps=6000", "--learning_starts=1000", "--decorrelate_experience_max_seconds=0",
+    ]  # fmt: skip
+    assert train(parse_cfg([*args, *run])) == "done"
+    returns = play([*args, "--device=cpu"], "DQN", "latest", episodes=2)
+    assert len(returns) == 2 and all(r >= 1 for r in returns), returns
