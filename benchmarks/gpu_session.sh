@@ -2,17 +2,19 @@
 # The checks for a lent GPU machine (the `device` tool), one stage per call; run from the repo root.
 #
 #   bash benchmarks/gpu_session.sh surge   # surge alone: the CUDA tests, DQN vs SB3, APPO configs
-#   bash benchmarks/gpu_session.sh sf      # surge vs Sample Factory 2.1.1 on doom_benchmark
+#   bash benchmarks/gpu_session.sh both    # surge vs Sample Factory 2.1.1 on doom_benchmark; DQN vs SB3
 #
 # The machine's image has Python 3.12 with CUDA torch but none of the env packages, and reaches no
 # package index, so the wheels travel with the call (`carry`), downloaded here for cp312:
-#   .whl/    gymnasium 1.x, farama-notifications, ale-py, vizdoom, faster-fifo, setproctitle,
-#            stable-baselines3 (surge's side; about 42 MB, vizdoom is 39 of them)
-#   .whlsf/  numpy 1.26.4, sample-factory 2.1.1, gymnasium 0.29.1, signal-slot-mp, colorlog,
-#            tensorboardx (Sample Factory 2.1.1 fails under numpy 2: "setting an array element with
-#            a sequence" in its rollout workers)
-# Both sets do not fit one call's 64 MB, so the `sf` stage reuses .site (vizdoom, faster-fifo)
-# that the `surge` stage installed on the same warm machine. Logs go to $OUT.
+#   .whl/     gymnasium 1.x, farama-notifications, ale-py, vizdoom, faster-fifo, setproctitle,
+#             stable-baselines3 (surge's side; about 42 MB, vizdoom is 39 of them)
+#   .whlall/  the same with vizdoom's freedoom1.wad left out of its wheel, and in .whlall/sf/
+#             numpy 1.26.4, sample-factory 2.1.1 (its freedm.wad and dwango5.wad left out),
+#             gymnasium 0.29.1, signal-slot-mp, colorlog, tensorboardx: 51 MB, one call's 64 MB
+#             with the repo. Sample Factory 2.1.1 fails under numpy 2 ("setting an array element
+#             with a sequence" in its rollout workers), hence its own numpy.
+# The machine keeps no ignored repo folder between calls, so each stage installs what it uses.
+# Logs go to $OUT. docs/logs/gpu_2026-11-27.md has the first session's output.
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu_out}
@@ -35,17 +37,22 @@ surge)
     step "APPO configs on the GPU, surge only (16 workers)"
     timeout 130 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --config pong_1epoch --rounds 1 --placement async --no-dummy --sf-python /bin/false --frames-scale 20 --timeout 55 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/appo_gpu_surge.txt" | grep -v "^\[20" | tail -12
     ;;
-sf)
-    [ -d .site/vizdoom ] || { echo "no .site from the surge stage: this is a fresh machine"; exit 3; }
-    step install; install .whlsf .sfsite || exit 1
-    printf '#!/bin/sh\nPYTHONPATH=%s/.sfsite:%s/.site exec python3 "$@"\n' "$ROOT" "$ROOT" >/tmp/sfpy
+both)
+    # one call: the machine keeps nothing between calls, and both wheel sets fit 64 MB once
+    # vizdoom's freedoom1.wad and Sample Factory's deathmatch wads (freedm, dwango5) are left out
+    # of the wheels (doom_benchmark plays battle.wad on freedoom2)
+    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
+    printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy
     chmod +x /tmp/sfpy
+    export PYTHONPATH=$ROOT:/tmp/site
+    nvidia-smi -L; nproc
     /tmp/sfpy -c "import numpy, gymnasium, sample_factory, vizdoom; print('SF side: numpy', numpy.__version__, 'gymnasium', gymnasium.__version__)"
-    export PYTHONPATH=$ROOT/.site
     step "doom_benchmark on the GPU: surge vs Sample Factory 2.1.1, 16 workers, alternating"
-    timeout 240 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 2 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 52 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_vs_sf.txt" | grep -v "^\[20" | tail -12
+    timeout 230 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 2 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 42 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_vs_sf.txt" | grep -v "^\[20" | tail -12
+    step "DQN breakout on the GPU: surge (async) vs SB3, speed only"
+    timeout 175 python3 benchmarks/dqn_atari_vs_sb3.py --frames 40000 --learning_starts 2000 --seeds 1 --eval_episodes 0 --device gpu --threads 1 --timeout 85 2>&1 | tee "$OUT/dqn_gpu.txt" | grep -v "^\[20" | tail -12
     ;;
 *)
-    echo "usage: $0 surge|sf" >&2; exit 2
+    echo "usage: $0 surge|both" >&2; exit 2
     ;;
 esac
