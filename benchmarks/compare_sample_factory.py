@@ -278,6 +278,13 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for name in args.config or list(CONFIGS):
         cfg = CONFIGS[name]
+        if name == "doom_benchmark" and not any(
+            a.startswith("--doom_scenario_path=") for a in cfg.surge_args
+        ):
+            p.error(
+                "doom_benchmark: Sample Factory's battle.cfg was not found, so surge would play another "
+                "map than Sample Factory; install it (benchmarks/sf_setup.sh) or set SF_BATTLE_CFG"
+            )
         if args.extra:
             extra = args.extra.split()
             cfg = dataclasses.replace(

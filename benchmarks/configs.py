@@ -4,6 +4,8 @@ num_batches_per_iteration to num_batches_per_epoch)."""
 
 from __future__ import annotations
 
+import glob
+import os
 from dataclasses import dataclass, field
 
 
@@ -37,6 +39,22 @@ class BenchConfig:
     sf_return_scale: float = 1.0
 
 
+def sf_battle_cfg() -> str | None:
+    """Sample Factory's `battle.cfg`, the scenario its doom_benchmark plays (`battle.wad` beside it):
+    `$SF_BATTLE_CFG`, else the copy in an installed Sample Factory (the venv of `sf_setup.sh` at
+    /work/sf-venv, or /tmp/sfsite as `gpu_session.sh` installs it); None when there is none.
+
+    surge's doom_benchmark plays vizdoom's deathmatch arena by default (battle.wad does not ship with
+    vizdoom, docs/doom.md); the benchmark points `--doom_scenario_path` here so that both frameworks
+    play the same map with the same render settings."""
+    if os.environ.get("SF_BATTLE_CFG"):
+        return os.environ["SF_BATTLE_CFG"]
+    rel = "sf_examples/vizdoom/doom/scenarios/battle.cfg"
+    found = glob.glob(f"/work/sf-venv/lib/python3*/site-packages/{rel}") + glob.glob(f"/tmp/sfsite/{rel}")
+    return found[0] if found else None
+
+
+_BATTLE_CFG = sf_battle_cfg()
 _COMMON = ["--num_workers=2", "--device=cpu", "--seed=1"]
 # Settings Sample Factory 2 turns on (core defaults, or its example's) that surge's defaults leave
 # off; surge gets them spelled out so both frameworks do the same work and learn the same way.
@@ -203,10 +221,19 @@ CONFIGS: dict[str, BenchConfig] = {
         frames=200_000,
         sf_return_scale=100.0,  # SF's doom_basic logs the return x0.01 (its reward_scaling)
     ),
-    # the seed's VizDoom throughput benchmark (doom_battle's map, 9 flat actions, 128x72, frameskip 4,
-    # GRU, 1 epoch, rollout 32), scaled from 20 workers to 2: 16 envs per worker in 2 splits, batch 1024
+    # the seed's VizDoom throughput benchmark (Sample Factory's battle.wad, 9 flat actions, 128x72,
+    # frameskip 4, GRU, 1 epoch, rollout 32), scaled from 20 workers to 2: 16 envs per worker in 2
+    # splits, batch 1024. surge plays Sample Factory's own battle.cfg (`sf_battle_cfg`); without it,
+    # vizdoom's deathmatch arena, whose game process costs about 30% more CPU per frame.
     "doom_benchmark": BenchConfig(
-        surge_args=["--env=doom_benchmark", *_COMMON, *_DOOM_CORE, *_DOOM_BENCH, "--ppo_epochs=1"],
+        surge_args=[
+            "--env=doom_benchmark",
+            *_COMMON,
+            *_DOOM_CORE,
+            *_DOOM_BENCH,
+            "--ppo_epochs=1",
+            *([f"--doom_scenario_path={_BATTLE_CFG}"] if _BATTLE_CFG else []),
+        ],  # fmt: skip
         sf_module="sf_examples.vizdoom.train_vizdoom",
         sf_args=["--env=doom_benchmark", *_COMMON, *_DOOM_CORE, *_DOOM_BENCH, "--num_epochs=1"],
         frames=150_000,

@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/gpu_session.sh surge   # surge alone: the CUDA tests, DQN vs SB3, APPO configs
 #   bash benchmarks/gpu_session.sh both    # surge vs Sample Factory 2.1.1 on doom_benchmark; DQN vs SB3
+#   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
 #
 # The machine's image has Python 3.12 with CUDA torch but none of the env packages, and reaches no
 # package index, so the wheels travel with the call (`carry`), downloaded here for cp312:
@@ -35,7 +36,7 @@ surge)
     step "DQN breakout on the GPU: surge (async) vs SB3, speed only"
     timeout 120 python3 benchmarks/dqn_atari_vs_sb3.py --frames 60000 --learning_starts 2000 --seeds 1 --eval_episodes 0 --device gpu --threads 1 --timeout 55 2>&1 | tee "$OUT/dqn_gpu.txt" | grep -v "^\[20" | tail -12
     step "APPO configs on the GPU, surge only (16 workers)"
-    timeout 130 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --config pong_1epoch --rounds 1 --placement async --no-dummy --sf-python /bin/false --frames-scale 20 --timeout 55 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/appo_gpu_surge.txt" | grep -v "^\[20" | tail -12
+    timeout 130 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 1 --placement async --no-dummy --sf-python /bin/false --frames-scale 20 --timeout 55 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/appo_gpu_surge.txt" | grep -v "^\[20" | tail -12
     ;;
 both)
     # one call: the machine keeps nothing between calls, and both wheel sets fit 64 MB once
@@ -52,7 +53,24 @@ both)
     step "DQN breakout on the GPU: surge (async) vs SB3, speed only"
     timeout 175 python3 benchmarks/dqn_atari_vs_sb3.py --frames 40000 --learning_starts 2000 --seeds 1 --eval_episodes 0 --device gpu --threads 1 --timeout 85 2>&1 | tee "$OUT/dqn_gpu.txt" | grep -v "^\[20" | tail -12
     ;;
+diagnose)
+    # where the GPU runs' time goes (for the next lent machine): which process saturates, surge's and
+    # Sample Factory's CPU per frame by kind of process, and DQN with more rollout envs than SB3's one
+    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
+    printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy
+    chmod +x /tmp/sfpy
+    export PYTHONPATH=$ROOT:/tmp/site
+    GPU16="--device=gpu --num_workers=16 --train_for_env_steps=1000000000 --decorrelate_experience_max_seconds=0"
+    args() { python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from configs import CONFIGS; print(' '.join(CONFIGS['$1'].$2))"; }
+    step "surge per role on the GPU (scaling.py --config)"
+    timeout 150 python3 benchmarks/scaling.py --config doom_benchmark --config pong_1epoch --extra "--device=gpu --num_workers=16" --rounds 1 --seconds 40 --out /tmp/roles 2>&1 | tee "$OUT/roles_surge_gpu.txt" | tail -8
+    step "CPU per frame by kind of process, doom_benchmark on the GPU: Sample Factory, then surge"
+    python3 benchmarks/process_cpu.py --framework sf --seconds 75 --train_dir /tmp/pc_sf -- /tmp/sfpy -m sf_examples.vizdoom.train_vizdoom $(args doom_benchmark sf_args) --serial_mode=False $GPU16 --train_dir=/tmp/pc_sf --experiment=sf 2>&1 | tee "$OUT/process_cpu.txt"
+    python3 benchmarks/process_cpu.py --framework surge --seconds 60 --train_dir /tmp/pc_surge -- python3 -m surge.train $(args doom_benchmark surge_args) --serial_mode=False $GPU16 --train_dir=/tmp/pc_surge --experiment=surge 2>&1 | tee -a "$OUT/process_cpu.txt"
+    step "DQN breakout on the GPU: surge with 4 workers x 8 envs vs SB3, speed only"
+    timeout 200 python3 benchmarks/dqn_atari_vs_sb3.py --frames 80000 --learning_starts 2000 --seeds 1 --eval_episodes 0 --device gpu --threads 1 --surge_workers 4 --surge_envs 8 --timeout 95 2>&1 | tee "$OUT/dqn_gpu_4x8.txt" | grep -v "^\[20" | tail -12
+    ;;
 *)
-    echo "usage: $0 surge|both" >&2; exit 2
+    echo "usage: $0 surge|both|diagnose" >&2; exit 2
     ;;
 esac

@@ -30,7 +30,15 @@ machine noise hits them alike. For each run:
   buffers, torch's libraries) among the processes that map them, so the sum counts them once;
 - CPU per env frame (µs), by role (main, learner, inference, rollout, other): user + system CPU
   time of each process (`/proc/PID/stat`) between the first and last progress report, divided by
-  the env frames between them. Roles come from the run's "Started process NAME (pid N)" lines.
+  the env frames between them. Roles come from the run's "Started process NAME (pid N)" lines;
+- the busiest process: the one with the most CPU seconds per wall second over the same window,
+  with that figure. A role that is one process (a policy's learner or inference worker) near 1.0
+  is what the rate waits on: more cores do not help it.
+
+`--config NAME --extra FLAGS` measures benchmark configs instead of the axes, e.g. on a GPU machine:
+
+    python benchmarks/scaling.py --config doom_benchmark --config pong_1epoch \
+        --extra "--device=gpu --num_workers=16" --rounds 1 --seconds 40 --out /tmp/gpu_roles
 
 The cost model (`fit`): the CPU cost of an env frame is the sum of the roles' costs, and a role
 that is one process per policy (the learner) cannot go faster than one core:
@@ -84,6 +92,8 @@ class Result:
     pss_mib: float = NAN
     cpu_us: dict[str, float] = field(default_factory=dict)  # role -> CPU µs per env frame
     util: float = NAN  # CPU seconds per wall second, all processes
+    busiest: str = ""  # the role of the process with the most CPU seconds per wall second
+    busiest_util: float = NAN  # ... and its CPU seconds per wall second (1.0: one core saturated)
     load: float = NAN  # the machine's 1-minute load average at the end of the run
 
 
@@ -182,7 +192,10 @@ def run(v: Variant, seconds: float, workdir: Path) -> Result:
         "--save_every_sec=100000",
     ]
     err = workdir / "stderr.txt"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     t0 = time.time()
     samples: list[tuple[float, dict[int, float]]] = []  # (wall time, pid -> CPU s)
     peak_pss = 0
@@ -243,6 +256,10 @@ def run(v: Variant, seconds: float, workdir: Path) -> Result:
             cost[role] = cost.get(role, 0.0) + (c - ca.get(pid, c)) / frames * 1e6
         res.cpu_us = cost
         res.util = sum(cb[p] - ca.get(p, cb[p]) for p in cb) / (tb - ta)
+        per_proc = {p: (cb[p] - ca.get(p, cb[p])) / (tb - ta) for p in cb}
+        top = max(per_proc, key=per_proc.__getitem__)
+        res.busiest = roles.get(top, "main" if top == proc.pid else "other")
+        res.busiest_util = per_proc[top]
     return res
 
 
@@ -267,7 +284,9 @@ def summarise(results: dict[str, list[Result]]) -> dict[str, dict[str, float]]:
         for role in roles:
             row[f"cpu_{role}"] = _med([r.cpu_us.get(role, NAN) for r in rs])
         row["rounds"] = len(rs)
+        row["busiest_util"] = _med([r.busiest_util for r in rs])
         out[label] = row
+        out[label]["busiest"] = statistics.mode([r.busiest for r in rs])  # type: ignore[assignment]
     return out
 
 
@@ -296,15 +315,15 @@ def table(summary: dict[str, dict[str, float]], labels: list[str]) -> str:
     head = (
         "| variant | env frames/s | start-up s | memory (PSS) MiB | CPU util | CPU µs/frame: "
         + " / ".join(roles)
-        + " | total |"
+        + " | total | busiest process (cores) |"
     )
-    lines = [head, "|" + "---|" * 7]
+    lines = [head, "|" + "---|" * 8]
     for label in labels:
         r = summary[label]
         parts = " / ".join(f"{r.get(f'cpu_{x}', NAN):.1f}" for x in roles)
         lines.append(
             f"| {label} | {r['fps']:.0f} | {r['startup_s']:.1f} | {r['pss_mib']:.0f} | {r['util']:.2f} "
-            f"| {parts} | {r['cpu_total']:.1f} |"
+            f"| {parts} | {r['cpu_total']:.1f} | {r['busiest']} {r['busiest_util']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -318,10 +337,24 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, default=Path("/tmp/surge_scaling"))
     ap.add_argument("--table_only", action="store_true", help="print the tables of the runs saved in --out")
+    ap.add_argument(
+        "--config",
+        action="append",
+        choices=sorted(CONFIGS),
+        help="instead of --axes: these benchmark configs (configs.py), with --extra flags",
+    )
+    ap.add_argument(
+        "--extra", default="", help='flags added to each --config, e.g. "--device=gpu --num_workers=16"'
+    )
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda s, f: (_ for _ in ()).throw(SystemExit(128 + s)))
     all_axes = axes()
     chosen = {a: all_axes[a] for a in args.axes}
+    if args.config:
+        extra = args.extra.split()
+        chosen = {
+            "configs": [Variant(" ".join([c, *extra]), [*CONFIGS[c].surge_args, *extra]) for c in args.config]
+        }
     # a variant that appears on several axes (the base config) runs once per round
     distinct: dict[str, Variant] = {}
     key_of: dict[str, str] = {}
