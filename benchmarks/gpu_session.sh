@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The checks for a lent GPU machine (the `device` tool), one stage per call; run from the repo root.
 #
+#   bash benchmarks/gpu_session.sh wheels  # here, first: the wheels the device calls carry (.whlall)
 #   bash benchmarks/gpu_session.sh surge   # surge alone: the CUDA tests, DQN vs SB3, APPO configs
 #   bash benchmarks/gpu_session.sh both    # surge vs Sample Factory 2.1.1 on doom_benchmark; DQN vs SB3
 #   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
 #
 # The machine's image has Python 3.12 with CUDA torch but none of the env packages, and reaches no
 # package index, so the wheels travel with the call (`carry`), downloaded here for cp312:
-#   .whl/     gymnasium 1.x, farama-notifications, ale-py, vizdoom, faster-fifo, setproctitle,
-#             stable-baselines3 (surge's side; about 42 MB, vizdoom is 39 of them)
-#   .whlall/  the same with vizdoom's freedoom1.wad left out of its wheel, and in .whlall/sf/
-#             numpy 1.26.4, sample-factory 2.1.1 (its freedm.wad and dwango5.wad left out),
+#   .whlall/  gymnasium 1.x, farama-notifications, ale-py, vizdoom (its freedoom1.wad left out),
+#             faster-fifo, setproctitle, stable-baselines3 (surge's side); in .whlall/sf/ numpy 1.26.4, sample-factory 2.1.1 (its freedm.wad and dwango5.wad left out),
 #             gymnasium 0.29.1, signal-slot-mp, colorlog, tensorboardx: 51 MB, one call's 64 MB
 #             with the repo. Sample Factory 2.1.1 fails under numpy 2 ("setting an array element
 #             with a sequence" in its rollout workers), hence its own numpy.
-# The machine keeps no ignored repo folder between calls, so each stage installs what it uses.
+# Every device call names .whlall in `carry`. The machine keeps no ignored repo folder between
+# calls, so each stage installs what it uses.
 # Logs go to $OUT. docs/logs/gpu_2026-11-27.md has the first session's output.
 set -u
 cd "$(dirname "$0")/.."
@@ -27,8 +27,8 @@ install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cac
 
 case "${1:-}" in
 surge)
-    step install; install .whl .site || exit 1
-    export PYTHONPATH=$ROOT:$ROOT/.site
+    step install; install .whlall /tmp/site || exit 1
+    export PYTHONPATH=$ROOT:/tmp/site
     nvidia-smi -L; nproc; free -g | head -2
     python3 -c "import torch, numpy, gymnasium, ale_py, vizdoom; print(torch.__version__, torch.cuda.get_device_name(), 'numpy', numpy.__version__, 'gymnasium', gymnasium.__version__)"
     step "pytest tests/integration/test_cuda.py"
@@ -62,15 +62,47 @@ diagnose)
     export PYTHONPATH=$ROOT:/tmp/site
     GPU16="--device=gpu --num_workers=16 --train_for_env_steps=1000000000 --decorrelate_experience_max_seconds=0"
     args() { python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from configs import CONFIGS; print(' '.join(CONFIGS['$1'].$2))"; }
-    step "surge per role on the GPU (scaling.py --config)"
-    timeout 150 python3 benchmarks/scaling.py --config doom_benchmark --config pong_1epoch --extra "--device=gpu --num_workers=16" --rounds 1 --seconds 40 --out /tmp/roles 2>&1 | tee "$OUT/roles_surge_gpu.txt" | tail -8
-    step "CPU per frame by kind of process, doom_benchmark on the GPU: Sample Factory, then surge"
+    step "surge per role on the GPU (scaling.py --config), 1 and 2 inference workers"
+    for piw in 1 2; do
+        timeout 150 python3 benchmarks/scaling.py --config doom_benchmark --config pong_1epoch --extra "--device=gpu --num_workers=16 --policy_workers_per_policy=$piw" --rounds 1 --seconds 40 --out /tmp/roles_$piw 2>&1 | tee "$OUT/roles_surge_gpu_piw$piw.txt" | tail -6
+    done
+    step "CPU per frame by kind of process, doom_benchmark on the GPU, Sample Factory (surge's: above)"
     python3 benchmarks/process_cpu.py --framework sf --seconds 75 --train_dir /tmp/pc_sf -- /tmp/sfpy -m sf_examples.vizdoom.train_vizdoom $(args doom_benchmark sf_args) --serial_mode=False $GPU16 --train_dir=/tmp/pc_sf --experiment=sf 2>&1 | tee "$OUT/process_cpu.txt"
-    python3 benchmarks/process_cpu.py --framework surge --seconds 60 --train_dir /tmp/pc_surge -- python3 -m surge.train $(args doom_benchmark surge_args) --serial_mode=False $GPU16 --train_dir=/tmp/pc_surge --experiment=surge 2>&1 | tee -a "$OUT/process_cpu.txt"
     step "DQN breakout on the GPU: surge with 4 workers x 8 envs vs SB3, speed only"
     timeout 200 python3 benchmarks/dqn_atari_vs_sb3.py --frames 80000 --learning_starts 2000 --seeds 1 --eval_episodes 0 --device gpu --threads 1 --surge_workers 4 --surge_envs 8 --timeout 95 2>&1 | tee "$OUT/dqn_gpu_4x8.txt" | grep -v "^\[20" | tail -12
     ;;
+wheels)
+    # here, not on the device: download the cp312 wheels into .whlall/ (and .whlall/sf/), leaving
+    # out the wads doom_benchmark does not play; add /.whlall/ to .git/info/exclude
+    P="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64
+       --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
+       --platform manylinux1_x86_64 --platform manylinux_2_5_x86_64"
+    mkdir -p .whlall/sf
+    for w in gymnasium farama-notifications ale-py vizdoom==1.3.2 faster-fifo setproctitle stable-baselines3; do
+        python3 -m pip download -q $P -d .whlall "$w" || exit 1
+    done
+    for w in numpy==1.26.4 sample-factory==2.1.1 gymnasium==0.29.1 signal-slot-mp colorlog tensorboardx; do
+        python3 -m pip download -q $P -d .whlall/sf "$w" || exit 1
+    done
+    python3 - <<'PY'
+import glob, zipfile, os
+def strip(path, drop):  # rewrite the wheel without the files ending in `drop` (and their RECORD lines)
+    tmp = path + ".tmp"
+    with zipfile.ZipFile(path) as zi, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zo:
+        for info in zi.infolist():
+            if info.filename.endswith(drop):
+                continue
+            data = zi.read(info.filename)
+            if info.filename.endswith(".dist-info/RECORD"):
+                data = b"\n".join(x for x in data.split(b"\n") if not x.split(b",")[0].decode().endswith(drop))
+            zo.writestr(info, data)
+    os.replace(tmp, path)
+strip(glob.glob(".whlall/vizdoom-*.whl")[0], ("freedoom1.wad",))
+strip(glob.glob(".whlall/sf/sample_factory-*.whl")[0], ("freedm.wad", "dwango5.wad"))
+PY
+    du -sh .whlall
+    ;;
 *)
-    echo "usage: $0 surge|both|diagnose" >&2; exit 2
+    echo "usage: $0 wheels|surge|both|diagnose" >&2; exit 2
     ;;
 esac
