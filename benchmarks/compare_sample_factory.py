@@ -276,15 +276,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     bounds = {k: float(v) for k, v in (b.split("=") for b in args.bound)}
     rows = []
-    for name in args.config or list(CONFIGS):
+    names = args.config or list(CONFIGS)
+    if "doom_benchmark" in names and not any(
+        a.startswith("--doom_scenario_path=") for a in CONFIGS["doom_benchmark"].surge_args
+    ):  # refused before any run: surge would play another map than Sample Factory
+        p.error(
+            "doom_benchmark: Sample Factory's battle.cfg was not found, so surge would play another "
+            "map than Sample Factory; install it (benchmarks/sf_setup.sh) or set SF_BATTLE_CFG"
+        )
+    for name in names:
         cfg = CONFIGS[name]
-        if name == "doom_benchmark" and not any(
-            a.startswith("--doom_scenario_path=") for a in cfg.surge_args
-        ):
-            p.error(
-                "doom_benchmark: Sample Factory's battle.cfg was not found, so surge would play another "
-                "map than Sample Factory; install it (benchmarks/sf_setup.sh) or set SF_BATTLE_CFG"
-            )
         if args.extra:
             extra = args.extra.split()
             cfg = dataclasses.replace(

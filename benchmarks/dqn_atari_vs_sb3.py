@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compare_sample_factory import _pythonpath  # noqa: E402
 from dqn_settings import sb3_kwargs, surge_counters, surge_flags  # noqa: E402
 from result_line import print_result, run_for_result  # noqa: E402
 
@@ -192,8 +193,7 @@ def one(framework: str, a: argparse.Namespace, seed: int) -> dict[str, float]:
     """Runs one framework in a fresh process; its result dict (or {"error": ...})."""
     cmd = [sys.executable, __file__, "--one", framework, "--seed", str(seed)]
     cmd += [f"--{k}={v}" for k, v in vars(a).items() if k not in ("one", "only", "seed", "seeds")]
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": str(a.threads)}
+    env = {**os.environ, "PYTHONPATH": _pythonpath(ROOT), "OMP_NUM_THREADS": str(a.threads)}
     return run_for_result(cmd, env, str(ROOT), a.timeout)
 
 
@@ -212,7 +212,9 @@ def main() -> int:
     ap.add_argument("--rainbow", type=int, default=1, help="1: double, dueling, 3-step, prioritized")
     ap.add_argument("--categorical", type=int, default=0, help="1: add C51")
     ap.add_argument("--surge_flags", default="", help="more surge flags, space-separated")
-    ap.add_argument("--device", default="cpu", help="both sides' learner and acting device: cpu or gpu")
+    ap.add_argument(
+        "--device", default="cpu", choices=("cpu", "gpu"), help="both sides' learner and acting device"
+    )
     ap.add_argument(
         "--curve_every", type=int, default=200_000, help="env frames between training-curve points"
     )

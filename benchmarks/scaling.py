@@ -67,7 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare_sample_factory import SURGE_LINE, _kill_group, _slope, _ts  # noqa: E402
+from compare_sample_factory import SURGE_LINE, _kill_group, _pythonpath, _slope, _ts  # noqa: E402
 from configs import CONFIGS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,10 +192,7 @@ def run(v: Variant, seconds: float, workdir: Path) -> Result:
         "--save_every_sec=100000",
     ]
     err = workdir / "stderr.txt"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
+    env = {**os.environ, "PYTHONPATH": _pythonpath(ROOT)}
     t0 = time.time()
     samples: list[tuple[float, dict[int, float]]] = []  # (wall time, pid -> CPU s)
     peak_pss = 0
