@@ -500,6 +500,10 @@ def _translate_config(t: Translator, c: Node, net: NetInfo) -> None:
         ("population_based_training", "surge's PBT takes its own flags (--with_pbt, docs/population.md)"),
         ("use_action_masks", "surge reads masks from an env's action_mask observation (docs/policies.md)"),
     ):
+        if k == "mixed_precision" and c.has(k) and not truthy(c.get(k)) and t.supports(k, "none"):
+            # rl_games' False is float32; surge's default (auto) would pick bf16 on some CPUs
+            t.set("mixed_precision", "none")
+            continue
         if truthy(c.get(k, False)):
             if k == "mixed_precision" and t.supports("mixed_precision", "fp16"):
                 # rl_games' autocast + GradScaler is fp16 on CUDA; on the CPU surge refuses fp16

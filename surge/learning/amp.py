@@ -6,21 +6,93 @@ on CUDA; surge adds bf16 (no scaler: bf16 has float32's exponent range). What st
 weights and the optimizer step, the values and logits the loss reads (cast back by `to_float32`),
 the loss's reductions, V-trace / GAE and the value targets, and everything inference writes to
 the buffers (actions, log-probs, values, logits, hidden states). docs/mixed_precision.md.
+
+`auto` (the default) picks per process from what it runs on (`resolve_mixed_precision`): bf16 for
+an APPO model with convolutions on a CPU with native bfloat16 instructions (avx512_bf16 or
+amx_bf16), where it was measured faster end to end; float32 everywhere else (an MLP, where bf16
+was no faster; a CPU that emulates bf16, where it was 10x slower; a GPU, not measured).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import platform
+from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from surge.errors import ConfigError
 
-MODES = ("none", "bf16", "fp16")
+MODES = ("auto", "none", "bf16", "fp16")
 ALGOS = ("APPO",)  # the learners that run their forward pass under autocast
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # x86 CPU flags with bfloat16 arithmetic
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags from /proc/cpuinfo (Linux); empty where there is none."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+@functools.cache
+def native_bf16_cpu() -> bool:
+    """Whether this CPU computes in bfloat16 natively (x86 `avx512_bf16` or `amx_bf16`), so that
+    oneDNN's bf16 convolutions and matmuls are faster than float32's, not emulated. From torch's
+    own check where it has one (`torch.cpu._is_avx512_bf16_supported`, `_is_amx_tile_supported`),
+    else from /proc/cpuinfo's flags."""
+    check = [getattr(torch.cpu, n, None) for n in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    if all(callable(c) for c in check):
+        return any(bool(c()) for c in check)  # type: ignore[misc]
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    return bool(_cpu_flags() & set(NATIVE_BF16_FLAGS))
+
+
+def has_convolutions(model: nn.Module) -> bool:
+    """Whether `model` has a 2-D convolution layer (an image encoder)."""
+    return any(isinstance(m, nn.Conv2d) for m in model.modules())
+
+
+def resolve_mixed_precision(mode: str, algo: str, device: torch.device, model: nn.Module) -> tuple[str, str]:
+    """The mode a process runs (`none`, `bf16` or `fp16`) for `--mixed_precision=mode`, and why.
+
+    `auto` becomes bf16 for an APPO model with convolutions on a CPU with native bfloat16
+    (`native_bf16_cpu`), else none; other modes are returned as they are (they were checked by
+    `check_mixed_precision` before the start). Every process of a run on one machine gets the same
+    answer; a Ray sampler node on another machine may act in another precision than the learner
+    trains in (the behavior log-probs are recomputed by the learner's forward pass either way)."""
+    if mode != "auto":
+        return mode, f"--mixed_precision={mode}"
+    if algo not in ALGOS:
+        return "none", f"--mixed_precision=auto: float32, --algo={algo} does not run under autocast"
+    if device.type != "cpu":
+        return (
+            "none",
+            "--mixed_precision=auto: float32 on a GPU (auto picks bf16 only on a CPU, where it was measured)",
+        )
+    if not native_bf16_cpu():
+        return (
+            "none",
+            "--mixed_precision=auto: float32, this CPU has no native bfloat16 (avx512_bf16, amx_bf16)",
+        )
+    if not has_convolutions(model):
+        return (
+            "none",
+            "--mixed_precision=auto: float32, the model has no convolutions (bf16 is no faster there)",
+        )
+    return "bf16", "--mixed_precision=auto: bf16, a conv model on a CPU with native bfloat16"
 
 
 def autocast_dtype(mode: str) -> torch.dtype | None:
@@ -29,7 +101,10 @@ def autocast_dtype(mode: str) -> torch.dtype | None:
 
 
 def autocast(mode: str, device: torch.device) -> contextlib.AbstractContextManager[Any]:
-    """A `torch.autocast` context on `device`'s type for `mode`, or a no-op one for `none`."""
+    """A `torch.autocast` context on `device`'s type for `mode` (resolved: not `auto`), or a
+    no-op one for `none`."""
+    if mode == "auto":
+        raise ValueError("resolve --mixed_precision=auto first (resolve_mixed_precision)")
     dtype = autocast_dtype(mode)
     if dtype is None:
         return contextlib.nullcontext()
@@ -69,7 +144,7 @@ def check_mixed_precision(cfg: Any) -> None:
     mode = getattr(cfg, "mixed_precision", "none")
     if mode not in MODES:
         raise ConfigError("mixed_precision", f"unknown value {mode!r}.", f"pass one of {', '.join(MODES)}.")
-    if mode == "none":
+    if mode in ("none", "auto"):  # auto resolves to float32 where bf16 does not apply
         return
     if cfg.algo not in ALGOS:
         raise ConfigError(

@@ -13,6 +13,7 @@ Every optimizer step increments `policy_version`.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from surge.algorithms.bounds_loss import action_bounds_loss
 from surge.algorithms.ppo_loss import PPOLossConfig, masked_mean, ppo_loss
 from surge.algorithms.returns import bootstrap_truncated_rewards, vtrace
 from surge.data.trajectory import tree_map
-from surge.learning.amp import autocast
+from surge.learning.amp import autocast, resolve_mixed_precision
 from surge.learning.base import LearnerBase, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 
@@ -77,8 +78,14 @@ class Learner(LearnerBase):
                 self.cfg, module, self.device, (self.hp.adam_beta1, self.hp.adam_beta2)
             )
             self.optimizers[CV_NAME] = self.cv.optimizer
-        #: `--mixed_precision`: a fresh autocast context per forward pass (a no-op for `none`)
-        self._autocast = functools.partial(autocast, self.cfg.mixed_precision, self.device)
+        #: `--mixed_precision` as this process runs it (`auto` resolved: none, bf16 or fp16)
+        self.mixed_precision, why = resolve_mixed_precision(
+            self.cfg.mixed_precision, self.cfg.algo, self.device, self.model
+        )
+        if self.policy_id == 0:  # once per run (every policy's model resolves alike)
+            logging.getLogger("surge").info("Learner: %s", why)
+        #: a fresh autocast context per forward pass (a no-op for `none`)
+        self._autocast = functools.partial(autocast, self.mixed_precision, self.device)
 
     def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
         """`LearnerBase.set_hyperparams`; Adam's betas of the central value follow the policy's

@@ -25,6 +25,7 @@ from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
 from surge.learning.algorithm import Algorithm, Feed, ModelParts, acting_state_size, get_algorithm
+from surge.learning.amp import resolve_mixed_precision
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
 from surge.population.roles import learning_policies
@@ -254,7 +255,9 @@ def make_inference(
         num_actors=run_actors or num_actors(layout.cfg, layout.info),
         actor_offset=actor_offset,
         skip_obs_key=layout.cfg.central_value_state_key if layout.cfg.central_value else None,
-        mixed_precision=layout.cfg.mixed_precision,
+        mixed_precision=resolve_mixed_precision(layout.cfg.mixed_precision, layout.algo.name, device, model)[
+            0
+        ],
     )
 
 

@@ -40,9 +40,9 @@ class InferenceWorker:
         skip_obs_key: an observation Dict entry never read (the central value's state,
             `--central_value_state_key`: the actor does not see it); the rest goes to `act`, the bare
             `obs` entry when only it is left (`surge.learning.central_value.actor_obs`).
-        mixed_precision: `--mixed_precision` (none, bf16, fp16): `act` runs under `torch.autocast`
-            and every floating tensor it returns is cast to float32 before it is written
-            (`surge.learning.amp`).
+        mixed_precision: `--mixed_precision` as resolved (none, bf16 or fp16; not auto, see
+            `surge.learning.amp.resolve_mixed_precision`): `act` runs under `torch.autocast` and
+            every floating tensor it returns is cast to float32 before it is written.
 
     `act` gets an `ActContext` per forward pass: the acting agents' `actor_ids` read from the
     buffers' per-slot table (a view for contiguous slots; the rollout workers write it once per

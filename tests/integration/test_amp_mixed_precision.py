@@ -211,3 +211,6 @@ def test_rl_games_mixed_precision_true_is_fp16():
     assert not translate(data, str(path)).values.get("mixed_precision")
     data["params"]["config"]["mixed_precision"] = True
     assert translate(data, str(path)).values["mixed_precision"] == "fp16"
+    # rl_games' False is float32: not surge's default (auto), which picks bf16 on some CPUs
+    data["params"]["config"]["mixed_precision"] = False
+    assert translate(data, str(path)).values["mixed_precision"] == "none"
