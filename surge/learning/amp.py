@@ -72,7 +72,8 @@ def resolve_mixed_precision(mode: str, algo: str, device: torch.device, model: n
     (`native_bf16_cpu`), else none; other modes are returned as they are (they were checked by
     `check_mixed_precision` before the start). Every process of a run on one machine gets the same
     answer; a Ray sampler node on another machine may act in another precision than the learner
-    trains in (the behavior log-probs are recomputed by the learner's forward pass either way)."""
+    trains in (its behavior log-probs come from its own forward pass, the target log-probs from
+    the learner's, as with any policy lag)."""
     if mode != "auto":
         return mode, f"--mixed_precision={mode}"
     if algo not in ALGOS:
