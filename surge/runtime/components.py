@@ -255,7 +255,7 @@ def make_inference(
         num_actors=run_actors or num_actors(layout.cfg, layout.info),
         actor_offset=actor_offset,
         skip_obs_key=layout.cfg.central_value_state_key if layout.cfg.central_value else None,
-        mixed_precision=resolve_mixed_precision(layout.cfg.mixed_precision, layout.algo.name, device, model)[
+        mixed_precision=resolve_mixed_precision(layout.cfg.mixed_precision, layout.cfg.algo, device, model)[
             0
         ],
     )
