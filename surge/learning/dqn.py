@@ -5,7 +5,10 @@
   `y = R + d·Q'(s', argmax_a Q(s', a))` (van Hasselt et al. 2016, eq. 4) with `--double_dqn`;
   `R`, `d` the n-step return and discount of the replay (Hessel et al. 2018, eq. 2;
   `--n_step_return`); Huber loss (Mnih et al. 2015, Methods), importance-weighted with
-  `--prioritized_replay` (Schaul et al. 2016, Algorithm 1), whose priorities are |y − Q|.
+  `--prioritized_replay` (Schaul et al. 2016, Algorithm 1), whose priorities are |y − Q| clipped
+  at `--priority_clip` (rlpyt's DQN clamps them at its Huber delta, 1: a transition's gradient under
+  the Huber loss is clipped there too, so a larger error earns no larger update, and new
+  transitions, which get the largest priority so far, then get 1 as rlpyt's default_priority).
 - `--dueling`: `Q = V + A − mean_a A` (Wang et al. 2016, eq. 9); `--categorical`: C51's projected
   distributional target and cross-entropy loss (Bellemare et al. 2017, Algorithm 1) over
   `--num_atoms` atoms in `[--v_min, --v_max]`, priorities KL(m ‖ p) (Hessel et al. 2018, section 3).
@@ -41,7 +44,7 @@ from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
-from surge.learning.q_flag_checks import refuse_idle_exploration_flags
+from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_priority_clip
 from surge.learning.replay_learner import (
     ReplayLearnerBase,
     ReplayParams,
@@ -81,6 +84,11 @@ class DQNParams(ReplayParams):
     dqn_loss: str = param(
         "huber", "TD loss of the scalar head: huber (SB3, Nature DQN) or mse.", ("huber", "mse")
     )
+    priority_clip: float = param(
+        1.0,
+        "--prioritized_replay with the scalar head: |TD error| is clipped at this value before it "
+        "becomes a priority (rlpyt's delta_clip, the Huber loss's delta 1); 0: unclipped.",
+    )
 
     def validate(self) -> None:
         """Raises `ConfigError` naming a flag out of range (before any process starts)."""
@@ -96,6 +104,11 @@ class DQNParams(ReplayParams):
             ("exploration_final_eps", 0.0 <= self.exploration_final_eps <= 1.0, "use a value in [0, 1]."),
             ("exploration_fraction", 0.0 <= self.exploration_fraction <= 1.0, "use a value in [0, 1]."),
             ("per_actor_eps_base", 0.0 <= self.per_actor_eps_base <= 1.0, "use a value in [0, 1]."),
+            (
+                "priority_clip",
+                math.isfinite(self.priority_clip) and self.priority_clip >= 0.0,
+                "use 0 (unclipped) or a positive value, e.g. 1.",
+            ),
             ("num_atoms", not self.categorical or self.num_atoms >= 2, "use 2 atoms or more, e.g. 51."),
             (
                 "v_max",
@@ -236,16 +249,25 @@ class DQNLearner(ReplayLearnerBase):
         t = td_loss(q_taken, y, s["is_weights"], p.dqn_loss)
         return t.loss, t.abs_td_errors, q_taken.detach()
 
+    def priorities(self, errors: Tensor) -> Tensor:
+        """The new priorities `[B]` of a sample from `losses`' errors `[B]`: |TD errors| clipped at
+        `--priority_clip` (scalar head; 0: unclipped), or C51's KL unchanged."""
+        clip = self.params.priority_clip
+        if self.params.categorical or clip <= 0:
+            return errors
+        return errors.clamp(max=clip)
+
     def update(self, samples: dict[str, Any]) -> dict[str, float]:
         """One Adam step on `losses` (`apply_gradients`: clipping, non-finite skip,
-        policy_version); writes samples["td_errors"] for prioritized replay."""
-        loss, priorities, q_taken = self.losses(samples)
+        policy_version); writes samples["td_errors"] (`priorities`) for prioritized replay.
+        td_abs_mean is the mean error before clipping."""
+        loss, errors, q_taken = self.losses(samples)
         grad_norm = self.apply_gradients(loss)
-        samples["td_errors"] = priorities
+        samples["td_errors"] = self.priorities(errors)
         return {
             "loss": float(loss.detach()),
             "q_mean": float(q_taken.mean()),
-            "td_abs_mean": float(priorities.mean()),
+            "td_abs_mean": float(errors.mean()),
             "grad_norm": float(grad_norm),
         }
 
@@ -265,10 +287,11 @@ def validate_dqn(cfg: Config) -> None:
     """Raises `ConfigError` for a recurrent core (R2D2 is a separate algorithm), for an epsilon
     schedule over the default, unbounded `--train_for_env_steps` (epsilon would stay near its
     initial value for the whole run), for the flags `check_replay_flags` refuses, and for the epsilon
-    flags `--per_actor_eps` makes idle (`surge.learning.q_flag_checks`)."""
+    flags `--per_actor_eps` makes idle and an idle `--priority_clip` (`surge.learning.q_flag_checks`)."""
     check_replay_flags(cfg, "DQN")
     p = algo_params(cfg, DQNParams)
     refuse_idle_exploration_flags(cfg, p, "DQN")
+    refuse_idle_priority_clip(cfg, p, "DQN")
     schedule = p.exploration_fraction > 0 and p.exploration_initial_eps != p.exploration_final_eps
     if schedule and not p.per_actor_eps and cfg.train_for_env_steps >= int(1e10):
         raise ConfigError(

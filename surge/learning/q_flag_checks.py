@@ -1,7 +1,8 @@
 """Flags of the Q-learning algorithms (DQN, R2D2) that another flag makes idle, refused rather than
 parsed and ignored ("every flag acts, is refused, or is reported"): the linear epsilon schedule's
 flags with `--per_actor_eps=True`, the per-actor epsilon's with `--per_actor_eps=False`, and
-`--value_rescale_eps` with `--value_rescale=False`.
+`--value_rescale_eps` with `--value_rescale=False`, and DQN's `--priority_clip` where no priority is
+clipped.
 
 A flag counts as set when its value differs from this run's default (after the env family's and
 the algorithm's overrides), as `surge.cfg.validate.config_notes` decides it: a flag passed with
@@ -66,4 +67,23 @@ def refuse_idle_value_rescale_eps(cfg: Config, params: Any) -> None:
             "value_rescale_eps",
             "has no effect with --value_rescale=False (the n-step targets are not rescaled).",
             "leave --value_rescale_eps out, or pass --value_rescale=True.",
+        )
+
+
+def refuse_idle_priority_clip(cfg: Config, params: Any, algo: str) -> None:
+    """Raises `ConfigError` when `--priority_clip` is set but no priority is clipped: without
+    `--prioritized_replay`, or with `--categorical` (whose priorities are KL divergences)."""
+    if not _set_flags(cfg, params, ("priority_clip",)):
+        return
+    if not params.prioritized_replay:
+        raise ConfigError(
+            "priority_clip",
+            f"has no effect with --prioritized_replay=False: --algo={algo} then replays uniformly.",
+            "leave --priority_clip out, or pass --prioritized_replay=True.",
+        )
+    if params.categorical:
+        raise ConfigError(
+            "priority_clip",
+            "has no effect with --categorical=True: C51's priorities are KL divergences, not TD errors.",
+            "leave --priority_clip out.",
         )

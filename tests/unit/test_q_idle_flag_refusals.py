@@ -1,6 +1,7 @@
 """A flag another flag makes idle is refused for DQN and R2D2 (issue 20): the linear epsilon
 schedule's flags with `--per_actor_eps=True`, the per-actor epsilon's with `--per_actor_eps=False`,
-`--value_rescale_eps` with `--value_rescale=False`; the same flags are accepted where they act."""
+`--value_rescale_eps` with `--value_rescale=False`, DQN's `--priority_clip` without prioritized
+replay or with C51; the same flags are accepted where they act."""
 
 import pytest
 
@@ -42,6 +43,13 @@ R2D2 = ["--env=CartPole-v1", "--algo=R2D2", "--train_for_env_steps=1000"]
             "--per_actor_eps=False",
         ),
         (DQN, ["--per_actor_eps_alpha=3"], "per_actor_eps_alpha", "--per_actor_eps=True"),
+        (DQN, ["--priority_clip=0"], "priority_clip", "--prioritized_replay=True"),
+        (
+            DQN,
+            ["--prioritized_replay=True", "--categorical=True", "--priority_clip=2"],
+            "priority_clip",
+            "leave --priority_clip out",
+        ),
     ],
 )
 def test_an_idle_q_learning_flag_is_refused(tmp_path, base, flags, field, fix):
@@ -59,6 +67,7 @@ def test_an_idle_q_learning_flag_is_refused(tmp_path, base, flags, field, fix):
         (R2D2, ["--value_rescale=False", "--value_rescale_eps=0.001"]),  # the default: not set
         (DQN, ["--exploration_final_eps=0.1", "--exploration_fraction=0.5"]),
         (DQN, ["--per_actor_eps=True", "--per_actor_eps_base=0.3"]),
+        (DQN, ["--prioritized_replay=True", "--priority_clip=0"]),
     ],
 )
 def test_the_same_flags_are_accepted_where_they_act(tmp_path, base, flags):
