@@ -27,6 +27,7 @@ from surge.data.trajectory import tree_map
 from surge.learning.amp import autocast, resolve_mixed_precision
 from surge.learning.base import LearnerBase, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
+from surge.population.roles import learning_policies
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:
@@ -82,7 +83,9 @@ class Learner(LearnerBase):
         self.mixed_precision, why = resolve_mixed_precision(
             self.cfg.mixed_precision, self.cfg.algo, self.device, self.model
         )
-        if self.policy_id == 0:  # once per run (every policy's model resolves alike)
+        # once per run (every policy's model resolves alike), by the first policy that learns:
+        # a frozen policy 0 (--frozen_policies, --self_play) has no learner to say it
+        if self.policy_id == learning_policies(self.cfg)[0]:
             logging.getLogger("surge").info("Learner: %s", why)
         #: a fresh autocast context per forward pass (a no-op for `none`)
         self._autocast = functools.partial(autocast, self.mixed_precision, self.device)

@@ -73,3 +73,17 @@ def test_a_conv_runs_learner_and_inference_resolve_alike(tmp_path, monkeypatch, 
         assert sum("Learner: --mixed_precision=auto" in r.getMessage() for r in caplog.records) == 1
     finally:
         c.close()
+
+
+def test_the_choice_is_logged_once_when_policy_0_is_frozen(tmp_path, caplog):
+    cfg = parse_cfg(
+        ["--env=CartPole-v1", "--serial_mode=True", "--num_policies=3", "--frozen_policies", "0:random",
+         "--num_workers=1", "--num_envs_per_worker=2", "--worker_num_splits=1", "--rollout=8",
+         "--batch_size=16", f"--train_dir={tmp_path}"]
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="surge"):
+        c = build_components(cfg)
+    try:
+        assert sum("Learner: --mixed_precision=auto" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        c.close()
