@@ -8,6 +8,7 @@ float32 as `ActorCritic` stores it (`state_size` 0 without a core).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple, cast
 
 import gymnasium as gym
@@ -15,9 +16,10 @@ import torch
 from torch import Tensor, nn
 
 from surge.algorithms.categorical_dqn import categorical_support
+from surge.envs.action_masks import model_obs_space
 from surge.errors import EnvError
 from surge.models.cores import IdentityCore, RnnCore, make_core
-from surge.models.encoders import ACTIVATIONS, _mlp
+from surge.models.encoders import ACTIVATIONS, _mlp, mlp_sizes
 from surge.models.obs_features import Obs, ObsFeatures
 
 
@@ -43,6 +45,27 @@ class _GradScale(torch.autograd.Function):
         return grad * ctx.scale, None
 
 
+def split_last_hidden_layer(cfg: Any, obs_space: gym.Space) -> tuple[Any, int | None]:
+    """The encoder config without its last fully connected layer, and that layer's width: the
+    dueling network's shared trunk and the hidden layer each of its two streams gets (Wang et al.
+    2016, section 4: the Nature DQN's convolutions are shared, then a value and an advantage stream
+    of one 512-unit layer each; rlpyt's `DuelingHeadModel` alike). Images: `--encoder_extra_fc_layers`
+    minus one; vectors: `--encoder_mlp_layers` without the last. `(cfg, None)` (nothing to split)
+    for an encoder without such a layer, a custom encoder or a Dict observation."""
+    space = model_obs_space(obs_space)
+    if cfg.encoder_custom or not isinstance(space, gym.spaces.Box):
+        return cfg, None
+    if len(space.shape or ()) == 3 and cfg.encoder_type != "mlp":
+        n = int(cfg.encoder_extra_fc_layers)
+        if n < 1:
+            return cfg, None
+        return dataclasses.replace(cfg, encoder_extra_fc_layers=n - 1), int(cfg.hidden_size)
+    sizes = mlp_sizes(cfg)
+    if not sizes or cfg.encoder_subtype == "mlp_mujoco":
+        return cfg, None
+    return dataclasses.replace(cfg, encoder_mlp_layers=sizes[:-1]), sizes[-1]
+
+
 class QNetwork(nn.Module):
     """Q-values for a Discrete action space.
 
@@ -52,12 +75,17 @@ class QNetwork(nn.Module):
             `use_spectral_norm`, `rnn_type`, `rnn_num_layers`).
         obs_space: the agent's observation space (an `action_mask` entry is split off and returned).
         action_space: `Discrete(A)`.
-        dueling: the dueling head, `Q = V + A − mean_a A` (Wang et al. 2016, eq. 9), with the
+        dueling: the dueling network, `Q = V + A − mean_a A` (Wang et al. 2016, eq. 9), with the
             gradient entering the streams scaled by `dueling_grad_scale` (1/√2, their section 4.2).
+            Without a core and with `head_sizes=()`, the encoder's last fully connected layer
+            becomes the streams' own (`split_last_hidden_layer`): on Atari the convolutions are
+            shared and each stream has a 512-unit layer, as in the paper. Elsewhere the streams
+            have `head_sizes` hidden layers on the (core's) features.
         num_atoms: 1 for scalar Q-values; > 1 for a categorical head over `[v_min, v_max]`.
         head_sizes: hidden layers of the head (each stream of a dueling head); () maps the
             features straight to the outputs (the encoder's last layer is then the hidden one, as
-            the Nature DQN's 512-unit layer with `encoder_extra_fc_layers=1`, `hidden_size=512`).
+            the Nature DQN's 512-unit layer with `encoder_extra_fc_layers=1`, `hidden_size=512`;
+            a dueling head without a core moves that layer into its streams, see `dueling`).
         use_rnn: a recurrent core of `cfg.hidden_size` units (R2D2, Kapturowski et al. 2019).
     Raises:
         EnvError: a non-Discrete action space.
@@ -87,6 +115,9 @@ class QNetwork(nn.Module):
             raise ValueError(f"num_atoms must be >= 1, got {num_atoms}")
         self.num_actions, self.num_atoms = int(action_space.n), num_atoms
         self.dueling, self.dueling_grad_scale = dueling, dueling_grad_scale
+        if dueling and not use_rnn and not head_sizes:
+            cfg, stream = split_last_hidden_layer(cfg, obs_space)
+            head_sizes = (stream,) if stream is not None else ()
         self.features = ObsFeatures(cfg, obs_space)
         self.core = cast(
             "IdentityCore | RnnCore",

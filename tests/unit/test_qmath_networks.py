@@ -63,6 +63,49 @@ def test_dueling_gradient_into_the_trunk_is_scaled():
     torch.testing.assert_close(grads[1], 0.5 * grads[0])
 
 
+def _paper_dueling_parameters(actions: int) -> int:
+    """Wang et al. 2016, section 4: the Nature DQN's three convolutions (32 8x8 stride 4, 64 4x4
+    stride 2, 64 3x3 stride 1 on 4x84x84, 64x7x7 = 3136 outputs), then a value stream (512 units ->
+    1) and an advantage stream (512 units -> A)."""
+    conv = (4 * 32 * 8 * 8 + 32) + (32 * 64 * 4 * 4 + 64) + (64 * 64 * 3 * 3 + 64)
+    streams = 2 * (3136 * 512 + 512)
+    return conv + streams + (512 * actions + actions) + (512 + 1)
+
+
+def test_dueling_network_on_atari_is_wang_et_al_s():
+    atari = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)
+    cfg = _cfg(
+        encoder_subtype="convnet_deepmind", obs_scale=255.0, hidden_size=512, encoder_extra_fc_layers=1
+    )
+    net = QNetwork(cfg, atari, gym.spaces.Discrete(4), dueling=True)
+    # the convolutions are shared; no fully connected layer before the streams split
+    assert not any(isinstance(m, torch.nn.Linear) for m in net.features.modules())
+    assert net.features.out_size == 3136
+    for stream in (net.head, net.value_head):
+        linears = [m for m in stream.modules() if isinstance(m, torch.nn.Linear)]
+        assert [(m.in_features, m.out_features) for m in linears] == [(3136, 512)]
+    assert sum(p.numel() for p in net.parameters()) == _paper_dueling_parameters(4)
+    # the plain network keeps its shared 512-unit layer
+    plain = QNetwork(cfg, atari, gym.spaces.Discrete(4))
+    assert plain.features.out_size == 512
+    obs = torch.randint(0, 256, (3, 4, 84, 84), dtype=torch.uint8)
+    q = net(obs).q_values
+    feats, _ = net.features(obs)
+    value = net.value_out(net.value_head(feats)).squeeze(-1)
+    adv = net.out(net.head(feats))
+    torch.testing.assert_close(q, value[:, None] + adv - adv.mean(dim=1, keepdim=True))
+
+
+def test_dueling_streams_of_a_vector_encoder_take_its_last_layer():
+    net = QNetwork(_cfg(), VEC, ACTIONS, dueling=True)  # encoder_mlp_layers [32, 32]
+    assert net.features.out_size == 32
+    for stream in (net.head, net.value_head):
+        linears = [m for m in stream.modules() if isinstance(m, torch.nn.Linear)]
+        assert [(m.in_features, m.out_features) for m in linears] == [(32, 32)]
+    recurrent = QNetwork(_cfg(rnn_type="gru"), VEC, ACTIONS, use_rnn=True, dueling=True)
+    assert not any(isinstance(m, torch.nn.Linear) for m in recurrent.head.modules())  # R2D2: after the core
+
+
 @pytest.mark.parametrize("dueling", [False, True])
 def test_categorical_head_gives_distributions_and_their_expectations(dueling):
     torch.manual_seed(4)
