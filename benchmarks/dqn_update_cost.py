@@ -7,7 +7,7 @@ Wang et al.'s dueling network (shared convolutions, a 512-unit layer per stream;
 
 One update is what `DQNLearner` does per batch: online Q of the batch, the double-DQN target (online
 argmax, target network value) of the next observations, Huber loss, backward, gradient clipping at
-norm 10 and an Adam step; batch 32 of Breakout's 4x84x84 uint8 stacks, 4 actions, the Atari
+norm 10 and a step of the learners' Adam (`make_adam`: torch's fused kernel); batch 32 of Breakout's 4x84x84 uint8 stacks, 4 actions, the Atari
 family's Nature CNN, one torch thread. Rounds alternate the variants' order; the median per
 variant and its ratio to the linear-stream dueling head are printed.
 """
@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 import surge.models.q_networks as qn
 from surge.cfg.cli import parse_cfg
+from surge.learning.base import make_adam
 
 VARIANTS = ("plain", "dueling_linear", "dueling_paper", "dueling_paper_bf16")
 
@@ -48,7 +49,7 @@ def make_update(cfg, variant: str, batch: int = 32) -> tuple[qn.QNetwork, Callab
     torch.manual_seed(0)
     net = build(cfg, variant)
     target = copy.deepcopy(net).requires_grad_(False)
-    opt = torch.optim.Adam(net.parameters(), lr=1e-4)
+    opt = make_adam(net, cfg, torch.device("cpu"))  # the learners' Adam (fused kernel on the CPU)
     g = torch.Generator().manual_seed(1)
     obs = torch.randint(0, 256, (batch, 4, 84, 84), dtype=torch.uint8, generator=g)
     nxt = torch.randint(0, 256, (batch, 4, 84, 84), dtype=torch.uint8, generator=g)
