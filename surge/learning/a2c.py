@@ -57,6 +57,7 @@ from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, regi
 from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
+from surge.population.roles import learning_policies
 
 log = logging.getLogger("surge")
 
@@ -126,7 +127,7 @@ class A2CLearner(LearnerBase):
         super().__init__(cfg, *args, **kwargs)
         popart = algo_params(cfg, A2CParams).popart
         self.popart = popart and cfg.normalize_returns
-        if popart and not cfg.normalize_returns and self.policy_id == 0:
+        if popart and not cfg.normalize_returns and self.policy_id == learning_policies(cfg)[0]:
             log.info(
                 "A2C: --popart has no effect with --normalize_returns=False (the critic learns raw returns)"
             )

@@ -86,8 +86,8 @@ class DQNParams(ReplayParams):
     )
     priority_clip: float = param(
         1.0,
-        "--prioritized_replay with the scalar head: |TD error| is clipped at this value before it "
-        "becomes a priority (rlpyt's delta_clip, the Huber loss's delta 1); 0: unclipped.",
+        "--prioritized_replay with the scalar head and the Huber loss: |TD error| is clipped at this "
+        "value before it becomes a priority (rlpyt's delta_clip, the Huber loss's delta 1); 0: unclipped.",
     )
 
     def validate(self) -> None:
@@ -251,9 +251,10 @@ class DQNLearner(ReplayLearnerBase):
 
     def priorities(self, errors: Tensor) -> Tensor:
         """The new priorities `[B]` of a sample from `losses`' errors `[B]`: |TD errors| clipped at
-        `--priority_clip` (scalar head; 0: unclipped), or C51's KL unchanged."""
+        `--priority_clip` (scalar head with the Huber loss; 0: unclipped), else unchanged (C51's KL;
+        the mse loss, whose gradient is not clipped either, as rlpyt clamps only with its Huber loss)."""
         clip = self.params.priority_clip
-        if self.params.categorical or clip <= 0:
+        if self.params.categorical or self.params.dqn_loss != "huber" or clip <= 0:
             return errors
         return errors.clamp(max=clip)
 

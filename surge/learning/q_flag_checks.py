@@ -72,7 +72,8 @@ def refuse_idle_value_rescale_eps(cfg: Config, params: Any) -> None:
 
 def refuse_idle_priority_clip(cfg: Config, params: Any, algo: str) -> None:
     """Raises `ConfigError` when `--priority_clip` is set but no priority is clipped: without
-    `--prioritized_replay`, or with `--categorical` (whose priorities are KL divergences)."""
+    `--prioritized_replay`, with `--categorical` (whose priorities are KL divergences) or with
+    `--dqn_loss=mse`."""
     if not _set_flags(cfg, params, ("priority_clip",)):
         return
     if not params.prioritized_replay:
@@ -86,4 +87,11 @@ def refuse_idle_priority_clip(cfg: Config, params: Any, algo: str) -> None:
             "priority_clip",
             "has no effect with --categorical=True: C51's priorities are KL divergences, not TD errors.",
             "leave --priority_clip out.",
+        )
+    if params.dqn_loss != "huber":
+        raise ConfigError(
+            "priority_clip",
+            f"has no effect with --dqn_loss={params.dqn_loss}: priorities are clipped with the Huber "
+            "loss only, whose gradient is clipped at the same point (rlpyt's delta_clip).",
+            "leave --priority_clip out, or pass --dqn_loss=huber.",
         )

@@ -50,10 +50,12 @@ def split_last_hidden_layer(cfg: Any, obs_space: gym.Space) -> tuple[Any, int | 
     dueling network's shared trunk and the hidden layer each of its two streams gets (Wang et al.
     2016, section 4: the Nature DQN's convolutions are shared, then a value and an advantage stream
     of one 512-unit layer each; rlpyt's `DuelingHeadModel` alike). Images: `--encoder_extra_fc_layers`
-    minus one; vectors: `--encoder_mlp_layers` without the last. `(cfg, None)` (nothing to split)
-    for an encoder without such a layer, a custom encoder or a Dict observation."""
+    minus one; vectors: `--encoder_mlp_layers` without the last. `(cfg, None)` (nothing to split:
+    the streams stay linear on the whole encoder) for an encoder without such a layer, a custom
+    encoder, a Dict observation, the `mlp_mujoco` subtype (fixed 64-64 layers) and `--d2rl` (whose
+    layers each take the MLP's input, so the last one cannot leave it)."""
     space = model_obs_space(obs_space)
-    if cfg.encoder_custom or not isinstance(space, gym.spaces.Box):
+    if cfg.encoder_custom or not isinstance(space, gym.spaces.Box) or getattr(cfg, "d2rl", False):
         return cfg, None
     if len(space.shape or ()) == 3 and cfg.encoder_type != "mlp":
         n = int(cfg.encoder_extra_fc_layers)
@@ -79,8 +81,9 @@ class QNetwork(nn.Module):
             gradient entering the streams scaled by `dueling_grad_scale` (1/√2, their section 4.2).
             Without a core and with `head_sizes=()`, the encoder's last fully connected layer
             becomes the streams' own (`split_last_hidden_layer`): on Atari the convolutions are
-            shared and each stream has a 512-unit layer, as in the paper. Elsewhere the streams
-            have `head_sizes` hidden layers on the (core's) features.
+            shared and each stream has a 512-unit layer, as in the paper (the cases it leaves
+            unsplit are in its docstring). Elsewhere the streams have `head_sizes` hidden layers
+            on the (core's) features.
         num_atoms: 1 for scalar Q-values; > 1 for a categorical head over `[v_min, v_max]`.
         head_sizes: hidden layers of the head (each stream of a dueling head); () maps the
             features straight to the outputs (the encoder's last layer is then the hidden one, as
@@ -115,9 +118,11 @@ class QNetwork(nn.Module):
             raise ValueError(f"num_atoms must be >= 1, got {num_atoms}")
         self.num_actions, self.num_atoms = int(action_space.n), num_atoms
         self.dueling, self.dueling_grad_scale = dueling, dueling_grad_scale
+        spectral = False  # a layer moved out of the encoder keeps its spectral normalisation
         if dueling and not use_rnn and not head_sizes:
             cfg, stream = split_last_hidden_layer(cfg, obs_space)
             head_sizes = (stream,) if stream is not None else ()
+            spectral = stream is not None and bool(getattr(cfg, "use_spectral_norm", False))
         self.features = ObsFeatures(cfg, obs_space)
         self.core = cast(
             "IdentityCore | RnnCore",
@@ -125,10 +130,10 @@ class QNetwork(nn.Module):
         )
         self.rnn_state_size: int = int(self.core.state_size)
         act = ACTIVATIONS[cfg.nonlinearity]
-        self.head, h = _mlp(self.core.out_size, list(head_sizes), act)
+        self.head, h = _mlp(self.core.out_size, list(head_sizes), act, spectral)
         self.out = nn.Linear(h, self.num_actions * num_atoms)
         if dueling:
-            self.value_head, hv = _mlp(self.core.out_size, list(head_sizes), act)
+            self.value_head, hv = _mlp(self.core.out_size, list(head_sizes), act, spectral)
             self.value_out = nn.Linear(hv, num_atoms)
         if num_atoms > 1:
             self.register_buffer("support", categorical_support(v_min, v_max, num_atoms))

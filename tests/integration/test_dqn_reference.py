@@ -176,11 +176,15 @@ def test_categorical_double_update_matches_naive_projection(tmp_path):
         assert torch.allclose(g, r, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("clip", [1.0, 0.5, 0.0])
-def test_priorities_are_td_errors_clipped_at_priority_clip(tmp_path, clip):
+@pytest.mark.parametrize(("clip", "loss"), [(1.0, "huber"), (0.5, "huber"), (0.0, "huber"), (1.0, "mse")])
+def test_priorities_are_td_errors_clipped_at_priority_clip(tmp_path, clip, loss):
     """The priorities an update writes are the naive loop's |y - Q| clipped at --priority_clip
-    (rlpyt's DQN clamps them at its Huber delta, 1); 0 leaves them unclipped."""
-    learner = _learner(tmp_path, "--n_step_return=3", "--prioritized_replay=True", f"--priority_clip={clip}")
+    (rlpyt's DQN clamps them at its Huber delta, 1); 0 leaves them unclipped, and so does the mse
+    loss (rlpyt clamps only with its Huber loss)."""
+    flags = ["--n_step_return=3", "--prioritized_replay=True", f"--dqn_loss={loss}"]
+    if clip != 1.0:
+        flags.append(f"--priority_clip={clip}")
+    learner = _learner(tmp_path, *flags)
     b = _block()
     s = _sample(learner, b)
     ref_q, target = copy.deepcopy(learner.online), copy.deepcopy(learner.target)
@@ -192,7 +196,7 @@ def test_priorities_are_td_errors_clipped_at_priority_clip(tmp_path, clip):
             y = G + disc * float(target(nxt[None]).q_values[0].max())
             errors.append(abs(y - float(ref_q(b["obs"][t, c][None]).q_values[0, a])))
     stats = learner.update(s)
-    expected = [min(e, clip) if clip > 0 else e for e in errors]
+    expected = [min(e, clip) if clip > 0 and loss == "huber" else e for e in errors]
     assert max(errors) > 1.0  # the sample has errors the clip acts on
     for got, want in zip(s["td_errors"].tolist(), expected, strict=True):
         assert math.isclose(got, want, rel_tol=1e-4, abs_tol=1e-5)

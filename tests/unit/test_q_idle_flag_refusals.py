@@ -50,6 +50,12 @@ R2D2 = ["--env=CartPole-v1", "--algo=R2D2", "--train_for_env_steps=1000"]
             "priority_clip",
             "leave --priority_clip out",
         ),
+        (
+            DQN,
+            ["--prioritized_replay=True", "--dqn_loss=mse", "--priority_clip=2"],
+            "priority_clip",
+            "--dqn_loss=huber",
+        ),
     ],
 )
 def test_an_idle_q_learning_flag_is_refused(tmp_path, base, flags, field, fix):

@@ -106,6 +106,16 @@ def test_dueling_streams_of_a_vector_encoder_take_its_last_layer():
     assert not any(isinstance(m, torch.nn.Linear) for m in recurrent.head.modules())  # R2D2: after the core
 
 
+def test_a_moved_stream_layer_keeps_spectral_norm_and_d2rl_stays_unsplit():
+    net = QNetwork(_cfg(use_spectral_norm=True), VEC, ACTIONS, dueling=True)
+    for stream in (net.head, net.value_head):
+        (linear,) = [m for m in stream.modules() if isinstance(m, torch.nn.Linear)]
+        assert torch.nn.utils.parametrize.is_parametrized(linear, "weight")
+    d2rl = QNetwork(_cfg(d2rl=True), VEC, ACTIONS, dueling=True)
+    assert d2rl.features.out_size == 32  # the D2RL encoder keeps both layers; the streams are linear
+    assert not any(isinstance(m, torch.nn.Linear) for m in d2rl.head.modules())
+
+
 @pytest.mark.parametrize("dueling", [False, True])
 def test_categorical_head_gives_distributions_and_their_expectations(dueling):
     torch.manual_seed(4)
