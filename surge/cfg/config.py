@@ -294,7 +294,12 @@ class SamplingParams:
         "player), env_index (env k -> policy k mod num_policies, fixed), or a name registered with "
         "surge.sampling.policy_mapping.register_policy_mapping.",
     )
-    policy_workers_per_policy: int = param(1, "Inference workers per policy.")
+    policy_workers_per_policy: int = param(
+        1,
+        "Inference worker processes per policy. 0: each rollout worker acts on its splits itself, on "
+        "the CPU, with no inference processes and no messages per step (faster for small models, "
+        "where a forward pass costs less than the round trip; see docs/architecture.md).",
+    )
     max_policy_lag: int = param(100, "Samples older than this many policy versions are masked out.")
     min_traj_buffers_per_worker: int = param(2, "Trajectory buffers per env per worker.")
     decorrelate_experience_max_seconds: int = param(10, "Workers start with a random delay up to this.")

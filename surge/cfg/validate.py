@@ -25,7 +25,6 @@ _POSITIVE_INTS = (
     "num_envs_per_worker",
     "worker_num_splits",
     "num_policies",
-    "policy_workers_per_policy",
     "min_traj_buffers_per_worker",
     "hidden_size",
     "rnn_num_layers",
@@ -231,6 +230,7 @@ def validate_cfg(cfg: Any) -> None:
             raise ConfigError(
                 name, f"must be a positive integer, got {v!r}.", f"pass --{name}=N with N >= 1."
             )
+    _check_policy_workers(cfg)
     if cfg.num_envs_per_worker % cfg.worker_num_splits:
         raise ConfigError(
             "num_envs_per_worker",
@@ -330,6 +330,29 @@ def validate_cfg(cfg: Any) -> None:
         from surge.distributed.ranks import check_data_parallel
 
         check_data_parallel(cfg)
+
+
+def _check_policy_workers(cfg: Any) -> None:
+    """`--policy_workers_per_policy`: N >= 1 inference processes per policy, or 0 for inference in
+    the rollout workers' processes (`surge.runtime.rollout_inference`), which act on the CPU.
+
+    Raises:
+        ConfigError: a negative or non-integer value; 0 with a GPU `--device` in the async placement.
+    """
+    v = cfg.policy_workers_per_policy
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise ConfigError(
+            "policy_workers_per_policy",
+            f"must be a non-negative integer, got {v!r}.",
+            "pass --policy_workers_per_policy=N with N >= 1 inference processes per policy, or 0 to act "
+            "in the rollout workers.",
+        )
+    if v == 0 and cfg.device != "cpu" and not getattr(cfg, "serial_mode", False):
+        raise ConfigError(
+            "policy_workers_per_policy",
+            f"0 acts in the rollout workers, on the CPU, but --device={cfg.device} asks for GPU inference.",
+            "pass --policy_workers_per_policy=1 (or more) for inference on the GPU, or --device=cpu.",
+        )
 
 
 def _check_device(device: str) -> None:

@@ -148,13 +148,15 @@ class AsyncPlacement:
         buffers = layout.buffers.share_memory()
         P = cfg.num_policies
         log.info(
-            "Async placement: %d rollout workers x %d envs, %d polic%s x (%d inference worker(s)%s); "
+            "Async placement: %d rollout workers x %d envs, %d polic%s x (%s%s); "
             "%d trajectory slots (%.1f MB shared)",
             cfg.num_workers,
             cfg.num_envs_per_worker,
             P,
             "y" if P == 1 else "ies",
-            cfg.policy_workers_per_policy,
+            f"{cfg.policy_workers_per_policy} inference worker(s)"
+            if cfg.policy_workers_per_policy
+            else "inference in the rollout workers",
             ", learner" if self.algo.trains else "",
             self.block_pool.num_slots,
             buffers.nbytes() / 1e6,

@@ -32,9 +32,11 @@ from surge.runtime.messages import (
 )
 from surge.runtime.process_context import RolloutContext
 from surge.runtime.process_setup import run_child, setup_child
+from surge.runtime.rollout_inference import RolloutInference
 from surge.sampling.rollout_worker import RolloutWorker
 
 REPORT_INTERVAL_SEC = 0.5  # episodes and non-finite counts; env steps are counted in shared memory
+INBOX_POLL_SEC = 0.01  # acting in this process: how often the inbox is looked at while stepping
 SEQ = 1 << 16  # request sequence numbers per split wrap here (a stale reply is a few requests old)
 
 
@@ -68,7 +70,10 @@ def rollout_process_main(ctx: RolloutContext) -> None:
                     beats[w] = time.monotonic()
                     if time.monotonic() >= until:
                         break
-            _run(ctx, worker)
+            if cfg.policy_workers_per_policy == 0:  # acting in this process
+                _run_acting_here(ctx, worker, RolloutInference(shared, layout))
+            else:
+                _run(ctx, worker)
         finally:
             worker.close()
 
@@ -195,6 +200,56 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
                     waiting.append(s)
                     continue
             requester.request(s)
+        last_report = _report(ctx, worker, last_report)
+
+
+def _run_acting_here(ctx: RolloutContext, worker: RolloutWorker, acting: RolloutInference) -> None:
+    """`_run` with inference in this process (`--policy_workers_per_policy=0`): each split whose next
+    rollout has a block is acted on and stepped in turn, with no messages; the inbox only carries
+    the main process's `SetRewardShaping`, looked at every `INBOX_POLL_SEC`. Budget, back-pressure,
+    hand-over and heartbeats as in `_run`."""
+    import torch
+
+    torch.set_grad_enabled(False)  # this process only acts and steps envs
+    shared = ctx.shared
+    stop_flag = shared.stop_flag
+    counts = shared.env_steps.numpy()
+    budget = shared.env_steps_budget.numpy()
+    w_idx = ctx.worker_idx
+    beats = shared.heartbeats.numpy()
+    ready = list(range(len(worker.splits)))  # splits holding a block for their current rollout
+    waiting: list[int] = []
+    last_report = last_poll = time.monotonic()
+    while not stop_flag.is_set():
+        now = beats[w_idx] = time.monotonic()
+        if sum(counts.tolist()) >= budget.item(0):
+            stop_flag.wait(0.05)
+            last_report = _report(ctx, worker, last_report)
+            continue
+        for s in list(waiting):
+            if worker.start_next_rollout(s):
+                waiting.remove(s)
+                ready.append(s)
+        if not ready or now - last_poll >= INBOX_POLL_SEC:
+            last_poll = now
+            try:  # sleeps a little only when every split waits for a free block
+                msgs = ctx.worker_queue.get_many(timeout=0.001 if not ready else 0.0, block=bool(not ready))
+            except Empty:
+                msgs = []
+            for msg in msgs:
+                if type(msg) is SetRewardShaping:
+                    worker.set_policy_reward_shaping(msg.policy_id, msg.scheme)
+        for s in list(ready):
+            acting.act(worker, s)
+            finished = worker.advance(s)
+            counts[w_idx] += worker.pop_env_steps()
+            if finished is not None:
+                first = int(finished[0])
+                for p, own in worker.hand_over(s, finished).items():
+                    ctx.learner_queues[p].put(tuple(BlockReady(first, own)))
+                if not worker.start_next_rollout(s):
+                    ready.remove(s)
+                    waiting.append(s)
         last_report = _report(ctx, worker, last_report)
 
 

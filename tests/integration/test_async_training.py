@@ -53,6 +53,7 @@ MODES = {
     "appo": [],
     "sync_foreground": ["--num_minibatches_to_accumulate=0", "--train_in_background_thread=False"],
     "two_inference_workers_one_split": ["--policy_workers_per_policy=2", "--worker_num_splits=1"],
+    "inference_in_rollout_workers": ["--policy_workers_per_policy=0"],
 }
 
 
@@ -196,6 +197,31 @@ def test_collection_pauses_while_the_learner_is_behind(tmp_path):
     assert lags, log[-2000:]
     versions_per_iteration = 10 * 4  # SGD steps: ppo_epochs x cartpole's num_batches_per_iteration
     assert max(lags) <= 2 * versions_per_iteration, lags
+
+
+@pytest.mark.parametrize("policies", [1, 2])
+@pytest.mark.slow
+def test_rollout_workers_acting_themselves_use_each_policys_latest_weights(tmp_path, policies):
+    """--policy_workers_per_policy=0: no inference process starts; the rollout workers act with their
+    own copy of each policy and reload it whenever its learner publishes, so the lag of the samples
+    stays within two iterations per policy, as in the test above. A copy never reloaded would give lags
+    of every version the learner made (hundreds here)."""
+    args = ["--env=cartpole", "--experiment=here", f"--train_dir={tmp_path}", *FAST]
+    args += ["--policy_workers_per_policy=0", f"--num_policies={policies}", "--ppo_epochs=10"]
+    args += ["--report_interval_sec=1", "--train_for_env_steps=30000"]
+    assert train(parse_cfg(args)) == "done"
+    log = (tmp_path / "here" / "surge_log.txt").read_text()
+    started = re.findall(r"Started process (\S+) \(pid", log)
+    assert started and not [n for n in started if n.startswith("inference")], started
+    assert "inference in the rollout workers" in log
+    lags = [int(m) for m in re.findall(r"Policy lag \(min/avg/max\): \S+/\S+/(\d+)", log)]
+    assert lags, log[-2000:]
+    # two iterations of ppo_epochs x 4 batches per policy (with two policies a block waits for both
+    # learners: their inference workers' runs showed lags up to 120 versions)
+    assert max(lags) <= policies * 2 * 10 * 4, lags
+    for p in range(policies):
+        ckpt = sorted((tmp_path / "here" / f"checkpoint_p{p}").glob("checkpoint_*.pth"))[-1]
+        assert torch.load(ckpt, weights_only=True)["learner"]["policy_version"] > 0
 
 
 _FIRST_RESET_FAILS = """

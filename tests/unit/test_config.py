@@ -194,12 +194,21 @@ def test_help_lists_family_parameters(capsys):
         (["--reward_scale=0"], "reward_scale", "> 0"),
         (["--initial_stddev=0"], "initial_stddev", "> 0"),
         (["--initial_stddev=-1"], "initial_stddev", "> 0"),
+        (["--policy_workers_per_policy=-1"], "policy_workers_per_policy", "N >= 1"),
+        (["--policy_workers_per_policy=0", "--device=gpu"], "policy_workers_per_policy", "--device=cpu"),
     ],
 )
 def test_harmful_values_are_refused_naming_the_field_and_the_fix(argv, field, fix, tmp_path):
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", *argv])
     assert e.value.field == field and fix in e.value.fix, str(e.value)
+
+
+def test_no_inference_workers_is_accepted_on_the_cpu_and_in_the_serial_placement(tmp_path):
+    """0 acts in the rollout workers (CPU); the serial placement has no inference processes at all."""
+    base = ["--env=cartpole", f"--train_dir={tmp_path}", "--policy_workers_per_policy=0"]
+    assert parse_cfg(base).policy_workers_per_policy == 0
+    assert parse_cfg([*base, "--serial_mode=True"]).policy_workers_per_policy == 0
 
 
 def test_largest_valid_seed_is_accepted(tmp_path):
