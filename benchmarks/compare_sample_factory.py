@@ -331,11 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((name, med, best, dummy, bounds.get(name), ret_med))
     before_cols = " before async | before serial | before best / SF best |" if args.surge_before else ""
     print(
-        "\n| config | surge async | surge serial | SF async | SF serial | SF async_rl | "
+        "\n| config | surge async | surge serial | surge async, acting in workers | SF async | SF serial | SF async_rl | "
         f"surge best / SF best |{before_cols} dummy sampler | bound | surge / bound | surge return | SF return |"
     )
     print(
-        "|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|"
         + ("---|---|---|" if args.surge_before else "")
         + "---|---|---|---|---|"
     )
@@ -344,7 +344,14 @@ def main(argv: list[str] | None = None) -> int:
         frac = f"{best['surge'][0] / bound:.0%}" if bound else "-"
         cells = [
             f"{med[k]:.0f}" if k in med else "-"
-            for k in ("surge/async", "surge/serial", "sf/async", "sf/serial", "sf/async_rl")
+            for k in (
+                "surge/async",
+                "surge/serial",
+                "surge/async_acting_in_workers",
+                "sf/async",
+                "sf/serial",
+                "sf/async_rl",
+            )
         ]
         before = ""
         if "before" in best:

@@ -84,6 +84,15 @@ _DOOM_BENCH = [
     "--batch_size=1024",
 ]
 
+# surge's placements for the MLP configs: besides async and serial, the async placement with each
+# rollout worker acting itself (no inference processes: cheaper than the round trip for a small
+# model; docs/architecture.md). Sample Factory has no such placement.
+_SURGE_MODES_MLP = {
+    "async": ["--serial_mode=False"],
+    "serial": ["--serial_mode=True"],
+    "async_acting_in_workers": ["--serial_mode=False", "--policy_workers_per_policy=0"],
+}
+
 # For a plain gymnasium id surge chooses small-MLP PPO defaults by the env's spaces
 # (docs/defaults.md); Sample Factory 2 keeps its core defaults, which surge's own Config defaults
 # match, so the gym rows spell those out for surge to do the same work as before.
@@ -111,6 +120,7 @@ CONFIGS: dict[str, BenchConfig] = {
             "--encoder_subtype=mlp",
             *_SF_CORE_FOR_GYM,
         ],
+        surge_modes=_SURGE_MODES_MLP,
         sf_module="sf_examples.train_gym_env",
         sf_args=[
             "--env=CartPole-v1",
@@ -204,6 +214,7 @@ CONFIGS: dict[str, BenchConfig] = {
             "--normalize_returns=True",  # SF's MuJoCo example (surge's family normalises input only)
             "--num_envs_per_worker=8",
         ],
+        surge_modes=_SURGE_MODES_MLP,
         sf_module="sf_examples.mujoco.train_mujoco",
         sf_args=["--env=mujoco_halfcheetah", *_COMMON, "--num_envs_per_worker=8"],
         frames=300_000,

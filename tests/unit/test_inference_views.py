@@ -1,0 +1,58 @@
+"""On the CPU, inference reads and writes a contiguous request through numpy views of the trajectory
+buffers (`InferenceWorker._infer_views`, cheaper than indexing the tensors). It must write exactly
+what the tensor path writes, at the same places, and nothing elsewhere."""
+
+import pytest
+import torch
+
+from surge.cfg.cli import parse_cfg
+from surge.runtime.components import build_components
+
+
+def _snapshot(buf):
+    return {
+        name: getattr(buf, name).clone()
+        for name in buf.FIELDS
+        if isinstance(getattr(buf, name), torch.Tensor)
+    }
+
+
+def _restore(buf, snap):
+    for name, value in snap.items():
+        getattr(buf, name).copy_(value)
+
+
+@pytest.mark.parametrize("rnn", [False, True])
+def test_the_numpy_view_path_writes_what_the_tensor_path_writes(rnn):
+    flags = ["--env=CartPole-v1", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=2"]
+    flags += ["--rollout=4", "--recurrence=4" if rnn else "--recurrence=1", "--batch_size=16", "--seed=3"]
+    flags += [f"--use_rnn={rnn}"]
+    c = build_components(parse_cfg(flags))
+    worker, buf, inference = c.workers[0], c.layout.buffers, c.inferences[0]
+    assert inference._np is not None  # the views exist on the CPU
+    worker.reset()
+    inference.policy_version = 7
+    for t_step in range(3):
+        for s in range(len(worker.splits)):
+            _, t = worker.policy_request(s)
+            index = worker.splits[s].index
+            assert isinstance(index, slice)
+            before = _snapshot(buf)
+            torch.manual_seed(100 + t_step)
+            inference.infer([(index, t)])  # views
+            by_views = _snapshot(buf)
+            _restore(buf, before)
+            views, inference._np = inference._np, None
+            torch.manual_seed(100 + t_step)
+            inference.infer([(index, t)])  # tensors
+            inference._np = views
+            by_tensors = _snapshot(buf)
+            changed = 0
+            for name in by_views:
+                assert torch.equal(by_views[name], by_tensors[name]) or torch.allclose(
+                    by_views[name], by_tensors[name], equal_nan=True, rtol=0, atol=0
+                ), name
+                changed += int(not torch.allclose(by_views[name], before[name], equal_nan=True))
+            assert changed >= 4 + rnn  # actions, log-probs, values, logits (+ the next hidden state)
+            assert torch.equal(buf.policy_version[index, t], torch.full((4,), 7))
+            worker.advance(s)
