@@ -1,5 +1,5 @@
 """Learning test: APPO (PPO with GAE) solves CartPole-v1 within a fixed frame budget, in the serial
-and in the async placement. Deterministic evaluation (10 episodes on fresh envs) of the run's
+and in the async placement (with inference workers, and with the rollout workers acting themselves). Deterministic evaluation (10 episodes on fresh envs) of the run's
 policy must average >= 475; a policy that does not learn runs the whole budget and fails.
 
 Serial: the run stops once its last 100 training episodes average >= 475 (`--score_to_win`, CI
@@ -34,7 +34,9 @@ PLACEMENTS = {
         "--eval_score_to_win=500", "--save_best_by_eval=True",
     ],
 }
-KIND = {"serial": "latest", "async": "best"}  # which checkpoint is played (module docstring)
+# the rollout workers act themselves, no inference processes (--policy_workers_per_policy=0)
+PLACEMENTS["async_acting_in_workers"] = [*PLACEMENTS["async"], "--policy_workers_per_policy=0"]
+KIND = {"serial": "latest", "async": "best", "async_acting_in_workers": "best"}  # which checkpoint is played (module docstring)
 # fmt: on
 
 
