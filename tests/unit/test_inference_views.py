@@ -22,11 +22,14 @@ def _restore(buf, snap):
         getattr(buf, name).copy_(value)
 
 
-@pytest.mark.parametrize("rnn", [False, True])
-def test_the_numpy_view_path_writes_what_the_tensor_path_writes(rnn):
-    flags = ["--env=CartPole-v1", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=2"]
+@pytest.mark.parametrize(
+    "env,rnn,core",
+    [("CartPole-v1", False, "gru"), ("CartPole-v1", True, "gru"), ("memory_cue", True, "lstm")],
+)
+def test_the_numpy_view_path_writes_what_the_tensor_path_writes(env, rnn, core):
+    flags = [f"--env={env}", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=2"]
     flags += ["--rollout=4", "--recurrence=4" if rnn else "--recurrence=1", "--batch_size=16", "--seed=3"]
-    flags += [f"--use_rnn={rnn}"]
+    flags += [f"--use_rnn={rnn}", f"--rnn_type={core}"]
     c = build_components(parse_cfg(flags))
     worker, buf, inference = c.workers[0], c.layout.buffers, c.inferences[0]
     assert inference._np is not None  # the views exist on the CPU
