@@ -102,6 +102,10 @@ BREAKAGES = [
         "rnn_state_not_carried",
         "RNN state not carried between steps: inference writes zeros as the next hidden state",
         [
+            (  # both of inference's paths (numpy views, tensor indexing) write through this method
+                "        if not value.shape[-1]:\n            return\n",
+                "        if not value.shape[-1]:\n            return\n        value = torch.zeros_like(value)\n",
+            ),
             (
                 "buf.rnn_states[slots, ts + 1] = value if on_cpu else value.cpu()",
                 "buf.rnn_states[slots, ts + 1] = 0.0",

@@ -190,15 +190,9 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
             if answered is None:
                 continue
             s = answered
-            finished = worker.advance(s)
-            counts[w_idx] += worker.pop_env_steps()
-            if finished is not None:
-                first = int(finished[0])
-                for p, own in worker.hand_over(s, finished).items():
-                    ctx.learner_queues[p].put(tuple(BlockReady(first, own)))
-                if not worker.start_next_rollout(s):
-                    waiting.append(s)
-                    continue
+            if not _advance(ctx, worker, s, counts):
+                waiting.append(s)
+                continue
             requester.request(s)
         last_report = _report(ctx, worker, last_report)
 
@@ -241,16 +235,24 @@ def _run_acting_here(ctx: RolloutContext, worker: RolloutWorker, acting: Rollout
                     worker.set_policy_reward_shaping(msg.policy_id, msg.scheme)
         for s in list(ready):
             acting.act(worker, s)
-            finished = worker.advance(s)
-            counts[w_idx] += worker.pop_env_steps()
-            if finished is not None:
-                first = int(finished[0])
-                for p, own in worker.hand_over(s, finished).items():
-                    ctx.learner_queues[p].put(tuple(BlockReady(first, own)))
-                if not worker.start_next_rollout(s):
-                    ready.remove(s)
-                    waiting.append(s)
+            if not _advance(ctx, worker, s, counts):
+                ready.remove(s)
+                waiting.append(s)
         last_report = _report(ctx, worker, last_report)
+
+
+def _advance(ctx: RolloutContext, worker: RolloutWorker, s: int, counts: Any) -> bool:
+    """Steps split `s` (its actions written), adds the env steps to this worker's shared count
+    `counts[worker_idx]`, hands finished trajectories to their learners and starts the split's next
+    rollout. Returns False when that rollout has no free block yet (the split waits)."""
+    finished = worker.advance(s)
+    counts[ctx.worker_idx] += worker.pop_env_steps()
+    if finished is None:
+        return True
+    first = int(finished[0])
+    for p, own in worker.hand_over(s, finished).items():
+        ctx.learner_queues[p].put(tuple(BlockReady(first, own)))
+    return worker.start_next_rollout(s)
 
 
 def _report(ctx: RolloutContext, worker: RolloutWorker, last_report: float) -> float:

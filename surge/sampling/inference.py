@@ -157,8 +157,7 @@ class InferenceWorker:
         fields, on_cpu = self._fields, self._on_cpu
         for name, value in out.items():
             if name == "rnn_states":
-                if value.shape[-1]:
-                    buf.rnn_states[slots, ts + 1] = value if on_cpu else value.cpu()
+                self._write_rnn_states(slots, ts, value)
             else:
                 fields[name][slots, ts] = value if on_cpu else value.cpu()
         buf.policy_version[slots, ts] = self.policy_version
@@ -191,12 +190,21 @@ class InferenceWorker:
                 out = to_float32(self.act(self.model, obs, rnn_states, ctx))
         for name, value in out.items():
             if name == "rnn_states":
-                if value.shape[-1]:
-                    rnn_np[slots, t + 1] = value.numpy()
+                self._write_rnn_states(slots, t, value)
             else:
                 fields[name][slots, t] = value.numpy()
         fields["policy_version"][slots, t] = self.policy_version
         self.samples += n
+
+    def _write_rnn_states(self, slots: Tensor | slice, ts: Tensor | int, value: Tensor) -> None:
+        """Writes the next hidden states `value` `[N, state]` at `(slots, ts + 1)` (nothing for a
+        model without recurrent state); one place for both read paths."""
+        if not value.shape[-1]:
+            return
+        if self._np is not None and isinstance(slots, slice) and isinstance(ts, int):
+            self._np[2][slots, ts + 1] = value.numpy()
+        else:
+            self.buffers.rnn_states[slots, ts + 1] = value if self._on_cpu else value.cpu()
 
 
 def _numpy_views(
