@@ -48,13 +48,20 @@ class RolloutInference:
             )
         self.seen = [-1] * len(self.inference)  # each policy's weights' write counter when last loaded
 
-    def act(self, worker: RolloutWorker, s: int) -> None:
-        """Writes the actions (and what else the algorithm's `act` returns) of split `s`'s current
-        step for every policy acting in it, with that policy's latest published weights."""
-        _, t = worker.policy_request(s)
-        index = worker.splits[s].index  # a slice when contiguous: views instead of gathers
+    def act(self, worker: RolloutWorker, splits: list[int]) -> None:
+        """Writes the actions (and what else the algorithm's `act` returns) of the current step of
+        every split in `splits`, for every policy acting in them, with that policy's latest
+        published weights: one forward pass per policy over all those splits' agents (a small
+        model's forward pass costs little more for 20 rows than for 10, so acting on the worker's
+        ready splits together halves the passes of the default two splits)."""
         frames = int(self.env_frames[0])
-        for p in worker.request_policies(s):
+        requests: dict[int, list] = {}
+        for s in splits:
+            _, t = worker.policy_request(s)
+            index = worker.splits[s].index  # a slice when contiguous: views instead of gathers
+            for p in worker.request_policies(s):
+                requests.setdefault(p, []).append((index, t))
+        for p, mine in requests.items():
             inference, weights = self.inference[p], self.weights[p]
             stamp = weights.read_seq()
             if stamp != self.seen[p]:
@@ -62,4 +69,4 @@ class RolloutInference:
                 if loaded is not None:  # else the learner died mid-publish: the run is stopping
                     inference.policy_version, self.seen[p] = loaded, stamp
             inference.env_frames = frames
-            inference.infer([(index, t)])
+            inference.infer(mine)

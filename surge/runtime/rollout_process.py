@@ -198,8 +198,9 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
 
 
 def _run_acting_here(ctx: RolloutContext, worker: RolloutWorker, acting: RolloutInference) -> None:
-    """`_run` with inference in this process (`--policy_workers_per_policy=0`): each split whose next
-    rollout has a block is acted on and stepped in turn, with no messages; the inbox only carries
+    """`_run` with inference in this process (`--policy_workers_per_policy=0`): the splits whose next
+    rollout has a block are acted on together (one forward pass per policy), then stepped in turn,
+    with no messages; the inbox only carries
     the main process's `SetRewardShaping`, looked at every `INBOX_POLL_SEC`. Budget, back-pressure,
     hand-over and heartbeats as in `_run`."""
     import torch
@@ -233,8 +234,9 @@ def _run_acting_here(ctx: RolloutContext, worker: RolloutWorker, acting: Rollout
             for msg in msgs:
                 if type(msg) is SetRewardShaping:
                     worker.set_policy_reward_shaping(msg.policy_id, msg.scheme)
+        if ready:
+            acting.act(worker, ready)
         for s in list(ready):
-            acting.act(worker, s)
             if not _advance(ctx, worker, s, counts):
                 ready.remove(s)
                 waiting.append(s)

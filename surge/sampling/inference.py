@@ -105,6 +105,8 @@ class InferenceWorker:
 
     def _infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         buf, dev = self.buffers, self.device
+        if self._np is not None and self.num_policies == 1 and _all_views(requests):
+            return self._infer_views(requests)  # type: ignore[arg-type]
         slots: Tensor | slice
         ts: Tensor | int
         if len(requests) == 1:
@@ -121,8 +123,6 @@ class InferenceWorker:
             if not len(slots):
                 return
         n = _count(slots)
-        if self._np is not None and isinstance(slots, slice) and isinstance(ts, int):
-            return self._infer_views(slots, ts, n)
         if isinstance(slots, slice) and self._on_cpu:
             # a view of the buffers: the model gets a copy of its own (a custom model may write
             # into its input), as a gather would give it
@@ -163,23 +163,37 @@ class InferenceWorker:
         buf.policy_version[slots, ts] = self.policy_version
         self.samples += n
 
-    def _infer_views(self, slots: slice, t: int, n: int) -> None:
-        """`_infer` for contiguous slots at one t on the CPU, through the buffers' numpy views: the
-        same reads (copies the model owns) and writes."""
+    def _infer_views(self, requests: Sequence[tuple[slice, int]]) -> None:
+        """`_infer` for requests of contiguous slots at one t each, on the CPU, through the buffers'
+        numpy views: the same reads (copies the model owns; several requests' rows concatenated
+        into one batch) and writes (each request's rows of the outputs at its own place)."""
         fields, obs_np, rnn_np = self._np
+        if len(requests) == 1:
+            ((slots, t),) = requests
+
+            def read(x: np.ndarray) -> Tensor:
+                return torch.from_numpy(x[slots, t].copy())
+
+            ids = self.buffers.actor_ids[slots]
+        else:
+
+            def read(x: np.ndarray) -> Tensor:
+                return torch.from_numpy(np.concatenate([x[s, t] for s, t in requests]))
+
+            ids = torch.cat([self.buffers.actor_ids[s] for s, _ in requests])
+        n = len(ids)
         if self.reads_obs:
-            obs = tree_map(lambda x: torch.from_numpy(x[slots, t].copy()), obs_np)
+            obs = tree_map(read, obs_np)
         elif self._masked:
-            obs = {MASK_KEY: torch.from_numpy(obs_np[MASK_KEY][slots, t].copy())}
+            obs = {MASK_KEY: read(obs_np[MASK_KEY])}
         else:
             obs = None
         if rnn_np.shape[-1]:
-            rnn_states = torch.from_numpy(rnn_np[slots, t].copy())
+            rnn_states = read(rnn_np)
         else:
             rnn_states = self._no_state.get(n)
             if rnn_states is None:
                 rnn_states = self._no_state[n] = torch.empty((n, 0))
-        ids = self.buffers.actor_ids[slots]
         if self.actor_offset:
             ids = ids + self.actor_offset
         ctx = ActContext(ids, self.num_actors, self.env_frames)
@@ -188,12 +202,16 @@ class InferenceWorker:
         else:
             with self._autocast():
                 out = to_float32(self.act(self.model, obs, rnn_states, ctx))
-        for name, value in out.items():
-            if name == "rnn_states":
-                self._write_rnn_states(slots, t, value)
-            else:
-                fields[name][slots, t] = value.numpy()
-        fields["policy_version"][slots, t] = self.policy_version
+        states = out["rnn_states"]
+        values = {name: value.numpy() for name, value in out.items() if name != "rnn_states"}
+        lo = 0
+        for slots, t in requests:
+            hi = lo + (slots.stop - slots.start)
+            for name, value in values.items():
+                fields[name][slots, t] = value[lo:hi]
+            self._write_rnn_states(slots, t, states[lo:hi] if len(requests) > 1 else states)
+            fields["policy_version"][slots, t] = self.policy_version
+            lo = hi
         self.samples += n
 
     def _write_rnn_states(self, slots: Tensor | slice, ts: Tensor | int, value: Tensor) -> None:
@@ -217,6 +235,11 @@ def _numpy_views(
         return views, tree_map(lambda t: t.numpy(), obs), buffers.rnn_states.numpy()
     except (TypeError, RuntimeError):
         return None
+
+
+def _all_views(requests: Sequence[tuple[Tensor | slice, int]]) -> bool:
+    """Whether every request is contiguous slots (a slice) at one t (an int)."""
+    return all(type(slots) is slice and type(t) is int for slots, t in requests)
 
 
 def _as_index(slots: Tensor | slice) -> Tensor:

@@ -59,3 +59,44 @@ def test_the_numpy_view_path_writes_what_the_tensor_path_writes(env, rnn, core):
             assert changed >= 4 + rnn  # actions, log-probs, values, logits (+ the next hidden state)
             assert torch.equal(buf.policy_version[index, t], torch.full((4,), 7))
             worker.advance(s)
+
+
+@pytest.mark.parametrize("env,rnn,core", [("CartPole-v1", False, "gru"), ("memory_cue", True, "lstm")])
+def test_several_contiguous_requests_share_one_pass_and_write_what_the_tensor_path_writes(env, rnn, core):
+    """Two splits' requests in one call (the inference process's batches, and the rollout worker
+    acting on its ready splits together): one forward pass of both splits' rows, each row's outputs
+    written at its own split's place, equal to the tensor path's gathers and scatters."""
+    flags = [f"--env={env}", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=2"]
+    flags += ["--rollout=4", "--recurrence=4" if rnn else "--recurrence=1", "--batch_size=16", "--seed=3"]
+    flags += [f"--use_rnn={rnn}", f"--rnn_type={core}"]
+    c = build_components(parse_cfg(flags))
+    worker, buf, inference = c.workers[0], c.layout.buffers, c.inferences[0]
+    worker.reset()
+    inference.policy_version = 5
+    batch_sizes = []
+    inference.model.encoder.register_forward_pre_hook(lambda m, args: batch_sizes.append(_rows(args)))
+    for t_step in range(3):
+        requests = [(worker.splits[s].index, worker.policy_request(s)[1]) for s in range(2)]
+        assert all(isinstance(index, slice) for index, _ in requests)
+        before = _snapshot(buf)
+        torch.manual_seed(200 + t_step)
+        inference.infer(requests)  # views
+        by_views = _snapshot(buf)
+        _restore(buf, before)
+        views, inference._np = inference._np, None
+        torch.manual_seed(200 + t_step)
+        inference.infer(requests)  # tensors: gathered index tensors
+        inference._np = views
+        for name, value in by_views.items():
+            assert torch.allclose(value, getattr(buf, name), equal_nan=True, rtol=0, atol=0), name
+        for index, t in requests:  # both splits' rows were acted on
+            assert torch.equal(buf.policy_version[index, t], torch.full((4,), 5))
+            assert not torch.equal(buf.values[index, t], before["values"][index, t])
+        for s in range(2):
+            worker.advance(s)
+    assert batch_sizes == [8] * 6  # one pass of both splits' 4 rows per call, per path
+
+
+def _rows(args) -> int:
+    obs = args[0]
+    return len(next(iter(obs.values())) if isinstance(obs, dict) else obs)
