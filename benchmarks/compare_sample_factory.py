@@ -9,7 +9,11 @@ number of env frames, alternating frameworks so that machine noise hits both ali
 throughput is the slope of env frames over wall time from its first progress report to its last,
 start-up and shut-down excluded. The table gives the median over rounds of each framework's best
 placement, their ratio, surge's dummy sampler (random actions through the same sampler) and, with
-`--bound`, the compute bound from `compute_bound.py` and surge's fraction of it.
+`--bound`, the compute bound from `compute_bound.py` and surge's fraction of it. With
+`--measure-bound`, every round also runs `compute_bound.py` on the config (one repeat of each
+component) among the training runs, so the bound is measured in the same stretch of the machine's
+day as the runs it divides: the table gives the median of the rounds' bounds, and each round prints
+its own bound and surge's fraction of it.
 
 Each run also records the mean episode return of its last progress report (surge: `Episode return:`,
 averaged over its last `stats_avg` episodes; Sample Factory: `Avg episode reward:` of policy 0, the
@@ -230,6 +234,17 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else NAN
 
 
+def measure_bound(name: str, timeout: float) -> float:
+    """The compute bound of config `name` in env frames/s: `compute_bound.py --repeats 1` in a
+    subprocess (this machine's cores), parsed from its table."""
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("compute_bound.py")), "--config", name, "--repeats", "1"],
+        capture_output=True, text=True, timeout=timeout, check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ).stdout  # fmt: skip
+    row = next(line for line in out.splitlines() if line.startswith(f"| {name} |"))
+    return float(row.split("|")[5])
+
+
 def _fmt(value: float) -> str:
     return f"{value:.2f}" if value == value else "-"
 
@@ -252,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="CONFIG=FPS",
         help="compute bound from compute_bound.py, e.g. pong_example=1700",
+    )
+    p.add_argument(
+        "--measure-bound",
+        action="store_true",
+        help="run compute_bound.py for the config in every round, among the runs (overrides --bound)",
     )
     p.add_argument(
         "--placement",
@@ -295,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[str, list[float]] = {}
         frameworks = ["surge", "sf"] + (["before"] if args.surge_before else [])
         returns: dict[str, list[float]] = {fw: [] for fw in frameworks}
+        round_bounds: list[float] = []
         for r in range(args.rounds):
             order = [("surge", m) for m in cfg.surge_modes] + [("sf", m) for m in cfg.sf_modes]
             if args.surge_before:
@@ -304,7 +325,16 @@ def main(argv: list[str] | None = None) -> int:
             seed = [f"--seed={r + 1}"] if args.seed_per_round else []
             if r % 2:
                 order.reverse()
+            if args.measure_bound:  # in the middle of the round's runs
+                order.insert(len(order) // 2, ("bound", ""))
             for fw, mode in order:
+                if fw == "bound":
+                    round_bounds.append(measure_bound(name, args.timeout))
+                    print(
+                        f"[{name}] round {r + 1}: compute bound {round_bounds[-1]:.0f} env frames/s",
+                        flush=True,
+                    )
+                    continue
                 work = Path(tempfile.mkdtemp(prefix=f"bench_{name}_{fw}_"))
                 try:
                     if fw in ("surge", "before"):
@@ -325,6 +355,13 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
         med = {k: statistics.median(v) for k, v in results.items()}
+        if round_bounds:
+            bounds[name] = round(statistics.median(round_bounds))
+            best_per_round = [
+                max(v[r] for k, v in results.items() if k.startswith("surge/")) for r in range(args.rounds)
+            ]
+            fracs = ", ".join(f"{b / bd:.0%}" for b, bd in zip(best_per_round, round_bounds, strict=True))
+            print(f"[{name}] surge best / the round's bound, per round: {fracs}", flush=True)
         best = {fw: max((v, k) for k, v in med.items() if k.startswith(fw)) for fw in frameworks}
         ret_med = {fw: _median(v) for fw, v in returns.items()}
         dummy = NAN if args.no_dummy else run_dummy(cfg, frames, args.timeout)

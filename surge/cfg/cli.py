@@ -43,6 +43,8 @@ log = logging.getLogger("surge")
 COMMAND_ONLY = ("restart_behavior",)
 #: the attribute of a parsed `Config` that holds its resume notes (`resume_notes`), not a flag
 RESUME_NOTES_ATTR = "_resume_notes"
+#: the attribute of a parsed `Config` that holds the defaults other flags chose (`default_notes`)
+DEFAULT_NOTES_ATTR = "_default_notes"
 
 
 def str2bool(v: str) -> bool:
@@ -614,8 +616,10 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     saved_path = experiment_path(train_dir, experiment) / "cfg.json"
     restart = overrides.get("restart_behavior", defaults["restart_behavior"])
     changed_on_resume: list[str] = []
+    saved_keys: set[str] = set()
     if saved_path.is_file() and (evaluation or restart == "resume"):
         saved = {k: v for k, v in json.loads(saved_path.read_text()).items() if k not in COMMAND_ONLY}
+        saved_keys = set(saved)
         saved_algo = saved.get("algo")
         if "algo" not in overrides and isinstance(saved_algo, str) and saved_algo != algo:
             # the saved run's algorithm decides its section's flags (resume, enjoy): parse again
@@ -634,10 +638,12 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
                     f"Parameter {k} changed on resume: {saved[k]!r} (saved) -> {v!r} ({source})"
                 )
     values.update(overrides)
+    default_notes = acting_in_workers_splits(values, set(overrides) | saved_keys)
     cfg = Config.from_flat(values, family.extra_params if family else None, evaluation, _algo_section(algo))
     # the run logs them once its log file is open (`resume_notes`): logged here they would reach
     # the console only, or a previous run's log in the same Python process
     setattr(cfg, RESUME_NOTES_ATTR, changed_on_resume)
+    setattr(cfg, DEFAULT_NOTES_ATTR, default_notes)
     validate_cfg(cfg)
     if uses_space_defaults(family):
         # the env was made once for its spaces (`probe_spaces`, cached): spaces this config cannot
@@ -679,6 +685,34 @@ def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
             "register custom env families at import time of your module.",
         )
     return Config.from_flat(values, family.extra_params, evaluation, _algo_section(algo))
+
+
+def acting_in_workers_splits(values: dict[str, Any], given: set[str]) -> list[str]:
+    """With `--policy_workers_per_policy=0` (async placement) and `--worker_num_splits` neither
+    given nor saved, sets it to 1 in `values` and returns the log line that says so ([] otherwise).
+
+    Why: splits exist so that a worker steps one split's envs while an inference process acts on
+    the other's (Sample Factory's double-buffered sampling). A worker that acts itself has nothing
+    to overlap, and each split costs its own per-step work (the step's buffer writes, the hand-over),
+    so one split of all its envs is cheaper per env frame."""
+    if (
+        values.get("policy_workers_per_policy") != 0
+        or values.get("serial_mode")
+        or "worker_num_splits" in given
+        or values.get("worker_num_splits", 1) == 1
+    ):
+        return []
+    values["worker_num_splits"] = 1
+    return [
+        "--worker_num_splits=1 chosen by --policy_workers_per_policy=0 (each rollout worker acts on "
+        "its envs itself, so a second split has no other process's inference to overlap with; pass "
+        "--worker_num_splits to choose)."
+    ]
+
+
+def default_notes(cfg: Config) -> list[str]:
+    """The defaults other flags chose (`acting_in_workers_splits`), one log line each."""
+    return list(getattr(cfg, DEFAULT_NOTES_ATTR, ()))
 
 
 def resume_notes(cfg: Config) -> list[str]:

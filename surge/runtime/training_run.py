@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from surge.cfg.cli import resume_notes, save_cfg
+from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import space_default_notes
 from surge.cfg.validate import config_notes
@@ -125,7 +125,7 @@ class TrainingRun:
             log.warning(note)
         for note in config_notes(cfg):
             log.warning(note)
-        for note in space_default_notes(cfg):
+        for note in [*space_default_notes(cfg), *default_notes(cfg)]:
             log.info(note)
         if cfg.algo == "DUMMY_SAMPLER":
             log.info(

@@ -211,6 +211,29 @@ def test_no_inference_workers_is_accepted_on_the_cpu_and_in_the_serial_placement
     assert parse_cfg([*base, "--serial_mode=True"]).policy_workers_per_policy == 0
 
 
+def test_acting_in_workers_defaults_to_one_split_unless_splits_are_given_or_saved(tmp_path):
+    """A worker that acts itself has no inference process to overlap a second split with: without
+    --worker_num_splits it gets 1 (logged); given, saved by the run it resumes, with inference
+    workers or in the serial placement, the value stays."""
+    from surge.cfg.cli import default_notes
+
+    base = ["--env=cartpole", f"--train_dir={tmp_path}", "--experiment=e"]
+    assert parse_cfg(base).worker_num_splits == 2  # Sample Factory's default
+    cfg = parse_cfg([*base, "--policy_workers_per_policy=0"])
+    assert cfg.worker_num_splits == 1
+    assert any(
+        "--worker_num_splits=1 chosen by --policy_workers_per_policy=0" in n for n in default_notes(cfg)
+    )
+    given = parse_cfg([*base, "--policy_workers_per_policy=0", "--worker_num_splits=2"])
+    assert given.worker_num_splits == 2 and default_notes(given) == []
+    assert parse_cfg([*base, "--policy_workers_per_policy=0", "--serial_mode=True"]).worker_num_splits == 2
+    assert default_notes(parse_cfg(base)) == []
+    # a run saved with 2 splits resumes with 2, though the resume command does not repeat the flag
+    save_cfg(given, tmp_path / "e" / "cfg.json")
+    resumed = parse_cfg([*base, "--policy_workers_per_policy=0"])
+    assert resumed.worker_num_splits == 2 and default_notes(resumed) == []
+
+
 def test_largest_valid_seed_is_accepted(tmp_path):
     assert parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", f"--seed={2**32 - 1}"]).seed == 2**32 - 1
 
