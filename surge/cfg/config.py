@@ -298,7 +298,8 @@ class SamplingParams:
         1,
         "Inference worker processes per policy. 0: each rollout worker acts on its splits itself, on "
         "the CPU, with no inference processes and no messages per step (faster for small models, "
-        "where a forward pass costs less than the round trip; see docs/architecture.md).",
+        "where a forward pass costs less than the round trip; worker_num_splits then defaults to 1; "
+        "see docs/architecture.md).",
     )
     max_policy_lag: int = param(100, "Samples older than this many policy versions are masked out.")
     min_traj_buffers_per_worker: int = param(2, "Trajectory buffers per env per worker.")

@@ -21,7 +21,7 @@ import yaml
 
 from surge.errors import ConfigError
 from surge.tune.measure import Measurement, measure
-from surge.tune.search import Row, choose, finalists, sampler_phase, training_phase
+from surge.tune.search import Row, acting_twin, choose, finalists, sampler_phase, training_phase
 from surge.tune.space import LAYOUT_KEYS, Layout, axis_values, batch_values, usable_cpus
 
 log = logging.getLogger("surge")
@@ -225,7 +225,9 @@ def _tune(a: argparse.Namespace, base: list[str], work: Path, parse_cfg: Any, lo
     if batches:
         default = dataclasses.replace(default, batch_size=cfg.batch_size)
     n_sampler = 1 + sum(len(v) - 1 for v in axes.values())
-    n_training = (a.top + 1 + (len(batches) - 1 if batches else 0)) * a.rounds
+    n_training = (
+        a.top + 1 + (len(batches) - 1 if batches else 0) + acts_in_workers_possible(cfg, given)
+    ) * a.rounds
     bench, train, estimate = plan_seconds(
         n_sampler, n_training, a.bench_seconds, a.train_seconds, a.budget_seconds
     )
@@ -264,6 +266,10 @@ def _tune(a: argparse.Namespace, base: list[str], work: Path, parse_cfg: Any, lo
 
     sampler_rows, notes = sampler_phase(default, axes, cpus, run, out_of_time)
     chosen_layouts = finalists(sampler_rows, default, a.top, batches)
+    if acts_in_workers_possible(cfg, given):
+        twin = acting_twin(sampler_rows, chosen_layouts, keep_splits="worker_num_splits" in given)
+        if twin is not None:
+            chosen_layouts.append(twin)
     training_rows, more = training_phase(chosen_layouts, run, a.rounds, start + a.budget_seconds)
     notes += more
     best = choose(training_rows)
@@ -283,6 +289,13 @@ def _tune(a: argparse.Namespace, base: list[str], work: Path, parse_cfg: Any, lo
     write_yaml(out, values, _header(a, base, cfg.env, cpus, best, training_rows[0], out))
     print(f"Wrote {out}: surge train --cfg={out} --experiment=NAME")
     return 0
+
+
+def acts_in_workers_possible(cfg: Any, given: list[str]) -> bool:
+    """Whether the training phase also tries the rollout workers acting themselves
+    (`surge.tune.search.acting_twin`): the async placement on the CPU, with
+    --policy_workers_per_policy not given (a given one is held fixed, as every given flag)."""
+    return not cfg.serial_mode and cfg.device == "cpu" and "policy_workers_per_policy" not in given
 
 
 def _header(
@@ -352,7 +365,7 @@ def table_rows(
             out.append(
                 [
                     r.phase,
-                    f"{r.layout.num_workers} x {r.layout.num_envs_per_worker} / {r.layout.worker_num_splits}",
+                    r.layout.sampler_label(),
                     "default" if r.layout.batch_size is None else str(r.layout.batch_size),
                     " / ".join("-" if x != x else f"{x:.0f}" for x in r.rates),
                     "-" if r.median != r.median else f"{r.median:.0f}",

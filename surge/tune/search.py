@@ -120,6 +120,21 @@ def finalists(
     return out
 
 
+def acting_twin(sampler_rows: list[Row], finalists: list[Layout], keep_splits: bool = False) -> Layout | None:
+    """The fastest sampler layout with the rollout workers acting themselves
+    (`--policy_workers_per_policy=0`, with one split unless `keep_splits`, the splits being given:
+    a worker that acts itself has nothing to overlap a second split with), as one more training
+    finalist; None when there is no measured layout or it is a finalist already. The dummy sampler cannot rank it: its random actions need no
+    forward pass, so what acting in place saves (the round trip) and costs (no batching across
+    workers) shows only in training."""
+    ranked = sorted((r for r in sampler_rows if r.median == r.median), key=lambda r: -r.median)
+    if not ranked:
+        return None
+    splits = ranked[0].layout.worker_num_splits if keep_splits else 1
+    twin = dataclasses.replace(ranked[0].layout, worker_num_splits=splits, policy_workers_per_policy=0)
+    return None if twin in finalists else twin
+
+
 def training_phase(
     layouts: list[Layout],
     measure: MeasureFn,

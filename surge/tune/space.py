@@ -18,12 +18,15 @@ MAX_ENVS_PER_CPU = 16
 
 @dataclass(frozen=True)
 class Layout:
-    """One candidate setting. `batch_size` None: the run's own (not tuned)."""
+    """One candidate setting. `batch_size` None: the run's own (not tuned).
+    `policy_workers_per_policy` None: the run's own; 0: the rollout workers act themselves (the
+    acting-in-workers finalist, `surge.tune.search.acting_twin`)."""
 
     num_workers: int
     num_envs_per_worker: int
     worker_num_splits: int
     batch_size: int | None = None
+    policy_workers_per_policy: int | None = None
 
     def flags(self) -> list[str]:
         """The `--flag=value` tokens of this setting."""
@@ -34,12 +37,19 @@ class Layout:
         out = {k: getattr(self, k) for k in LAYOUT_KEYS}
         if self.batch_size is not None:
             out["batch_size"] = self.batch_size
+        if self.policy_workers_per_policy is not None:
+            out["policy_workers_per_policy"] = self.policy_workers_per_policy
         return out
 
-    def label(self) -> str:
-        """`W workers x E envs / S splits` (and `, batch B`)."""
+    def sampler_label(self) -> str:
+        """`W x E / S` (workers x envs per worker / splits), and `, acting in workers` with
+        `policy_workers_per_policy` 0."""
         s = f"{self.num_workers} x {self.num_envs_per_worker} / {self.worker_num_splits}"
-        return s + (f", batch {self.batch_size}" if self.batch_size is not None else "")
+        return s + (", acting in workers" if self.policy_workers_per_policy == 0 else "")
+
+    def label(self) -> str:
+        """`sampler_label()` and `, batch B` when the batch size is tuned."""
+        return self.sampler_label() + (f", batch {self.batch_size}" if self.batch_size is not None else "")
 
     def sampler(self) -> Layout:
         """The same layout without a batch size (what the dummy sampler measures)."""

@@ -205,3 +205,47 @@ def test_the_yaml_header_says_when_the_chosen_batch_size_changes_learning(tmp_pa
     assert "CHANGES LEARNING" not in "\n".join(
         _header(a, base, "CartPole-v1", 2, same, d, tmp_path / "t.yaml")
     )
+
+
+def test_the_acting_in_workers_finalist_is_the_fastest_sampler_layout_with_one_split():
+    """The dummy sampler cannot rank acting in workers (its random actions need no forward pass),
+    so the training phase gets the fastest sampler layout with --policy_workers_per_policy=0 and
+    one split (the given splits kept), once; its YAML says so."""
+    from surge.tune.search import acting_twin
+
+    rows = [
+        Row("sampler", DEFAULT, [100.0]),
+        Row("sampler", Layout(2, 8, 2), [300.0]),
+        Row("sampler", Layout(4, 8, 2), [math.nan]),
+    ]
+    chosen = finalists(rows, DEFAULT, top=1)
+    twin = acting_twin(rows, chosen)
+    assert twin == Layout(2, 8, 1, policy_workers_per_policy=0)
+    assert twin.values() == {
+        "num_envs_per_worker": 8,
+        "num_workers": 2,
+        "worker_num_splits": 1,
+        "policy_workers_per_policy": 0,
+    }
+    assert twin.label() == "2 x 8 / 1, acting in workers"
+    assert acting_twin(rows, chosen, keep_splits=True) == Layout(2, 8, 2, policy_workers_per_policy=0)
+    assert acting_twin(rows, [*chosen, twin]) is None
+    assert acting_twin([Row("sampler", DEFAULT, [math.nan])], [DEFAULT]) is None
+
+
+@pytest.mark.parametrize(
+    "flags,tried",
+    [
+        ([], True),
+        (["--serial_mode=True"], False),
+        (["--policy_workers_per_policy=2"], False),
+    ],
+)
+def test_acting_in_workers_is_tried_in_the_async_placement_on_the_cpu_unless_given(flags, tried, tmp_path):
+    from surge.tune.command import _given_names, acts_in_workers_possible
+
+    argv = ["--env=CartPole-v1", *flags]
+    cfg = parse_cfg([*argv, f"--train_dir={tmp_path}"])
+    assert acts_in_workers_possible(cfg, _given_names(argv)) is tried
+    # a GPU run (not parsed here: the parser refuses --device=gpu without CUDA) keeps inference workers
+    assert not acts_in_workers_possible(dataclasses.replace(cfg, device="cuda:0"), [])
