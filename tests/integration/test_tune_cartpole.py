@@ -50,3 +50,36 @@ def test_tiny_tune_writes_the_fastest_measured_setting_as_a_yaml(tmp_path, capsy
     assert cfg.num_envs_per_worker == fastest_envs
     assert "# Written by surge tune" in out.read_text()
     assert not list(tmp_path.glob("tuned.yaml.tmp"))
+
+
+@pytest.mark.slow
+def test_tune_also_trains_with_the_rollout_workers_acting_and_writes_it_when_fastest(
+    tmp_path, capsys, monkeypatch
+):
+    """Async placement on the CPU: the training phase has the acting-in-workers finalist (one split,
+    --policy_workers_per_policy=0), measured by a real run; the YAML holds whichever row is chosen."""
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "tuned.yaml"
+    code = surge_main(
+        [
+            "tune",
+            "--env=CartPole-v1",
+            "--num_workers=2",
+            "--try_num_envs_per_worker=8",
+            "--try_worker_num_splits=2",
+            "--bench_seconds=2",
+            "--train_seconds=4",
+            "--rounds=1",
+            "--top=1",
+            "--table=plain",
+            f"--out={out}",
+        ]
+    )
+    text = capsys.readouterr().out
+    assert code == 0, text
+    acting = re.search(r"^training\s+2 x 8 / 1, acting in workers\s+default\s+(\d+)\s", text, re.M)
+    assert acting and int(acting.group(1)) > 0, text
+    chosen_acting = re.search(r"^training .*acting in workers.*CHOSEN", text, re.M) is not None
+    cfg = parse_cfg([f"--cfg={out}", f"--train_dir={tmp_path}"])
+    assert (cfg.policy_workers_per_policy == 0) is chosen_acting
+    assert cfg.worker_num_splits == (1 if chosen_acting else 2)
