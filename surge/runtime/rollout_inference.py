@@ -51,9 +51,8 @@ class RolloutInference:
     def act(self, worker: RolloutWorker, splits: list[int]) -> None:
         """Writes the actions (and what else the algorithm's `act` returns) of the current step of
         every split in `splits`, for every policy acting in them, with that policy's latest
-        published weights: one forward pass per policy over all those splits' agents (a small
-        model's forward pass costs little more for 20 rows than for 10, so acting on the worker's
-        ready splits together halves the passes of the default two splits)."""
+        published weights: one forward pass per policy over all those splits' agents, not one per
+        split (a small model's forward pass costs little more for 20 rows than for 10)."""
         frames = int(self.env_frames[0])
         requests: dict[int, list] = {}
         for s in splits:

@@ -200,9 +200,8 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
 def _run_acting_here(ctx: RolloutContext, worker: RolloutWorker, acting: RolloutInference) -> None:
     """`_run` with inference in this process (`--policy_workers_per_policy=0`): the splits whose next
     rollout has a block are acted on together (one forward pass per policy), then stepped in turn,
-    with no messages; the inbox only carries
-    the main process's `SetRewardShaping`, looked at every `INBOX_POLL_SEC`. Budget, back-pressure,
-    hand-over and heartbeats as in `_run`."""
+    with no messages; the inbox only carries the main process's `SetRewardShaping`, looked at every
+    `INBOX_POLL_SEC`. Budget, back-pressure, hand-over and heartbeats as in `_run`."""
     import torch
 
     torch.set_grad_enabled(False)  # this process only acts and steps envs
