@@ -59,14 +59,21 @@ def _watch(cluster, seen: list[int], stop: threading.Event) -> None:
 
 
 @pytest.mark.slow
-def test_cartpole_reaches_475_with_its_sampler_node_on_the_second_node(cluster, tmp_path):
+@pytest.mark.parametrize(
+    "acting", [[], ["--policy_workers_per_policy=0"]], ids=["inference_workers", "acting_in_workers"]
+)
+def test_cartpole_reaches_475_with_its_sampler_node_on_the_second_node(cluster, tmp_path, acting):
+    """Also with the sampler node's rollout workers acting themselves (no inference processes on
+    the node; each reloads the weights the node receives from the learner)."""
     seen: list[int] = []
     stop = threading.Event()
     watcher = threading.Thread(target=_watch, args=(cluster, seen, stop), daemon=True)
     watcher.start()
     try:
         assert (
-            train(parse_cfg([*ray_args(cluster, tmp_path, "cp"), *HYPERPARAMS, "--score_to_win=475"]))
+            train(
+                parse_cfg([*ray_args(cluster, tmp_path, "cp"), *HYPERPARAMS, *acting, "--score_to_win=475"])
+            )
             == "done"
         )
     finally:
