@@ -35,6 +35,7 @@ from surge.envs.action_masks import MASK_KEY, is_legal
 from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.checkpoint_fit import CheckpointMismatch, check_fits
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 from surge.learning.central_value import actor_obs
@@ -245,6 +246,15 @@ def enjoy(cfg: Config) -> dict[str, Any]:
         env.close()
         what = ev.checkpoint_path or f"any {ev.load_checkpoint_kind} checkpoint in {ckpt.folder}"
         raise SurgeError(f"could not load {what} (the warnings above say why).")
+    try:
+        check_fits(
+            model,
+            state["model"],
+            f"the checkpoint {ev.checkpoint_path or ckpt.latest(ev.load_checkpoint_kind)} (model)",
+        )
+    except CheckpointMismatch:
+        env.close()
+        raise
     model.load_state_dict(state["model"])
     model.eval()
     n = env.num_agents

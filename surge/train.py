@@ -9,7 +9,7 @@ import sys
 import types
 from typing import Any
 
-from surge.errors import ConfigError, EnvError
+from surge.errors import SurgeError
 
 
 def run_config(cfg: Any) -> tuple[Any, str]:
@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     """Parses the config, trains, returns the exit code (0 done or interrupted, 1 failed).
 
     Raises:
-        ConfigError, EnvError: a refused config (`surge.cfg.cli.parse_cfg`); the callers print them.
+        SurgeError: a refused config or env (`surge.cfg.cli.parse_cfg`: ConfigError, EnvError),
+            or a checkpoint of another network (`CheckpointMismatch`); the callers print them.
     """
     # imported here, not at the top: every spawned child of the async placement imports this module
     # (multiprocessing re-runs `python -m surge.train`'s main module in each) before it can set
@@ -87,6 +88,6 @@ if (
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except (ConfigError, EnvError) as e:
+    except SurgeError as e:  # a refused config or env, a checkpoint of another network
         print(f"surge train: error: {e}", file=sys.stderr)
         sys.exit(2)

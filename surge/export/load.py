@@ -80,11 +80,13 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         ConfigError: see `saved_values`; a policy index the run does not have; no checkpoint of
             that kind (the message says whether the other kind exists).
         SurgeError: the checkpoint exists but does not load.
+        CheckpointMismatch: its weights are of another network than the saved config builds.
     """
     values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
     from surge.cfg.cli import parse_cfg
     from surge.envs.registry import make_env
     from surge.experiment.checkpoint import CheckpointManager
+    from surge.experiment.checkpoint_fit import check_fits
     from surge.experiment.folder import ExperimentFolder
     from surge.learning.algorithm import get_algorithm
 
@@ -137,6 +139,7 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         from surge.learning.central_value import actor_observation_space
 
         obs_space = actor_observation_space(obs_space, cfg.central_value_state_key)
+    check_fits(model, state["model"], f"the checkpoint {path} (model)")
     model.load_state_dict(state["model"])
     model.eval()
     return LoadedPolicy(cfg, obs_space, action_space, model, path)

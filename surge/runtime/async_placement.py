@@ -66,7 +66,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import StepReport, check_command, published_policy_state
+from surge.runtime.placement import StepReport, check_command, check_policy_state_fits, published_policy_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.process_setup import dump_stack
 from surge.runtime.rollout_process import rollout_process_main
@@ -141,7 +141,16 @@ class AsyncPlacement:
         self.num_agents, self.frameskip = info.agents_per_step, info.frameskip
         # the acting module only (the shared weights' layout, frozen policies' weights, a dead
         # learner's final checkpoint); learner-only modules are built in the learner processes
-        self.model = model = make_model(cfg, info, torch.device("cpu")).acting
+        parts = make_model(cfg, info, torch.device("cpu"))
+        self.model = model = parts.acting
+        # a checkpoint of another network is refused here, before any process starts (in a
+        # learner it would surface only after every worker had started)
+        for p, state in enumerate(self.resume_states):
+            if state is not None:
+                check_policy_state_fits(
+                    state, model, parts.learner_modules, f"{self.ckpts[p].name}'s checkpoint"
+                )
+        del parts
         self.layout = layout = make_layout(cfg, info, acting_state_size(model), self.blocks_per_owner)
         self.algo = layout.algo
         self.block_pool = layout.block_pool

@@ -75,7 +75,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         if ctx.resume:
             state = ckpt.load("latest")
             if state is not None:
-                restore_policy(model, learner, state)
+                restore_policy(model, learner, state, f"{ckpt.name}'s checkpoint")
         beats = shared.learner_heartbeats.numpy()
         in_item = [False]  # a batch or checkpoint is in progress: only it may beat
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from torch import Tensor, nn
 
 from surge.experiment.checkpoint import rng_state, set_rng_state
+from surge.experiment.checkpoint_fit import check_fits
 from surge.learning.base import LearnerBase
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.population.hyperparams import PolicyHyperparams, check_values
@@ -137,15 +138,22 @@ def policy_state(model: nn.Module, learner: LearnerBase) -> dict[str, Any]:
 
 
 def load_policy_state(
-    state: dict[str, Any], model: nn.Module, learner: LearnerBase, keep_version: bool = False
+    state: dict[str, Any],
+    model: nn.Module,
+    learner: LearnerBase,
+    keep_version: bool = False,
+    what: str = "the checkpoint",
 ) -> None:
     """Loads `policy_state`'s content into `model` and `learner` (its learner modules included;
     one the state lacks, e.g. in a final checkpoint written for a dead learner without an earlier
-    one, keeps its fresh weights, with a warning). `keep_version`: see `LearnerBase.load_state_dict`.
+    one, keeps its fresh weights, with a warning). `keep_version`: see `LearnerBase.load_state_dict`;
+    `what` names the state in errors.
 
     Raises:
         KeyError: the state holds a learner module this learner does not have.
+        CheckpointMismatch: the saved weights are of another network (`check_policy_state_fits`).
     """
+    check_policy_state_fits(state, model, learner.learner_modules, what)
     model.load_state_dict(state["model"])
     saved = state.get("learner_modules") or {}
     unknown = set(saved) - set(learner.learner_modules)
@@ -159,6 +167,21 @@ def load_policy_state(
                 "Learner module %r is not in the state being loaded: it keeps its fresh weights.", name
             )
     learner.load_state_dict(state["learner"], keep_version=keep_version)
+
+
+def check_policy_state_fits(
+    state: dict[str, Any], model: nn.Module, learner_modules: dict[str, nn.Module], what: str
+) -> None:
+    """Checks that `policy_state`'s weights fit `model` and the learner modules it saved (a module
+    the state lacks is not checked: it keeps its fresh weights).
+
+    Raises:
+        CheckpointMismatch: naming `what`, the part (model or learner module) and the difference.
+    """
+    check_fits(model, state["model"], f"{what} (model)")
+    for name, saved in (state.get("learner_modules") or {}).items():
+        if name in learner_modules:
+            check_fits(learner_modules[name], saved, f"{what} (learner module {name!r})")
 
 
 def published_policy_state(
@@ -231,9 +254,12 @@ def copy_policy_state(src: dict[str, Any], model: nn.Module, learner: LearnerBas
     load_policy_state(src, model, learner, keep_version=True)
 
 
-def restore_policy(model: nn.Module, learner: LearnerBase, state: dict[str, Any]) -> None:
+def restore_policy(
+    model: nn.Module, learner: LearnerBase, state: dict[str, Any], what: str = "the checkpoint"
+) -> None:
     """Loads model, learner modules, learner and RNG state from a checkpoint dict, in the process
-    that learns (after it seeded itself, so the restored RNG streams continue where they stopped)."""
-    load_policy_state(state, model, learner)
+    that learns (after it seeded itself, so the restored RNG streams continue where they stopped).
+    `what` names the checkpoint in a `CheckpointMismatch`."""
+    load_policy_state(state, model, learner, what=what)
     if "rng" in state:  # a data-parallel rank > 0 keeps its own streams (seeded --seed + rank)
         set_rng_state(state["rng"])

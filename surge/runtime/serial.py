@@ -311,7 +311,7 @@ class SerialPlacement:
         for p, learner in c.learners.items():
             state = self.resume_states[p]
             if state is not None:
-                restore_policy(c.models[p], learner, state)
+                restore_policy(c.models[p], learner, state, f"{self.ckpts[p].name}'s checkpoint")
                 c.inferences[p].policy_version = learner.policy_version
         for p, learner in c.learners.items():
             learner.should_stop = self._between_optimizer_steps
