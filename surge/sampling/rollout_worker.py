@@ -49,6 +49,7 @@ from surge.data.routing import OwnSlots, route_block
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.action_masks import MASK_KEY, has_action_mask, sample_legal
 from surge.envs.batched import BatchedInfo
+from surge.envs.multi_agent import SingleAgentAsMultiAgent
 from surge.errors import EnvError
 from surge.population.objective import TRUE_REWARD, episode_statistic
 from surge.population.shaping import WorkerShaping
@@ -455,6 +456,12 @@ class RolloutWorker:
 
     def _step_envs(self, split: SplitState, actions: np.ndarray):
         """Steps each multi-agent env of the split; returns obs list and per-agent arrays."""
+        if self.num_agents == 1:
+            return self._step_single_agent_envs(split, actions)
+        return self._step_multi_agent_envs(split, actions)
+
+    def _step_multi_agent_envs(self, split: SplitState, actions: np.ndarray):
+        """`_step_envs`'s general loop: each env's `step` with its agents' actions as a list."""
         n_ag, n = self.num_agents, split.n
         obs_all: list = []
         rewards = np.empty(n, dtype=np.float32)
@@ -491,6 +498,55 @@ class RolloutWorker:
                             float(np.asarray(ep["r"])),
                             int(np.asarray(ep["l"])),
                             int(split.agent_policy[lo + a]) if self.mapper is not None else 0,
+                            self._objective(info),
+                        )
+                    )
+        self.env_steps += len(split.envs)
+        return obs_all, rewards, terminated, truncated, active
+
+    def _step_single_agent_envs(self, split: SplitState, actions: np.ndarray):
+        """`_step_envs` for envs of one agent each: the same results, with a gymnasium env's own
+        step per env (`SingleAgentAsMultiAgent.step_one`) and scalar writes, where the general
+        loop builds and slices per-agent lists (about 3 µs per env step on CartPole, a sixth of
+        its cost). Other envs of one agent go through their `step`."""
+        n = split.n
+        obs_all: list = [None] * n
+        rewards = np.empty(n, dtype=np.float32)
+        terminated = np.zeros(n, dtype=bool)
+        truncated = np.zeros(n, dtype=bool)
+        active = np.ones(n, dtype=bool)
+        streaks = self.fault_streaks
+        acts = list(actions)  # numpy rows or scalars, as `step(list(actions[e : e + 1]))` passes them
+        for e, env in enumerate(split.envs):
+            try:
+                if type(env) is SingleAgentAsMultiAgent:
+                    obs, rew, term, trunc, info = env.step_one(acts[e])
+                else:
+                    o, r, te, tr, infos = env.step([acts[e]])
+                    obs, rew, term, trunc, info = o[0], r[0], te[0], tr[0], infos[0]
+            except Exception as err:  # noqa: BLE001 - any env error is a fault (module docstring)
+                obs_all[e] = self._replace_env(split, e, err)[0]
+                rewards[e] = 0.0
+                truncated[e] = True
+                active[e] = False
+                self.env_steps -= 1  # no step happened
+                continue
+            if streaks:
+                streaks.pop((self.splits.index(split), e), None)
+            obs_all[e] = obs
+            rewards[e] = rew
+            terminated[e] = term
+            truncated[e] = trunc
+            if info:
+                if info.get("is_active", True) is False:
+                    active[e] = False
+                ep = info.get("episode")
+                if ep is not None and not split.random_start[e]:
+                    split.episodes.append(
+                        EpisodeStats(
+                            float(np.asarray(ep["r"])),
+                            int(np.asarray(ep["l"])),
+                            int(split.agent_policy[e]) if self.mapper is not None else 0,
                             self._objective(info),
                         )
                     )
