@@ -24,10 +24,11 @@ class CheckpointMismatch(SurgeError):
     """A checkpoint's weights do not fit the network the configuration builds."""
 
 
-def state_differences(module: nn.Module, state: Mapping[str, Tensor]) -> list[str]:
-    """What keeps `state` from loading into `module` with `strict=True`, one line per kind:
-    missing names, unexpected names, and shapes that differ (empty when it fits)."""
-    own = module.state_dict()
+def state_differences(module: nn.Module | Mapping[str, Tensor], state: Mapping[str, Tensor]) -> list[str]:
+    """What keeps `state` from loading into `module` (or into a module whose state dict is
+    `module`) with `strict=True`, one line per kind: missing names, unexpected names, and shapes
+    that differ (empty when it fits)."""
+    own = module.state_dict() if isinstance(module, nn.Module) else module
     missing = [k for k in own if k not in state]
     unexpected = [k for k in state if k not in own]
     shapes = [

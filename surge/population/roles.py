@@ -98,7 +98,8 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
     Returns:
         a state dict of `initial`'s layout.
     Raises:
-        ValueError: the checkpoint holds no `model` weights, or weights of another layout.
+        ValueError: the checkpoint holds no `model` weights, or weights of another layout (names
+            or shapes: `surge.experiment.checkpoint_fit.state_differences`).
     """
     state = {k: v.detach().clone() for k, v in initial.items()}
     if source == "random":
@@ -110,13 +111,15 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
         state["policy_head.weight"].zero_()
         state["policy_head.bias"].zero_()
         return state
+    from surge.experiment.checkpoint_fit import state_differences
+
     ckpt = torch.load(source, map_location="cpu", weights_only=True)
     weights = ckpt.get("model") if isinstance(ckpt, dict) else None
     if weights is None:
         raise ValueError(f"{source} holds no 'model' weights (not a surge checkpoint)")
-    differ = set(state) ^ set(weights)
+    differ = state_differences(state, weights)
     if differ:
-        raise ValueError(f"{source} holds weights of another model (keys differ: {sorted(differ)[:5]})")
+        raise ValueError(f"{source} holds weights of another model: {'; '.join(differ)}")
     return {k: v.to(state[k].dtype) for k, v in weights.items()}
 
 

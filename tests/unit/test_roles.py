@@ -84,3 +84,7 @@ def test_uniform_source_zeroes_the_policy_head_only(tmp_path):
     torch.save({"model": {"other": torch.ones(1)}}, path)
     with pytest.raises(ValueError, match="another model"):
         source_weights(str(path), initial)
+    # the same names with another shape would fail later, in the shared weights' copy
+    torch.save({"model": {**initial, "policy_head.weight": torch.ones(4, 3)}}, path)
+    with pytest.raises(ValueError, match=r"policy_head.weight \(4, 3\) saved, \(2, 3\) built"):
+        source_weights(str(path), initial)
