@@ -491,16 +491,7 @@ class RolloutWorker:
                     continue
                 if info.get("is_active", True) is False:
                     active[lo + a] = False
-                ep = info.get("episode")
-                if ep is not None and not split.random_start[lo + a]:
-                    split.episodes.append(
-                        EpisodeStats(
-                            float(np.asarray(ep["r"])),
-                            int(np.asarray(ep["l"])),
-                            int(split.agent_policy[lo + a]) if self.mapper is not None else 0,
-                            self._objective(info),
-                        )
-                    )
+                self._note_episode(split, lo + a, info)
         self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
 
@@ -540,18 +531,23 @@ class RolloutWorker:
             if info:
                 if info.get("is_active", True) is False:
                     active[e] = False
-                ep = info.get("episode")
-                if ep is not None and not split.random_start[e]:
-                    split.episodes.append(
-                        EpisodeStats(
-                            float(np.asarray(ep["r"])),
-                            int(np.asarray(ep["l"])),
-                            int(split.agent_policy[e]) if self.mapper is not None else 0,
-                            self._objective(info),
-                        )
-                    )
+                self._note_episode(split, e, info)
         self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
+
+    def _note_episode(self, split: SplitState, j: int, info: dict[str, Any]) -> None:
+        """Records the episode that agent `j` of `split` ended, when `info` marks one (a true
+        episode's `info["episode"]`) and it did not begin with decorrelation's random actions."""
+        ep = info.get("episode")
+        if ep is not None and not split.random_start[j]:
+            split.episodes.append(
+                EpisodeStats(
+                    float(np.asarray(ep["r"])),
+                    int(np.asarray(ep["l"])),
+                    int(split.agent_policy[j]) if self.mapper is not None else 0,
+                    self._objective(info),
+                )
+            )
 
     def _objective(self, info: dict[str, Any]) -> dict[str, float] | None:
         """PBT's objective statistic of an episode-ending step's `info`, when PBT selects on one
