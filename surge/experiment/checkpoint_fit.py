@@ -67,6 +67,7 @@ def check_fits(module: nn.Module, state: Mapping[str, Tensor], what: str) -> Non
     raise CheckpointMismatch(
         f"{what} holds the weights of another network than this configuration builds "
         f"({type(module).__name__}): " + "; ".join(diffs) + ". It was written by an older surge "
-        "or with other model flags (its flags and git_hash are in the experiment's cfg.json). Resume with the flags and surge version it was trained with, or train anew "
-        "(another --experiment, or --restart_behavior=overwrite)."
+        "or with other model flags (its flags and git_hash are in the experiment's cfg.json). "
+        "Resume with the flags and surge version it was trained with, or train anew (another "
+        "--experiment, or --restart_behavior=overwrite)."
     )
