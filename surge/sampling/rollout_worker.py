@@ -498,8 +498,8 @@ class RolloutWorker:
     def _step_single_agent_envs(self, split: SplitState, actions: np.ndarray):
         """`_step_envs` for envs of one agent each: the same results, with a gymnasium env's own
         step per env (`SingleAgentAsMultiAgent.step_one`) and scalar writes, where the general
-        loop builds and slices per-agent lists (about 3 µs per env step on CartPole, a sixth of
-        its cost). Other envs of one agent go through their `step`."""
+        loop builds and slices per-agent lists, a cost that shows on cheap envs (measured in
+        docs/benchmarks.md). Other envs of one agent go through their `step`."""
         n = split.n
         obs_all: list = [None] * n
         rewards = np.empty(n, dtype=np.float32)
