@@ -320,7 +320,11 @@ class SamplingParams:
         "Rollout and inference workers replaced after a crash or hang, at most this many in any "
         "one-hour window; one more stops the run as failed (the learners save a final checkpoint).",
     )
-    default_niceness: int = param(0, "Niceness of the learner process.")
+    default_niceness: int = param(
+        0,
+        "Niceness of the learner process; inference workers run at this + 2, rollout workers at + 10 "
+        "(Sample Factory's offsets: the learner wins the CPU), the evaluator at + 15, at most 19.",
+    )
     train_in_background_thread: bool = param(True, "Train in a background thread of the learner.")
     learner_main_loop_num_cores: int = param(1, "Torch threads of the learner's batching loop.")
     actor_worker_gpus: list = param([], "GPUs the rollout workers may use (rendering).")

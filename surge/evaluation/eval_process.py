@@ -5,8 +5,9 @@ back; with `--save_best_by_eval` it writes the best checkpoint itself (`BestByEv
 weights it played.
 
 It is spawned and supervised as the other children (`AsyncPlacement.spawn_extra`: it dies with its
-parent, a crash ends the run with its traceback) and runs at a niceness of at least
-`EVAL_NICENESS`, so that where cores are short the sampler and the learner come first.
+parent, a crash ends the run with its traceback) and runs at `--default_niceness` + 15 (at most
+19; `surge.runtime.process_setup.role_niceness`), above the rollout workers' + 10, so that where
+cores are short the sampler and the learner come first.
 """
 
 from __future__ import annotations
@@ -22,12 +23,9 @@ from surge.evaluation.best_by_eval import BestByEval
 from surge.evaluation.episodes import EpisodePlayer
 from surge.experiment.folder import ExperimentFolder, run_log_file
 from surge.runtime.process_context import SharedContext
-from surge.runtime.process_setup import run_child, setup_child
+from surge.runtime.process_setup import role_niceness, run_child, setup_child
 
 log = logging.getLogger("surge")
-
-#: the evaluator's niceness (at least): it yields the CPU to the sampler and the learners
-EVAL_NICENESS = 10
 
 
 @dataclass
@@ -49,7 +47,7 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
     cfg = rebuild_cfg(shared.cfg_values)
     setup_child(
         "evaluator",
-        niceness=max(cfg.default_niceness, EVAL_NICENESS),
+        niceness=role_niceness(cfg.default_niceness, "evaluator"),
         torch_threads=cfg.num_torch_threads or 1,
         log_file=run_log_file(cfg),
     )

@@ -76,6 +76,20 @@ def retain_freed_memory() -> bool:
     return all([mallopt(param, value) == 1 for param, value in settings])
 
 
+#: niceness of each kind of child above `--default_niceness` (the learner's), as Sample Factory 2
+#: sets them (its rollout_worker.py and inference_worker.py): the learner, usually the slowest stage,
+#: wins the CPU when a rollout worker is runnable too, and rollout workers soak up what is left. The
+#: evaluator yields to all of them.
+NICENESS_OFFSET = {"learner": 0, "inference": 2, "rollout": 10, "evaluator": 15}
+MAX_NICENESS = 19  # Linux's largest
+
+
+def role_niceness(default_niceness: int, role: str) -> int:
+    """The niceness a child of kind `role` (a key of `NICENESS_OFFSET`) runs at:
+    `default_niceness` + its offset, at most 19."""
+    return min(default_niceness + NICENESS_OFFSET[role], MAX_NICENESS)
+
+
 def setup_child(
     name: str,
     niceness: int = 0,

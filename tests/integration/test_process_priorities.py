@@ -1,0 +1,80 @@
+"""Each child of an async run runs at its role's niceness: the learner at `--default_niceness`,
+inference workers 2 above it, rollout workers 10 above it (Sample Factory 2.1.1's offsets: its
+rollout_worker.py and inference_worker.py call `psutil.Process().nice(default_niceness + 10)` and
+`+ 2`), the evaluator 15 above it; never above 19."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Sample Factory 2.1.1's niceness above --default_niceness, by process (the reference)
+SF_OFFSETS = {"learner": 0, "inference": 2, "rollout": 10}
+
+
+def _children_by_title(pid: int) -> dict[str, int]:
+    """Living children of `pid` named `surge:<title>` (setproctitle): title -> pid."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes().split(b"\0")[0].decode()
+        except (OSError, IndexError):
+            continue
+        if stat[1] == str(pid) and cmd.startswith("surge:"):
+            out[cmd[len("surge:") :]] = int(d)
+    return out
+
+
+def _niceness_of_children(tmp_path: Path, default_niceness: int) -> dict[str, int]:
+    """Starts an async CartPole run with one rollout worker, one inference worker and the evaluator;
+    returns each child's niceness (by title) once all four are up, then stops the run."""
+    cmd = [
+        sys.executable, "-m", "surge.train", "--env=CartPole-v1", "--serial_mode=False",
+        "--num_workers=1", "--num_envs_per_worker=4", "--policy_workers_per_policy=1",
+        "--eval_every_env_frames=100000000", "--device=cpu", f"--default_niceness={default_niceness}",
+        "--train_for_seconds=120", f"--train_dir={tmp_path}", "--experiment=nice",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wanted = {"learner_p0", "inference_p0_0", "rollout_0", "evaluator"}
+    try:
+        deadline = time.monotonic() + 90
+        nice: dict[str, int] = {}
+        while time.monotonic() < deadline and proc.poll() is None:
+            kids = _children_by_title(proc.pid)
+            if wanted <= set(kids):
+                time.sleep(2.0)  # each child sets its niceness in its set-up, after its title
+                nice = {t: os.getpriority(os.PRIO_PROCESS, kids[t]) for t in wanted}
+                break
+            time.sleep(0.2)
+        assert nice, f"the run's children did not all start: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else _children_by_title(proc.pid)}"
+        return nice
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_children_run_at_sample_factorys_niceness_offsets(tmp_path):
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    if base + 1 + 15 > 19:
+        pytest.skip(f"this process already runs at niceness {base}")
+    nice = _niceness_of_children(tmp_path, default_niceness=1)
+    assert nice["learner_p0"] == base + 1 + SF_OFFSETS["learner"]
+    assert nice["inference_p0_0"] == base + 1 + SF_OFFSETS["inference"]
+    assert nice["rollout_0"] == base + 1 + SF_OFFSETS["rollout"]
+    # the evaluator yields to everything that trains
+    assert nice["evaluator"] == base + 1 + 15
+    assert nice["evaluator"] > nice["rollout_0"] > nice["inference_p0_0"] > nice["learner_p0"]
