@@ -42,7 +42,8 @@ def _niceness_of_children(tmp_path: Path, default_niceness: int) -> dict[str, in
         "--eval_every_env_frames=100000000", "--device=cpu", f"--default_niceness={default_niceness}",
         "--train_for_seconds=120", f"--train_dir={tmp_path}", "--experiment=nice",
     ]  # fmt: skip
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "run.log"  # a file, not a pipe: a pipe nobody reads would fill and stall the run
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log.open("w"))
     wanted = {"learner_p0", "inference_p0_0", "rollout_0", "evaluator"}
     try:
         deadline = time.monotonic() + 90
@@ -54,7 +55,7 @@ def _niceness_of_children(tmp_path: Path, default_niceness: int) -> dict[str, in
                 nice = {t: os.getpriority(os.PRIO_PROCESS, kids[t]) for t in wanted}
                 break
             time.sleep(0.2)
-        assert nice, f"the run's children did not all start: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else _children_by_title(proc.pid)}"
+        assert nice, f"the run's children did not all start: {log.read_text()[-2000:]}"
         return nice
     finally:
         if proc.poll() is None:
