@@ -94,12 +94,18 @@ _SURGE_MODES_MLP = {
 }
 
 # For a plain gymnasium id surge chooses small-MLP PPO defaults by the env's spaces
-# (docs/defaults.md); Sample Factory 2 keeps its core defaults, which surge's own Config defaults
-# match, so the gym rows spell those out for surge to do the same work as before.
+# (docs/defaults.md); Sample Factory 2 keeps its core defaults, so the gym rows spell those out for
+# surge to do the same work and start from the same weights. Where surge's Config defaults differ
+# from SF2's core: SF's MLP encoder is a TorchScript module that its orthogonal init skips (PyTorch's
+# init), its action head gets gain 1 (surge: 0.01), and it does not bootstrap time-outs. The encoder's
+# init is the one that shows: with surge's orthogonal encoder, one optimizer step per 512 samples
+# reached a median return of 282 at 500k frames (9 seeds), with PyTorch's 500 in 3 of 3 seeds
+# (docs/logs/benchmarks_2026-11-28.md).
 _SF_CORE_FOR_GYM = [
     "--encoder_mlp_layers", "512", "512", "--hidden_size=512", "--nonlinearity=elu",
     "--learning_rate=1e-4", "--max_grad_norm=4.0", "--ppo_epochs=1", "--num_batches_per_iteration=1",
     "--exploration_loss_coeff=0.003", "--reward_clip=10",
+    "--encoder_initialization=torch_default", "--action_head_init_gain=1.0", "--value_bootstrap=False",
 ]  # fmt: skip
 
 CONFIGS: dict[str, BenchConfig] = {

@@ -2,11 +2,14 @@
 
 A learner receives, per finished rollout of a split, the trajectories (slots) its policy acted in
 (`surge.data.routing`): with one policy the whole block, with several its share. On-policy learners
-train on at least `traj_per_iteration` trajectories at a time (one training iteration:
-`batch_size x num_batches_per_iteration` samples), made of whole arrivals in arrival order, so a
-batch overshoots by less than one arrival (with one policy: rounded up to whole blocks, as before
-routing by trajectory). The learner holds its trajectories until it trained on them and released
-them (`surge.data.block_pool`), which is the back-pressure that bounds the policy lag.
+train on exactly `traj_per_iteration` trajectories at a time (one training iteration:
+`batch_size x num_batches_per_iteration` samples, as Sample Factory trains), oldest first: an
+arrival that does not fit whole is split, and its rest starts the next batch. (Until 2026-11-28 a
+batch was rounded up to whole arrivals: cartpole's benchmark config, blocks of 20 trajectories of
+32 steps and `--batch_size=512`, trained 640 samples in a step of 512 and one of 128.) Replay
+learners take each arrival whole as it comes. The learner holds its trajectories until it trained
+on them and released them (`surge.data.block_pool`), which is the back-pressure that bounds the
+policy lag.
 """
 
 from __future__ import annotations
@@ -36,16 +39,19 @@ def blocks_per_batch(cfg: Config, block_size: int, agents_per_env: int = 1) -> i
 
 
 class Batcher:
-    """One learner's pending trajectories, handed out in batches of at least `traj_per_batch`
-    (whole arrivals, oldest first; 1: each arrival as it comes, for replay learners).
+    """One learner's pending trajectories, handed out oldest first in batches of exactly
+    `traj_per_batch` (an arrival split where a batch ends), or with `whole_arrivals` of whole
+    arrivals, at least `traj_per_batch` (1: each arrival as it comes, for replay learners).
 
     Args:
-        traj_per_batch: the least number of trajectories of a batch.
+        traj_per_batch: the number of trajectories of a batch (the least, with `whole_arrivals`).
         block_size: slots per block: an arrival given as None is the block `[first, first + n)`.
+        whole_arrivals: never split an arrival.
     """
 
-    def __init__(self, traj_per_batch: int, block_size: int):
+    def __init__(self, traj_per_batch: int, block_size: int, whole_arrivals: bool = False):
         self.traj_per_batch, self.block_size = traj_per_batch, block_size
+        self.whole_arrivals = whole_arrivals
         self.pending: deque[list[int]] = deque()  # the slots of each arrival
         self.count = 0  # pending slots in all
 
@@ -62,6 +68,10 @@ class Batcher:
         slots: list[int] = []
         while len(slots) < self.traj_per_batch:
             slots += self.pending.popleft()
+        extra = len(slots) - self.traj_per_batch
+        if extra and not self.whole_arrivals:  # the split arrival's rest: first in the next batch
+            self.pending.appendleft(slots[-extra:])
+            del slots[-extra:]
         self.count -= len(slots)
         return slots
 

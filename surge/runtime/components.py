@@ -115,16 +115,20 @@ def blocks_per_split(cfg: Config, num_agents: int) -> int:
     agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
     owners = cfg.num_workers * cfg.worker_num_splits
     learners = len(learning_policies(cfg))
-    per_iteration_blocks = math.ceil(traj_per_iteration(cfg, num_agents) / agents_per_split) * learners
+    per_iteration = traj_per_iteration(cfg, num_agents)
+    per_iteration_blocks = math.ceil(per_iteration / agents_per_split) * learners
+    # one block more per owner when batches split blocks (the batcher takes exactly an iteration's
+    # trajectories): a learner then holds part of a block between batches. Synchronous, one more
+    # with several policies too (frozen ones included: learners hold single trajectories). In both
+    # cases the free slots of an owner can fall short of a block while no learner has its batch
+    # yet; with the spare block, every owner waiting for one means the learners hold a batch.
+    splits_blocks = per_iteration % agents_per_split != 0
     acc = minibatches_to_accumulate(cfg)
     if acc == 0:  # synchronous: collection waits while the learners hold every block
-        # one block more per owner with several policies (frozen ones too): learners hold single
-        # trajectories, so the free slots of an owner can fall short of a block (a frozen policy's
-        # slots are freed at once) while no learner has its batch yet
-        return max(1, math.ceil(per_iteration_blocks / owners)) + (cfg.num_policies > 1)
+        return max(1, math.ceil(per_iteration_blocks / owners)) + int(splits_blocks or cfg.num_policies > 1)
     iterations = 2 if acc < 0 else math.ceil(acc / cfg.num_batches_per_iteration)
     held = math.ceil(per_iteration_blocks * iterations / owners)
-    return max(cfg.min_traj_buffers_per_worker, held + 1)
+    return max(cfg.min_traj_buffers_per_worker, held + 1 + int(splits_blocks))
 
 
 @dataclass
@@ -148,7 +152,7 @@ class RunLayout:
         share as it comes (replay learners)."""
         replay = self.algo.feed is Feed.REPLAY
         per_batch = 1 if replay else traj_per_iteration(self.cfg, self.info.num_agents)
-        return Batcher(per_batch, self.block_pool.block_size)
+        return Batcher(per_batch, self.block_pool.block_size, whole_arrivals=replay)
 
 
 def make_layout(
