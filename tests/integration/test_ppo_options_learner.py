@@ -42,6 +42,8 @@ register_env("ppo_opts_trunc", lambda name, cfg, render_mode=None: _OneStep(trun
 register_env("ppo_opts_box", lambda name, cfg, render_mode=None: _OneStep(box=True))
 
 FF = ["--with_vtrace=False", "--use_rnn=False", "--recurrence=1"]
+# a batch of the 4 envs' trajectories (32 samples) in 4 minibatches of 8 (`--batch_size=8`)
+FOUR_MB = ["--num_batches_per_iteration=4"]
 
 
 def _components(tmp_path, *extra, env="ppo_opts_bandit"):
@@ -103,6 +105,7 @@ def test_kl_adaptive_rate_follows_rl_games_rule_on_a_real_batch(tmp_path, schedu
     cfg, c = _components(
         tmp_path,
         *FF,
+        *FOUR_MB,
         f"--lr_schedule={schedule}",
         f"--lr_schedule_kl_threshold={threshold}",
         "--ppo_epochs=2",
@@ -134,7 +137,7 @@ def test_kl_adaptive_rate_follows_rl_games_rule_on_a_real_batch(tmp_path, schedu
 
 
 def test_kl_adaptive_rate_is_learner_state_and_a_new_learning_rate_restarts_it(tmp_path):
-    args = (*FF, "--lr_schedule=kl_adaptive_minibatch", "--lr_schedule_kl_threshold=1000")
+    args = (*FF, *FOUR_MB, "--lr_schedule=kl_adaptive_minibatch", "--lr_schedule_kl_threshold=1000")
     _, c = _components(tmp_path, *args)
     sampler, slots = first_batch(c)
     c.learner.train(slots)
@@ -304,7 +307,7 @@ def test_an_undone_batch_also_undoes_the_kl_adaptive_rate(tmp_path):
     from surge.runtime.serial import BatchSnapshot
 
     _, c = _components(
-        tmp_path, *FF, "--lr_schedule=kl_adaptive_minibatch", "--lr_schedule_kl_threshold=1000"
+        tmp_path, *FF, *FOUR_MB, "--lr_schedule=kl_adaptive_minibatch", "--lr_schedule_kl_threshold=1000"
     )
     sampler, slots = first_batch(c)
     snap = BatchSnapshot()
