@@ -98,9 +98,8 @@ _SURGE_MODES_MLP = {
 # surge to do the same work and start from the same weights. Where surge's Config defaults differ
 # from SF2's core: SF's MLP encoder is a TorchScript module that its orthogonal init skips (PyTorch's
 # init), its action head gets gain 1 (surge: 0.01), and it does not bootstrap time-outs. The encoder's
-# init is the one that shows: with surge's orthogonal encoder, one optimizer step per 512 samples
-# reached a median return of 282 at 500k frames (9 seeds), with PyTorch's 500 in 3 of 3 seeds
-# (docs/logs/benchmarks_2026-11-28.md).
+# init changes how fast this config learns per frame (docs/logs/benchmarks_2026-11-28.md), so the
+# rows give all three as SF has them.
 _SF_CORE_FOR_GYM = [
     "--encoder_mlp_layers", "512", "512", "--hidden_size=512", "--nonlinearity=elu",
     "--learning_rate=1e-4", "--max_grad_norm=4.0", "--ppo_epochs=1", "--num_batches_per_iteration=1",

@@ -4,10 +4,10 @@ A learner receives, per finished rollout of a split, the trajectories (slots) it
 (`surge.data.routing`): with one policy the whole block, with several its share. On-policy learners
 train on exactly `traj_per_iteration` trajectories at a time (one training iteration:
 `batch_size x num_batches_per_iteration` samples, as Sample Factory trains), oldest first: an
-arrival that does not fit whole is split, and its rest starts the next batch. (Until 2026-11-28 a
-batch was rounded up to whole arrivals: cartpole's benchmark config, blocks of 20 trajectories of
-32 steps and `--batch_size=512`, trained 640 samples in a step of 512 and one of 128.) Replay
-learners take each arrival whole as it comes. The learner holds its trajectories until it trained
+arrival that does not fit whole is split, and its rest starts the next batch. Rounding up to whole
+arrivals instead would train more samples per step than asked (blocks of 20 trajectories of 32
+steps with `--batch_size=512`: 640 samples, a step of 512 and one of 128). Replay learners take
+each arrival whole as it comes. The learner holds its trajectories until it trained
 on them and released them (`surge.data.block_pool`), which is the back-pressure that bounds the
 policy lag.
 """
