@@ -76,11 +76,15 @@ def retain_freed_memory() -> bool:
     return all([mallopt(param, value) == 1 for param, value in settings])
 
 
-#: niceness of each kind of child above `--default_niceness` (the learner's), as Sample Factory 2
-#: sets them (its rollout_worker.py and inference_worker.py): the learner, usually the slowest stage,
-#: wins the CPU when a rollout worker is runnable too, and rollout workers soak up what is left. The
-#: evaluator yields to all of them.
-NICENESS_OFFSET = {"learner": 0, "inference": 2, "rollout": 10, "evaluator": 15}
+#: niceness of each kind of child above `--default_niceness` (the learner's). Rollout workers run
+#: 10 above, as in Sample Factory 2 (its rollout_worker.py): the learner, usually the slowest stage,
+#: wins the CPU when a rollout worker is runnable too, and rollout workers soak up what is left.
+#: Inference workers run level with the rollout workers, not 2 above the learner as in Sample
+#: Factory: where cores are short, an inference worker that preempts the rollout workers wakes for
+#: each request and runs a batch of one split, so it spends more CPU per frame (docs/benchmarks.md,
+#: "Niceness"); where cores are plenty, niceness changes nothing. The evaluator yields to all of
+#: them.
+NICENESS_OFFSET = {"learner": 0, "inference": 10, "rollout": 10, "evaluator": 15}
 MAX_NICENESS = 19  # Linux's largest
 
 
