@@ -81,9 +81,8 @@ def retain_freed_memory() -> bool:
 #: wins the CPU when a rollout worker is runnable too, and rollout workers soak up what is left.
 #: Inference workers run level with the rollout workers, not 2 above the learner as in Sample
 #: Factory: where cores are short, an inference worker that preempts the rollout workers wakes for
-#: each request and runs a batch of one split, so it spends more CPU per frame (docs/benchmarks.md,
-#: "Niceness"); where cores are plenty, niceness changes nothing. The evaluator yields to all of
-#: them.
+#: each request and acts on little more than one split per forward pass, so it spends more CPU per
+#: frame (docs/benchmarks.md, "Niceness"). The evaluator yields to all of them.
 NICENESS_OFFSET = {"learner": 0, "inference": 10, "rollout": 10, "evaluator": 15}
 MAX_NICENESS = 19  # Linux's largest
 
