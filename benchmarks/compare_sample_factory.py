@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS, BenchConfig  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-SURGE_LINE = re.compile(r"^\[(\d+-\d+-\d+ [\d:]+)\]\[INFO\] Env frames/s .*Total env frames: (\d+)[ .]")
+SURGE_LINE = re.compile(r"^\[(\d+-\d+-\d+ [\d:,]+)\]\[INFO\] Env frames/s .*Total env frames: (\d+)[ .]")
 SF_LINE = re.compile(r"^\[(\d+-\d+-\d+ [\d:,]+)\]\[\d+\] Fps is .*Total num frames: (\d+)\.")
 SURGE_RETURN = re.compile(r"Episode return: (\S+?),")
 # SF 2.1.1: "[2026-11-21 13:28:13,150][02012] Avg episode reward: [(0, '-1.525')]"

@@ -124,7 +124,9 @@ def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> No
     """Logs to stderr and, when given, to `log_file` (appending, so resumed runs keep one log)."""
     logger = logging.getLogger("surge")
     logger.setLevel(level)
-    fmt = logging.Formatter("[%(asctime)s][%(levelname)s] %(message)s", "%Y-%m-%d %H:%M:%S")
+    # logging's default time format, "2026-11-28 17:45:50,123" as Sample Factory's: milliseconds, so
+    # that rates taken from the log's timestamps are not quantised to whole seconds
+    fmt = logging.Formatter("[%(asctime)s][%(levelname)s] %(message)s")
     if not any(
         isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
         for h in logger.handlers
