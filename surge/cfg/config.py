@@ -322,8 +322,9 @@ class SamplingParams:
     )
     default_niceness: int = param(
         0,
-        "Niceness of the learner process; inference workers run at this + 2, rollout workers at + 10 "
-        "(Sample Factory's offsets: the learner wins the CPU), the evaluator at + 15, at most 19.",
+        "Niceness of the learner process; inference and rollout workers run at this + 10 (the "
+        "learner wins the CPU; Sample Factory's inference workers are at + 2), the evaluator at + 15, "
+        "at most 19.",
     )
     train_in_background_thread: bool = param(True, "Train in a background thread of the learner.")
     learner_main_loop_num_cores: int = param(1, "Torch threads of the learner's batching loop.")
