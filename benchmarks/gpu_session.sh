@@ -5,6 +5,8 @@
 #   bash benchmarks/gpu_session.sh surge   # surge alone: the CUDA tests, DQN vs SB3, APPO configs
 #   bash benchmarks/gpu_session.sh both    # surge vs Sample Factory 2.1.1 on doom_benchmark; DQN vs SB3
 #   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
+#   bash benchmarks/gpu_session.sh same_map  # doom_benchmark vs Sample Factory on its battle.cfg, 3 rounds
+#   bash benchmarks/gpu_session.sh roles     # then, warm: the CUDA tests; CPU per frame by kind, both
 #
 # The machine's image has Python 3.12 with CUDA torch but none of the env packages, and reaches no
 # package index, so the wheels travel with the call (`carry`), downloaded here for cp312:
@@ -52,6 +54,33 @@ both)
     timeout 230 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 2 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 42 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_vs_sf.txt" | grep -v "^\[20" | tail -12
     step "DQN breakout on the GPU: surge (async) vs SB3, speed only"
     timeout 175 python3 benchmarks/dqn_atari_vs_sb3.py --frames 40000 --learning_starts 2000 --seeds 1 --eval_episodes 0 --device gpu --threads 1 --timeout 85 2>&1 | tee "$OUT/dqn_gpu.txt" | grep -v "^\[20" | tail -12
+    ;;
+same_map)
+    # surge vs Sample Factory 2.1.1 on doom_benchmark, both on Sample Factory's battle.cfg (the
+    # 11-27 session's 0.88x compared different maps), 3 alternating rounds; 75 s a run, since Sample
+    # Factory's first progress lines with frames came after ~40 s there
+    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
+    printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy
+    chmod +x /tmp/sfpy
+    export PYTHONPATH=$ROOT:/tmp/site
+    nvidia-smi -L; nproc; git log --oneline -1 2>/dev/null
+    step "doom_benchmark on the GPU, same map: surge vs Sample Factory 2.1.1, 16 workers, 3 rounds"
+    timeout 500 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 3 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 75 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_same_map.txt" | grep -v "^\[20" | tail -14
+    ;;
+roles)
+    # on the machine `same_map` left warm (/tmp keeps its installs): the CUDA tests, then the CPU
+    # per frame of each kind of process for both frameworks (which process saturates)
+    [ -f /tmp/sfpy ] || { step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
+        printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy; chmod +x /tmp/sfpy; }
+    export PYTHONPATH=$ROOT:/tmp/site
+    step "pytest tests/integration/test_cuda.py"
+    timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" --durations=10 tests/integration/test_cuda.py 2>&1 | tee "$OUT/pytest_cuda.txt" | tail -16
+    GPU16="--device=gpu --num_workers=16 --train_for_env_steps=1000000000 --decorrelate_experience_max_seconds=0"
+    args() { python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from configs import CONFIGS; print(' '.join(CONFIGS['$1'].$2))"; }
+    step "CPU per frame by kind of process, doom_benchmark on the GPU: surge"
+    python3 benchmarks/process_cpu.py --framework surge --seconds 55 --train_dir /tmp/pc_surge -- python3 -m surge.train $(args doom_benchmark surge_args) $GPU16 --train_dir=/tmp/pc_surge --experiment=surge --restart_behavior=restart 2>&1 | tee "$OUT/process_cpu_surge.txt"
+    step "the same, Sample Factory"
+    python3 benchmarks/process_cpu.py --framework sf --seconds 65 --train_dir /tmp/pc_sf -- /tmp/sfpy -m sf_examples.vizdoom.train_vizdoom $(args doom_benchmark sf_args) --serial_mode=False $GPU16 --train_dir=/tmp/pc_sf --experiment=sf 2>&1 | tee "$OUT/process_cpu_sf.txt"
     ;;
 diagnose)
     # where the GPU runs' time goes (for the next lent machine): which process saturates, surge's and
@@ -103,6 +132,6 @@ PY
     du -sh .whlall
     ;;
 *)
-    echo "usage: $0 wheels|surge|both|diagnose" >&2; exit 2
+    echo "usage: $0 wheels|surge|both|same_map|roles|diagnose" >&2; exit 2
     ;;
 esac
