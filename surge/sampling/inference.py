@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.data.trajectory import TrajectoryBuffers, gather_rows, tree_map
 from surge.envs.action_masks import MASK_KEY
 from surge.learning.algorithm import ActContext
 from surge.learning.amp import autocast, to_float32
@@ -129,9 +129,14 @@ class InferenceWorker:
             def read(x: Tensor) -> Tensor:
                 return x[slots, ts].clone()
         else:
+            index, pin = _as_index(slots), not self._on_cpu
 
             def read(x: Tensor) -> Tensor:
-                return x[slots, ts].to(dev, non_blocking=True)
+                # rows of the [S * (T+1), ...] view: `torch.index_select`, one memcpy per row
+                # (`x[slots, ts]` copies element by element, ~15x slower on image observations);
+                # for a GPU into page-locked memory, so that the copy to the device is asynchronous
+                rows = gather_rows(x.flatten(0, 1), index * x.shape[1] + ts, pin)
+                return rows.to(dev, non_blocking=True)
 
         if self.reads_obs:
             obs = tree_map(read, self._obs)

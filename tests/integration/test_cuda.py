@@ -5,7 +5,7 @@ They run on a lent GPU machine through `benchmarks/gpu_session.sh surge`.
   is the reference; `test_learner_reference.py` checks it against the papers' formulas). Inputs
   come from the CPU-side trajectory buffers, as in a run; the learner moves them.
 - APPO trains CartPole-v1 to a greedy return >= 475 with its learner and inference on the GPU, in
-  both placements, with the learning test's hyper-parameters and budget (`tests/learning/
+  the serial and async placements, with the learning test's hyper-parameters and budget (`tests/learning/
   test_cartpole.py`), and the checkpoint is played on the CPU.
 - DQN trains CartPole-v1 on the GPU in the async placement and its checkpoint plays on the CPU.
 """
@@ -57,8 +57,13 @@ def test_one_learner_step_on_the_gpu_equals_the_cpu_step(tmp_path, estimator):
         torch.testing.assert_close(q.detach().cpu(), p.detach(), rtol=1e-5, atol=1e-6)
 
 
+# the placements with inference on the learning device: acting in the rollout workers
+# (--policy_workers_per_policy=0) acts on the CPU and is refused with --device=gpu (test_config.py)
+GPU_PLACEMENTS = [p for p, flags in PLACEMENTS.items() if "--policy_workers_per_policy=0" not in flags]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("placement", list(PLACEMENTS))
+@pytest.mark.parametrize("placement", GPU_PLACEMENTS)
 def test_appo_learns_cartpole_on_the_gpu(tmp_path, placement):
     args = ["--env=CartPole-v1", "--experiment=cp", f"--train_dir={tmp_path}"]
     assert train(parse_cfg([*args, *PLACEMENTS[placement], *HYPERPARAMS, "--device=gpu"])) == "done"

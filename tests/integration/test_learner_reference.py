@@ -85,8 +85,8 @@ class StubBuffers:
     def __init__(self, data: dict[str, torch.Tensor]):
         self.data = data
 
-    def gather(self, slots: torch.Tensor) -> dict[str, torch.Tensor]:
-        return {k: v.clone() for k, v in self.data.items()}
+    def gather(self, slots: torch.Tensor, pin_memory: bool = False) -> dict[str, torch.Tensor]:
+        return {k: v.pin_memory() if pin_memory else v.clone() for k, v in self.data.items()}
 
 
 def _episode_ends():

@@ -29,6 +29,27 @@ def test_layout_nan_fill_and_start_next():
     assert got["obs"]["a"].shape == (2, 6, 2) and got["rewards"].shape == (2, 5)
 
 
+def test_gather_copies_each_slot_as_a_loop_over_slots_does():
+    """`gather` (index_select) against the naive reference: one slot at a time, stacked."""
+    obs_space = gym.spaces.Dict(
+        {"img": gym.spaces.Box(0, 255, (3, 4, 5), np.uint8), "v": gym.spaces.Box(-1, 1, (2,), np.float32)}
+    )
+    actions = gym.spaces.Discrete(3)
+    buf = TrajectoryBuffers(6, 4, obs_space, actions, 8, get_algorithm("APPO").step_fields(actions))
+    g = torch.Generator().manual_seed(0)
+    for t in [buf.obs["img"], buf.obs["v"], *(getattr(buf, n) for n in buf.FIELDS if n != "obs")]:
+        t.copy_((torch.rand(t.shape, generator=g) * 100).to(t.dtype))  # every field, no NaN left
+    slots = torch.tensor([4, 0, 4, 2])  # out of order, one slot twice
+    got = buf.gather(slots)
+    for name in buf.FIELDS:
+        ref = getattr(buf, name)
+        for key, value in (ref.items() if isinstance(ref, dict) else [(None, ref)]):
+            out = got[name][key] if key else got[name]
+            expected = torch.stack([value[s] for s in slots.tolist()])
+            assert out.dtype == value.dtype and torch.equal(out, expected), (name, key)
+            assert out.data_ptr() != value.data_ptr()  # a copy: the slots can be reused at once
+
+
 def test_each_algorithm_allocates_only_its_own_fields():
     obs, actions = gym.spaces.Box(0, 1, (3,), np.float32), gym.spaces.Discrete(4)
     a2c = TrajectoryBuffers(2, 3, obs, actions, 0, get_algorithm("A2C").step_fields(actions))
