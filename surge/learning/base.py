@@ -260,8 +260,7 @@ class LearnerBase:
         """
         cfg, dev = self.cfg, self.device
         data = self.buffers.gather(slots, pin_memory=dev.type == "cuda")
-        # moved while contiguous, then transposed on the device: a non-contiguous CPU tensor would
-        # be made contiguous on the CPU first (one more copy of the batch in this process)
+        # `.to` keeps the strides, so the time-major view is taken on the device (a view either way)
         d = {k: tree_map(lambda x: x.to(dev, non_blocking=True).transpose(0, 1), v) for k, v in data.items()}
         terminated, truncated = d.pop("terminated"), d.pop("truncated")
         d["rewards"] = shaped_rewards(d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip)
