@@ -43,7 +43,7 @@ def test_gather_copies_each_slot_as_a_loop_over_slots_does():
     got = buf.gather(slots)
     for name in buf.FIELDS:
         ref = getattr(buf, name)
-        for key, value in (ref.items() if isinstance(ref, dict) else [(None, ref)]):
+        for key, value in ref.items() if isinstance(ref, dict) else [(None, ref)]:
             out = got[name][key] if key else got[name]
             expected = torch.stack([value[s] for s in slots.tolist()])
             assert out.dtype == value.dtype and torch.equal(out, expected), (name, key)
