@@ -170,8 +170,19 @@ class TrajectoryBuffers:
         and their agents' `actor_ids`."""
         T = self.rollout
         self.actor_ids[new_slots] = self.actor_ids[old_slots]
-        tree_assign(self.obs, (new_slots, 0), tree_map(lambda t: t[old_slots, T], self.obs))
-        self.rnn_states[new_slots, 0] = self.rnn_states[old_slots, T]
+        old, new = old_slots.numpy(), new_slots.numpy()
+
+        def carry(t: Tensor) -> None:
+            # numpy's row copies: torch's indexing copies image rows element by element, ~28x
+            # slower (420 µs for 8 Doom observations, once per split per rollout)
+            if t.dtype == torch.bfloat16:  # no numpy dtype
+                t[new_slots, 0] = t[old_slots, T]
+            else:
+                a = t.numpy()
+                a[new, 0] = a[old, T]
+
+        tree_map(carry, self.obs)
+        carry(self.rnn_states)
 
     def nbytes(self) -> int:
         """Total size of all buffers in bytes."""

@@ -50,6 +50,27 @@ def test_gather_copies_each_slot_as_a_loop_over_slots_does():
             assert out.data_ptr() != value.data_ptr()  # a copy: the slots can be reused at once
 
 
+def test_start_next_carries_each_bootstrap_step_as_a_loop_over_slots_does():
+    obs_space = gym.spaces.Dict(
+        {"img": gym.spaces.Box(0, 255, (3, 4, 5), np.uint8), "v": gym.spaces.Box(-1, 1, (2,), np.float32)}
+    )
+    buf = TrajectoryBuffers(8, 4, obs_space, gym.spaces.Discrete(3), 6)
+    g = torch.Generator().manual_seed(1)
+    for t in [buf.obs["img"], buf.obs["v"], buf.rnn_states]:
+        t.copy_((torch.rand(t.shape, generator=g) * 200).to(t.dtype))
+    old, new = torch.tensor([5, 0, 2]), torch.tensor([7, 3, 1])
+    expected = {
+        name: [t[o, 4].clone() for o in old.tolist()]
+        for name, t in [("img", buf.obs["img"]), ("v", buf.obs["v"]), ("rnn", buf.rnn_states)]
+    }
+    untouched = buf.obs["img"][:, 1:].clone()
+    buf.start_next(old, new)
+    for name, t in [("img", buf.obs["img"]), ("v", buf.obs["v"]), ("rnn", buf.rnn_states)]:
+        for n, e in zip(new.tolist(), expected[name], strict=True):
+            assert torch.equal(t[n, 0], e), name
+    assert torch.equal(buf.obs["img"][:, 1:], untouched)  # only row 0 of the new slots is written
+
+
 def test_each_algorithm_allocates_only_its_own_fields():
     obs, actions = gym.spaces.Box(0, 1, (3,), np.float32), gym.spaces.Discrete(4)
     a2c = TrajectoryBuffers(2, 3, obs, actions, 0, get_algorithm("A2C").step_fields(actions))
