@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -38,8 +39,21 @@ def to_chunks(x: Tensor, length: int) -> Tensor:
 
 
 def _columns(idx: Tensor) -> Callable[[Tensor], Tensor]:
-    """`x -> x[:, idx]`: the minibatch's units of a `[L, units, ...]` tensor."""
-    return lambda x: x[:, idx]
+    """`x -> x[:, idx]`: the minibatch's units of a `[L, units, ...]` tensor (contiguous).
+
+    On the CPU, a tensor with large rows (observations) is gathered by `index_select` on its units
+    dimension, then made time-major: torch's advanced indexing copies image rows element by
+    element, about 4x slower (22 ms for 8 Atari trajectories of 128 steps)."""
+
+    def pick(x: Tensor) -> Tensor:
+        if x.device.type == "cpu" and x.dim() > 2 and math.prod(x.shape[2:]) >= _ROW_GATHER_MIN:
+            return torch.index_select(x.transpose(0, 1), 0, idx).transpose(0, 1).contiguous()
+        return x[:, idx]
+
+    return pick
+
+
+_ROW_GATHER_MIN = 1024  # elements per row from which `_columns` gathers by index_select
 
 
 def mean_stats(steps: list[dict[str, Tensor]]) -> dict[str, float]:
