@@ -157,7 +157,7 @@ class TrajectoryBuffers:
     def gather(self, slots: Tensor, pin_memory: bool = False) -> dict[str, Tree]:
         """Copies whole trajectories: every field indexed by `slots` `[N]` int64 -> `[N, T(+1), ...]`
         (`torch.index_select` on dim 0: one memcpy per row, where `t[slots]`'s advanced indexing
-        copies element by element, 6-7x slower on image observations; docs/benchmarks.md).
+        copies element by element, about 7x slower on image observations; docs/benchmarks.md).
         With `pin_memory` (a CUDA learner) the copies are in page-locked memory, so that
         `.to(cuda, non_blocking=True)` is one asynchronous DMA and not a staged synchronous copy."""
         return {

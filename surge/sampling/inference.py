@@ -133,7 +133,7 @@ class InferenceWorker:
 
             def read(x: Tensor) -> Tensor:
                 # rows of the [S * (T+1), ...] view: `torch.index_select`, one memcpy per row
-                # (`x[slots, ts]` copies element by element, ~15x slower on image observations);
+                # (`x[slots, ts]` copies element by element, about 16x slower on image observations);
                 # for a GPU into page-locked memory, so that the copy to the device is asynchronous
                 rows = gather_rows(x.flatten(0, 1), index * x.shape[1] + ts, pin)
                 return rows.to(dev, non_blocking=True)
