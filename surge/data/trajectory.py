@@ -63,7 +63,8 @@ def tree_assign(dst: Tree, index: Any, src: Tree) -> None:
 
 def gather_rows(t: Tensor, rows: Tensor, pin_memory: bool = False) -> Tensor:
     """`t[rows]` for `rows` `[N]` int64 as `torch.index_select(t, 0, rows)`: a new `[N, ...]`
-    tensor, page-locked with `pin_memory` (CUDA only)."""
+    tensor, page-locked with `pin_memory` (CUDA only: without a CUDA build or device torch raises
+    RuntimeError). `t` must be indexable by rows on dim 0; `rows` must be in `[0, len(t))`."""
     if not pin_memory:
         return torch.index_select(t, 0, rows)
     out = torch.empty((len(rows), *t.shape[1:]), dtype=t.dtype, pin_memory=True)
