@@ -142,12 +142,48 @@ def test_acting_never_draws_a_zero_probability_action(monkeypatch):
     log_p = torch.log_softmax(logits[:1], -1)
     for u in (0.0, 1.0 - 2.0**-24):
         with monkeypatch.context() as m:
-            m.setattr(torch, "rand", functools.partial(_constant_rand, u))
+            m.setattr(torch, "rand_like", functools.partial(_constant_rand_like, u))
             assert int(dist_mod._inverse_cdf_sample(log_p)) in (1, 3, 4)
 
 
-def _constant_rand(value: float, shape: tuple[int, ...], **kwargs) -> torch.Tensor:
-    return torch.full(shape, value, dtype=kwargs.get("dtype"))
+def _constant_rand_like(value: float, like: torch.Tensor, **kwargs) -> torch.Tensor:
+    return torch.full_like(like, value)
+
+
+def test_acting_draws_an_action_of_the_space_from_nan_logits():
+    """NaN logits (which the learner never publishes) still give actions within the space, not an
+    index one past its last action."""
+    from surge.models import distributions as dist_mod
+
+    log_p = torch.full((5, 4), float("nan"))
+    a = dist_mod._inverse_cdf_sample(log_p)
+    assert a.shape == (5,) and bool(((a >= 0) & (a < 4)).all())
+
+
+def test_entropy_with_masked_actions_matches_torch_categorical():
+    """Entropy over the legal actions (a masked one adds 0, not NaN) and its gradient, against
+    `torch.distributions.Categorical` on the same logits."""
+    from surge.models.distributions import MASKED_LOGIT, apply_action_mask
+
+    space = gym.spaces.MultiDiscrete([4, 3])
+    torch.manual_seed(5)
+    raw = torch.randn(8, 7, requires_grad=True)
+    mask = torch.ones(8, 7, dtype=torch.bool)
+    mask[:, 1] = False
+    mask[::2, 6] = False
+    ours = make_distribution(space, raw, mask).entropy()
+    masked = apply_action_mask(space, raw, mask)
+    heads = torch.split(masked, [4, 3], dim=-1)
+    ref = sum(torch.distributions.Categorical(logits=h).entropy() for h in heads)
+    torch.testing.assert_close(ours, ref)
+    assert bool(torch.isfinite(ours).all()) and MASKED_LOGIT < 0
+    (g_ours,) = torch.autograd.grad(ours.sum(), raw)
+    (g_ref,) = torch.autograd.grad(ref.sum(), raw)
+    torch.testing.assert_close(g_ours, g_ref)
+    # logits of -inf (a zero probability without the mask's finite stand-in)
+    inf_logits = torch.tensor([[0.5, float("-inf"), 1.0], [float("-inf"), 0.0, 0.0]])
+    ours = make_distribution(gym.spaces.Discrete(3), inf_logits).entropy()
+    torch.testing.assert_close(ours, torch.distributions.Categorical(logits=inf_logits).entropy())
 
 
 def test_acting_multi_head_log_prob_is_the_sum_of_its_heads():
