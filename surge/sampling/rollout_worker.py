@@ -120,8 +120,8 @@ def _stack_obs(obs_list: list, space: gym.Space):
     of them."""
     if isinstance(space, gym.spaces.Dict):
         return {k: _stack_obs([o[k] for o in obs_list], s) for k, s in space.spaces.items()}
-    # one conversion into the space's dtype (np.stack then astype: 3x the cost for 20 CartPole
-    # observations); observations of different shapes raise ValueError either way
+    # one conversion into the space's dtype, where np.stack then astype made two passes (the cost:
+    # docs/benchmarks.md); observations of different shapes raise ValueError either way
     return np.asarray(obs_list, dtype=space.dtype)
 
 
