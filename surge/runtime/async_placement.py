@@ -34,7 +34,6 @@ from queue import Empty
 from typing import Any
 
 import torch
-import torch.multiprocessing as tmp
 
 from surge.cfg.config import Config
 from surge.errors import ChildProcessFailed
@@ -43,7 +42,7 @@ from surge.experiment.monitor import log_train_notes
 from surge.learning.algorithm import acting_state_size
 from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
 from surge.population.roles import learning_policies
-from surge.runtime.child_start import ChildTask, child_main
+from surge.runtime.child_start import ChildTask, child_main, process_context
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inbox import Inbox
 from surge.runtime.inference_process import inference_process_main
@@ -174,7 +173,7 @@ class AsyncPlacement:
         note = thread_oversubscription(cfg, learners, os.cpu_count() or 1)
         if note:
             log.warning(note)
-        self.ctx = tmp.get_context("spawn")
+        self.ctx = process_context()
         weights = [SharedWeights(model) for _ in range(P)]
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
             shared_weights.publish(model, 0)

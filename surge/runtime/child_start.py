@@ -8,6 +8,15 @@ a loaded machine. A main process killed in that time left the child running to t
 imports (at load 8, 4 of 5 children were alive 10 s after the kill). Here the role and its context
 travel as one opaque blob (`ChildTask`), unpickled only after `die_with_parent` ran, so the window
 in which a dead parent goes unnoticed is the interpreter's own start (tens of ms of CPU).
+
+Children start from a fork server (`process_context`) where there is one: a process that imported
+torch and surge's role modules once, and forks each child from that state, so a child is running
+its role in milliseconds instead of importing torch again (about 2 s of CPU per child here, paid
+by every rollout worker, inference worker and learner of every run, replacements included). The
+fork server is started on the first child of a main process and lives as long as that process.
+What a spawned child took from its parent at its start and a forked one would take from the
+server's, the child takes from the parent here: its environment variables (`ChildTask`), and, by
+multiprocessing itself, its working directory and `sys.path`.
 """
 
 from __future__ import annotations
@@ -17,10 +26,55 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
+from multiprocessing.context import BaseContext
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
+#: the pid of the main process whose fork server is starting, for the server (`fork_server_init`)
+FORK_SERVER_PARENT_ENV = "SURGE_FORK_SERVER_PARENT"
+
+#: imported once by the fork server: the modules of every role a child can run (each imports torch
+#: and the rest of what the role needs), so a forked child imports nothing to start
+PRELOAD_MODULES = (
+    "surge.runtime.fork_server_init",
+    "surge.runtime.process_setup",
+    "surge.runtime.rollout_process",
+    "surge.runtime.inference_process",
+    "surge.runtime.learner_process",
+)
+
+
+def process_context() -> BaseContext:
+    """The multiprocessing context surge's async placement starts its children with:
+    torch.multiprocessing's "forkserver" context, its server preloading `PRELOAD_MODULES`, where
+    the platform has it (Linux, macOS), else "spawn". Both start each child from a clean
+    interpreter state, never a copy of the main process's threads and locks ("fork")."""
+    import torch.multiprocessing as tmp
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return tmp.get_context("spawn")
+    os.environ[FORK_SERVER_PARENT_ENV] = str(os.getpid())  # read by the server (fork_server_init)
+    ctx = tmp.get_context("forkserver")
+    ctx.set_forkserver_preload(list(PRELOAD_MODULES))  # no effect once the server runs
+    return ctx
+
+
+def _leave_fork_server() -> None:
+    """A child of the fork server closes its copy of the server's "alive" pipe, which every client
+    of the server holds (multiprocessing.forkserver): the server then exits as soon as the main
+    process is gone, whatever its children do, and its exit is what `PR_SET_PDEATHSIG` signals to
+    them. Nothing for a spawned child."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # the one server this process knows of
+    fd = server._forkserver_alive_fd
+    if fd is not None and server._forkserver_pid is None:  # inherited, not a server of its own
+        server._forkserver_alive_fd = None
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 
 
 def die_with_parent() -> None:
@@ -34,13 +88,21 @@ def die_with_parent() -> None:
     its own (tensors are shared by file descriptor; the resource tracker unlinks semaphores when
     the last process that holds it is gone). The signal is tied to the parent *thread* that spawned
     this process: the async placement spawns from the main process's main thread only.
+
+    A child of the fork server (`process_context`) has the server as its parent, and the server
+    exits once the main process is gone (`_leave_fork_server`): the signal then reaches the child
+    one exit later. Its check is that the main process (`multiprocessing.parent_process()`) is
+    still alive, which also covers a main process that died before the server noticed.
     """
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):  # not Linux/glibc: no such guard, only the check below
         pass
+    _leave_fork_server()
     parent = multiprocessing.parent_process()
-    if parent is not None and os.getppid() != parent.pid:
+    if parent is None:
+        return
+    if os.getppid() != parent.pid and not parent.is_alive():
         os._exit(1)
 
 
@@ -51,22 +113,33 @@ class ChildTask:
     `(fn, context)`, made with multiprocessing's `ForkingPickler` inside the spawn's own pickling,
     so shared tensors, queues and semaphores travel exactly as they would as plain arguments (their
     file descriptors are passed to the child by the same spawn).
+
+    It also carries the parent's environment variables as they are at the start, which a child of
+    the fork server takes on in `child_main` (it would otherwise have the server's, as they were
+    when the server started).
     """
 
     def __init__(self, fn: Callable[[Any], None], context: Any):
         self._fn: Callable[[Any], None] | None = fn
         self._context = context
         self._blob: bytes | None = None
+        self.environ: dict[str, str] | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         blob = bytes(ForkingPickler.dumps((self._fn, self._context)))
-        return (ChildTask._from_blob, (blob,))
+        return (ChildTask._from_blob, (blob, dict(os.environ)))
 
     @classmethod
-    def _from_blob(cls, blob: bytes) -> ChildTask:
+    def _from_blob(cls, blob: bytes, environ: dict[str, str]) -> ChildTask:
         task = cls.__new__(cls)
-        task._fn, task._context, task._blob = None, None, blob
+        task._fn, task._context, task._blob, task.environ = None, None, blob, environ
         return task
+
+    def take_environment(self) -> None:
+        """Makes this process's environment variables the parent's at the start (unpickled tasks)."""
+        if self.environ is not None and self.environ != os.environ:
+            os.environ.clear()
+            os.environ.update(self.environ)
 
     def run(self) -> None:
         """Unpickles `(fn, context)` (imports `fn`'s module) and calls `fn(context)`."""
@@ -78,6 +151,8 @@ class ChildTask:
 
 
 def child_main(task: ChildTask) -> None:
-    """Target of every process the async placement spawns: `die_with_parent`, then `task.run()`."""
+    """Target of every process the async placement spawns: `die_with_parent`, the parent's
+    environment variables, then `task.run()`."""
     die_with_parent()
+    task.take_environment()
     task.run()

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from proc_tree import descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = [
@@ -54,16 +55,8 @@ def _title(pid: int) -> str:
 
 
 def _children(pid: int) -> list[int]:
-    """Living processes whose parent is `pid`."""
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                if int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(d))
-            except (OSError, IndexError):
-                continue
-    return out
+    """Living descendants of `pid` (surge's children are the fork server's: `proc_tree`)."""
+    return descendants(pid)
 
 
 def _role(proc: subprocess.Popen, prefix: str, timeout: float = 60.0) -> list[int]:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_tree import cmdline, descendants, stat
 from shm_leftovers import held_shm_entries, shm_entries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -19,29 +20,18 @@ LOAD = 8  # busy processes on top of whatever else runs on the machine
 DIE_WITHIN_SEC = 2.0
 
 
-def _stat(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat fields after the command name (state first), None for a gone process."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
 def _children(pid: int) -> dict[tuple[int, str], str]:
-    """Living children of `pid`: (pid, start time) -> command line (the start time tells a reused pid)."""
+    """Living descendants of `pid`: (pid, start time) -> command line (the start time tells a
+    reused pid)."""
     out = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit() and (st := _stat(int(d))) and st[1] == str(pid) and st[0] != "Z":
-            try:
-                cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-            except OSError:
-                continue
-            out[(int(d), st[19])] = cmd
+    for d in descendants(pid):
+        if (st := stat(d)) and (cmd := cmdline(d)):
+            out[(d, st[19])] = cmd
     return out
 
 
 def _alive(key: tuple[int, str]) -> bool:
-    st = _stat(key[0])
+    st = stat(key[0])
     return st is not None and st[0] != "Z" and st[19] == key[1]
 
 
@@ -77,9 +67,9 @@ def test_children_exit_within_two_seconds_of_a_killed_main_at_load_8(tmp_path, e
     busy: list[subprocess.Popen] = []
     seen: dict[tuple[int, str], str] = {}
     try:
-        # resource tracker + learner + inference worker + 2 rollout workers
+        # resource tracker + fork server + learner + inference worker + 2 rollout workers
         deadline = time.time() + 240
-        while len(seen) < 5:
+        while len(seen) < 6:
             assert proc.poll() is None, err.read_text()[-3000:]
             assert time.time() < deadline, f"the run spawned only {sorted(seen.values())}"
             seen.update(_children(proc.pid))

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_tree import cmdline, descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 #: niceness above --default_niceness, by process: Sample Factory 2.1.1's for the learner and the
@@ -20,18 +21,12 @@ OFFSETS = {"learner": 0, "inference": 10, "rollout": 10}
 
 
 def _children_by_title(pid: int) -> dict[str, int]:
-    """Living children of `pid` named `surge:<title>` (setproctitle): title -> pid."""
+    """Living descendants of `pid` named `surge:<title>` (setproctitle): title -> pid."""
     out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()
-            cmd = Path(f"/proc/{d}/cmdline").read_bytes().split(b"\0")[0].decode()
-        except (OSError, IndexError):
-            continue
-        if stat[1] == str(pid) and cmd.startswith("surge:"):
-            out[cmd[len("surge:") :]] = int(d)
+    for d in descendants(pid):
+        cmd = cmdline(d).split(" ")[0]
+        if cmd.startswith("surge:"):
+            out[cmd[len("surge:") :]] = d
     return out
 
 

@@ -11,25 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_tree import cmdline, descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 STOP_WITHIN_SEC = 10.0
 
 
 def _children_titles(pid: int) -> set[str]:
-    """The command lines (process titles) of the processes whose parent is `pid`."""
-    titles = set()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            stat = (proc / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            if ppid == pid:
-                titles.add((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip())
-        except (OSError, IndexError, ValueError):
-            continue
-    return titles
+    """The command lines (process titles) of the descendants of `pid`."""
+    return {cmdline(p) for p in descendants(pid)} - {""}
 
 
 def _wait_for(proc, log: Path, pattern: str, timeout: float) -> None:
