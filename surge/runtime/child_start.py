@@ -26,7 +26,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
-from multiprocessing.context import BaseContext
+from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
@@ -45,7 +45,7 @@ PRELOAD_MODULES = (
 )
 
 
-def process_context() -> BaseContext:
+def process_context() -> ForkServerContext | SpawnContext:
     """The multiprocessing context surge's async placement starts its children with:
     torch.multiprocessing's "forkserver" context, its server preloading `PRELOAD_MODULES`, where
     the platform has it (Linux, macOS), else "spawn". Both start each child from a clean
@@ -67,8 +67,8 @@ def _leave_fork_server() -> None:
     them. Nothing for a spawned child."""
     from multiprocessing import forkserver
 
-    server = forkserver._forkserver  # the one server this process knows of
-    fd = server._forkserver_alive_fd
+    server: Any = getattr(forkserver, "_forkserver", None)  # the one server this process knows of
+    fd = getattr(server, "_forkserver_alive_fd", None)
     if fd is not None and server._forkserver_pid is None:  # inherited, not a server of its own
         server._forkserver_alive_fd = None
         try:
