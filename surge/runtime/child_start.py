@@ -1,4 +1,4 @@
-"""The first code a spawned child of the async placement runs: tie its life to its parent's, then
+"""The first code a child of the async placement runs: tie its life to its parent's, then
 load its context and run its role.
 
 Why a module of its own, importing nothing heavy: a child made with the "spawn" start method
@@ -62,9 +62,9 @@ def process_context() -> ForkServerContext | SpawnContext:
 
 def _leave_fork_server() -> None:
     """A child of the fork server closes its copy of the server's "alive" pipe, which every client
-    of the server holds (multiprocessing.forkserver): the server then exits as soon as the main
-    process is gone, whatever its children do, and its exit is what `PR_SET_PDEATHSIG` signals to
-    them. Nothing for a spawned child."""
+    of the server holds (multiprocessing.forkserver): where the kernel cannot kill the server with
+    the main process (`fork_server_init`: Linux only), the server then still exits once the main
+    process is gone, whatever its children do. Nothing for a spawned child."""
     from multiprocessing import forkserver
 
     server: Any = getattr(forkserver, "_forkserver", None)  # the one server this process knows of
@@ -89,10 +89,10 @@ def die_with_parent() -> None:
     the last process that holds it is gone). The signal is tied to the parent *thread* that spawned
     this process: the async placement spawns from the main process's main thread only.
 
-    A child of the fork server (`process_context`) has the server as its parent, and the server
-    exits once the main process is gone (`_leave_fork_server`): the signal then reaches the child
-    one exit later. Its check is that the main process (`multiprocessing.parent_process()`) is
-    still alive, which also covers a main process that died before the server noticed.
+    A child of the fork server (`process_context`) has the server as its parent, and the kernel
+    kills the server when the main process dies (`fork_server_init`): the signal reaches the child
+    one death later. Its check is that the main process (`multiprocessing.parent_process()`) is
+    still alive, which also covers a main process that died before this call.
     """
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
