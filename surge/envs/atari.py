@@ -190,13 +190,24 @@ def check_atari_params(p: Any) -> None:
     before any process starts.
 
     Raises:
-        ConfigError: `env_frameskip` or `env_framestack` is < 1, or `atari_noop_max` < 0.
+        ConfigError: `env_frameskip` or `env_framestack` is < 1, `env_frameskip` is over
+            `atari_max_episode_frames` (when that limit is on), or `atari_noop_max` < 0.
     """
     for name in ("env_frameskip", "env_framestack"):
         if int(getattr(p, name)) < 1:
             raise ConfigError(
                 name, f"must be >= 1, got {getattr(p, name)}.", f"pass --{name}=4 (the usual value)."
             )
+    # one step longer than a whole game: every episode would be a single step (and the emulator
+    # would run a game's worth of frames per step, about 10 s each on one core)
+    max_frames = int(p.atari_max_episode_frames)
+    if max_frames > 0 and int(p.env_frameskip) > max_frames:
+        raise ConfigError(
+            "env_frameskip",
+            f"{p.env_frameskip} frames per step is more than a whole game holds "
+            f"(--atari_max_episode_frames={max_frames}).",
+            "pass --env_frameskip=4 (the usual value).",
+        )
     if int(p.atari_noop_max) < 0:
         raise ConfigError(
             "atari_noop_max", f"must be >= 0, got {p.atari_noop_max}.", "pass 0 to turn no-ops off."

@@ -15,7 +15,7 @@ pytest.importorskip("cv2")
 from gymnasium.wrappers import RecordEpisodeStatistics  # noqa: E402
 
 from surge.cfg.config import Config  # noqa: E402
-from surge.envs.atari import ATARI_DEFAULTS, AtariParams, atari_env_id, make_atari_env  # noqa: E402
+from surge.envs.atari import ATARI_DEFAULTS, AtariParams, atari_env_id, atari_params, make_atari_env  # noqa: E402
 from surge.envs.check import check_env, main  # noqa: E402
 from surge.envs.multi_agent import has_wrapper  # noqa: E402
 from surge.envs.registry import find_family, make_env  # noqa: E402
@@ -92,6 +92,18 @@ def test_bad_frameskip_is_a_config_error():
     with pytest.raises(ConfigError) as err:
         make_atari_env("atari_pong", atari_cfg(env_frameskip=0))
     assert err.value.field == "env_frameskip"
+
+
+def test_a_frameskip_longer_than_a_game_is_refused():
+    """Found by the config fuzz: --env_frameskip=2147483648 ran a game's worth of frames per step,
+    for hours. One step more than atari_max_episode_frames is refused, the limit itself accepted."""
+    with pytest.raises(ConfigError) as err:
+        make_atari_env("atari_pong", atari_cfg(env_frameskip=108001))
+    assert err.value.field == "env_frameskip" and "108000" in str(err.value)
+    with pytest.raises(ConfigError):
+        atari_params(atari_cfg(env_frameskip=2**31))
+    assert atari_params(atari_cfg(env_frameskip=108000)).env_frameskip == 108000
+    assert atari_params(atari_cfg(env_frameskip=2**31, atari_max_episode_frames=0)).env_frameskip == 2**31
 
 
 # ------------------------------------------------------------------------------------------ observations

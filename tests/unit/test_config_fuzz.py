@@ -460,6 +460,18 @@ def start_and_check(env: str, argv: list[str], train_dir: Path, tag: str) -> str
         ],
     )
 )
+@example(  # ran a whole game's worth of emulator frames per step, for hours, until refused
+    case=(
+        "atari_breakout",
+        [
+            "--env=atari_breakout",
+            "--serial_mode=True",
+            "--train_for_env_steps=256",
+            "--num_workers=1",
+            "--env_frameskip=2147483648",
+        ],
+    )
+)
 def test_accepted_random_configs_run_or_are_refused_and_leave_nothing(case, tmp_path_factory):
     env, argv = case
     outcome = start_and_check(env, argv, tmp_path_factory.mktemp("run"), uuid.uuid4().hex)
