@@ -198,8 +198,8 @@ def check_atari_params(p: Any) -> None:
             raise ConfigError(
                 name, f"must be >= 1, got {getattr(p, name)}.", f"pass --{name}=4 (the usual value)."
             )
-    # one step longer than a whole game: every episode would be a single step (and the emulator
-    # would run a game's worth of frames per step, about 10 s each on one core)
+    # one step longer than a whole game: every episode would be a single step, and the emulator
+    # would run a whole game's frames per step (a run of a few hundred steps takes hours)
     max_frames = int(p.atari_max_episode_frames)
     if max_frames > 0 and int(p.env_frameskip) > max_frames:
         raise ConfigError(

@@ -401,8 +401,8 @@ def start_and_check(env: str, argv: list[str], train_dir: Path, tag: str) -> str
             os.kill(pid, 9)
         out, err = proc.communicate()
         raise AssertionError(f"hung for {RUN_TIMEOUT_S} s: {argv}\n{err[-3000:]}") from None
-    except BaseException:  # pytest-timeout's failure or Ctrl+C meanwhile: the run must not outlive
-        proc.kill()  # the test (one left running took a core for the rest of a suite, 2026-11-29)
+    except BaseException:  # pytest-timeout's failure or Ctrl+C meanwhile: a run left behind would
+        proc.kill()  # take a core from every test after it
         for pid in _tagged_pids(tag):
             os.kill(pid, 9)
         raise
