@@ -393,18 +393,20 @@ def start_and_check(env: str, argv: list[str], train_dir: Path, tag: str) -> str
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
+
+    def kill_run() -> None:
         proc.kill()
         for pid in _tagged_pids(tag):
             os.kill(pid, 9)
+
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        kill_run()
         out, err = proc.communicate()
         raise AssertionError(f"hung for {RUN_TIMEOUT_S} s: {argv}\n{err[-3000:]}") from None
     except BaseException:  # pytest-timeout's failure or Ctrl+C meanwhile: a run left behind would
-        proc.kill()  # take a core from every test after it
-        for pid in _tagged_pids(tag):
-            os.kill(pid, 9)
+        kill_run()  # take a core from every test after it
         raise
     took = time.time() - t0
     deadline = time.time() + 10  # children exit with the main process (PR_SET_PDEATHSIG)
