@@ -93,9 +93,25 @@ def _left_semaphores() -> dict[str, str]:
     return left
 
 
+_worker_semaphores: dict[str, str] = {}  # under pytest-xdist: each worker's `_sem_made_by`
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workeroutput"):  # a pytest-xdist worker: tell the controller
+        session.config.workeroutput["sem_made_by"] = dict(_sem_made_by)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: only called where it is installed
+def pytest_testnodedown(node, error):
+    _worker_semaphores.update(getattr(node, "workeroutput", {}).get("sem_made_by", {}))
+
+
 def pytest_terminal_summary(terminalreporter):
+    _sem_made_by.update(_worker_semaphores)
     left = _left_semaphores()
     if left:
+        # under pytest-xdist a semaphore is named with a test that ran while it appeared: the one
+        # that made it or the one beside it on the other worker
         terminalreporter.section("named semaphores left in /dev/shm, by the test that made them")
         for name, nodeid in sorted(left.items(), key=lambda kv: kv[1]):
             terminalreporter.write_line(f"{name}  {nodeid}")

@@ -6,11 +6,20 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+FULL = "python -m pytest -q -n 2 --dist loadscope tests"  # the README's test command
+
+
+def test_ci_runs_exactly_the_readmes_install_and_test_command():
+    readme = (ROOT / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.endswith(FULL))
+    assert line.startswith("pip install "), line
+    ci = [x.strip() for x in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert line in ci, f".ci/run does not run the README's command {line!r}"
 
 
 def test_readme_documents_the_fast_subset_right_under_the_full_test_command():
     readme = (ROOT / "README.md").read_text()
-    full = readme.index("python -m pytest -q tests\n")
+    full = readme.index(FULL + "\n")
     fast = readme.index('python -m pytest -q -m "not slow" tests')
     assert full < fast
     between = readme[full:fast]
@@ -28,7 +37,7 @@ def test_readme_gives_the_fast_subsets_expected_time_within_three_minutes():
     """Issue 24 item 11: a developer runs the fast subset often, so the README says how long it
     takes, and that is under the 3 minutes it is meant to stay within."""
     readme = (ROOT / "README.md").read_text()
-    full = readme.index("python -m pytest -q tests\n")
+    full = readme.index(FULL + "\n")
     fast = readme.index('python -m pytest -q -m "not slow" tests')
     m = re.search(r"takes\s+about\s+(\d+(?:\.\d+)?)\s+(second|minute)s?", readme[full:fast])
     assert m, "the paragraph introducing the fast subset gives its expected time"
