@@ -362,10 +362,15 @@ def main(argv: list[str] | None = None) -> int:
             key_of[v.label] = key
     saved = args.out / "results.json"
     results: dict[str, list[Result]] = {}
+    meta = args.out / "meta.json"  # how the saved runs were made, for --table_only's header
     if args.table_only:
         results = {k: [Result(**r) for r in rs] for k, rs in json.loads(saved.read_text()).items()}
+        ran = json.loads(meta.read_text()) if meta.exists() else {}
+        args.rounds = max(len(rs) for rs in results.values())
+        args.seconds = ran.get("seconds", float("nan"))
     else:
         args.out.mkdir(parents=True, exist_ok=True)
+        meta.write_text(json.dumps({"seconds": args.seconds}))
         for rnd in range(args.rounds):
             for i, (key, v) in enumerate(distinct.items()):
                 r = run(v, args.seconds, args.out / f"r{rnd}_v{i}")
