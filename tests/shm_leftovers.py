@@ -4,6 +4,7 @@ process still holds (another program's), so that a new entry nobody holds is a l
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -40,3 +41,16 @@ def held_shm_entries() -> set[str]:
         except OSError:
             continue
     return held
+
+
+def shm_left_since(before: set[str], wait_s: float = 10.0, poll_s: float = 0.5) -> set[str]:
+    """The /dev/shm entries made since `before` that are still there after up to `wait_s` seconds
+    and that no live process holds. Other programs' entries (a test beside this one under
+    pytest-xdist, the machine's own) are held by a live process or go soon; a stopped run's own
+    leftovers stay, so they are returned."""
+    new = shm_entries() - before
+    deadline = time.time() + wait_s
+    while new and time.time() < deadline:
+        time.sleep(poll_s)
+        new = (new & shm_entries()) - held_shm_entries()
+    return new

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from proc_tree import cmdline, descendants, stat
-from shm_leftovers import held_shm_entries, shm_entries
+from shm_leftovers import shm_entries, shm_left_since
 
 ROOT = Path(__file__).resolve().parents[2]
 LOAD = 8  # busy processes on top of whatever else runs on the machine
@@ -111,11 +111,7 @@ def test_children_exit_within_two_seconds_of_a_killed_main_at_load_8(tmp_path, e
     )
     # the resource tracker (gone too, above) unlinks the run's semaphores; torch's tensors use file
     # descriptors: nothing of the run stays in /dev/shm (another program's entries are held or go)
-    new_shm = shm_entries() - shm_before
-    deadline = time.time() + 10
-    while new_shm and time.time() < deadline:
-        time.sleep(0.5)
-        new_shm = (new_shm & shm_entries()) - held_shm_entries()
+    new_shm = shm_left_since(shm_before)
     assert not new_shm, f"/dev/shm entries left behind: {new_shm}"
 
 
@@ -156,10 +152,5 @@ def test_a_run_killed_as_a_whole_leaves_nothing_in_dev_shm(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    # another program's entries (a test beside this one under pytest-xdist) are held or go soon
-    new_shm = shm_entries() - shm_before
-    deadline = time.time() + 10
-    while new_shm and time.time() < deadline:
-        time.sleep(0.5)
-        new_shm = (new_shm & shm_entries()) - held_shm_entries()
+    new_shm = shm_left_since(shm_before)  # (a test beside this one may have just stopped its run)
     assert not new_shm, f"/dev/shm entries left behind: {sorted(new_shm)}"

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from shm_leftovers import held_shm_entries, shm_entries
+from shm_leftovers import shm_entries, shm_left_since
 
 hypothesis = pytest.importorskip("hypothesis")
 import yaml  # noqa: E402
@@ -417,13 +417,7 @@ def start_and_check(env: str, argv: list[str], train_dir: Path, tag: str) -> str
         os.kill(pid, 9)
     assert not left, f"processes left behind: {left}: {argv}"
     assert "Traceback" not in err and "Traceback" not in out, f"{argv}\n{err[-5000:]}"
-    new_shm = shm_entries() - shm_before
-    # other programs on the machine (tests run in parallel) create entries too: theirs are held by
-    # a live process or go away soon; the run's own processes are gone, so its entries would stay
-    deadline = time.time() + 15
-    while new_shm and time.time() < deadline:
-        time.sleep(1.0)
-        new_shm = (new_shm & shm_entries()) - held_shm_entries()
+    new_shm = shm_left_since(shm_before, wait_s=15, poll_s=1.0)  # the run's processes are gone
     assert not new_shm, f"/dev/shm entries left behind: {new_shm}: {argv}"
     if proc.returncode == 0:
         return "ran"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FULL = "python -m pytest -q -n 2 --dist loadscope tests"  # the README's test command
+FAST = 'python -m pytest -q -n 2 --dist loadscope -m "not slow" tests'  # and its fast subset
 
 
 def test_ci_runs_exactly_the_readmes_install_and_test_command():
@@ -20,7 +21,7 @@ def test_ci_runs_exactly_the_readmes_install_and_test_command():
 def test_readme_documents_the_fast_subset_right_under_the_full_test_command():
     readme = (ROOT / "README.md").read_text()
     full = readme.index(FULL + "\n")
-    fast = readme.index('python -m pytest -q -n 2 --dist loadscope -m "not slow" tests')
+    fast = readme.index(FAST)
     assert full < fast
     between = readme[full:fast]
     assert between.count("```bash") == 1, "the fast subset is the next command after the full one"
@@ -38,7 +39,7 @@ def test_readme_gives_the_fast_subsets_expected_time_within_three_minutes():
     takes, and that is under the 3 minutes it is meant to stay within."""
     readme = (ROOT / "README.md").read_text()
     full = readme.index(FULL + "\n")
-    fast = readme.index('python -m pytest -q -n 2 --dist loadscope -m "not slow" tests')
+    fast = readme.index(FAST)
     m = re.search(r"takes\s+about\s+(\d+(?:\.\d+)?)\s+(second|minute)s?", readme[full:fast])
     assert m, "the paragraph introducing the fast subset gives its expected time"
     seconds = float(m.group(1)) * (60 if m.group(2) == "minute" else 1)
