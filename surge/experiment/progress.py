@@ -41,6 +41,15 @@ def check_progress_bar(mode: str) -> None:
         raise ConfigError("progress_bar", "rich is not installed.", f"{PIP}, or --progress_bar=auto.")
 
 
+def _is_tty(stream: Any) -> bool:
+    """Whether `stream` is a terminal; False for one without `isatty` or already closed (a handler
+    left on the logger with a closed stream: `isatty` raises ValueError there)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def bar_wanted(mode: str, stdout: IO[str] | None = None) -> bool:
     """Whether `--progress_bar=mode` shows the bar: "rich" always, "auto" when rich is installed
     and would draw a live bar on `stdout` (sys.stdout): a terminal that is not TERM=dumb (rich's
@@ -112,7 +121,7 @@ class ProgressBar:
             if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler):
                 h.addFilter(self._filter)
                 stream = h.stream
-                if getattr(stream, "isatty", lambda: False)():
+                if _is_tty(stream):
                     # log lines are printed above the bar instead of through it
                     self._streams.append((h, h.setStream(FileProxy(self.console, stream))))
 

@@ -127,3 +127,24 @@ def test_with_the_bar_off_the_console_gets_the_plain_lines(capsys):
         logger.setLevel(old[1])
     assert "Env frames/s (10 s, 1 min, 5 min)" in console.stream.getvalue()
     assert capsys.readouterr().out == ""
+
+
+def test_the_bar_starts_beside_a_log_handler_whose_stream_is_closed(capsys):
+    """A console handler left on the logger with a closed stream (its `isatty` raises ValueError)
+    is not a terminal: the bar starts and draws, and that handler keeps its stream."""
+    logger = logging.getLogger("surge")
+    closed = io.StringIO()
+    closed.close()
+    stale = logging.StreamHandler(closed)
+    old = logger.handlers[:], logger.level
+    logger.handlers[:] = [stale]
+    try:
+        m = _monitor("rich")
+        m.update_bar()
+        assert m.bar is not None and m.bar.started
+        m.close()
+    finally:
+        logger.handlers[:], _ = old
+        logger.setLevel(old[1])
+    assert stale.stream is closed
+    assert "env frames" in capsys.readouterr().out
