@@ -195,14 +195,21 @@ class Learner(LearnerBase):
         stats: list[dict[str, Tensor]] = []
         skipped: list[dict[str, Tensor]] = []  # of steps skipped for a non-finite loss or gradient
         planned = cfg.ppo_epochs * -(-num_units // per_mb)
+        # one minibatch per epoch: all units in their order, not gathered into a shuffled copy (the
+        # loss is a mean over the units; only the rounding of its sums depends on their order)
+        whole = per_mb >= num_units
         for _ in range(cfg.ppo_epochs):
-            perm = torch.randperm(num_units, device=self.device)
+            perm = None if whole else torch.randperm(num_units, device=self.device)
             epoch_kls: list[Tensor] = []
             for start in range(0, num_units, per_mb):
                 if self.should_stop():  # the run is stopping: leave the rest of the batch
                     break
-                idx = perm[start : start + per_mb]
-                mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
+                if perm is None:
+                    idx: Tensor | slice = slice(None)
+                    mb = dict(units)
+                else:
+                    idx = perm[start : start + per_mb]
+                    mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
                 step_stats = self._step(mb, vtrace_mode=cfg.with_vtrace)
                 (skipped if self.last_step_skipped else stats).append(step_stats)
                 if kl_lr is not None and "kl_ref_logits" in units and self._kl_ref_update is not None:

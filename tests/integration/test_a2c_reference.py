@@ -275,17 +275,22 @@ def test_one_a2c_update_applies_the_gradient_of_the_reference_loss(
         )
 
 
-def test_one_a2c_update_is_one_clipped_adam_step(tmp_path):
+@pytest.mark.parametrize(("max_grad_norm", "clipped"), [(0.2, True), (1e3, False)])
+def test_one_a2c_update_is_one_clipped_adam_step(tmp_path, max_grad_norm, clipped):
     """One `train` call is one optimizer step (`policy_version` + 1) whose parameters equal those of
-    torch's Adam after clipping the reference gradient to `max_grad_norm` (the batch's gradient
-    norm is several times the limit, so the clip is exercised)."""
+    torch's Adam after clipping the reference gradient to `max_grad_norm`: with a limit several
+    times below the batch's gradient norm (the clip is exercised), and with one far above it (the
+    gradient is applied as it is: the learner skips the multiplication by 1 there)."""
     data = _batch(seed=2)
-    cfg = _cfg(tmp_path, "--max_grad_norm=0.2", "--adam_eps=1e-8")
+    cfg = _cfg(tmp_path, f"--max_grad_norm={max_grad_norm}", "--adam_eps=1e-8")
     learner = _learner(cfg, data)
     reference = copy.deepcopy(learner.model)
     _reference_gradient(cfg, reference, data)
     norm = torch.nn.utils.clip_grad_norm_(reference.parameters(), cfg.max_grad_norm)
-    assert float(norm) > 3 * cfg.max_grad_norm
+    if clipped:
+        assert float(norm) > 3 * cfg.max_grad_norm
+    else:
+        assert 0 < float(norm) < cfg.max_grad_norm / 3
     opt = torch.optim.Adam(
         reference.parameters(), lr=cfg.learning_rate, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps
     )
