@@ -120,18 +120,33 @@ def run_log_file(cfg: Any) -> Path | None:
     return ExperimentFolder(cfg).log_file
 
 
+class _ConsoleHandler(logging.StreamHandler):
+    """The console handler `setup_logging` adds (told apart from a user's own handlers)."""
+
+
 def setup_logging(log_file: Path | None = None, level: int = logging.INFO) -> None:
-    """Logs to stderr and, when given, to `log_file` (appending, so resumed runs keep one log)."""
+    """Logs to stderr and, when given, to `log_file` (appending, so resumed runs keep one log).
+
+    A later call in the same process (another run through the Python API) points the console
+    handler of an earlier call at the `sys.stderr` of now: a notebook or a test harness may have
+    replaced, and closed, the one it had. Console handlers the user added are left as they are."""
     logger = logging.getLogger("surge")
     logger.setLevel(level)
     # logging's default time format, "2026-11-28 17:45:50,123" as Sample Factory's: milliseconds, so
     # that rates taken from the log's timestamps are not quantised to whole seconds
     fmt = logging.Formatter("[%(asctime)s][%(levelname)s] %(message)s")
+    for h in logger.handlers:
+        if isinstance(h, _ConsoleHandler) and h.stream is not sys.stderr:
+            h.acquire()  # not `setStream`: it flushes the old stream, which may be closed
+            try:
+                h.stream = sys.stderr
+            finally:
+                h.release()
     if not any(
         isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)
         for h in logger.handlers
     ):
-        h = logging.StreamHandler(sys.stderr)
+        h = _ConsoleHandler(sys.stderr)
         h.setFormatter(fmt)
         logger.addHandler(h)
     for h in [h for h in logger.handlers if isinstance(h, logging.FileHandler)]:
