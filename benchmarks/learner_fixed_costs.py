@@ -54,6 +54,19 @@ def _count_ops(learner: Any, b: dict[str, Any]) -> int:
     return count["ops"]
 
 
+def collect_batches(c: Any, n: int = 8) -> list[dict[str, Any]]:
+    """At least `n` of policy 0's batches (`prepare_batch` output, its slots given back), sampled
+    with the serial sampler from the components `c` of a `--serial_mode=True` config."""
+    sampler, learner = SerialSampler(c), c.learners[0]
+    batches: list[dict[str, Any]] = []
+    while len(batches) < n:
+        sampler.step()
+        while (slots := sampler.take(0)) is not None:
+            batches.append(learner.prepare_batch(slots))
+            sampler.release(slots, 0)
+    return batches
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="cartpole", choices=sorted(CONFIGS))
@@ -66,13 +79,8 @@ def main() -> None:
         [*base, "--serial_mode=True", "--batch_size=512", "--decorrelate_experience_max_seconds=0"]
     )
     c = build_components(cfg)
-    sampler, learner, T = SerialSampler(c), c.learners[0], cfg.rollout
-    batches: list[dict[str, Any]] = []
-    while len(batches) < 8:
-        sampler.step()
-        while (slots := sampler.take(0)) is not None:
-            batches.append(learner.prepare_batch(slots))
-            sampler.release(slots, 0)
+    learner, T = c.learners[0], cfg.rollout
+    batches = collect_batches(c)
 
     def cut(b: dict[str, Any], samples: int) -> dict[str, Any]:
         return {k: tree_map(lambda x: x[:, : samples // T], v) for k, v in b.items()}

@@ -30,13 +30,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compute_bound  # noqa: E402
 from configs import CONFIGS  # noqa: E402
+from learner_fixed_costs import collect_batches  # noqa: E402
 
 import surge.learning.learner as learner_module  # noqa: E402
 from surge.cfg.cli import parse_cfg  # noqa: E402
 from surge.learning.base import make_adam  # noqa: E402
 from surge.runtime.components import build_components  # noqa: E402
 from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
-from surge.runtime.serial import SerialSampler  # noqa: E402
 
 #: the learner's methods timed as parts (those it has), then functions of `surge.learning.learner`
 METHODS = ("_mask_stale", "_update_obs_normalizer", "_gae_units", "_gae_targets", "_step", "apply_gradients")
@@ -68,13 +68,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         [*CONFIGS[a.config].surge_args, "--serial_mode=True", "--decorrelate_experience_max_seconds=0"]
     )
     c = build_components(cfg)
-    sampler, learner = SerialSampler(c), c.learners[0]
-    batches: list[dict[str, Any]] = []
-    while len(batches) < 8:
-        sampler.step()
-        while (slots := sampler.take(0)) is not None:
-            batches.append(learner.prepare_batch(slots))
-            sampler.release(slots, 0)
+    learner = c.learners[0]
+    batches = collect_batches(c)
     bound_model = copy.deepcopy(learner.model)
     bound_step, samples = compute_bound.make_train_step(
         cfg, bound_model, make_adam(bound_model, cfg, torch.device("cpu")), c.info.observation_space
