@@ -395,14 +395,14 @@ class LearnerBase:
             scaler.unscale_(self.optimizer)
         max_norm = self.hp.max_grad_norm if self.hp.max_grad_norm > 0 else float("inf")
         if self.data_parallel is None and not loss.is_cuda:  # two host reads: fewer ops on the CPU
-            params = [p for p in self.model.parameters() if p.grad is not None]
-            grad_norm = nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+            grads = [g for p in self.model.parameters() if (g := p.grad) is not None]
+            grad_norm = nn.utils.get_total_norm(grads)
             norm = float(grad_norm)
             # clip_grad_norm_ multiplies by min(1, max_norm / norm) even when that is 1 (to spare
             # an accelerator a sync); the host has the norm here, so an unclipped step skips that
             # pass over every gradient (a multiplication by 1.0: the same weights either way)
             if norm > max_norm:
-                nn.utils.clip_grads_with_norm_(params, max_norm, grad_norm)
+                nn.utils.clip_grads_with_norm_(self.model.parameters(), max_norm, grad_norm)
             self.last_step_skipped = not (math.isfinite(float(loss.detach())) and math.isfinite(norm))
         elif self.data_parallel is None:  # one device sync instead of two
             grad_norm = nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
