@@ -286,8 +286,8 @@ class TrainEvaluator:
         return f", {name} {result.stat_mean:.2f} ({len(result.stats)} episodes)"
 
     def close(self) -> None:
-        """Reports results that arrived; closes the inline eval env (the async placement's close
-        stops the evaluator process)."""
+        """Reports results that arrived; closes the inline eval env. Call after the placement's
+        close, which stops the evaluator process: every result it sent is then in the queue."""
         if self.player is None:
             self._collect()
         else:

@@ -229,16 +229,22 @@ class TrainingRun:
                     # an algorithm without a learner has no weights to save
                     saving = get_algorithm(cfg.algo).trains and not cfg.sampler_only
                     self._save_all("final")
-                if self.evaluator is not None:
-                    self.evaluator.close()
             finally:
+                written = False
                 try:
                     p.close()  # a data-parallel rank leaves its process group here, if not yet
                     written = all(i in p.final_written for i in self.learning)
-                    if self.evaluator is not None and finished and not failed and saving and written:
-                        self.evaluator.evaluate_final()  # --save_best_by_eval (surge.evaluation.train_eval)
                 finally:
-                    m.close()
+                    try:
+                        if self.evaluator is not None:
+                            # after the placement's close: the evaluator process has stopped, so
+                            # every result it sent is in the queue (one sent while an earlier
+                            # close read it was lost, though its best checkpoint was written)
+                            self.evaluator.close()
+                            if finished and not failed and saving and written:
+                                self.evaluator.evaluate_final()  # --save_best_by_eval (surge.evaluation.train_eval)
+                    finally:
+                        m.close()
         self._summarise()
         if failed:
             return "failed"

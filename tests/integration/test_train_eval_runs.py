@@ -162,6 +162,10 @@ def test_async_run_reports_eval_returns_while_it_trains_and_stops_its_evaluator(
     means = eval_scalars(folder, "eval/return_mean")
     steps = [s for s, _ in means]
     assert steps == sorted(steps) and all(s >= 2000 for s in steps)
+    # every evaluation the evaluator played was reported, one that ended during Ctrl+C too
+    log = (folder / "surge_log.txt").read_text()
+    played = int(re.search(r"Evaluator: (\d+) evaluation\(s\) played", log).group(1))
+    assert len(re.findall(r"Eval policy 0 at env frame", log)) == played == len(means)
     check_best(folder, args, means)
 
 
