@@ -1,6 +1,6 @@
 """benchmarks/sampler_ab.py, the alternating A/B of checkouts (docs/benchmarks.md): with `--train`
 each run is a real training run of the config in the named placement, and an unknown placement is
-refused before any run starts."""
+refused before any run starts; with `--variant` each flag set reaches its runs' command line."""
 
 import math
 import sys
@@ -34,7 +34,23 @@ def test_train_mode_measures_a_training_run_of_the_checkout(capsys):
             str(ROOT),
         ]
     )
-    (fps,) = results[ROOT]
+    (fps,) = results[str(ROOT)]
     assert math.isfinite(fps) and fps > 1000
     out = capsys.readouterr().out
     assert "(return " in out and "training, async_acting_in_workers" in out
+
+
+def test_a_single_variant_is_refused_before_any_run(capsys):
+    with pytest.raises(SystemExit):
+        sampler_ab.main(["--variant=--num_workers=1", str(ROOT)])
+    assert "two or more" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_each_variants_flags_reach_its_runs(capsys):
+    args = ["--train", "async_acting_in_workers", "--frames", "100000", "--rounds", "1", "--timeout", "120"]
+    results = sampler_ab.main([*args, "--variant=", "--variant=--num_workers=-1", str(ROOT)])
+    plain, refused = results[f"{ROOT} []"], results[f"{ROOT} [--num_workers=-1]"]
+    assert math.isfinite(plain[0]) and plain[0] > 1000
+    assert math.isnan(refused[0])  # surge refused the variant's flag: it was on the command line
+    assert "(1.000x the first)" in capsys.readouterr().out
