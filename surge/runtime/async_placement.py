@@ -65,6 +65,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
+from surge.runtime.pipe_queue import PipeQueue
 from surge.runtime.placement import StepReport, check_command, check_policy_state_fits, published_policy_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.process_setup import dump_stack
@@ -204,7 +205,8 @@ class AsyncPlacement:
             self.actor_offset,
             self.run_actors,
         )
-        self.learner_queues = [_queue() for _ in range(P)]
+        # written by the rollout workers, which may be killed at any moment (`surge.runtime.pipe_queue`)
+        self.learner_queues = [PipeQueue() for _ in range(P)]
         self.command_queues = [_queue() for _ in range(P)]
         # inboxes of the processes that are replaced when they crash (`surge.runtime.inbox`)
         self.request_queues = [
