@@ -14,6 +14,7 @@ from queue import Empty
 
 import pytest
 
+from surge.runtime.messages import BlockReady, block_ready_messages
 from surge.runtime.pipe_queue import MAX_FRAME_BYTES, PipeQueue
 
 
@@ -104,3 +105,18 @@ def test_writers_killed_at_random_moments_never_block_the_reader_or_the_next_wri
     assert not t.is_alive(), "the reader blocked after a writer was killed"
     assert result["last"] == [("after", 0)]
     assert result["received"] > 0
+
+
+def test_a_large_hand_over_goes_as_parts_that_each_fit_one_atomic_write():
+    # a block of 5000 scattered slots of one policy (several policies, big batched envs)
+    slots = tuple(range(2**31 - 10_000, 2**31, 2))
+    msgs = block_ready_messages(7, slots)
+    assert len(msgs) > 1
+    assert all(m[0] == 7 for m in msgs)
+    assert tuple(s for m in msgs for s in m[1]) == slots  # in order, none lost or repeated
+    q = PipeQueue()
+    for m in msgs:
+        q.put(m)  # each one fits: no ValueError
+    assert [BlockReady._make(m) for m in q.get_many(block=False)] == [BlockReady._make(m) for m in msgs]
+    assert block_ready_messages(3, None) == [(3, None)]
+    assert block_ready_messages(3, (5, 6)) == [(3, (5, 6))]
