@@ -1,7 +1,5 @@
 """Action distributions: shapes, log-probs against torch references, entropy, KL, sampling."""
 
-import functools
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -107,7 +105,7 @@ def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
 
 @pytest.mark.parametrize("n", [2, 6, 18])
 def test_acting_draws_follow_torch_categorical_probabilities(n):
-    """`sample_with_log_prob` (the inference path, inverse-CDF sampling) against the probabilities
+    """`sample_with_log_prob` (the inference path, the exponential race) against the probabilities
     of `torch.distributions.Categorical` on the same logits: a chi-square test per row, and the
     log-probs it returns equal `Categorical.log_prob` of the drawn actions."""
     torch.manual_seed(1)
@@ -124,8 +122,9 @@ def test_acting_draws_follow_torch_categorical_probabilities(n):
 
 
 def test_acting_never_draws_a_zero_probability_action(monkeypatch):
-    """Masked actions (first, middle and last, where an inverse-CDF sampler's edges are) are never
-    drawn, whatever the uniform draw; the legal ones keep their renormalised probabilities."""
+    """Masked actions (first, middle and last) are never drawn, whatever the exponential clocks,
+    also a clock of exactly 0 (0 / 0 would be NaN, which argmax takes as the largest); the legal
+    ones keep their renormalised probabilities."""
     from surge.models.distributions import MASKED_LOGIT
 
     torch.manual_seed(2)
@@ -136,18 +135,24 @@ def test_acting_never_draws_a_zero_probability_action(monkeypatch):
     legal = torch.softmax(torch.tensor([1.0, 0.0, 2.0]), -1)
     assert _chi_square_p_value(counts[[1, 3, 4]], legal) > 1e-4
     assert torch.isfinite(log_prob).all()
-    # the edges of the uniform draw itself: u = 0 and u just below 1
+    # the edges of the clocks themselves: all 0, all huge, 0 for the masked actions only
     from surge.models import distributions as dist_mod
 
     log_p = torch.log_softmax(logits[:1], -1)
-    for u in (0.0, 1.0 - 2.0**-24):
+    masked_zero = torch.tensor([[0.0, 1.0, 0.0, 1.0, 1.0, 0.0]])
+    for clocks in (torch.zeros(1, 6), torch.full((1, 6), 3e38), masked_zero):
         with monkeypatch.context() as m:
-            m.setattr(torch, "rand_like", functools.partial(_constant_rand_like, u))
-            assert int(dist_mod._inverse_cdf_sample(log_p)) in (1, 3, 4)
+            m.setattr(torch.Tensor, "exponential_", _constant_clocks(clocks))
+            assert int(dist_mod._exponential_race_sample(log_p)) in (1, 3, 4)
 
 
-def _constant_rand_like(value: float, like: torch.Tensor, **kwargs) -> torch.Tensor:
-    return torch.full_like(like, value)
+def _constant_clocks(values: torch.Tensor):
+    """A stand-in for `Tensor.exponential_` that fills the tensor with `values`."""
+
+    def exponential_(self: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        return self.copy_(values)
+
+    return exponential_
 
 
 def test_acting_draws_an_action_of_the_space_from_nan_logits():
@@ -156,7 +161,7 @@ def test_acting_draws_an_action_of_the_space_from_nan_logits():
     from surge.models import distributions as dist_mod
 
     log_p = torch.full((5, 4), float("nan"))
-    a = dist_mod._inverse_cdf_sample(log_p)
+    a = dist_mod._exponential_race_sample(log_p).squeeze(-1)
     assert a.shape == (5,) and bool(((a >= 0) & (a < 4)).all())
 
 
