@@ -79,6 +79,8 @@ log = logging.getLogger("surge")
 JOIN_TIMEOUT_SEC = 10.0
 LEARNER_STOP_TIMEOUT_SEC = 300.0
 QUEUE_BYTES = 10 * 1000 * 1000
+#: the report queue's pipe: about 10 s of a fast learner's statistics while the main process is busy
+REPORT_PIPE_BYTES = 1 << 20
 REPLACE_TIMEOUT_SEC = 60.0  # the final checkpoint waits this long for replacements in flight
 STEP_POLL_SEC = 0.1  # the main loop's period while no report arrives (the budget and stop checks)
 RESTART_WINDOW_SEC = 3600.0  # --max_worker_restarts_per_hour counts replacements in this window
@@ -185,7 +187,8 @@ class AsyncPlacement:
         self.inference_generation = torch.zeros(num_inference, dtype=torch.int64).share_memory_()
         self.inference_restarts = torch.zeros(1, dtype=torch.int64).share_memory_()
         self.learner_heartbeats = torch.zeros(P, dtype=torch.float64).share_memory_()
-        self.report_queue = _queue()
+        # written by every child, also those killed at any moment (`surge.runtime.pipe_queue`)
+        self.report_queue = PipeQueue(capacity_bytes=REPORT_PIPE_BYTES)
         self.shared = SharedContext(
             cfg.to_dict(),
             info,

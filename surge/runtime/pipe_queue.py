@@ -1,48 +1,76 @@
-"""A many-writer, one-reader queue of small messages over a pipe, safe against the SIGKILL of any
-writer at any moment: the learner's queue of finished blocks (`BlockReady`), which the rollout
-workers write and the supervisor kills and replaces when they crash or hang.
+"""A many-writer, one-reader queue over a pipe, safe against the SIGKILL of any writer at any
+moment: the learners' queues of finished blocks (`BlockReady`), which the rollout workers write,
+and the main process's report queue, which every child writes; the supervisor kills and replaces
+rollout and inference workers when they crash or hang.
 
 Why not a faster-fifo queue: its writers take a process-shared mutex around every `put`. A writer
 killed inside it (a few microseconds per call, but a kill at a random moment lands there now and
 then) leaves the mutex held for ever: the reader's next `get_many` and every other writer's `put`
 block for good. The learner then stopped polling, the main process saw it hang, and the run ended
-(`tests/integration/test_fault_tolerance.py` caught it once in many runs). A pipe has no lock in
-user space: a `write` of at most `PIPE_BUF` bytes (4096 on Linux; POSIX guarantees 512) is atomic,
-so a killed writer has written a whole message or none, and the kernel cleans up whatever happens
-to a holder.
+(`tests/integration/test_fault_tolerance.py` caught it once in many runs); on the report queue the
+main process itself would block, and the run would hang with no one to notice. A pipe has no lock
+in user space: a `write` of at most `PIPE_BUF` bytes (4096 on Linux; POSIX guarantees 512) is
+atomic, so a killed writer has written a whole frame or none, and the kernel cleans up whatever
+happens to a holder.
 
-Each message is pickled (plain `pickle`, highest protocol: the messages are tuples of numbers) and
-framed with its length (4 bytes, little-endian) in one `write`; a message too large for one atomic
-write is refused. Writes block while the pipe is full (64 KiB by default); the learner's
-back-pressure (the block pool) bounds the messages in flight to a few hundred bytes each per block.
+Frames: a 4-byte little-endian length, then a kind byte and the payload, in one `write` each.
+A message that pickles (plain `pickle`, highest protocol) small enough goes as one frame (`W`);
+a larger one (an exception's traceback, a second's worth of episodes) as parts (`P`), each frame
+tagged with its writer's random 8-byte id (not the pid, which the system reuses), the message's
+number and the part's index and count. Frames of different writers interleave; the reader keeps
+each writer's parts until the last one arrives. A writer killed between two parts leaves an
+incomplete message, which is never delivered (the reader holds its parts, a few KiB, until it
+closes). Messages of one writer arrive in the order it put them.
+
+Writes wait (in `poll`, not in the kernel's write) while the pipe is full, up to `put`'s timeout:
+the write end is non-blocking for every process that holds it (its open file description is
+shared), so a full pipe is seen and waited on, not slept in for ever.
 """
 
 from __future__ import annotations
 
+import fcntl
+import itertools
 import os
 import pickle
 import select
+import struct
 import time
-from queue import Empty
+from queue import Empty, Full
 from typing import Any
 
-#: the largest frame (length prefix + pickle) one `write` may carry and stay atomic
+#: the largest frame one `write` may carry and stay atomic
 MAX_FRAME_BYTES = select.PIPE_BUF
 _LEN = 4
+_WHOLE, _PART = b"W", b"P"
+_PART_HEADER = struct.Struct("<8sIII")  # writer id, message number, part index, part count
+#: payload bytes per part frame
+PART_BYTES = MAX_FRAME_BYTES - _LEN - 1 - _PART_HEADER.size
 
 
 class PipeQueue:
     """See the module docstring. Made in the main process and handed to children when they are
-    spawned (multiprocessing's `Connection` objects carry the pipe's descriptors)."""
+    spawned (multiprocessing's `Connection` objects carry the pipe's descriptors).
 
-    def __init__(self) -> None:
+    Args:
+        capacity_bytes: the pipe's buffer, when the system allows it (Linux `F_SETPIPE_SZ`, up to
+            `/proc/sys/fs/pipe-max-size`, 1 MiB by default); None keeps the system's (64 KiB).
+            The buffer is what writers can put while the reader is busy before they wait.
+    """
+
+    def __init__(self, capacity_bytes: int | None = None) -> None:
         from multiprocessing import get_context
 
         self._r, self._w = get_context("spawn").Pipe(duplex=False)
-        # an open file description's O_NONBLOCK is shared with every child: the read end never
-        # blocks (the reader waits in poll), the write end blocks while the pipe is full
+        # an open file description's O_NONBLOCK is shared with every child: neither end blocks in
+        # the kernel; the reader waits in poll for data, a writer for room
         os.set_blocking(self._r.fileno(), False)
-        os.set_blocking(self._w.fileno(), True)
+        os.set_blocking(self._w.fileno(), False)
+        if capacity_bytes is not None and hasattr(fcntl, "F_SETPIPE_SZ"):
+            try:
+                fcntl.fcntl(self._w.fileno(), fcntl.F_SETPIPE_SZ, capacity_bytes)
+            except OSError:  # above pipe-max-size, or the user's pipe quota is spent: the default
+                pass
         self.__setstate__(self.__dict__)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -53,21 +81,47 @@ class PipeQueue:
         self._rfd, self._wfd = self._r.fileno(), self._w.fileno()  # this process's numbers
         self._poller: Any = None
         self._pending = b""  # bytes read after the last whole frame
+        self._parts: dict[tuple[bytes, int], list[bytes]] = {}  # incomplete messages' parts so far
+        self._writer: tuple[int, bytes] | None = None  # (pid, random id) of this process's parts
+        self._numbers = itertools.count()
 
-    def put(self, msg: Any) -> None:
-        """Appends `msg` in one atomic write; blocks while the pipe is full.
+    def put(self, msg: Any, block: bool = True, timeout: float | None = None) -> None:
+        """Appends `msg`: one atomic write, or several parts when it is larger than a frame. Waits
+        while the pipe is full: for ever by default, up to `timeout` seconds, or not at all with
+        `block=False`.
 
         Raises:
-            ValueError: the pickled message and its length prefix exceed `MAX_FRAME_BYTES`.
+            queue.Full: no room in time. A message of several parts may then have sent some,
+                which the reader never delivers.
         """
         data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
-        frame = len(data).to_bytes(_LEN, "little") + data
-        if len(frame) > MAX_FRAME_BYTES:
-            raise ValueError(
-                f"a PipeQueue message must pickle to at most {MAX_FRAME_BYTES - _LEN} bytes for an "
-                f"atomic write; this one is {len(data)}"
-            )
-        os.write(self._wfd, frame)  # a pipe write of <= PIPE_BUF bytes is all or nothing
+        deadline = None if not block or timeout is None else time.monotonic() + timeout
+        if _LEN + 1 + len(data) <= MAX_FRAME_BYTES:
+            self._write(len(data) + 1, _WHOLE + data, block, deadline)
+            return
+        if self._writer is None or self._writer[0] != os.getpid():  # also in a forked child
+            self._writer = (os.getpid(), os.urandom(8))
+        writer, number = self._writer[1], next(self._numbers) % 2**32
+        count = -(-len(data) // PART_BYTES)
+        for i in range(count):
+            chunk = data[i * PART_BYTES : (i + 1) * PART_BYTES]
+            body = _PART + _PART_HEADER.pack(writer, number, i, count) + chunk
+            self._write(len(body), body, block, deadline)
+
+    def _write(self, n: int, body: bytes, block: bool, deadline: float | None) -> None:
+        frame = n.to_bytes(_LEN, "little") + body
+        while True:
+            try:
+                os.write(self._wfd, frame)  # <= PIPE_BUF bytes: all or nothing, never a part
+                return
+            except BlockingIOError:  # not room for the whole frame
+                pass
+            left = None if deadline is None else deadline - time.monotonic()
+            if not block or (left is not None and left <= 0):
+                raise Full
+            poller = select.poll()
+            poller.register(self._wfd, select.POLLOUT)
+            poller.poll(100.0 if left is None else min(100.0, left * 1000.0))
 
     def _read_frames(self) -> list[Any]:
         chunks = [self._pending]
@@ -85,14 +139,28 @@ class PipeQueue:
             n = int.from_bytes(buf[i : i + _LEN], "little")
             if len(buf) - i - _LEN < n:
                 break
-            out.append(pickle.loads(buf[i + _LEN : i + _LEN + n]))
+            body = buf[i + _LEN : i + _LEN + n]
             i += _LEN + n
+            if body[:1] == _WHOLE:
+                out.append(pickle.loads(body[1:]))
+                continue
+            writer, number, index, count = _PART_HEADER.unpack_from(body, 1)
+            parts = self._parts.setdefault((writer, number), [])
+            if index != len(parts):  # a part of a message whose writer died and whose id recurs
+                parts.clear()
+                if index != 0:
+                    continue
+            parts.append(body[1 + _PART_HEADER.size :])
+            if len(parts) == count:
+                del self._parts[(writer, number)]
+                out.append(pickle.loads(b"".join(parts)))
         self._pending = buf[i:]
         return out
 
     def get_many(self, block: bool = True, timeout: float = 0.0) -> list[Any]:
-        """Every message written so far (oldest first), waiting up to `timeout` seconds for one
-        when none is there (not at all with `block=False` or `timeout <= 0`). One reader only.
+        """Every message whose frames have all arrived (in each writer's order), waiting up to
+        `timeout` seconds for one when none is there (not at all with `block=False` or
+        `timeout <= 0`). One reader only.
 
         Raises:
             queue.Empty: nothing arrived in time.

@@ -1,8 +1,10 @@
-"""surge.runtime.pipe_queue: the learner's queue of finished blocks. Messages arrive whole and in
-order from several writer processes, and a writer SIGKILLed at random moments in the middle of
-its puts never blocks the reader or the other writers (a faster-fifo queue's writer killed
-inside its mutex blocked both for good)."""
+"""surge.runtime.pipe_queue: the learners' queues of finished blocks and the report queue. Messages
+arrive whole and in order from several writer processes, also those larger than one atomic write
+(as parts), and a writer SIGKILLed at random moments in the middle of its puts never blocks the
+reader or the other writers (a faster-fifo queue's writer killed inside its mutex blocked both
+for good), nor delivers half a message."""
 
+import fcntl
 import os
 import pickle
 import random
@@ -10,17 +12,22 @@ import signal
 import threading
 import time
 from multiprocessing import get_context
-from queue import Empty
+from queue import Empty, Full
 
 import pytest
 
 from surge.runtime.messages import BlockReady, block_ready_messages
-from surge.runtime.pipe_queue import MAX_FRAME_BYTES, PipeQueue
+from surge.runtime.pipe_queue import MAX_FRAME_BYTES, PART_BYTES, PipeQueue
+
+
+def _message(tag: int, i: int) -> tuple:
+    """Every 7th message pickles to several frames (about 15 KiB), the others to one."""
+    return (tag, i, tuple(range(i % 50 if i % 7 else 3000 + i % 5)))
 
 
 def _writer(q: PipeQueue, tag: int, n: int) -> None:
     for i in range(n):
-        q.put((tag, i, tuple(range(i % 50))))
+        q.put(_message(tag, i))
 
 
 def _drain(q: PipeQueue, seconds: float) -> list:
@@ -52,7 +59,7 @@ def test_messages_of_several_writers_arrive_whole_and_in_each_writers_order():
     assert len(got) == 9000
     for tag in range(3):
         mine = [m for m in got if m[0] == tag]
-        assert mine == [(tag, i, tuple(range(i % 50))) for i in range(3000)]
+        assert mine == [_message(tag, i) for i in range(3000)]
 
 
 def test_an_empty_queue_raises_empty_without_and_after_waiting():
@@ -67,14 +74,76 @@ def test_an_empty_queue_raises_empty_without_and_after_waiting():
     assert q.get_many(block=False) == [("x", 1)]
 
 
-def test_a_message_too_large_for_one_atomic_write_is_refused():
+def test_a_message_larger_than_the_pipe_arrives_whole_as_parts():
     q = PipeQueue()
-    big = tuple(range(2000))
-    assert len(pickle.dumps(big, protocol=pickle.HIGHEST_PROTOCOL)) > MAX_FRAME_BYTES
-    with pytest.raises(ValueError, match="atomic write"):
-        q.put(big)
-    q.put((1, None))  # the queue is still usable
-    assert q.get_many(block=False) == [(1, None)]
+    big = {"traceback": "x" * 3_000_000, "numbers": tuple(range(2000))}
+    assert len(pickle.dumps(big, protocol=pickle.HIGHEST_PROTOCOL)) > 40 * MAX_FRAME_BYTES
+    got: list = []
+    reader = threading.Thread(target=lambda: got.extend(_drain(q, 3.0)), daemon=True)
+    reader.start()  # the parts fill the pipe: the writer waits for room as the reader reads
+    q.put(("before",))
+    q.put(big)
+    q.put(("after",))
+    reader.join(10)
+    assert got == [("before",), big, ("after",)]
+
+
+def test_a_writer_that_dies_between_parts_never_delivers_half_a_message():
+    q = PipeQueue()
+    writes: list = []
+    real_write = q._write
+
+    def dies_after_two_parts(n, body, block, deadline):
+        if len(writes) == 2:
+            raise SystemExit  # the writer's death, after two atomic writes of the message's parts
+        writes.append(n)
+        real_write(n, body, block, deadline)
+
+    q._write = dies_after_two_parts  # type: ignore[method-assign]
+    with pytest.raises(SystemExit):
+        q.put(tuple(range(5000)))  # about 5 parts
+    assert _drain(q, 0.1) == []
+    q._write = real_write  # type: ignore[method-assign]
+    q.put(("next", 1))  # the same writer's next message: whole, the half one never
+    q.put(tuple(range(3000)))
+    assert _drain(q, 0.2) == [("next", 1), tuple(range(3000))]
+    # a later writer whose id and message number recur (as after a restart) starts afresh
+    with pytest.raises(SystemExit):
+        q._write = dies_after_two_parts  # type: ignore[method-assign]
+        writes.clear()
+        q.put(tuple(range(5000)))
+    q._write = real_write  # type: ignore[method-assign]
+    q._numbers = iter(range(2, 10))  # the dead message's number again
+    q.put(tuple(range(4000)))
+    assert _drain(q, 0.2) == [tuple(range(4000))]
+
+
+def test_put_waits_for_room_up_to_its_timeout_then_raises_full():
+    q = PipeQueue()
+    small = ("x" * 3000,)
+    n = 0
+    with pytest.raises(Full):
+        while True:
+            q.put(small, block=False)  # no reader: the pipe fills
+            n += 1
+    assert n > 0
+    t0 = time.monotonic()
+    with pytest.raises(Full):
+        q.put(small, timeout=0.3)
+    assert 0.25 < time.monotonic() - t0 < 3.0
+    assert len(q.get_many(block=False)) == n  # the reader gets every whole message put
+    q.put(small, timeout=0.3)  # room again
+    assert q.get_many(block=False) == [small]
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux pipes only")
+def test_the_report_queues_capacity_is_set_when_the_system_allows_it():
+    q = PipeQueue(capacity_bytes=1 << 20)
+    with open("/proc/sys/fs/pipe-max-size") as f:
+        allowed = int(f.read())
+    size = fcntl.fcntl(q._wfd, fcntl.F_GETPIPE_SZ)
+    assert size >= min(1 << 20, allowed)
+    assert fcntl.fcntl(PipeQueue(capacity_bytes=10**12)._wfd, fcntl.F_GETPIPE_SZ) > 0  # refused: default
 
 
 @pytest.mark.slow  # 25 writers spawned and killed: about 18 s
@@ -89,11 +158,11 @@ def test_writers_killed_at_random_moments_never_block_the_reader_or_the_next_wri
             p = ctx.Process(target=_writer, args=(q, k, 10**9))
             p.start()
             # the writer is putting by now (spawn takes longer than this on a loaded machine too)
-            _drain(q, rng.uniform(0.3, 0.6))
+            got = _drain(q, rng.uniform(0.3, 0.6))
             os.kill(p.pid, signal.SIGKILL)
             p.join(10)
-            got = _drain(q, 0.2)  # what the killed writer wrote whole, and nothing broken
-            assert all(m[0] == k for m in got)
+            got += _drain(q, 0.2)  # what the killed writer wrote whole, and nothing broken
+            assert got == [_message(k, i) for i in range(len(got))]  # none half, none lost
             result.setdefault("received", 0)
             result["received"] += len(got)
         q.put(("after", 0))
@@ -116,7 +185,9 @@ def test_a_large_hand_over_goes_as_parts_that_each_fit_one_atomic_write():
     assert tuple(s for m in msgs for s in m[1]) == slots  # in order, none lost or repeated
     q = PipeQueue()
     for m in msgs:
-        q.put(m)  # each one fits: no ValueError
+        # each one is one frame: whole or absent, whatever the moment a writer is killed
+        assert len(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)) <= PART_BYTES
+        q.put(m)
     assert [BlockReady._make(m) for m in q.get_many(block=False)] == [BlockReady._make(m) for m in msgs]
     assert block_ready_messages(3, None) == [(3, None)]
     assert block_ready_messages(3, (5, 6)) == [(3, (5, 6))]
