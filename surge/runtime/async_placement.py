@@ -44,7 +44,6 @@ from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
 from surge.population.roles import learning_policies
 from surge.runtime.child_start import ChildTask, child_main, process_context
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
-from surge.runtime.inbox import Inbox
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
 from surge.runtime.messages import (
@@ -211,11 +210,9 @@ class AsyncPlacement:
         # written by the rollout workers, which may be killed at any moment (`surge.runtime.pipe_queue`)
         self.learner_queues = [PipeQueue() for _ in range(P)]
         self.command_queues = [_queue() for _ in range(P)]
-        # inboxes of the processes that are replaced when they crash (`surge.runtime.inbox`)
-        self.request_queues = [
-            [Inbox(QUEUE_BYTES) for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)
-        ]
-        self.worker_queues = [Inbox(QUEUE_BYTES) for _ in range(cfg.num_workers)]
+        # inboxes of the processes that are replaced when they crash: a replacement reads on
+        self.request_queues = [[PipeQueue() for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)]
+        self.worker_queues = [PipeQueue() for _ in range(cfg.num_workers)]
 
         self.learning = learning_policies(cfg) if self.algo.trains else []
         if self.learning and self.spawn_learners:

@@ -1,7 +1,10 @@
-"""A many-writer, one-reader queue over a pipe, safe against the SIGKILL of any writer at any
-moment: the learners' queues of finished blocks (`BlockReady`), which the rollout workers write,
-and the main process's report queue, which every child writes; the supervisor kills and replaces
-rollout and inference workers when they crash or hang.
+"""A many-writer, one-reader queue over a pipe, safe against the SIGKILL of any writer, and of its
+reader, at any moment: every queue between the async placement's processes but the learners'
+command queues. The learners' queues of finished blocks (`BlockReady`), which the rollout workers
+write; the main process's report queue, which every child writes; and the inboxes of the rollout
+and inference workers (requests, replies, the main process's `SetRewardShaping`), which a
+replacement of their reader goes on reading. The supervisor kills and replaces rollout and
+inference workers when they crash or hang.
 
 Why not a faster-fifo queue: its writers take a process-shared mutex around every `put`. A writer
 killed inside it (a few microseconds per call, but a kill at a random moment lands there now and
@@ -25,6 +28,13 @@ closes). Messages of one writer arrive in the order it put them.
 Writes wait (in `poll`, not in the kernel's write) while the pipe is full, up to `put`'s timeout:
 the write end is non-blocking for every process that holds it (its open file description is
 shared), so a full pipe is seen and waited on, not slept in for ever.
+
+A reader killed at any moment loses what it had read and not handled (as with any queue), never
+half a frame: it reads with a buffer as large as the pipe, and a pipe's `read` returns every byte
+it holds up to the buffer's size, so each read takes whole frames only. Its replacement starts at
+a frame's first byte; a message of several parts whose first parts the killed reader took is
+dropped. No reader waits on anything shared but the pipe itself (a faster-fifo reader killed in
+its condition-variable wait made every later `put` block in glibc).
 """
 
 from __future__ import annotations
@@ -80,7 +90,10 @@ class PipeQueue:
         self.__dict__.update(state)
         self._rfd, self._wfd = self._r.fileno(), self._w.fileno()  # this process's numbers
         self._poller: Any = None
-        self._pending = b""  # bytes read after the last whole frame
+        self._pending = b""  # bytes read after the last whole frame (none: reads take whole frames)
+        # a buffer as large as the pipe: each read takes whole frames (module docstring)
+        size = fcntl.fcntl(self._rfd, fcntl.F_GETPIPE_SZ) if hasattr(fcntl, "F_GETPIPE_SZ") else 0
+        self._read_size = max(65536, size or 1 << 20)
         self._parts: dict[tuple[bytes, int], list[bytes]] = {}  # incomplete messages' parts so far
         self._writer: tuple[int, bytes] | None = None  # (pid, random id) of this process's parts
         self._numbers = itertools.count()
@@ -127,7 +140,7 @@ class PipeQueue:
         chunks = [self._pending]
         while True:
             try:
-                chunk = os.read(self._rfd, 65536)
+                chunk = os.read(self._rfd, self._read_size)
             except BlockingIOError:
                 break
             if not chunk:  # every write end closed
@@ -145,14 +158,16 @@ class PipeQueue:
                 out.append(pickle.loads(body[1:]))
                 continue
             writer, number, index, count = _PART_HEADER.unpack_from(body, 1)
-            parts = self._parts.setdefault((writer, number), [])
-            if index != len(parts):  # a part of a message whose writer died and whose id recurs
-                parts.clear()
-                if index != 0:
-                    continue
+            key = (writer, number)
+            parts = self._parts.get(key)
+            if index == 0:  # (a stale entry of the same key: its writer died half-way)
+                parts = self._parts[key] = []
+            elif parts is None or index != len(parts):  # a killed reader took the first parts
+                self._parts.pop(key, None)
+                continue
             parts.append(body[1 + _PART_HEADER.size :])
             if len(parts) == count:
-                del self._parts[(writer, number)]
+                del self._parts[key]
                 out.append(pickle.loads(b"".join(parts)))
         self._pending = buf[i:]
         return out

@@ -136,6 +136,25 @@ def test_put_waits_for_room_up_to_its_timeout_then_raises_full():
     assert q.get_many(block=False) == [small]
 
 
+def test_one_read_of_a_full_pipe_takes_whole_frames_only():
+    """What makes a reader's SIGKILL harmless to its replacement: a reader's one `read` takes every
+    byte the pipe holds, which are whole frames, so a kill between two reads leaves no half frame."""
+    for capacity in (None, 1 << 20):
+        q = PipeQueue(capacity_bytes=capacity)
+        i = 0
+        with pytest.raises(Full):
+            while True:  # one-frame messages and messages in parts, until the pipe is full
+                q.put((i, "x" * (100 if i % 3 else 6000)), block=False)
+                i += 1
+        data = os.read(q._rfd, q._read_size)
+        end = 0
+        while end < len(data):
+            end += 4 + int.from_bytes(data[end : end + 4], "little")
+        assert end == len(data) > 20_000  # (pages half filled by a small frame hold no large one)
+        with pytest.raises(BlockingIOError):
+            os.read(q._rfd, 1)  # nothing left behind
+
+
 @pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="Linux pipes only")
 def test_the_report_queues_capacity_is_set_when_the_system_allows_it():
     q = PipeQueue(capacity_bytes=1 << 20)
