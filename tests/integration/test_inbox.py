@@ -100,7 +100,9 @@ def test_readers_killed_while_reading_leave_whole_messages_in_order_to_the_next(
     assert len(got) > 100
     numbers = [m[0] for m in got]
     assert numbers == sorted(set(numbers))  # in order, none twice
-    assert all(m == (i, tuple(range(2000 if i % 5 == 0 else i % 40))) for i, m in zip(numbers, got, strict=True))
+    assert all(
+        m == (i, tuple(range(2000 if i % 5 == 0 else i % 40))) for i, m in zip(numbers, got, strict=True)
+    )
 
 
 def test_a_waiting_reader_wakes_when_a_message_arrives():
