@@ -33,9 +33,6 @@ from surge.learning.algorithm import get_algorithm
 
 log = logging.getLogger("surge")
 
-#: bytes a queue between the main process and the evaluator may hold (requests and results are small)
-QUEUE_BYTES = 1000 * 1000
-
 
 class TrainEvaluator:
     """Evaluation during training of one run (see the module docstring).
@@ -82,12 +79,11 @@ class TrainEvaluator:
             self.best = BestByEval(cfg, {p: folder.checkpoints(p) for p in self.policies}, self.resume)
 
     def _start_process(self) -> None:
-        from faster_fifo import Queue
-
         from surge.evaluation.eval_process import EvaluatorContext, evaluator_process_main
+        from surge.runtime.pipe_queue import PipeQueue
 
         placement = self.run.placement
-        self.requests, self.results = Queue(max_size_bytes=QUEUE_BYTES), Queue(max_size_bytes=QUEUE_BYTES)
+        self.requests, self.results = PipeQueue(), PipeQueue()  # kill-safe (surge.runtime.pipe_queue)
         ctx = EvaluatorContext(placement.shared, self.requests, self.results, self.resume)
         placement.spawn_extra("evaluator", evaluator_process_main, ctx)
 

@@ -77,18 +77,11 @@ log = logging.getLogger("surge")
 
 JOIN_TIMEOUT_SEC = 10.0
 LEARNER_STOP_TIMEOUT_SEC = 300.0
-QUEUE_BYTES = 10 * 1000 * 1000
 #: the report queue's pipe: about 10 s of a fast learner's statistics while the main process is busy
 REPORT_PIPE_BYTES = 1 << 20
 REPLACE_TIMEOUT_SEC = 60.0  # the final checkpoint waits this long for replacements in flight
 STEP_POLL_SEC = 0.1  # the main loop's period while no report arrives (the budget and stop checks)
 RESTART_WINDOW_SEC = 3600.0  # --max_worker_restarts_per_hour counts replacements in this window
-
-
-def _queue():
-    from faster_fifo import Queue
-
-    return Queue(max_size_bytes=QUEUE_BYTES)
 
 
 class AsyncPlacement:
@@ -209,7 +202,7 @@ class AsyncPlacement:
         )
         # written by the rollout workers, which may be killed at any moment (`surge.runtime.pipe_queue`)
         self.learner_queues = [PipeQueue() for _ in range(P)]
-        self.command_queues = [_queue() for _ in range(P)]
+        self.command_queues = [PipeQueue() for _ in range(P)]
         # inboxes of the processes that are replaced when they crash: a replacement reads on
         self.request_queues = [[PipeQueue() for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)]
         self.worker_queues = [PipeQueue() for _ in range(cfg.num_workers)]

@@ -1,10 +1,11 @@
 """A many-writer, one-reader queue over a pipe, safe against the SIGKILL of any writer, and of its
-reader, at any moment: every queue between the async placement's processes but the learners'
-command queues. The learners' queues of finished blocks (`BlockReady`), which the rollout workers
-write; the main process's report queue, which every child writes; and the inboxes of the rollout
-and inference workers (requests, replies, the main process's `SetRewardShaping`), which a
-replacement of their reader goes on reading. The supervisor kills and replaces rollout and
-inference workers when they crash or hang.
+reader, at any moment: every queue between the async placement's processes. The learners' queues
+of finished blocks (`BlockReady`), which the rollout workers write; the main process's report
+queue, which every child writes; the inboxes of the rollout and inference workers (requests,
+replies, the main process's `SetRewardShaping`), which a replacement of their reader goes on
+reading; the learners' command queues and the evaluator's requests and results. The supervisor
+kills and replaces rollout and inference workers when they crash or hang; the system may kill any
+process (out of memory).
 
 Why not a faster-fifo queue: its writers take a process-shared mutex around every `put`. A writer
 killed inside it (a few microseconds per call, but a kill at a random moment lands there now and
@@ -39,6 +40,7 @@ its condition-variable wait made every later `put` block in glibc).
 
 from __future__ import annotations
 
+import collections
 import fcntl
 import itertools
 import os
@@ -95,6 +97,7 @@ class PipeQueue:
         size = fcntl.fcntl(self._rfd, fcntl.F_GETPIPE_SZ) if hasattr(fcntl, "F_GETPIPE_SZ") else 0
         self._read_size = max(65536, size or 1 << 20)
         self._parts: dict[tuple[bytes, int], list[bytes]] = {}  # incomplete messages' parts so far
+        self._ready: collections.deque[Any] = collections.deque()  # read, not yet returned by `get`
         self._writer: tuple[int, bytes] | None = None  # (pid, random id) of this process's parts
         self._numbers = itertools.count()
 
@@ -181,6 +184,9 @@ class PipeQueue:
             queue.Empty: nothing arrived in time.
         """
         msgs = self._read_frames()
+        if self._ready:
+            msgs[:0] = self._ready
+            self._ready.clear()
         if msgs or not block or timeout <= 0:
             if msgs:
                 return msgs
@@ -196,3 +202,19 @@ class PipeQueue:
             msgs = self._read_frames()
             if msgs:
                 return msgs
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        """The oldest message, waiting for one up to `timeout` seconds (for ever when None; not at
+        all with `block=False`); the others read with it wait for the next calls. One reader only.
+
+        Raises:
+            queue.Empty: nothing arrived in time.
+        """
+        while not self._ready:
+            wait = 1.0 if timeout is None else timeout
+            try:
+                self._ready.extend(self.get_many(block=block, timeout=wait))
+            except Empty:
+                if timeout is not None or not block:
+                    raise
+        return self._ready.popleft()

@@ -118,6 +118,24 @@ def test_a_writer_that_dies_between_parts_never_delivers_half_a_message():
     assert _drain(q, 0.2) == [tuple(range(4000))]
 
 
+def test_get_returns_the_oldest_and_keeps_the_rest_for_the_next_calls():
+    q = PipeQueue()
+    for i in range(3):
+        q.put(i)
+    assert q.get() == 0
+    q.put(3)
+    assert q.get(block=False) == 1
+    assert q.get_many(block=False) == [2, 3]  # what `get` had read comes first, in order
+    with pytest.raises(Empty):
+        q.get(block=False)
+    t0 = time.monotonic()
+    with pytest.raises(Empty):
+        q.get(timeout=0.2)
+    assert 0.15 < time.monotonic() - t0 < 2.0
+    threading.Timer(1.3, lambda: q.put("late")).start()
+    assert q.get() == "late"  # no timeout: waits past get_many's one-second slices
+
+
 def test_put_waits_for_room_up_to_its_timeout_then_raises_full():
     q = PipeQueue()
     small = ("x" * 3000,)
