@@ -50,7 +50,7 @@ from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.population.commands import Command, SetRewardShaping
 from surge.runtime.components import num_actors
-from surge.runtime.messages import SaveRefused, block_ready_messages
+from surge.runtime.messages import BlockReady, SaveRefused
 from surge.runtime.placement import StepReport
 from surge.sampling.rollout_worker import EpisodeStats
 
@@ -308,8 +308,9 @@ class RayPlacement:
             view.hand_over(slots, [0])
             first = int(slots[0])
             contiguous = bool((slots == torch.arange(first, first + count)).all()) and first % count == 0
-            for msg in block_ready_messages(first, None if contiguous else tuple(slots.tolist())):
-                head.learner_queues[0].put(msg)
+            head.learner_queues[0].put(
+                tuple(BlockReady(first, None if contiguous else tuple(slots.tolist())))
+            )
         self.waiting = still
 
     def _maybe_log_stats(self, force: bool = False) -> None:

@@ -68,21 +68,6 @@ class BlockReady(NamedTuple):
     slots: tuple[int, ...] | None = None
 
 
-#: slots per `BlockReady` message: 512 pickled ints (at most 5 bytes each) stay within one atomic
-#: pipe write (`surge.runtime.pipe_queue.MAX_FRAME_BYTES`, 4096 bytes on Linux)
-BLOCK_READY_MAX_SLOTS = 512
-
-
-def block_ready_messages(first_slot: int, slots: tuple[int, ...] | None) -> list[tuple]:
-    """The `BlockReady` messages (plain tuples, as on the wire) that hand `slots` of the block at
-    `first_slot` to a learner: one, or for more than `BLOCK_READY_MAX_SLOTS` slots several parts
-    of it (a learner's batcher takes arrivals of any size)."""
-    if slots is None or len(slots) <= BLOCK_READY_MAX_SLOTS:
-        return [tuple(BlockReady(first_slot, slots))]
-    step = BLOCK_READY_MAX_SLOTS
-    return [tuple(BlockReady(first_slot, tuple(slots[i : i + step]))) for i in range(0, len(slots), step)]
-
-
 class ResetDone(NamedTuple):
     worker_idx: int
     incarnation: int

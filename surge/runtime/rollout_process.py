@@ -23,11 +23,11 @@ from surge.experiment.folder import run_log_file
 from surge.population.commands import SetRewardShaping
 from surge.runtime.components import make_rollout_worker
 from surge.runtime.messages import (
+    BlockReady,
     EnvFaults,
     Episodes,
     NonFiniteEnvOutput,
     ResetDone,
-    block_ready_messages,
     wire_slots,
 )
 from surge.runtime.process_context import RolloutContext
@@ -252,8 +252,7 @@ def _advance(ctx: RolloutContext, worker: RolloutWorker, s: int, counts: Any) ->
         return True
     first = int(finished[0])
     for p, own in worker.hand_over(s, finished).items():
-        for msg in block_ready_messages(first, own):
-            ctx.learner_queues[p].put(msg)
+        ctx.learner_queues[p].put(tuple(BlockReady(first, own)))  # any size: `PipeQueue` parts
     return worker.start_next_rollout(s)
 
 

@@ -16,7 +16,7 @@ from queue import Empty, Full
 
 import pytest
 
-from surge.runtime.messages import BlockReady, block_ready_messages
+from surge.runtime.messages import BlockReady
 from surge.runtime.pipe_queue import MAX_FRAME_BYTES, PART_BYTES, PipeQueue
 
 
@@ -62,14 +62,19 @@ def test_messages_of_several_writers_arrive_whole_and_in_each_writers_order():
         assert mine == [_message(tag, i) for i in range(3000)]
 
 
-def test_an_empty_queue_raises_empty_without_and_after_waiting():
-    q = PipeQueue()
+def _raises_empty_at_once_and_after_its_timeout(get) -> None:
+    """`get` (a queue's `get_many` or `get`) raises Empty without waiting, then after 0.2 s."""
     with pytest.raises(Empty):
-        q.get_many(block=False)
+        get(block=False)
     t0 = time.monotonic()
     with pytest.raises(Empty):
-        q.get_many(timeout=0.2)
+        get(timeout=0.2)
     assert 0.15 < time.monotonic() - t0 < 2.0
+
+
+def test_an_empty_queue_raises_empty_without_and_after_waiting():
+    q = PipeQueue()
+    _raises_empty_at_once_and_after_its_timeout(q.get_many)
     q.put(("x", 1))
     assert q.get_many(block=False) == [("x", 1)]
 
@@ -126,12 +131,7 @@ def test_get_returns_the_oldest_and_keeps_the_rest_for_the_next_calls():
     q.put(3)
     assert q.get(block=False) == 1
     assert q.get_many(block=False) == [2, 3]  # what `get` had read comes first, in order
-    with pytest.raises(Empty):
-        q.get(block=False)
-    t0 = time.monotonic()
-    with pytest.raises(Empty):
-        q.get(timeout=0.2)
-    assert 0.15 < time.monotonic() - t0 < 2.0
+    _raises_empty_at_once_and_after_its_timeout(q.get)
     threading.Timer(1.3, lambda: q.put("late")).start()
     assert q.get() == "late"  # no timeout: waits past get_many's one-second slices
 
@@ -213,18 +213,13 @@ def test_writers_killed_at_random_moments_never_block_the_reader_or_the_next_wri
     assert result["received"] > 0
 
 
-def test_a_large_hand_over_goes_as_parts_that_each_fit_one_atomic_write():
-    # a block of 5000 scattered slots of one policy (several policies, big batched envs)
+def test_a_large_hand_over_arrives_whole_as_one_message():
+    # a block of 5000 scattered slots of one policy (several policies, big batched envs): parts
     slots = tuple(range(2**31 - 10_000, 2**31, 2))
-    msgs = block_ready_messages(7, slots)
-    assert len(msgs) > 1
-    assert all(m[0] == 7 for m in msgs)
-    assert tuple(s for m in msgs for s in m[1]) == slots  # in order, none lost or repeated
+    msg = tuple(BlockReady(7, slots))
+    assert len(pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)) > PART_BYTES
     q = PipeQueue()
-    for m in msgs:
-        # each one is one frame: whole or absent, whatever the moment a writer is killed
-        assert len(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)) <= PART_BYTES
-        q.put(m)
-    assert [BlockReady._make(m) for m in q.get_many(block=False)] == [BlockReady._make(m) for m in msgs]
-    assert block_ready_messages(3, None) == [(3, None)]
-    assert block_ready_messages(3, (5, 6)) == [(3, (5, 6))]
+    q.put(msg)
+    q.put(tuple(BlockReady(3, None)))
+    got = [BlockReady._make(m) for m in q.get_many(block=False)]
+    assert got == [BlockReady(7, slots), BlockReady(3, None)]  # in order, none lost or repeated
