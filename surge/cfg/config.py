@@ -323,8 +323,9 @@ class SamplingParams:
     default_niceness: int = param(
         0,
         "Niceness of the learner process; inference and rollout workers run at this + 10 (the "
-        "learner wins the CPU; Sample Factory's inference workers are at + 2), the evaluator at + 15, "
-        "at most 19.",
+        "learner wins the CPU; Sample Factory's inference workers are at + 2), rollout workers that "
+        "act themselves (--policy_workers_per_policy=0) at 19, the evaluator at + 15 (at least the "
+        "rollout workers'), at most 19.",
     )
     train_in_background_thread: bool = param(True, "Train in a background thread of the learner.")
     learner_main_loop_num_cores: int = param(1, "Torch threads of the learner's batching loop.")

@@ -6,8 +6,9 @@ weights it played.
 
 It is spawned and supervised as the other children (`AsyncPlacement.spawn_extra`: it dies with its
 parent, a crash ends the run with its traceback) and runs at `--default_niceness` + 15 (at most
-19; `surge.runtime.process_setup.role_niceness`), above the rollout workers' + 10, so that where
-cores are short the sampler and the learner come first.
+19; `surge.runtime.process_setup.child_niceness`), above the rollout workers' + 10 (level with
+them at 19 where they act themselves), so that where cores are short the sampler and the learner
+come first.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from surge.evaluation.best_by_eval import BestByEval
 from surge.evaluation.episodes import EpisodePlayer
 from surge.experiment.folder import ExperimentFolder, run_log_file
 from surge.runtime.process_context import SharedContext
-from surge.runtime.process_setup import role_niceness, run_child, setup_child
+from surge.runtime.process_setup import child_niceness, run_child, setup_child
 
 log = logging.getLogger("surge")
 
@@ -47,7 +48,7 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
     cfg = rebuild_cfg(shared.cfg_values)
     setup_child(
         "evaluator",
-        niceness=role_niceness(cfg.default_niceness, "evaluator"),
+        niceness=child_niceness(cfg, "evaluator"),
         torch_threads=cfg.num_torch_threads or 1,
         log_file=run_log_file(cfg),
     )

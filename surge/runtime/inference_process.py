@@ -18,7 +18,7 @@ from surge.experiment.folder import run_log_file
 from surge.runtime.components import make_inference, make_model, torch_device
 from surge.runtime.messages import request_slots
 from surge.runtime.process_context import InferenceContext
-from surge.runtime.process_setup import role_niceness, run_child, setup_child
+from surge.runtime.process_setup import child_niceness, run_child, setup_child
 
 
 def inference_process_main(ctx: InferenceContext) -> None:
@@ -30,7 +30,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
     name = f"inference_p{p}_{ctx.index}"
     setup_child(
         name,
-        niceness=role_niceness(cfg.default_niceness, "inference"),
+        niceness=child_niceness(cfg, "inference"),
         torch_threads=cfg.num_torch_threads or 1,
         log_file=run_log_file(cfg),
     )

@@ -48,7 +48,7 @@ from surge.runtime.messages import (
 )
 from surge.runtime.placement import checkpoint_state, copy_policy_state, policy_state, restore_policy
 from surge.runtime.process_context import LearnerContext
-from surge.runtime.process_setup import role_niceness, run_child, setup_child
+from surge.runtime.process_setup import child_niceness, run_child, setup_child
 
 log = logging.getLogger("surge")
 
@@ -60,7 +60,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
     cfg = layout.cfg
     setup_child(
         f"learner_p{p}",
-        niceness=role_niceness(cfg.default_niceness, "learner"),
+        niceness=child_niceness(cfg, "learner"),
         torch_threads=cfg.num_torch_threads or torch.get_num_threads(),
         log_file=run_log_file(cfg),
     )

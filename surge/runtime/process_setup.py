@@ -83,7 +83,14 @@ def retain_freed_memory() -> bool:
 #: Factory: where cores are short, an inference worker that preempts the rollout workers wakes for
 #: each request and acts on little more than one split per forward pass, so it spends more CPU per
 #: frame (docs/benchmarks.md, "Niceness"). The evaluator yields to all of them.
-NICENESS_OFFSET = {"learner": 0, "inference": 10, "rollout": 10, "evaluator": 15}
+#:
+#: Rollout workers that act themselves (`--policy_workers_per_policy=0`, "acting_rollout") run at
+#: the lowest priority, 19: no step of theirs waits on another process, so all a stronger learner
+#: priority changes is that the learner, then the slowest stage, is no longer preempted by them
+#: (at + 10, CFS still gives a rollout worker a tenth of the learner's core). With inference
+#: workers each step is a round trip between two processes, and every wake-up that waits behind
+#: the learner slows the sampler: there the offsets stay at + 10 (docs/benchmarks.md, "Niceness").
+NICENESS_OFFSET = {"learner": 0, "inference": 10, "rollout": 10, "acting_rollout": 19, "evaluator": 15}
 MAX_NICENESS = 19  # Linux's largest
 
 
@@ -91,6 +98,21 @@ def role_niceness(default_niceness: int, role: str) -> int:
     """The niceness a child of kind `role` (a key of `NICENESS_OFFSET`) runs at:
     `default_niceness` + its offset, at most 19."""
     return min(default_niceness + NICENESS_OFFSET[role], MAX_NICENESS)
+
+
+def child_niceness(cfg: Any, role: str) -> int:
+    """The niceness of an async run's child of kind `role` ("learner", "inference", "rollout" or
+    "evaluator") under `cfg`: `role_niceness`, where rollout workers that act themselves
+    (`policy_workers_per_policy` 0) take the "acting_rollout" offset, and the evaluator runs at
+    least at the rollout workers' niceness (it yields to them, or is level with them at 19)."""
+    rollout = "acting_rollout" if cfg.policy_workers_per_policy == 0 else "rollout"
+    if role == "rollout":
+        return role_niceness(cfg.default_niceness, rollout)
+    if role == "evaluator":
+        return max(
+            role_niceness(cfg.default_niceness, "evaluator"), role_niceness(cfg.default_niceness, rollout)
+        )
+    return role_niceness(cfg.default_niceness, role)
 
 
 def setup_child(

@@ -31,7 +31,7 @@ from surge.runtime.messages import (
     wire_slots,
 )
 from surge.runtime.process_context import RolloutContext
-from surge.runtime.process_setup import role_niceness, run_child, setup_child
+from surge.runtime.process_setup import child_niceness, run_child, setup_child
 from surge.runtime.rollout_inference import RolloutInference
 from surge.sampling.rollout_worker import RolloutWorker
 
@@ -47,7 +47,7 @@ def rollout_process_main(ctx: RolloutContext) -> None:
     cfg = layout.cfg
     setup_child(
         f"rollout_{w}",
-        niceness=role_niceness(cfg.default_niceness, "rollout"),
+        niceness=child_niceness(cfg, "rollout"),
         cpu=w if cfg.set_workers_cpu_affinity else None,
         torch_threads=1,
         single_thread_envs=cfg.force_envs_single_thread,

@@ -2,7 +2,8 @@
 rollout workers 10 above it (Sample Factory 2.1.1's offset: its rollout_worker.py calls
 `psutil.Process().nice(default_niceness + 10)`), inference workers level with the rollout workers
 (Sample Factory's are at + 2; surge's design, `surge.runtime.process_setup.NICENESS_OFFSET` says
-why), the evaluator 15 above the learner; never above 19."""
+why), the evaluator 15 above the learner; never above 19. Rollout workers that act themselves
+(`--policy_workers_per_policy=0`) run at 19, and the evaluator level with them."""
 
 import os
 import signal
@@ -30,18 +31,21 @@ def _children_by_title(pid: int) -> dict[str, int]:
     return out
 
 
-def _niceness_of_children(tmp_path: Path, default_niceness: int) -> dict[str, int]:
-    """Starts an async CartPole run with one rollout worker, one inference worker and the evaluator;
-    returns each child's niceness (by title) once all four are up, then stops the run."""
+def _niceness_of_children(
+    tmp_path: Path, default_niceness: int, inference_workers: int = 1
+) -> dict[str, int]:
+    """Starts an async CartPole run with one rollout worker, `inference_workers` (0 or 1) inference
+    workers and the evaluator; returns each child's niceness (by title) once all are up, then stops
+    the run."""
     cmd = [
         sys.executable, "-m", "surge.train", "--env=CartPole-v1", "--serial_mode=False",
-        "--num_workers=1", "--num_envs_per_worker=4", "--policy_workers_per_policy=1",
+        "--num_workers=1", "--num_envs_per_worker=4", f"--policy_workers_per_policy={inference_workers}",
         "--eval_every_env_frames=100000000", "--device=cpu", f"--default_niceness={default_niceness}",
         "--train_for_seconds=120", f"--train_dir={tmp_path}", "--experiment=nice",
     ]  # fmt: skip
     log = tmp_path / "run.log"  # a file, not a pipe: a pipe nobody reads would fill and stall the run
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log.open("w"))
-    wanted = {"learner_p0", "inference_p0_0", "rollout_0", "evaluator"}
+    wanted = {"learner_p0", "rollout_0", "evaluator"} | ({"inference_p0_0"} if inference_workers else set())
     try:
         deadline = time.monotonic() + 90
         nice: dict[str, int] = {}
@@ -76,3 +80,14 @@ def test_children_run_at_their_roles_niceness(tmp_path):
     # the evaluator yields to everything that trains
     assert nice["evaluator"] == base + 1 + 15
     assert nice["evaluator"] > nice["rollout_0"] == nice["inference_p0_0"] > nice["learner_p0"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_rollout_workers_acting_themselves_run_at_the_lowest_priority(tmp_path):
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    if base + 1 >= 19:
+        pytest.skip(f"this process already runs at niceness {base}")
+    nice = _niceness_of_children(tmp_path, default_niceness=1, inference_workers=0)
+    assert nice["learner_p0"] == base + 1
+    assert nice["rollout_0"] == 19  # Linux's lowest priority, whatever the learner's
+    assert nice["evaluator"] == 19  # level with them: niceness goes no higher
