@@ -15,12 +15,15 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from surge.experiment.folder import setup_logging
 from surge.runtime.child_start import die_with_parent
+
+if TYPE_CHECKING:
+    from surge.cfg.config import Config
 
 __all__ = ["STACK_SIGNAL", "die_with_parent", "dump_stack", "retain_freed_memory", "run_child", "setup_child"]
 
@@ -100,7 +103,7 @@ def role_niceness(default_niceness: int, role: str) -> int:
     return min(default_niceness + NICENESS_OFFSET[role], MAX_NICENESS)
 
 
-def child_niceness(cfg: Any, role: str) -> int:
+def child_niceness(cfg: Config, role: str) -> int:
     """The niceness of an async run's child of kind `role` ("learner", "inference", "rollout" or
     "evaluator") under `cfg`: `role_niceness`, where rollout workers that act themselves
     (`policy_workers_per_policy` 0) take the "acting_rollout" offset, and the evaluator runs at
