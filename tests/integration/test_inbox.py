@@ -16,20 +16,12 @@ from queue import Empty
 from surge.runtime.pipe_queue import PipeQueue
 
 
-def _reader(inbox: PipeQueue, ready) -> None:
+def _reader(inbox: PipeQueue, ready, timeout: float) -> None:
+    """Reads for ever, each wait up to `timeout` s (long: mostly waiting; short: mostly reading)."""
     ready.set()
     while True:
         try:
-            inbox.get_many(timeout=10.0)
-        except Empty:
-            pass
-
-
-def _busy_reader(inbox: PipeQueue, ready) -> None:
-    ready.set()
-    while True:
-        try:
-            inbox.get_many(timeout=0.001)
+            inbox.get_many(timeout=timeout)
         except Empty:
             pass
 
@@ -47,7 +39,7 @@ def test_a_reader_killed_while_waiting_leaves_the_inbox_usable():
     inbox = PipeQueue()
     for round_ in range(5):
         ready = ctx.Event()
-        reader = ctx.Process(target=_reader, args=(inbox, ready), daemon=True)
+        reader = ctx.Process(target=_reader, args=(inbox, ready, 10.0), daemon=True)
         reader.start()
         assert ready.wait(30)
         time.sleep(0.3)  # the reader now sleeps in its wait
@@ -81,7 +73,7 @@ def test_readers_killed_while_reading_leave_whole_messages_in_order_to_the_next(
     try:
         for _ in range(8):
             ready = ctx.Event()
-            reader = ctx.Process(target=_busy_reader, args=(inbox, ready), daemon=True)
+            reader = ctx.Process(target=_reader, args=(inbox, ready, 0.001), daemon=True)
             reader.start()
             assert ready.wait(30)
             time.sleep(rng.uniform(0.05, 0.3))
