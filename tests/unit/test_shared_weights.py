@@ -4,6 +4,7 @@ inference worker reads the version before every batch and copies the state when 
 import pickle
 from multiprocessing.reduction import ForkingPickler
 
+import pytest
 import torch
 from torch import nn
 
@@ -46,3 +47,33 @@ def test_a_state_being_written_is_not_loaded():
     weights.publish(learner, policy_version=1)
     weights.seq[0] += 1  # a writer that died mid-publish
     assert weights.load_into(_model(1), timeout=0.01) is None
+
+
+def test_later_publishes_carry_in_place_updates_to_the_same_reader():
+    """Each model's tensors are found once and kept: what the second publish and load carry must
+    still be the model's current state after an optimizer step, a `load_state_dict` and an
+    in-place buffer update, not the first call's."""
+    learner, actor = _model(0), _model(1)
+    weights = SharedWeights(learner)
+    weights.publish(learner, policy_version=1)
+    assert weights.load_into(actor) == 1
+    opt = torch.optim.SGD(learner.parameters(), lr=0.5)
+    learner(torch.randn(16, 4)).pow(2).sum().backward()
+    opt.step()
+    learner.load_state_dict({**learner.state_dict(), "2.bias": torch.tensor([3.0, -3.0])})
+    learner[1].running_mean.add_(7.0)
+    weights.publish(learner, policy_version=2)
+    assert weights.load_into(actor) == 2
+    for a, b in zip(learner.state_dict().values(), actor.state_dict().values(), strict=True):
+        if a.is_floating_point():
+            assert torch.equal(a, b)
+    assert torch.equal(actor[2].bias, torch.tensor([3.0, -3.0]))
+
+
+def test_a_model_of_another_layout_is_refused():
+    weights = SharedWeights(_model(0))
+    other = nn.Sequential(nn.Linear(4, 9), nn.Linear(9, 2))
+    with pytest.raises(ValueError, match="another layout"):
+        weights.publish(other, policy_version=1)
+    with pytest.raises(ValueError, match="another layout"):
+        weights.load_into(other)
