@@ -99,7 +99,9 @@ class RayPlacement:
             "get_seconds": 0.0,  # ray.get of the shipments that arrived (fetch + deserialise)
             "write_seconds": 0.0,  # copying blocks into the learner's buffers
             "lost_nodes": 0,
-            "iterations": 0,  # learner iterations and their training time (the learner's ceiling)
+            # the learner's batches that reported statistics (about one per second,
+            # `surge.runtime.stats_cadence`) and their training time: the learner's ceiling
+            "iterations": 0,
             "train_seconds": 0.0,
         }
         self.last_stats_log = time.monotonic()
@@ -328,7 +330,8 @@ class RayPlacement:
         log.info(
             "Ray transfers: %d shipments, %d blocks, %.2f MB (%.1f kB per block), %.2f ms per "
             "shipment fetched, %.3f ms per block written; weights at policy version %d; sampler "
-            "nodes lost: %d; learner: %d iterations, %.3f s each = %.0f env frames/s while training",
+            "nodes lost: %d; learner: %.3f s per batch (of %d batches sampled) = %.0f env frames/s "
+            "while training",
             s["shipments"],
             s["blocks"],
             s["bytes"] / 1e6,
@@ -337,8 +340,8 @@ class RayPlacement:
             1000 * s["write_seconds"] / max(1, s["blocks"]),
             self.weights_version,
             s["lost_nodes"],
-            s["iterations"],
             s["train_seconds"] / max(1, s["iterations"]),
+            s["iterations"],
             ceiling,
         )
 

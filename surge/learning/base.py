@@ -129,6 +129,13 @@ class LearnerBase:
                 cfg.lr_adaptive_max,
                 per_epoch=cfg.lr_schedule == "kl_adaptive_epoch",
             )
+        #: whether `train_batch` computes its diagnostic statistics (losses, entropy, KL estimates,
+        #: clip fraction, means, policy lag); the async learner process turns it off for batches
+        #: whose statistics would not be reported, as Sample Factory 2 computes its summaries only
+        #: when due (`Learner._should_save_summaries`). The optimizer steps are the same either way;
+        #: what the run needs (lr, policy_version, samples, skipped_updates, stopped_early, kl under
+        #: a KL-adaptive rate) is always returned. A learner that ignores it returns all of them.
+        self.diagnostics = True
         self.policy_version = 0
         self.skipped_updates = 0  # optimizer steps skipped so far (non-finite loss or gradient)
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step

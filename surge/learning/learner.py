@@ -61,7 +61,7 @@ def mean_stats(steps: list[dict[str, Tensor]]) -> dict[str, float]:
     step, all with the same keys. Every value is the float32 mean of that key's values in step
     order, as `float(torch.stack([s[k] for s in steps]).mean())` gives it, but in 3 + len(steps)
     torch ops and one host read instead of 3 per key (a learner's fixed cost per batch)."""
-    if not steps:
+    if not steps or not steps[0]:
         return {}
     keys = list(steps[0])
     first = steps[0][keys[0]]
@@ -149,7 +149,9 @@ class Learner(LearnerBase):
             approx_kl, clip_fraction, grad_norm, lr (the rate after the batch's last step), kl (the
             exact KL(current || behavior), under `--lr_schedule=kl_adaptive_*`), bounds_loss (with
             `--bounds_loss_coef` > 0), policy_lag_min/avg/max in policy versions,
-            skipped_updates: steps skipped for a non-finite loss or gradient, ...); when
+            skipped_updates: steps skipped for a non-finite loss or gradient, ...); with
+            `self.diagnostics` False only lr, kl, policy_version, samples, skipped_updates(_total)
+            and the stopping fields (the central value's own statistics still come); when
             `should_stop()` turned True between two steps, the rest of the batch is left and
             stopped_early = 1 with steps_taken and steps_planned.
         """
@@ -242,8 +244,9 @@ class Learner(LearnerBase):
             lr=lr,
             policy_version=float(self.policy_version),
             samples=float(T * N),
-            **self.lag_stats(b),
         )
+        if self.diagnostics:
+            out.update(self.lag_stats(b))
         return out
 
     @torch.no_grad()
@@ -365,6 +368,7 @@ class Learner(LearnerBase):
             flat(targets),
             flat_valids,
             self.loss_cfg,
+            with_stats=self.diagnostics,
         )
         if cfg.bounds_loss_coef > 0.0:  # Gaussian heads only (refused for others before the start)
             count = flat_valids.sum().clamp(min=1.0)
@@ -380,6 +384,8 @@ class Learner(LearnerBase):
                 stats["kl"] = masked_mean(dist.kl(ref_dist), flat_valids, count)
                 self._kl_ref_update = None if ref is None else logits.detach()
         grad_norm = self.apply_gradients(loss)
+        if not self.diagnostics:
+            return stats
         stats.update(
             loss=loss.detach(),
             grad_norm=grad_norm.detach(),

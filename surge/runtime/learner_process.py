@@ -1,12 +1,12 @@
 """A learner's process in the async placement (one per policy): collect its policy's finished
-trajectories, train once the batcher has a batch, give the trajectories back, publish weights, save checkpoints on
-request.
+trajectories, train once the batcher has a batch, give the trajectories back, publish weights,
+save checkpoints on request.
 
 Commands from the main process (its command queue): `SaveCommand(kind, counters)`, `StopCommand()`,
 `SetHyperparams`, `ExportPolicy`, `ImportPolicy` (the population commands, run in order with the
 batches on the thread that trains).
-Reports to the main process: `TrainStats`, `Saved`, `LearnerReady`, `PolicyExported`,
-`PolicyImported` (`surge.runtime.messages`).
+Reports to the main process: `TrainStats` (of one batch per second, `surge.runtime.stats_cadence`),
+`Saved`, `LearnerReady`, `PolicyExported`, `PolicyImported` (`surge.runtime.messages`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from surge.runtime.messages import (
 from surge.runtime.placement import checkpoint_state, copy_policy_state, policy_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
+from surge.runtime.stats_cadence import StatsCadence
 
 log = logging.getLogger("surge")
 
@@ -103,6 +104,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         # collection waits for training (A2C, synchronous PPO): the weights are published before
         # the trained slots are released, else a rollout could start on the previous weights
         synchronous = minibatches_to_accumulate(cfg) == 0
+        cadence = StatsCadence()  # statistics of a batch per second, not of every batch
 
         def do(item: tuple) -> None:
             """Training and checkpoints touch the model, so they run in order on one thread. Its
@@ -152,6 +154,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 return
             kind, batch, slots = item
             t0 = time.monotonic()
+            learner.diagnostics = with_diagnostics = cadence.due()
             env_frames = int(shared.env_frames[0])
             if kind == "observe":  # replay: copied out, released at once, trained at the replay ratio
                 learner.observe(batch)
@@ -179,7 +182,9 @@ def learner_process_main(ctx: LearnerContext) -> None:
             stats.update(learner.hp.stats())
             if kind == "observe" or not synchronous:
                 weights.publish(model, learner.policy_version)
-            shared.report_queue.put(TrainStats(p, stats))
+            sent = cadence.report(stats, with_diagnostics)
+            if sent is not None:
+                shared.report_queue.put(TrainStats(p, sent))
 
         def idle_beat() -> None:
             if not in_item[0]:
