@@ -64,10 +64,10 @@ def test_bf16_forward_under_autocast_loss_reads_float32(tmp_path, monkeypatch, v
     loss_dtypes = []
     real_loss = learner_mod.ppo_loss
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         loss_dtypes.append([a.dtype for a in args if isinstance(a, torch.Tensor)])
         loss_dtypes[-1] += [h.logits.dtype for d in args[:2] for h in d.heads]
-        return real_loss(*args)
+        return real_loss(*args, **kwargs)
 
     monkeypatch.setattr(learner_mod, "ppo_loss", spy)
     sampler = SerialSampler(c)
