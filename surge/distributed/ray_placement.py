@@ -101,7 +101,7 @@ class RayPlacement:
             "lost_nodes": 0,
             # the learner's batches that reported statistics (about one per second,
             # `surge.runtime.stats_cadence`) and their training time: the learner's ceiling
-            "iterations": 0,
+            "reported_batches": 0,
             "train_seconds": 0.0,
         }
         self.last_stats_log = time.monotonic()
@@ -192,7 +192,7 @@ class RayPlacement:
 
         report = self.head.step()
         for stats in report.train_stats.values():
-            self.stats["iterations"] += 1
+            self.stats["reported_batches"] += 1
             self.stats["train_seconds"] += float(stats.get("train_seconds", 0.0))
         self._broadcast()
         if self.inflight:
@@ -326,7 +326,9 @@ class RayPlacement:
         # agents per env step x frameskip)
         agent_steps = self.head.layout.make_batcher().traj_per_batch * cfg.rollout
         frames_per_iteration = agent_steps * info.frameskip / max(1, info.agents_per_step)
-        ceiling = frames_per_iteration * s["iterations"] / s["train_seconds"] if s["train_seconds"] else 0.0
+        ceiling = (
+            frames_per_iteration * s["reported_batches"] / s["train_seconds"] if s["train_seconds"] else 0.0
+        )
         log.info(
             "Ray transfers: %d shipments, %d blocks, %.2f MB (%.1f kB per block), %.2f ms per "
             "shipment fetched, %.3f ms per block written; weights at policy version %d; sampler "
@@ -340,8 +342,8 @@ class RayPlacement:
             1000 * s["write_seconds"] / max(1, s["blocks"]),
             self.weights_version,
             s["lost_nodes"],
-            s["train_seconds"] / max(1, s["iterations"]),
-            s["iterations"],
+            s["train_seconds"] / max(1, s["reported_batches"]),
+            s["reported_batches"],
             ceiling,
         )
 

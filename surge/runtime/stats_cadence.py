@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-#: seconds between two batches whose diagnostic statistics are computed and sent (below the
-#: smallest console report interval, so every report shows statistics at most this old)
+#: seconds between two batches whose diagnostic statistics are computed and sent: a fifth of the
+#: default `--report_interval_sec` (5 s), so a progress line shows statistics at most this old
 DIAGNOSTICS_INTERVAL_SEC = 1.0
 
 #: statistics a batch reports at once, whatever the cadence (`surge.experiment.monitor.log_train_notes`

@@ -36,7 +36,8 @@ def test_an_async_learner_reports_one_batch_per_second(tmp_path):
     # the first batch and one per second after it (a batch per report would give dozens)
     assert 2 <= len(reports) <= 1 + window / DIAGNOSTICS_INTERVAL_SEC + 1, [t for t, _ in reports]
     gaps = [b - a for (a, _), (b, _) in zip(reports, reports[1:], strict=False)]
-    assert min(gaps) > 0.7 * DIAGNOSTICS_INTERVAL_SEC, gaps
+    # sent a second apart by the learner's clock; received with the main process's polling jitter
+    assert min(gaps) > 0.5 * DIAGNOSTICS_INTERVAL_SEC, gaps
     versions = [st["policy_version"] for _, st in reports]
     assert versions[-1] - versions[0] >= 5 * (len(reports) - 1), versions  # batches trained between
     for _, st in reports:  # each report carries its batch's diagnostics
