@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from surge.errors import SurgeError
@@ -12,7 +13,7 @@ commands:
   train       train an agent            (surge train --env=atari_breakout --experiment=breakout)
   enjoy       watch or record an agent  (surge enjoy --env=atari_breakout --experiment=breakout --save_video=True)
   bench       env frames/s of random actions through the sampler (surge bench --env=atari_pong --num_workers=2)
-  check-env   check that an env follows the API surge expects (surge check-env --env=MyEnv-v0)
+  check-env   check that an env follows the API surge expects (surge check-env --env=my_module:MyEnv-v0)
   export      write a trained policy as ONNX or TorchScript (surge export --experiment=breakout --check)
   tune        the fastest workers / envs / splits on this machine, as a YAML for --cfg (surge tune --env=CartPole-v1)
   report      several runs in one figure and table, seeds as mean ± std (surge report train_dir/sweep --out=sweep_report)
@@ -23,9 +24,26 @@ commands:
 """
 
 
+def _import_from_the_current_folder() -> None:
+    """Puts the current folder first on `sys.path`, as `python -m surge.train` has it, so that the
+    console script finds a module of the folder it runs in (`--env=my_module:MyEnv-v0`,
+    `--algo=my_algos:NAME`). A console script's `sys.path` starts with the folder of the script
+    (the environment's `bin/`), not the current one. The children of the async placement take this
+    `sys.path` from the main process (multiprocessing's start data), so they import it too."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the folder was deleted under the shell: nothing to import from
+        return
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs `surge COMMAND ...`; returns the exit code: 0 done (or `--help`, `--version`), 1 a failed
-    run, 2 bad input (no command, an unknown command, a refused config)."""
+    run, 2 bad input (no command, an unknown command, a refused config). Run as a program
+    (`argv` None), modules of the current folder can be imported, as with `python -m`."""
+    if argv is None:
+        _import_from_the_current_folder()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:  # no command is a usage error (argparse's exit code 2); only --help asked for the usage
         print(f"surge: error: no command given\n\n{USAGE}", file=sys.stderr)
