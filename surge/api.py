@@ -16,6 +16,7 @@ This module imports nothing heavy (torch, gymnasium) until a function is called,
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,28 +90,50 @@ def flags_to_argv(flags: dict[str, Any]) -> list[str]:
     return argv
 
 
+def _unguarded_call_message(site: tuple[str, int] | None) -> tuple[str, str]:
+    """(problem, fix) for a `train` call that each child process of the async placement would
+    make again while it imports the main script (`surge.runtime.main_module`)."""
+    where = "the main script" if site is None else f"{site[0]}, line {site[1]},"
+    return (
+        f'train() is called at the top level of {where} outside `if __name__ == "__main__":`; '
+        "the async placement's worker processes import the main script again, and each would call "
+        "train() too (multiprocessing's forkserver/spawn start methods).",
+        'put the call under `if __name__ == "__main__":` (docs/python_api.md), or pass '
+        "serial_mode=True (one process: nothing imports the script again).",
+    )
+
+
 def train(**flags: Any) -> Run:
     """Trains with the flags of `surge train` given as keyword arguments (`env="CartPole-v1"`,
     `train_for_env_steps=200_000`, `cfg="my.yaml"`, `encoder_mlp_layers=[64, 64]`); blocks until
     the run ends and returns its `Run`. Resumes the experiment `train_dir/experiment` when it
     exists (`restart_behavior`), exactly as the command does.
 
-    With the async placement (the default), the worker processes are started with `spawn`, which
-    imports the main module again: in a script, call `train` under `if __name__ == "__main__":`.
-    Ctrl+C stops the run with a checkpoint (status "interrupted").
+    With the async placement (the default), the worker processes are started from a fork server
+    (or with `spawn`), which runs the main script again: in a script, call `train` under
+    `if __name__ == "__main__":`. Standard input (`python - <<EOF`), `python -c` and notebooks need
+    nothing. Ctrl+C stops the run with a checkpoint (status "interrupted").
 
     Raises:
         ConfigError: an unknown flag, a value of the wrong type or out of range, a refused
-            combination (before any process starts).
+            combination (before any process starts); a call at the top level of a script, outside
+            `if __name__ == "__main__":`, with the async placement (`e.field` "serial_mode").
         EnvError: an env that cannot be made or whose spaces the config cannot train on.
         RunFailed: the run ended with status "failed" (a child process crashed or hung, or the
             final weights could not be saved); `e.run` is its `Run`, the log file says why.
     """
     from surge.cfg.cli import parse_cfg
     from surge.experiment.folder import ExperimentFolder
+    from surge.runtime.main_module import importing_main_in_a_child, unguarded_call_site
     from surge.train import run_config
 
+    if importing_main_in_a_child():  # before the config: nothing may touch the parent's run folder
+        raise ConfigError("serial_mode", *_unguarded_call_message(None))
     cfg = parse_cfg(flags_to_argv(flags))
+    if not cfg.serial_mode:
+        site = unguarded_call_site(sys._getframe(1))
+        if site is not None:
+            raise ConfigError("serial_mode", *_unguarded_call_message(site))
     training, status = run_config(cfg)
     run = Run(cfg, ExperimentFolder(cfg).root, status, dict(training.summary))
     if status == "failed":

@@ -46,6 +46,7 @@ from surge.runtime.child_start import ChildTask, child_main, process_context
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
+from surge.runtime.main_module import children_skip_an_unreadable_main
 from surge.runtime.messages import (
     ChildError,
     DataParallelStopped,
@@ -244,7 +245,8 @@ class AsyncPlacement:
         p = self.ctx.Process(
             target=child_main, args=(ChildTask(fn, context),), name=f"surge-{name}", daemon=daemon
         )
-        p.start()
+        with children_skip_an_unreadable_main():  # `python -` names its main "<stdin>": no file to run
+            p.start()
         self.procs[name] = p
         self.spawned_at[name] = time.monotonic()
         log.info("Started process %s (pid %d)", name, p.pid)
