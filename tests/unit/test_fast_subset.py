@@ -50,3 +50,41 @@ def test_the_slow_marker_says_what_belongs_in_it():
     text = (ROOT / "pyproject.toml").read_text()
     markers = re.search(r"^markers = \[(.*)\]$", text, re.M).group(1)
     assert re.search(r"over ~\d+ s on an idle", markers), markers
+
+
+def _extras(pyproject: str) -> dict[str, list[str]]:
+    """pyproject's optional dependencies, extra -> requirement strings (tomllib is Python 3.11+)."""
+    section = pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0]
+    return {
+        m.group(1): re.findall(r'"([^"]+)"', m.group(2))
+        for m in re.finditer(r"^([\w-]+) = \[(.*)\]", section, re.M)
+    }
+
+
+def _installed_by(extras: list[str], table: dict[str, list[str]]) -> set[str]:
+    """Distribution names that `pip install -e ".[extras]"` brings, through `surge-rl[...]`."""
+    names: set[str] = set()
+    for extra in extras:
+        for req in table[extra]:
+            inner = re.fullmatch(r"surge-rl\[(.*)\]", req)
+            if inner:
+                names |= _installed_by(inner.group(1).split(","), table)
+            else:
+                names.add(re.split(r"[\[<>=!~ ]", req, maxsplit=1)[0].lower())
+    return names
+
+
+def test_every_readme_test_command_comes_with_an_install_that_provides_pytest():
+    """Issue 55 item 9: the quick command, run after the README's set-up (whose extras hold no
+    pytest), failed with "No module named pytest". Each README block that runs pytest installs, in
+    the same block, extras that bring pytest and pytest-xdist (`-n 2`)."""
+    readme = (ROOT / "README.md").read_text()
+    table = _extras((ROOT / "pyproject.toml").read_text())
+    blocks = re.findall(r"^```bash\n(.*?)^```", readme, re.M | re.S)
+    runs_pytest = [b for b in blocks if "python -m pytest" in b]
+    assert len(runs_pytest) >= 2, "the full command and the fast subset"
+    for block in runs_pytest:
+        m = re.search(r'pip install [^\n]*-e "\.\[([\w,-]+)\]"', block)
+        assert m, f"no `pip install -e \".[...]\"` in the block {block!r}"
+        missing = {"pytest", "pytest-xdist"} - _installed_by(m.group(1).split(","), table)
+        assert not missing, f"{block!r} installs no {sorted(missing)}"
