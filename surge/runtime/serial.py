@@ -65,6 +65,11 @@ class SerialSampler:
         holder flags, each policy's pending trajectories, the waiting splits and each worker's
         `state_dict` (envs included). Tensors and plain values only.
 
+        "actor_ids" `[num_slots]` int64 is saved with the buffers: a trajectory a stop left pending
+        (finished, not yet given to its learner) keeps its agent's actor id, which a replay learner
+        needs (the actor is the trajectory's replay column); a worker's `load_state_dict` claims
+        only the slots its splits are filling now.
+
         Raises:
             EnvStateUnsupported: an env's state cannot be saved.
         """
@@ -73,6 +78,7 @@ class SerialSampler:
         return {
             "workers": [w.state_dict() for w in c.workers],
             "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
+            "actor_ids": buffers.actor_ids.clone(),
             "block_pool": c.block_pool.held.clone(),
             "pending_slots": [[list(own) for own in b.pending] for b in self.batchers],
             "waiting": sorted(self.waiting),
@@ -95,6 +101,8 @@ class SerialSampler:
             )
         for name, saved in state["buffers"].items():
             tree_assign(getattr(c.buffers, name), slice(None), saved)
+        if "actor_ids" in state:  # older states lack them: see `SerialPlacement._matching_sampler_state`
+            c.buffers.actor_ids.copy_(state["actor_ids"])
         c.block_pool.held.copy_(held)
         if "pending_slots" in state:
             for b, pending in zip(self.batchers, state["pending_slots"], strict=True):
@@ -362,6 +370,15 @@ class SerialPlacement:
                 path,
                 saved,
                 ours,
+            )
+            return None
+        if "actor_ids" not in state and c.layout.algo.feed is Feed.REPLAY:
+            # its pending trajectories would reach the replay with no column (actor id -1)
+            log.warning(
+                "The sampler state %s was saved by an older surge, without the trajectories' actor ids "
+                "that a replay learner needs: the envs start from a reset and the run does not "
+                "continue exactly.",
+                path,
             )
             return None
         return state
