@@ -30,6 +30,7 @@ from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rn
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.learning.replay_learner import ReplayLearnerBase
 from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
@@ -414,6 +415,12 @@ class SerialPlacement:
             return
         dp = self.data_parallel
         for p, learner in c.learners.items():
+            if self.replay and dp is None and not self.interrupted and isinstance(learner, ReplayLearnerBase):
+                # updates a stop cut short (Ctrl+C in `train_replay`; owed by the restored counters)
+                # run before the next block is stored, as the uninterrupted run ran them right
+                # after the block before: with --save_replay_buffer the resume stays exact
+                if learner.updates_due():
+                    self._report(p, learner.train_replay(env_frames=self.env_frames), report)
             while not self.interrupted and (slots := self.sampler.take(p)) is not None:
                 env_frames = self.env_frames
                 if dp is not None:  # the ranks' round: all train this batch, or all stop
@@ -436,13 +443,21 @@ class SerialPlacement:
                         stats["rolled_back"] = 1.0
                     else:
                         self.sampler.release(slots, p)
-                if stats is not None:
-                    stats.update(learner.hp.stats())
-                    if dp is not None:  # the round's env frames: all ranks' and this one's
-                        stats["global_env_frames"] = float(dp.global_env_frames)
-                        stats["local_env_frames"] = float(self.env_frames)
-                    report.train_stats[p] = stats
-                c.inferences[p].policy_version = learner.policy_version
+                self._report(p, stats, report)
+
+    def _report(self, policy_id: int, stats: dict[str, float] | None, report: StepReport) -> None:
+        """Puts a trained batch's `stats` (None: no update was due) in `report`; inference acts
+        with the learner's new `policy_version`."""
+        c, dp = self.c, self.data_parallel
+        assert c is not None
+        learner = c.learners[policy_id]
+        if stats is not None:
+            stats.update(learner.hp.stats())
+            if dp is not None:  # the round's env frames: all ranks' and this one's
+                stats["global_env_frames"] = float(dp.global_env_frames)
+                stats["local_env_frames"] = float(self.env_frames)
+            report.train_stats[policy_id] = stats
+        c.inferences[policy_id].policy_version = learner.policy_version
 
     def _snapshot(self, policy_id: int) -> BatchSnapshot:
         c = self.c

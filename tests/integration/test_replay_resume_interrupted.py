@@ -7,8 +7,9 @@ while the learner trained on one split's block, or while the splits were steppin
 ids, which the sampler state did not save: the resumed run's workers claim only the slots their
 splits fill at the start, so when a pending block was the other of its split's two blocks (every
 second rollout) the replay learner raised `ValueError: actor ids [-1, -1] outside the replay's 4
-columns` at the first step, and the sampler state was deleted, so the next run reset its envs. Without `--save_replay_buffer` (as
-here) the replay itself starts empty at each resume: the runs continue, not exactly.
+columns` at the first step, and the sampler state was deleted, so the next run reset its envs.
+Without `--save_replay_buffer` the replay itself starts empty at each resume: the runs continue,
+not exactly. With it a Ctrl+C in the middle of the learner's updates resumes exactly (the last test).
 """
 
 from __future__ import annotations
@@ -169,3 +170,58 @@ def test_a_sampler_state_saved_without_actor_ids_resumes_a_replay_run_from_a_res
     log = (tmp_path / "SAC" / "surge_log.txt").read_text()
     assert "saved by an older surge, without the trajectories' actor ids" in log
     assert ctrl_c.resets == 1
+
+
+def _assert_same(a, b, path: str = "") -> None:
+    """Every tensor of two nested states equal (torch.equal), every other value equal."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), f"{path} differs"
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _assert_same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a} != {b}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", list(ALGOS))
+def test_ctrl_c_while_training_then_resume_with_the_replay_saved_ends_as_the_uninterrupted_run(
+    tmp_path, monkeypatch, algo
+):
+    """With `--save_replay_buffer=True` a stop in the middle of `train_replay` (after its first
+    update) resumes exactly: the updates it cut short run before the pending block is stored, as
+    the uninterrupted run ran them (before: after it, so they sampled another replay; SAC's weights
+    differed)."""
+    ctrl_c = _CtrlC(monkeypatch)
+
+    def cfg(exp: str):
+        return parse_cfg(
+            [*COMMON, *ALGOS[algo], f"--algo={algo}", f"--train_dir={tmp_path}", f"--experiment={exp}",
+             "--train_for_env_steps=400", "--save_replay_buffer=True"]
+        )  # fmt: skip
+
+    def final(exp: str) -> dict:
+        ckpts = sorted((tmp_path / exp / "checkpoint_p0").glob("checkpoint_*.pth"))
+        state = torch.load(ckpts[-1], map_location="cpu", weights_only=True)
+        del state["learner"]["replay_file"]  # its own run's folder
+        return state
+
+    assert _train(cfg("uninterrupted")) == "done"
+    ctrl_c.arm(101, while_training=True)  # at the 7th rollout's first block: 4 updates due, 1 run
+    assert _train(cfg("stopped")) == "interrupted"
+    counters = final("stopped")["learner"]["replay_counters"]  # --replay_ratio=0.25 --learning_starts=64
+    owed = (counters["env_steps"] - 64) // 4 - counters["updates"]
+    assert owed > 0  # the stop did cut `train_replay` short
+    ctrl_c.arm(0, while_training=False)
+    assert _train(cfg("stopped")) == "done"
+    log = (tmp_path / "stopped" / "surge_log.txt").read_text()
+    assert "Resumed the sampler where it stopped" in log and "Loaded the replay buffer" in log
+    a, b = final("uninterrupted"), final("stopped")
+    assert b["env_frames"] == a["env_frames"] and b["env_steps"] == a["env_steps"]
+    for key in ("model", "learner", "learner_modules", "rng"):
+        _assert_same(a.get(key), b.get(key), key)
