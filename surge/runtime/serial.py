@@ -30,6 +30,7 @@ from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rn
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.learning.replay_learner import ReplayLearnerBase
 from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.components import Components, build_components
 from surge.runtime.messages import SaveRefused
@@ -65,6 +66,11 @@ class SerialSampler:
         holder flags, each policy's pending trajectories, the waiting splits and each worker's
         `state_dict` (envs included). Tensors and plain values only.
 
+        "actor_ids" `[num_slots]` int64 is saved with the buffers: a trajectory a stop left pending
+        (finished, not yet given to its learner) keeps its agent's actor id, which a replay learner
+        needs (the actor is the trajectory's replay column); a worker's `load_state_dict` claims
+        only the slots its splits are filling now.
+
         Raises:
             EnvStateUnsupported: an env's state cannot be saved.
         """
@@ -73,6 +79,7 @@ class SerialSampler:
         return {
             "workers": [w.state_dict() for w in c.workers],
             "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
+            "actor_ids": buffers.actor_ids.clone(),
             "block_pool": c.block_pool.held.clone(),
             "pending_slots": [[list(own) for own in b.pending] for b in self.batchers],
             "waiting": sorted(self.waiting),
@@ -95,6 +102,8 @@ class SerialSampler:
             )
         for name, saved in state["buffers"].items():
             tree_assign(getattr(c.buffers, name), slice(None), saved)
+        if "actor_ids" in state:  # older states lack them: see `SerialPlacement._matching_sampler_state`
+            c.buffers.actor_ids.copy_(state["actor_ids"])
         c.block_pool.held.copy_(held)
         if "pending_slots" in state:
             for b, pending in zip(self.batchers, state["pending_slots"], strict=True):
@@ -364,6 +373,15 @@ class SerialPlacement:
                 ours,
             )
             return None
+        if "actor_ids" not in state and c.layout.algo.feed is Feed.REPLAY:
+            # its pending trajectories would reach the replay with no column (actor id -1)
+            log.warning(
+                "The sampler state %s was saved by an older surge, without the trajectories' actor ids "
+                "that a replay learner needs: the envs start from a reset and the run does not "
+                "continue exactly.",
+                path,
+            )
+            return None
         return state
 
     def step(self) -> StepReport:
@@ -397,6 +415,12 @@ class SerialPlacement:
             return
         dp = self.data_parallel
         for p, learner in c.learners.items():
+            if self.replay and dp is None and not self.interrupted and isinstance(learner, ReplayLearnerBase):
+                # updates a stop cut short (Ctrl+C in `train_replay`; owed by the restored counters)
+                # run before the next block is stored, as the uninterrupted run ran them right
+                # after the block before: with --save_replay_buffer the resume stays exact
+                if learner.updates_due():
+                    self._report(p, learner.train_replay(env_frames=self.env_frames), report)
             while not self.interrupted and (slots := self.sampler.take(p)) is not None:
                 env_frames = self.env_frames
                 if dp is not None:  # the ranks' round: all train this batch, or all stop
@@ -419,13 +443,21 @@ class SerialPlacement:
                         stats["rolled_back"] = 1.0
                     else:
                         self.sampler.release(slots, p)
-                if stats is not None:
-                    stats.update(learner.hp.stats())
-                    if dp is not None:  # the round's env frames: all ranks' and this one's
-                        stats["global_env_frames"] = float(dp.global_env_frames)
-                        stats["local_env_frames"] = float(self.env_frames)
-                    report.train_stats[p] = stats
-                c.inferences[p].policy_version = learner.policy_version
+                self._report(p, stats, report)
+
+    def _report(self, policy_id: int, stats: dict[str, float] | None, report: StepReport) -> None:
+        """Puts a trained batch's `stats` (None: no update was due) in `report`; inference acts
+        with the learner's new `policy_version`."""
+        c, dp = self.c, self.data_parallel
+        assert c is not None
+        learner = c.learners[policy_id]
+        if stats is not None:
+            stats.update(learner.hp.stats())
+            if dp is not None:  # the round's env frames: all ranks' and this one's
+                stats["global_env_frames"] = float(dp.global_env_frames)
+                stats["local_env_frames"] = float(self.env_frames)
+            report.train_stats[policy_id] = stats
+        c.inferences[policy_id].policy_version = learner.policy_version
 
     def _snapshot(self, policy_id: int) -> BatchSnapshot:
         c = self.c
