@@ -27,6 +27,7 @@ from surge.population.roles import apply_frozen_sources, learning_policies
 from surge.population.self_play import SelfPlayController
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
+from surge.runtime.resume_line import resume_line
 from surge.runtime.serial import SerialPlacement
 
 log = logging.getLogger("surge")
@@ -383,15 +384,9 @@ class TrainingRun:
                 ps.returns.extend(float(r) for r in state.get("episode_returns", ()))
                 ps.lengths.extend(int(n) for n in state.get("episode_lengths", ()))
                 ps.episodes = int(state.get("episodes", 0))
-                log.info(
-                    "Policy %d resumed at env frame %d, policy version %d.",
-                    p,
-                    int(state["env_frames"]),
-                    int(state["learner"]["policy_version"]),
-                )
             else:
                 log.warning("Policy %d has no checkpoint to resume from: it starts from scratch.", p)
-        log.info("Resumed from env frame %d.", m.env_frames)
+        log.info("%s", resume_line(states, m.env_frames, self.learning))
 
     def _counters(self, policy_id: int = 0) -> dict[str, Any]:
         """What a checkpoint of policy `policy_id` stores besides its model and learner: the run's
