@@ -115,8 +115,20 @@ class CheckpointParams:
     save_milestones_sec: int = param(
         -1, "Seconds between milestone checkpoints that are never deleted (-1: none)."
     )
-    save_best_every_sec: int = param(5, "Min seconds between two best-return checkpoints.")
-    save_best_after: int = param(100000, "Env frames before the best-return checkpoint is first saved.")
+    save_best_every_sec: int = param(
+        5,
+        "Min seconds between two best checkpoints (Sample Factory's default; each one is written "
+        "when --save_best_metric beats the best so far).",
+    )
+    save_best_after: int = param(
+        100000, "Env frames before the best checkpoint is first saved (lucky early episodes do not count)."
+    )
+    save_best_metric: str = param(
+        "reward",
+        "What the best checkpoint maximises over the last stats_avg episodes: reward (their mean "
+        "return) or len (their mean length in env steps), as Sample Factory's --save_best_metric.",
+        choices=("reward", "len"),
+    )
     stats_avg: int = param(100, "Number of most recent episodes averaged in reported returns and lengths.")
     experiment_summaries_interval: int = param(20, "Seconds between TensorBoard summary writes.")
     with_wandb: bool = param(

@@ -47,6 +47,7 @@ NOT_A_SETTING = frozenset(
         "save_milestones_sec",
         "save_best_every_sec",
         "save_best_after",
+        "save_best_metric",
         "experiment_summaries_interval",
         "report_interval_sec",
         "write_report",
