@@ -119,6 +119,9 @@ class Monitor:
         self._sampling_since: float | None = None
         self.last_report = now
         self.last_summary = 0.0
+        #: policies whose episode statistics have a summary point: a policy's first episodes get
+        #: one at once, not up to `experiment_summaries_interval` later (the early curve)
+        self._summarized_episodes: set[int] = set()
         self.train_start: float | None = None  # see start_clock
         self.train_seconds_before = 0.0
         # agent steps whose env reward / observation was non-finite (replaced by 0, not trained
@@ -339,7 +342,9 @@ class Monitor:
         fewer; inf when neither is known."""
         cfg, budget = self.cfg, self.frame_budget()
         eta, by_seconds = float("inf"), False
-        if budget is not None:
+        if budget is not None and self.env_frames >= budget:
+            eta = 0.0  # done: no rate needed (a short run ends before `ETA_MIN_SECONDS`)
+        elif budget is not None:
             rate = self.eta_rate()
             if rate > 0:
                 eta = max(0, budget - self.env_frames) / rate
@@ -364,7 +369,11 @@ class Monitor:
             self._print()
             self._report_nonfinite()
             self._report_faults()
-        if self.writers and (force or now - self.last_summary >= self.cfg.experiment_summaries_interval):
+        first_episodes = any(
+            ps.returns and p not in self._summarized_episodes for p, ps in enumerate(self.policies)
+        )
+        due = now - self.last_summary >= self.cfg.experiment_summaries_interval
+        if self.writers and (force or due or first_episodes):
             self.last_summary = now
             self._write_summaries()
 
@@ -410,7 +419,9 @@ class Monitor:
     def _write_summaries(self) -> None:
         step = self.env_frames
         fps = self.fps(self.WINDOWS[0])
-        for w, ps in zip(self.writers, self.policies, strict=True):
+        for p, (w, ps) in enumerate(zip(self.writers, self.policies, strict=True)):
+            if ps.returns:
+                self._summarized_episodes.add(p)
             if math.isfinite(fps):
                 w.add_scalar("perf/env_frames_per_sec", fps, step)
             w.add_scalar("perf/env_steps", self.env_steps, step)

@@ -94,6 +94,9 @@ def test_the_first_lines_say_eta_measuring_instead_of_an_eta_from_the_start_up()
     # a resumed run: the start-up is the time before its restored frame count grew
     m = _monitor([(T0, 50_000), (T0 + 5, 50_000), (T0 + 8, 51_000)], frames_budget=300_000)
     assert "ETA measuring" in m.budget_text()
+    # a run that reached its frame budget within its first seconds: done, not measuring
+    m = _monitor([(T0, 0), (T0 + 2, 0), (T0 + 3, 3000)], frames_budget=3000)
+    assert m.budget_text() == " (100.0% of 3000, ETA 0s)"
     # a run with only --train_for_seconds needs no rate: its ETA is the seconds left, at once
     m = _monitor([(T0, 0), (T0 + 5, 800)], seconds_budget=600)
     assert m.budget_text() == " (ETA 9m 55s (--train_for_seconds))"
