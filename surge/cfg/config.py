@@ -656,7 +656,12 @@ class EvalParams:
     )
     max_num_frames: int = param(int(1e9), "Stop after this many env frames.")
     no_render: bool = param(False, "Do not show the env on screen.")
-    save_video: bool = param(False, "Write an mp4 to the experiment folder instead of rendering.")
+    save_video: bool = param(
+        False,
+        "Write an mp4 to the experiment folder instead of rendering: each episode from its first "
+        "frame to its last (N + 1 frames for N env steps); after Ctrl+C its finished episodes only, "
+        "and with none finished the previous video is kept.",
+    )
     video_frames: int = param(int(1e9), "Max frames in the saved video.")
     video_name: str = param("", "File name of the video (default: replay.mp4).")
     fps: int = param(0, "Frames per second of rendering and of the video (0: as fast as possible / 30).")
