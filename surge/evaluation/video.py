@@ -87,9 +87,10 @@ class EpisodeVideo:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix or '.mp4'}")
         try:
-            with imageio.get_writer(str(tmp), fps=fps, codec="libx264", macro_block_size=1) as w:
+            writer: Any = imageio.get_writer(str(tmp), fps=fps, codec="libx264", macro_block_size=1)
+            with writer:
                 for f in frames:
-                    w.append_data(f)
+                    writer.append_data(f)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
