@@ -34,6 +34,7 @@ from surge.cfg.config import Config, enjoy_params, env_frameskip, set_env_frames
 from surge.envs.action_masks import MASK_KEY, is_legal
 from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
+from surge.evaluation.video import EpisodeVideo
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.checkpoint_fit import CheckpointMismatch, check_fits
 from surge.experiment.folder import ExperimentFolder, setup_logging
@@ -68,16 +69,6 @@ def _illegal_actions(obs_list: list, actions: np.ndarray, active: list[bool], sp
         if act and not is_legal(space, o[MASK_KEY], a):
             count += 1
     return count
-
-
-def _write_video(frames: list[np.ndarray], path: Path, fps: int) -> None:
-    import imageio.v2 as imageio
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with imageio.get_writer(str(path), fps=fps, codec="libx264", macro_block_size=1) as w:
-        for f in frames:
-            w.append_data(f)
-    log.info("Wrote %d frames to %s", len(frames), path)
 
 
 def render_mode(cfg: Config) -> str | None:
@@ -185,7 +176,9 @@ def enjoy(cfg: Config) -> dict[str, Any]:
     ends the play: the result then holds the episodes finished before it.
 
     Returns:
-        {"returns": [per-episode return], "lengths": [env steps], "video": path or None,
+        {"returns": [per-episode return], "lengths": [env steps], "video": the mp4 written (each
+        episode's frames: the first after the reset, one after each step; `surge.evaluation.video`)
+        or None (no --save_video, or nothing to write: the previous file is then kept),
         "interrupted": whether Ctrl+C ended the play, "illegal_actions": actions of acting
         agents that their observation's `action_mask` forbade (0 for envs without masks)}.
     Raises:
@@ -267,7 +260,9 @@ def enjoy(cfg: Config) -> dict[str, Any]:
         if isinstance(space, gym.spaces.Box)
         else None
     )
-    frames: list[np.ndarray] = []
+    video = EpisodeVideo(env, ev.video_frames) if ev.save_video else None
+    if video is not None:
+        video.start()
     returns: list[float] = []
     lengths: list[int] = []
     ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -289,20 +284,21 @@ def enjoy(cfg: Config) -> dict[str, Any]:
                 actions = box_map(actions.reshape(len(actions), -1)).reshape(actions.shape)
             rnn = out["rnn_states"]
             for _ in range(action_repeat):  # the policy acts every env_frameskip frames, as in training
+                if video is not None:
+                    video.before_step()
                 obs, rew, term, trunc, infos = env.step(list(actions))
                 active = [info.get("is_active", True) is not False for info in infos]
                 num_frames += frameskip
                 ep_ret += np.asarray(rew, dtype=np.float64)
                 ep_len += 1
-                if ev.save_video and len(frames) < ev.video_frames:
-                    frame = env.render()
-                    if frame is not None:
-                        frames.append(np.asarray(frame))
+                done = any(term) or any(trunc)
+                if video is not None:
+                    video.after_step(infos, done)
                 elif mode == "human":
                     env.render()
                 if delay:
                     time.sleep(delay)
-                if any(term) or any(trunc):
+                if done:
                     break
             for a in range(n):
                 if term[a] or trunc[a]:
@@ -320,16 +316,15 @@ def enjoy(cfg: Config) -> dict[str, Any]:
         log.info("Interrupted (Ctrl+C) after %d finished episode(s)", len(returns))
     finally:
         env.close()
-    video = None
-    if ev.save_video and frames:
-        video = folder.root / (ev.video_name or "replay.mp4")
-        _write_video(frames, video, ev.fps or 30)
+    written = None
+    if video is not None:  # after a Ctrl+C, the finished episodes only (the previous file kept if none)
+        written = video.write(folder.root / (ev.video_name or "replay.mp4"), ev.fps or 30, interrupted)
     if illegal:
         log.warning("%d action(s) were illegal under the env's action masks", illegal)
     return {
         "returns": returns,
         "lengths": lengths,
-        "video": video,
+        "video": written,
         "interrupted": interrupted,
         "illegal_actions": illegal,
     }

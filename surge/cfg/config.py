@@ -115,8 +115,20 @@ class CheckpointParams:
     save_milestones_sec: int = param(
         -1, "Seconds between milestone checkpoints that are never deleted (-1: none)."
     )
-    save_best_every_sec: int = param(5, "Min seconds between two best-return checkpoints.")
-    save_best_after: int = param(100000, "Env frames before the best-return checkpoint is first saved.")
+    save_best_every_sec: int = param(
+        5,
+        "Min seconds between two best checkpoints (Sample Factory's default; each one is written "
+        "when --save_best_metric beats the best so far).",
+    )
+    save_best_after: int = param(
+        100000, "Env frames before the best checkpoint is first saved (lucky early episodes do not count)."
+    )
+    save_best_metric: str = param(
+        "reward",
+        "What the best checkpoint maximises over the last stats_avg episodes: reward (their mean "
+        "return) or len (their mean length in env steps), as Sample Factory's --save_best_metric.",
+        choices=("reward", "len"),
+    )
     stats_avg: int = param(100, "Number of most recent episodes averaged in reported returns and lengths.")
     experiment_summaries_interval: int = param(20, "Seconds between TensorBoard summary writes.")
     with_wandb: bool = param(
@@ -644,7 +656,12 @@ class EvalParams:
     )
     max_num_frames: int = param(int(1e9), "Stop after this many env frames.")
     no_render: bool = param(False, "Do not show the env on screen.")
-    save_video: bool = param(False, "Write an mp4 to the experiment folder instead of rendering.")
+    save_video: bool = param(
+        False,
+        "Write an mp4 to the experiment folder instead of rendering: each episode from its first "
+        "frame to its last (N + 1 frames for N env steps); after Ctrl+C its finished episodes only, "
+        "and with none finished the previous video is kept.",
+    )
     video_frames: int = param(int(1e9), "Max frames in the saved video.")
     video_name: str = param("", "File name of the video (default: replay.mp4).")
     fps: int = param(0, "Frames per second of rendering and of the video (0: as fast as possible / 30).")

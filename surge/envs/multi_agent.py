@@ -11,6 +11,9 @@ The contract (Sample Factory's, with gymnasium's terminated/truncated split):
 - `infos[i]["episode"] = {"r": return, "l": length_in_env_steps}` marks the end of a *true* episode
   (e.g. a whole Atari game, not one life); only those are reported as episode statistics.
 - `infos[i]["is_active"] = False` deactivates an agent for that step (its sample is not trained on).
+- `infos[i][FINAL_FRAME_KEY]`: with render_mode "rgb_array" (`surge enjoy --save_video`), the
+  single-agent wrapper puts there the episode's last frame, rendered before the auto-reset (a
+  render after the step shows the next episode's first frame).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.wrappers import RecordEpisodeStatistics
+
+#: info key of an ended episode's last frame (HxWx3 uint8, `env.render()` before the auto-reset)
+FINAL_FRAME_KEY = "final_frame"
 
 
 def is_multi_agent_env(env: Any) -> bool:
@@ -80,6 +86,8 @@ class SingleAgentAsMultiAgent:
         over single-agent envs calls this: building and slicing the lists shows on cheap envs."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         if terminated or truncated:
+            if self.render_mode == "rgb_array":  # enjoy's video: the reset below replaces this frame
+                info = {**info, FINAL_FRAME_KEY: self.env.render()}
             obs, reset_info = self.env.reset()
             info = {**reset_info, **info}
         return obs, reward, terminated, truncated, info

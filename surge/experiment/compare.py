@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,7 @@ NOT_A_SETTING = frozenset(
         "save_milestones_sec",
         "save_best_every_sec",
         "save_best_after",
+        "save_best_metric",
         "experiment_summaries_interval",
         "report_interval_sec",
         "write_report",
@@ -68,14 +71,19 @@ class Run:
         return str(self.cfg.get("experiment") or self.folder.name)
 
 
+#: the longest label of a group in the figure's legend and the table (characters)
+LABEL_MAX = 48
+
+
 @dataclasses.dataclass
 class Group:
-    """Runs drawn as one curve: `label` names the settings they share (those that differ between
-    groups)."""
+    """Runs drawn as one curve: `settings` names the settings they share (those that differ
+    between groups), `label` is the group's short name (`_label`)."""
 
     key: tuple
     runs: list[Run]
     label: str = ""
+    settings: str = ""
 
 
 @dataclasses.dataclass
@@ -153,17 +161,40 @@ def group_runs(runs: list[Run], group_by: str = "seed") -> list[Group]:
 
 
 def _label(groups: list[Group], group_by: str) -> None:
-    """Each group's label: the settings whose values differ between the groups (k=v, ...)."""
+    """Each group's `settings` (the settings whose values differ between the groups: k=v, ...) and
+    `label`, its name in the figure's legend and the table: the settings when they fit in
+    `LABEL_MAX` characters; else the name its runs share (their experiment names' common start,
+    e.g. `lr_0.001` of `lr_0.001_seed_1` and `lr_0.001_seed_2`) when the groups' names differ;
+    else `group N`. Two runs of different envs differ in tens of derived settings (hundreds of
+    characters), which a legend cannot show."""
     if group_by == "none":
         for g in groups:
-            g.label = g.runs[0].name
+            g.label = g.settings = g.runs[0].name
         return
     dicts = [dict(g.key) for g in groups]
     keys = sorted({k for d in dicts for k in d})
     differing = [k for k in keys if len({repr(d.get(k)) for d in dicts}) > 1]
     for g, d in zip(groups, dicts, strict=True):
         parts = [f"{k}={d.get(k)}" for k in differing]
-        g.label = ", ".join(parts) if parts else str(g.runs[0].cfg.get("env", "runs"))
+        g.settings = ", ".join(parts) if parts else str(g.runs[0].cfg.get("env", "runs"))
+    if all(len(g.settings) <= LABEL_MAX for g in groups):
+        for g in groups:
+            g.label = g.settings
+        return
+    names = [_shared_name([r.name for r in g.runs]) for g in groups]
+    unique = all(names) and len(set(names)) == len(names)
+    for i, g in enumerate(groups):
+        name = names[i] if unique else f"group {i + 1}"
+        g.label = name if len(name) <= LABEL_MAX else name[: LABEL_MAX - 1] + "…"
+
+
+def _shared_name(names: list[str]) -> str:
+    """The start the experiment `names` share, without a trailing seed part or separator
+    (`lr_0.001_seed_1`, `lr_0.001_seed_2` -> `lr_0.001`); the name itself for one run."""
+    prefix = os.path.commonprefix(names)
+    if len(names) > 1:
+        prefix = re.sub(r"([_\-. =]*seed)?[_\-. =]*$", "", prefix, flags=re.IGNORECASE)
+    return prefix
 
 
 def group_curve(group: Group, tag: str, x_axis: str = "env_frames", max_points: int = 500) -> Curve | None:
@@ -219,15 +250,28 @@ def group_table(groups: list[Group]) -> list[str]:
 
 
 def plot_groups(groups: list[Group], path: Path, x_axis: str, title: str) -> int:
-    """Draws `COMPARE_PANELS` (those with data): each group's mean line, shaded ± std. Returns the
-    panels drawn (0: none, nothing written)."""
-    from surge.experiment.curves import COMPARE_PANELS, new_figure, save_figure, seconds_unit, style_axes
+    """Draws `COMPARE_PANELS` (those with data) into `path` (PNG): each group's mean line, shaded ±
+    std. Returns the panels drawn (0: none, nothing written)."""
+    from surge.experiment.curves import save_figure
+
+    fig, panels = draw_groups(groups, x_axis, title)
+    if fig is not None:
+        save_figure(fig, path)
+    return panels
+
+
+def draw_groups(groups: list[Group], x_axis: str, title: str) -> tuple[Any, int]:
+    """The figure of `plot_groups` and its number of panels; (None, 0) when no panel has data.
+    The x axis starts at 0 (env frames or seconds): the run's start, before its first summary,
+    is on the figure. The legend below the panels is laid out in as many columns as fit the
+    figure's width."""
+    from surge.experiment.curves import COMPARE_PANELS, new_figure, seconds_unit, style_axes
 
     tags = {t for g in groups for r in g.runs for t in r.scalars.get(0, {})}
     present = [(p, p.present(sorted(tags))) for p in COMPARE_PANELS]
     panels = [(p, t[0]) for p, t in present if t]
     if not panels:
-        return 0
+        return None, 0
     curves = {(i, tag): group_curve(g, tag, x_axis) for i, g in enumerate(groups) for _, tag in panels}
     scale, x_label = 1.0, "env frames"
     if x_axis == "seconds":
@@ -245,13 +289,25 @@ def plot_groups(groups: list[Group], path: Path, x_axis: str, title: str) -> int
             if c.n > 1:
                 ax.fill_between(x, c.mean - c.std, c.mean + c.std, color=line.get_color(), alpha=0.2, lw=0)
         style_axes(ax, panel, x_axis, x_label)
+        ax.set_xlim(left=0)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=9, frameon=False)
-        rows = -(-len(labels) // 3)
-        fig.subplots_adjust(bottom=fig.subplotpars.bottom + 0.035 * rows)
-    save_figure(fig, path)
-    return len(panels)
+        _legend_below(fig, handles, labels)
+    return fig, len(panels)
+
+
+def _legend_below(fig: Any, handles: list, labels: list[str]) -> None:
+    """The legend centred below the panels: at most 3 columns, fewer when a row would be wider
+    than the figure; the panels' bottom margin grows by the legend's height."""
+    bottom = fig.subplotpars.bottom
+    renderer = fig.canvas.get_renderer()
+    for ncol in range(min(3, len(labels)), 0, -1):
+        legend = fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=9, frameon=False)
+        box = legend.get_window_extent(renderer)
+        if box.width <= fig.bbox.width * 0.98 or ncol == 1:
+            break
+        legend.remove()
+    fig.subplots_adjust(bottom=bottom + box.height / fig.bbox.height)
 
 
 def write_comparison(
@@ -281,7 +337,8 @@ def write_comparison(
         "",
     ]
     for g in groups:
-        lines.append(f"- {g.label}: " + ", ".join(f"`{r.folder}`" for r in g.runs))
+        settings = f" ({g.settings})" if g.settings != g.label else ""
+        lines.append(f"- {g.label}{settings}: " + ", ".join(f"`{r.folder}`" for r in g.runs))
     write_atomic(out / "report.md", "\n".join(lines) + "\n")
     return groups
 

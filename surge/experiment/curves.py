@@ -208,6 +208,7 @@ def plot_run(scalars: RunScalars, path: Path, title: str) -> int:
                     lo, hi = _band(s, [per[b] for b in band])
                     ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         style_axes(ax, panel, "env_frames", "env frames")
+        ax.set_xlim(left=0)  # from the run's start: what came before its first summary shows as such
         if lines > 1:
             ax.legend(fontsize=8, loc="best")
     save_figure(fig, path)

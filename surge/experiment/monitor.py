@@ -92,6 +92,10 @@ class Monitor:
 
     WINDOWS = (10.0, 60.0, 300.0)  # seconds: FPS over the last 10 s, 1 min, 5 min
     MIN_SPAN_SEC = 1.0  # a rate needs two points at least this far apart
+    #: seconds of sampling before the ETA is estimated ("ETA measuring" until then): a rate from
+    #: the first seconds is that of the start-up (an async CartPole run: 4 s without a frame,
+    #: then a rate that ramps up; its first line said ETA 25m for a run that took 2m 30s more)
+    ETA_MIN_SECONDS = 10.0
 
     def __init__(
         self,
@@ -110,8 +114,14 @@ class Monitor:
         self.history: deque[tuple[float, int]] = deque()
         now = time.time()
         self.history.append((now, env_frames))
+        #: time of the last point before env frames were first counted (the end of start-up);
+        #: None until then (`sampling_since`)
+        self._sampling_since: float | None = None
         self.last_report = now
         self.last_summary = 0.0
+        #: policies whose episode statistics have a summary point: a policy's first episodes get
+        #: one at once, not up to `experiment_summaries_interval` later (the early curve)
+        self._summarized_episodes: set[int] = set()
         self.train_start: float | None = None  # see start_clock
         self.train_seconds_before = 0.0
         # agent steps whose env reward / observation was non-finite (replaced by 0, not trained
@@ -281,10 +291,43 @@ class Monitor:
             total = max(1, budget)
             share = "" if self.rank_budget is None else " (this rank's share)"
             parts.append(f"{100.0 * min(self.env_frames, total) / total:.1f}% of {budget}{share}")
-        eta, by_seconds = self.eta()
-        why = " (--train_for_seconds)" if by_seconds else ""
-        parts.append(f"ETA {format_duration(eta)}{why}" if math.isfinite(eta) else "ETA -")
+        parts.append(f"ETA {self.eta_text()}")
         return f" ({', '.join(parts)})"
+
+    def eta_text(self) -> str:
+        """The ETA as the progress line and bar show it: "5m 00s", with " (--train_for_seconds)"
+        when that ends the run first; "measuring" while the frame budget's rate is not known yet
+        (`eta_rate`), "-" when it is 0 (sampling stalled)."""
+        eta, by_seconds = self.eta()
+        if math.isfinite(eta):
+            return format_duration(eta) + (" (--train_for_seconds)" if by_seconds else "")
+        return "measuring" if self.frame_budget() is not None and self.eta_rate() != self.eta_rate() else "-"
+
+    def sampling_since(self) -> float | None:
+        """time.time() of the last recorded point before the first env frames were counted (the
+        start-up's end); None while no frame has been counted since the first point."""
+        if self._sampling_since is None:
+            first_frames = self.history[0][1]
+            before = self.history[0][0]
+            for t, f in self.history:
+                if f > first_frames:
+                    self._sampling_since = before
+                    break
+                before = t
+        return self._sampling_since
+
+    def eta_rate(self) -> float:
+        """Env frames/s the ETA is estimated from: over the longest FPS window, but from no point
+        before sampling started (`sampling_since`: start-up is not the run's pace); nan until
+        `ETA_MIN_SECONDS` of sampling are recorded."""
+        since = self.sampling_since()
+        now_t, now_f = self.history[-1]
+        if since is None or now_t - since < self.ETA_MIN_SECONDS:
+            return float("nan")
+        for t, f in self.history:  # the oldest point within the longest window, after `since`
+            if t >= since and now_t - t <= self.WINDOWS[-1]:
+                return (now_f - f) / (now_t - t) if now_t - t >= self.MIN_SPAN_SEC else float("nan")
+        return float("nan")
 
     def frame_budget(self) -> int | None:
         """The env frames this run (this rank) trains for; None when `--train_for_env_steps` is
@@ -295,12 +338,14 @@ class Monitor:
 
     def eta(self) -> tuple[float, bool]:
         """(seconds left, whether `--train_for_seconds` ends the run first): the frames left at
-        the longest FPS window's rate (the recent rate), or the training seconds left when fewer;
-        inf when neither is known."""
+        `eta_rate` (the longest FPS window's, after start-up), or the training seconds left when
+        fewer; inf when neither is known."""
         cfg, budget = self.cfg, self.frame_budget()
         eta, by_seconds = float("inf"), False
-        if budget is not None:
-            rate = next((r for r in map(self.fps, reversed(self.WINDOWS)) if math.isfinite(r)), float("nan"))
+        if budget is not None and self.env_frames >= budget:
+            eta = 0.0  # done: no rate needed (a short run ends before `ETA_MIN_SECONDS`)
+        elif budget is not None:
+            rate = self.eta_rate()
             if rate > 0:
                 eta = max(0, budget - self.env_frames) / rate
         if cfg.train_for_seconds < _NO_BUDGET and self.train_start is not None:
@@ -324,7 +369,11 @@ class Monitor:
             self._print()
             self._report_nonfinite()
             self._report_faults()
-        if self.writers and (force or now - self.last_summary >= self.cfg.experiment_summaries_interval):
+        first_episodes = any(
+            ps.returns and p not in self._summarized_episodes for p, ps in enumerate(self.policies)
+        )
+        due = now - self.last_summary >= self.cfg.experiment_summaries_interval
+        if self.writers and (force or due or first_episodes):
             self.last_summary = now
             self._write_summaries()
 
@@ -335,7 +384,7 @@ class Monitor:
             return
         rate = next((r for r in map(self.fps, self.WINDOWS) if math.isfinite(r)), float("nan"))
         eta, _ = self.eta()
-        eta_text = format_duration(eta) if math.isfinite(eta) else "-"
+        eta_text = format_duration(eta) if math.isfinite(eta) else self.eta_text()
         self.bar.update(self.env_frames, self.frame_budget(), rate, eta_text, self.mean_return(0))
 
     @staticmethod
@@ -370,7 +419,9 @@ class Monitor:
     def _write_summaries(self) -> None:
         step = self.env_frames
         fps = self.fps(self.WINDOWS[0])
-        for w, ps in zip(self.writers, self.policies, strict=True):
+        for p, (w, ps) in enumerate(zip(self.writers, self.policies, strict=True)):
+            if ps.returns:
+                self._summarized_episodes.add(p)
             if math.isfinite(fps):
                 w.add_scalar("perf/env_frames_per_sec", fps, step)
             w.add_scalar("perf/env_steps", self.env_steps, step)

@@ -579,7 +579,9 @@ class SerialPlacement:
                 "checkpoint" if final else kind,
             )
             if path is not None:
-                log.info("Saved %s", path)
+                # a best checkpoint is replaced every few seconds while the return climbs: debug, as
+                # Sample Factory logs it (surge.runtime.best_checkpoint logs the first one)
+                (log.debug if kind == "best" else log.info)("Saved %s", path)
                 if final:
                     self.final_written.add(p)
             else:  # CheckpointManager logged why

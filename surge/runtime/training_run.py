@@ -25,8 +25,10 @@ from surge.learning.algorithm import get_algorithm
 from surge.population.pbt import PopulationBasedTraining
 from surge.population.roles import apply_frozen_sources, learning_policies
 from surge.population.self_play import SelfPlayController
+from surge.runtime.best_checkpoint import BestCheckpoints
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
+from surge.runtime.resume_line import resume_line
 from surge.runtime.serial import SerialPlacement
 
 log = logging.getLogger("surge")
@@ -77,7 +79,7 @@ class TrainingRun:
         self.budget = local_env_step_budget(cfg.train_for_env_steps, self.rank.world_size)
         self.folder = ExperimentFolder(cfg)
         self.stop_requested = False
-        self.best_returns = [float("-inf")] * cfg.num_policies
+        self.best = BestCheckpoints(cfg, cfg.num_policies)
         self.train_seconds_before = 0.0
         self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
         self.summary: dict[str, float] = {}
@@ -210,7 +212,6 @@ class TrainingRun:
             self.start_time = time.time()
             m.start_clock(self.start_time, self.train_seconds_before)
             self.last_save = self.last_milestone = self.start_time
-            self.last_best = 0.0
             m.history.clear()
             m.history.append((self.start_time, m.env_frames))
             while self._step():
@@ -378,20 +379,14 @@ class TrainingRun:
             if p not in self.learning:
                 continue
             if state is not None:
-                self.best_returns[p] = float(state["best_return"])
+                self.best.restore(p, state)
                 ps = m.policies[p]
                 ps.returns.extend(float(r) for r in state.get("episode_returns", ()))
                 ps.lengths.extend(int(n) for n in state.get("episode_lengths", ()))
                 ps.episodes = int(state.get("episodes", 0))
-                log.info(
-                    "Policy %d resumed at env frame %d, policy version %d.",
-                    p,
-                    int(state["env_frames"]),
-                    int(state["learner"]["policy_version"]),
-                )
             else:
                 log.warning("Policy %d has no checkpoint to resume from: it starts from scratch.", p)
-        log.info("Resumed from env frame %d.", m.env_frames)
+        log.info("%s", resume_line(states, m.env_frames, self.learning))
 
     def _counters(self, policy_id: int = 0) -> dict[str, Any]:
         """What a checkpoint of policy `policy_id` stores besides its model and learner: the run's
@@ -403,7 +398,8 @@ class TrainingRun:
             "env_steps": m.env_steps,
             "env_frames": m.env_frames,
             "train_seconds": self.train_seconds_before + time.time() - self.start_time,
-            "best_return": self.best_returns[policy_id],
+            "best_return": self.best.best[policy_id],  # of `best_metric` (the name kept for old checkpoints)
+            "best_metric": self.cfg.save_best_metric,
             "episode_returns": list(ps.returns),
             "episode_lengths": list(ps.lengths),
             "episodes": ps.episodes,
@@ -503,18 +499,10 @@ class TrainingRun:
         if cfg.save_milestones_sec > 0 and now - self.last_milestone >= cfg.save_milestones_sec:
             self.last_milestone = now
             self._save_all("milestone")
-        if now - self.last_best < cfg.save_best_every_sec or m.env_frames < cfg.save_best_after:
-            return
         if cfg.save_best_by_eval:  # the evaluations choose the best checkpoint (surge.evaluation)
             return
-        for i, ps in enumerate(m.policies):
-            if i not in self.learning:
-                continue
-            mean = ps.mean_return()
-            if len(ps.returns) >= min(10, cfg.stats_avg) and mean > self.best_returns[i]:
-                self.best_returns[i] = mean
-                self.last_best = now
-                p.save("best", self._counters(i), policy_id=i)
+        for i in self.best.due(now, m.env_frames, m.policies, self.learning):
+            p.save("best", self._counters(i), policy_id=i)
 
 
 def train(cfg: Any) -> str:

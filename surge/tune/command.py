@@ -21,16 +21,12 @@ import yaml
 
 from surge.errors import ConfigError
 from surge.tune.measure import Measurement, measure
+from surge.tune.plan import OVERHEAD_SECONDS, make_plan
 from surge.tune.search import Row, acting_twin, choose, finalists, sampler_phase, training_phase
 from surge.tune.space import LAYOUT_KEYS, Layout, axis_values, batch_values, usable_cpus
 
 log = logging.getLogger("surge")
 
-#: estimated seconds of start-up and shut-down around a measurement's `--train_for_seconds`
-#: (measured on a 2-core machine: CartPole's dummy sampler ~10 s, a training run ~23 s)
-OVERHEAD_SECONDS = {"sampler": 10.0, "training": 25.0}
-#: the shortest measurements the budget may shrink them to (seconds of `--train_for_seconds`)
-MIN_SECONDS = {"sampler": 4, "training": 8}
 #: flags of the run that surge tune sets itself for every measurement
 OWN_FLAGS = ("train_dir", "experiment", "train_for_seconds", "benchmark", "restart_behavior")
 
@@ -153,24 +149,6 @@ def _check_args(a: argparse.Namespace, base: list[str]) -> None:
             raise ConfigError(name, f"{getattr(a, name)!r} is out of range.", f"use {fix}.")
 
 
-def plan_seconds(
-    n_sampler: int, n_training: int, bench: int, train: int, budget: float
-) -> tuple[int, int, float]:
-    """Seconds of one sampler and one training measurement, shrunk (to no less than `MIN_SECONDS`)
-    so that `n_sampler` and `n_training` runs, with their start-up (`OVERHEAD_SECONDS`), fit in
-    `budget`; and the estimated total in seconds."""
-    o1, o2 = OVERHEAD_SECONDS["sampler"], OVERHEAD_SECONDS["training"]
-
-    def total(b: float, t: float) -> float:
-        return n_sampler * (b + o1) + n_training * (t + o2)
-
-    if total(bench, train) > budget:
-        f = max(0.0, budget - total(0, 0)) / max(1.0, n_sampler * bench + n_training * train)
-        bench = max(MIN_SECONDS["sampler"], int(bench * f))
-        train = max(MIN_SECONDS["training"], int(train * f))
-    return bench, train, total(bench, train)
-
-
 def main(argv: list[str]) -> int:
     """Runs `surge tune`; returns 0 when the YAML file was written, 1 when no training run measured
     a rate (nothing written), 130 on Ctrl+C (every measurement's processes stopped).
@@ -225,16 +203,12 @@ def _tune(a: argparse.Namespace, base: list[str], work: Path, parse_cfg: Any, lo
     if batches:
         default = dataclasses.replace(default, batch_size=cfg.batch_size)
     n_sampler = 1 + sum(len(v) - 1 for v in axes.values())
-    n_training = (
-        a.top + 1 + (len(batches) - 1 if batches else 0) + acts_in_workers_possible(cfg, given)
-    ) * a.rounds
-    bench, train, estimate = plan_seconds(
-        n_sampler, n_training, a.bench_seconds, a.train_seconds, a.budget_seconds
-    )
+    n_finalists = a.top + 1 + (len(batches) - 1 if batches else 0) + acts_in_workers_possible(cfg, given)
+    n_training = n_finalists * a.rounds
+    plan = make_plan(n_sampler, n_finalists, a.rounds, a.bench_seconds, a.train_seconds, a.budget_seconds)
+    bench, train = plan.bench, plan.train
     print(
-        f"surge tune {cfg.env}: {cpus} usable CPUs; up to {n_sampler} dummy-sampler runs of {bench} s, then "
-        f"{n_training} training runs of {train} s ({a.rounds} round(s)): about {estimate / 60:.0f} min "
-        f"(budget {a.budget_seconds / 60:.0f} min). Defaults: {default.label()}.",
+        f"surge tune {cfg.env}: {cpus} usable CPUs; {plan.describe()} Defaults: {default.label()}.",
         flush=True,
     )
     start = time.time()

@@ -117,7 +117,8 @@ def test_serial_doom_basic_then_enjoy_video(tmp_path):
     with imageio.get_reader(str(result["video"])) as r:
         frames = [f for f in r]  # list(r) asks len(), which is inf for a stream
         fps = r.get_meta_data()["fps"]
-    assert len(frames) == result["lengths"][0] and frames[0].shape == (120, 160, 3) and fps == 35
+    # the frame after the reset, then one per tic (the last: the final tic's, before the auto-reset)
+    assert len(frames) == result["lengths"][0] + 1 and frames[0].shape == (120, 160, 3) and fps == 35
 
 
 @pytest.mark.slow
@@ -139,6 +140,6 @@ def test_enjoy_shows_every_tic_and_plays_the_same_game(tmp_path):
     import imageio.v2 as imageio
 
     with imageio.get_reader(str(per_tic["video"])) as r:
-        assert sum(1 for _ in r) == sum(per_tic["lengths"])
+        assert sum(1 for _ in r) == sum(per_tic["lengths"]) + len(per_tic["lengths"])  # + each reset frame
     with pytest.raises(ConfigError, match="eval_env_frameskip"):
         parse_cfg([*base, "--eval_env_frameskip=3"], evaluation=True)

@@ -5,6 +5,7 @@ leaves no process behind and resumes without repeating finished experiments."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -247,7 +248,8 @@ def test_sweep_resumes_after_ctrl_c_without_repeating_finished_experiments(tmp_p
         out_f = (f / "runner_output.txt").read_text()
         assert out_f.count("=== surge.runner") == 2 and ": resuming: " in out_f
         resumed = [line for line in out_f.splitlines() if "Resumed from env frame" in line]
-        assert len(resumed) == 1 and int(resumed[0].split()[-1].rstrip(".")) > 0
+        frame = re.search(r"Resumed from env frame (\d+)", resumed[0]) if len(resumed) == 1 else None
+        assert frame is not None and int(frame.group(1)) > 0, resumed
     assert _processes_under(td) == []
 
 

@@ -76,7 +76,30 @@ def test_only_a_seconds_budget_gives_an_eta_and_no_budget_gives_nothing():
 
 def test_no_rate_yet_gives_no_eta():
     m = _monitor([(T0, 0)], frames_budget=1000)
-    assert m.budget_text() == " (0.0% of 1000, ETA -)"
+    assert m.budget_text() == " (0.0% of 1000, ETA measuring)"
+
+
+def test_the_first_lines_say_eta_measuring_instead_of_an_eta_from_the_start_up():
+    # issue 55: an async CartPole run counted no frame for 4 s (processes, envs), then 800 in its
+    # first second of sampling: the rate since the start (160/s) gave an ETA of half an hour
+    m = _monitor([(T0, 0), (T0 + 2, 0), (T0 + 4, 0), (T0 + 5, 800)], frames_budget=300_000)
+    assert m.budget_text() == " (0.3% of 300000, ETA measuring)"
+    # 10 s of sampling later: the rate since sampling started, not since the start of the run
+    # (12000 frames in the 12 s since T0 + 4: 1000/s, 288k frames left: 4m 48s)
+    m = _monitor(
+        [(T0, 0), (T0 + 2, 0), (T0 + 4, 0), (T0 + 5, 800), (T0 + 10, 6000), (T0 + 16, 12_000)],
+        frames_budget=300_000,
+    )
+    assert m.budget_text() == " (4.0% of 300000, ETA 4m 48s)"
+    # a resumed run: the start-up is the time before its restored frame count grew
+    m = _monitor([(T0, 50_000), (T0 + 5, 50_000), (T0 + 8, 51_000)], frames_budget=300_000)
+    assert "ETA measuring" in m.budget_text()
+    # a run that reached its frame budget within its first seconds: done, not measuring
+    m = _monitor([(T0, 0), (T0 + 2, 0), (T0 + 3, 3000)], frames_budget=3000)
+    assert m.budget_text() == " (100.0% of 3000, ETA 0s)"
+    # a run with only --train_for_seconds needs no rate: its ETA is the seconds left, at once
+    m = _monitor([(T0, 0), (T0 + 5, 800)], seconds_budget=600)
+    assert m.budget_text() == " (ETA 9m 55s (--train_for_seconds))"
 
 
 def test_the_10_s_rate_is_shown_when_the_last_report_came_late():

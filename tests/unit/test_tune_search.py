@@ -13,8 +13,9 @@ import pytest
 from surge.cfg.cli import flag_fields, parse_cfg
 from surge.cli import main as surge_main
 from surge.envs.registry import find_family
-from surge.tune.command import _header, build_parser, plan_seconds, table_rows, write_yaml
+from surge.tune.command import _header, build_parser, table_rows, write_yaml
 from surge.tune.measure import Measurement
+from surge.tune.plan import plan_seconds
 from surge.tune.search import Row, choose, finalists, sampler_phase, training_phase
 from surge.tune.space import LAYOUT_KEYS, Layout, admissible, axis_values
 
