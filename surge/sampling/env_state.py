@@ -83,6 +83,8 @@ def _checked(state: Any) -> Any:
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         got = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise EnvStateRefused(f"the env state's format is {got!r}, not {FORMAT!r}")
+    if "env" not in state:
+        raise EnvStateRefused("the env state holds no env")
     return state["env"]
 
 
@@ -94,7 +96,7 @@ def check_env_state(env: Any, state: Any) -> None:
     """
     try:
         check(_checked(state), env, _EXTRAS)
-    except PlainStateMismatch as e:
+    except (PlainStateMismatch, RecursionError) as e:
         raise EnvStateRefused(f"the saved env does not fit this run's env ({e})") from e
 
 
@@ -108,5 +110,5 @@ def restore_env_state(env: Any, state: Any) -> Any:
     """
     try:
         return decode(_checked(state), env, _EXTRAS)
-    except PlainStateMismatch as e:
+    except (PlainStateMismatch, RecursionError) as e:
         raise EnvStateRefused(f"the saved env does not fit this run's env ({e})") from e

@@ -168,6 +168,9 @@ class _Encoder:
         for s in slots:
             if hasattr(obj, s):
                 attrs[s] = getattr(obj, s)
+        special = [n for n in attrs if _is_dunder(n)]
+        if special:  # never set when reading (`__class__`, `__dict__`...): refused on both sides
+            raise PlainStateUnsupported(f"{path}: a {type_name(obj)} with the attribute {special[0]}")
         return {
             "k": "object",
             "type": type_name(obj),
@@ -212,7 +215,9 @@ class _Decoder:
             raise self.fail(path, f"unknown kind {kind!r}")
         try:
             out = method(node, fresh, path)
-        except (KeyError, TypeError, IndexError) as e:
+        except PlainStateMismatch:
+            raise
+        except (KeyError, TypeError, IndexError, ValueError, AttributeError, OverflowError) as e:
             raise self.fail(path, f"malformed {kind} entry ({type(e).__name__}: {e})") from e
         if kind not in ("same", "dtype", "npscalar", "enum", "set", "frozenset"):
             self.at[path] = out
@@ -309,7 +314,7 @@ class _Decoder:
         gen = fresh if same and self.apply else np.random.Generator(getattr(np.random, name)())
         try:
             gen.bit_generator.state = state
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, OverflowError) as e:
             raise self.fail(path, f"bad {name} state ({e})") from e
         return gen
 
@@ -318,7 +323,7 @@ class _Decoder:
         rs = fresh if isinstance(fresh, np.random.RandomState) and self.apply else np.random.RandomState()
         try:
             rs.set_state(state)
-        except (ValueError, TypeError, KeyError) as e:
+        except (ValueError, TypeError, KeyError, OverflowError) as e:
             raise self.fail(path, f"bad RandomState state ({e})") from e
         return rs
 
@@ -350,8 +355,8 @@ class _Decoder:
             raise self.fail(path, "attributes are not a dict")
         values = {}
         for name, v in attrs.items():
-            if not isinstance(name, str):
-                raise self.fail(path, f"attribute name {name!r} is not a string")
+            if not isinstance(name, str) or not name.isidentifier() or _is_dunder(name):
+                raise self.fail(path, f"attribute name {name!r} is not a plain attribute's")
             values[name] = self(v, _get(fresh, name), f"{path}.{name}")
         if self.apply:
             slots = set(_slot_names(type(fresh)))
@@ -362,6 +367,10 @@ class _Decoder:
                 else:
                     d[name] = v  # as pickle does: no __setattr__ or property runs
         return fresh
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 def _get(obj: Any, name: str) -> Any:

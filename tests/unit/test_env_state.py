@@ -117,3 +117,80 @@ def _ndarray_bytes(state) -> torch.Tensor:
 
     walk(state)
     return torch.cat(out)
+
+
+def test_a_corrupted_env_state_is_refused_never_crashes_or_half_applies():
+    """Each of 400 random corruptions of a saved CartPole (an entry replaced by junk: another kind,
+    class, type, shape, a deep nesting) either restores or raises EnvStateRefused; a refused one
+    leaves the env as it was."""
+    import copy
+    import random
+
+    cfg = parse_cfg(["--env=cartpole"])
+    env = make_env(cfg)
+    env.reset(seed=2)
+    saved = _through_file(save_env_state(env))
+    slots = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            slots.extend((node, k) for k in node)
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            slots.extend((node, i) for i in range(len(node)))
+            for v in node:
+                walk(v)
+        elif isinstance(node, tuple):
+            for v in node:
+                walk(v)
+
+    walk(saved)
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    junk = [
+        None,
+        "x",
+        -1,
+        2.5,
+        [1],
+        (1, 2),
+        {"k": "object"},
+        {"k": "bogus"},
+        {"k": "ref", "path": "nowhere"},
+        {"k": "ndarray", "dtype": "|O", "shape": [1], "data": torch.zeros(8, dtype=torch.uint8)},
+        {"k": "ndarray", "dtype": "<f8", "shape": ["a"], "data": torch.zeros(8, dtype=torch.uint8)},
+        {"k": "same", "what": "function os.system"},
+        {"k": "npscalar", "dtype": "<i3", "value": 1},
+        {"k": "object", "type": "builtins.object", "attrs": {"__class__": 1}},
+        torch.zeros(3),
+        deep,
+    ]
+    rng = random.Random(0)
+    target = make_env(cfg)
+    before = save_env_state(target)
+    refused = 0
+    for _ in range(400):
+        state = copy.deepcopy(saved) if rng.random() < 0.02 else _mutated(saved, slots, rng.choice(junk), rng)
+        try:
+            restore_env_state(target, state)
+            target, before = make_env(cfg), None  # restored: start again from a fresh env
+            before = save_env_state(target)
+        except EnvStateRefused:
+            refused += 1
+            assert torch.equal(_ndarray_bytes(save_env_state(target)), _ndarray_bytes(before))
+    assert refused > 200
+
+
+def _mutated(saved, slots, value, rng):
+    """A copy of `saved` with one entry (chosen among `slots`, positions in `saved`) set to `value`."""
+    import copy
+
+    i = rng.randrange(len(slots))
+    memo: dict = {}
+    out = copy.deepcopy(saved, memo)
+    container, key = slots[i]
+    copy_container = memo.get(id(container), container)
+    copy_container[key] = value
+    return out
