@@ -53,7 +53,8 @@ class Extra:
     load: Callable[[Any, Any, bool], None]
 
 
-_PRIMITIVE = (type(None), bool, int, float, str, bytes, torch.Tensor)
+_PLAIN = (type(None), bool, int, float, str, bytes)  # exact types, with tensors: written as they are
+_PRIMITIVE = (*_PLAIN, torch.Tensor)
 _NUMERIC_KINDS = "biufc"  # numpy dtype kinds read back: bool, int, uint, float, complex
 _DTYPE = re.compile(r"^[<>|=][biufc]\d{1,2}$")
 _BIT_GENERATORS = {"PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64"}
@@ -100,19 +101,19 @@ class _Encoder:
     def __call__(self, obj: Any, path: str) -> Any:
         if isinstance(obj, np.generic):  # before the primitives: np.float64 is a float
             return {"k": "npscalar", "dtype": self._dtype(obj.dtype, path), "value": obj.item()}
-        if isinstance(obj, _PRIMITIVE):
+        if isinstance(obj, enum.Enum):  # before the primitives: an IntEnum is an int
+            return {"k": "enum", "type": type_name(obj), "name": obj.name}
+        if type(obj) in _PLAIN or isinstance(obj, torch.Tensor):  # exactly: a subclass pickles by name
             return obj
         if isinstance(obj, _CALLABLE):
             return {"k": "same", "what": _callable_name(obj)}
         if isinstance(obj, np.dtype):
             return {"k": "dtype", "str": self._dtype(obj, path)}
-        if isinstance(obj, enum.Enum):
-            return {"k": "enum", "type": type_name(obj), "name": obj.name}
         if isinstance(obj, tuple):
             return tuple(self(v, f"{path}[{i}]") for i, v in enumerate(obj))
         if isinstance(obj, (set, frozenset)):
             items = sorted(obj, key=repr)
-            if not all(isinstance(v, (type(None), bool, int, float, str, bytes)) for v in items):
+            if not all(type(v) in _PLAIN for v in items):
                 raise PlainStateUnsupported(f"{path}: a set of other values than numbers and strings")
             return {"k": "frozenset" if isinstance(obj, frozenset) else "set", "items": items}
         if id(obj) in self.seen:
@@ -254,7 +255,7 @@ class _Decoder:
 
     def _set(self, node: dict, fresh: Any, path: str) -> Any:
         items = node["items"]
-        if not all(isinstance(v, (type(None), bool, int, float, str, bytes)) for v in items):
+        if not all(type(v) in _PLAIN for v in items):
             raise self.fail(path, "a set of other values than numbers and strings")
         return set(items)
 
