@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from surge.cfg.config import SECTIONS, Config, EvalParams, core_fields
+from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
 from surge.cfg.space_defaults import (
     SpaceDefault,
     as_overrides,
@@ -362,7 +363,10 @@ def _saved_algo(pre_args: argparse.Namespace, yaml_values: dict[str, Any], evalu
         saved = json.loads(path.read_text()).get("algo")
     except (OSError, ValueError):
         return None  # reported where the full parse reads it
-    return saved if isinstance(saved, str) else None
+    if not isinstance(saved, str):
+        return None
+    refuse_code_from_saved_cfg({"algo": saved}, ["algo"], train_dir, path)  # before it is imported
+    return saved
 
 
 def _yaml_name(values: dict[str, Any], key: str, path: str) -> str | None:
@@ -620,6 +624,10 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     if saved_path.is_file() and (evaluation or restart == "resume"):
         saved = {k: v for k, v in json.loads(saved_path.read_text()).items() if k not in COMMAND_ONLY}
         saved_keys = set(saved)
+        # modules the saved values name are imported below: never one from inside --train_dir
+        refuse_code_from_saved_cfg(
+            saved, [f for f in MODULE_FLAGS if f not in overrides], train_dir, saved_path
+        )
         saved_algo = saved.get("algo")
         if "algo" not in overrides and isinstance(saved_algo, str) and saved_algo != algo:
             # the saved run's algorithm decides its section's flags (resume, enjoy): parse again

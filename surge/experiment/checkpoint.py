@@ -11,11 +11,14 @@ moments) is never written: resuming from it would only continue a poisoned run.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import pickle
 import random
 import re
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -178,11 +181,19 @@ class CheckpointManager:
         return files[-1] if files else None
 
     def load(
-        self, kind: str = "latest", path: Path | None = None, map_location: str = "cpu"
+        self,
+        kind: str = "latest",
+        path: Path | None = None,
+        map_location: str = "cpu",
+        move_damaged: bool = False,
     ) -> dict[str, Any] | None:
         """Loads the newest loadable checkpoint of `kind` (or `path`) with `weights_only=True`.
 
-        A file that fails to load (e.g. a disk error) is reported and the next older one is tried.
+        A damaged file (truncated, corrupted, not a torch file, or holding objects other than
+        tensors and plain values: see `damage`) is reported as damaged and the next older one is
+        tried; with `move_damaged` (a resuming training run) it is also renamed to
+        `<name>.damaged`, so later resumes neither load nor report it again. A file that cannot be
+        read at all (an I/O error, no permission) is reported and skipped, never moved.
         Returns None when there is none.
         """
         candidates = (
@@ -191,8 +202,90 @@ class CheckpointManager:
         for p in candidates:
             try:
                 state = torch.load(p, map_location=map_location, weights_only=True)
-                log.info("Loaded checkpoint %s", p)
-                return state
             except Exception as e:  # noqa: BLE001 - report and fall back to an older file
-                log.warning("Could not load checkpoint %s (%s); trying an older one", p, e)
+                why = damage(p, e)
+                if why is None:
+                    log.warning("Could not read checkpoint %s (%s); trying an older one.", p, e)
+                    continue
+            else:
+                if isinstance(state, dict):
+                    log.info("Loaded checkpoint %s", p)
+                    return state
+                why = f"it holds a {type(state).__name__}, not a checkpoint's dict"
+            self._report_damaged(p, why, move_damaged)
         return None
+
+    def _report_damaged(self, path: Path, why: str, move: bool) -> None:
+        moved = ""
+        if move:
+            aside = path.with_name(path.name + DAMAGED_SUFFIX)
+            try:
+                os.replace(path, aside)
+                moved = f"; moved aside to {aside.name} (kept, never loaded again)"
+            except OSError as e:
+                moved = f"; could not move it aside ({e})"
+        log.warning("Checkpoint %s is damaged (%s)%s; trying the previous one.", path, why, moved)
+
+
+#: what a damaged checkpoint is renamed to end with (`CheckpointManager.load(move_damaged=True)`)
+DAMAGED_SUFFIX = ".damaged"
+
+
+def damage(path: Path, error: BaseException) -> str | None:
+    """Why `torch.load(path, weights_only=True)` failed with `error` if the file's content is the
+    cause (the file is damaged: truncated, corrupted, not a torch file, or holding objects that a
+    weights-only load refuses), else None (the file could not be read, or the load failed for
+    another reason, such as a missing device or memory).
+
+    A truncated torch file often fails as `OSError: [Errno 22] Invalid argument` (torch's zip
+    reader seeking past the end): that is taken as damage only when the file itself reads whole.
+    """
+    if isinstance(error, pickle.UnpicklingError) and "Unsupported global" in str(error):
+        return "it holds objects other than tensors and plain values, which are not loaded"
+    content = isinstance(error, (EOFError, zipfile.BadZipFile, pickle.UnpicklingError)) or (
+        isinstance(error, RuntimeError) and any(m in str(error) for m in _TORCH_FORMAT_ERRORS)
+    )
+    if not content and not (isinstance(error, OSError) and error.errno == errno.EINVAL):
+        return None
+    try:
+        with open(path, "rb") as f:
+            size = 0
+            while chunk := f.read(1 << 24):
+                size += len(chunk)
+    except OSError:
+        return None  # not readable: an I/O problem, not (known) damage
+    if isinstance(error, pickle.UnpicklingError):  # torch's message is advice on weights_only
+        detail = "neither a torch zip file nor a loadable legacy one"
+    else:
+        detail = str(error).strip().splitlines()[0][:160] if str(error).strip() else "empty"
+    return f"{size} bytes, not a complete torch file: {type(error).__name__}: {detail}"
+
+
+# torch's messages for a file that is not a (complete) torch zip file
+_TORCH_FORMAT_ERRORS = ("PytorchStreamReader", "zip archive", "legacy .tar format", "invalid header")
+
+
+def log_no_checkpoint(
+    ckpts: list[CheckpointManager], root: Path, earlier_run: bool, save_every_sec: float
+) -> None:
+    """Says that a resuming run found no checkpoint of any policy in `root` and starts from frame 0:
+    a warning when a run was there before (`earlier_run`: the folder had a cfg.json; it was
+    stopped before its first checkpoint, or its checkpoints were damaged), else (a new run) info."""
+    damaged = [
+        p.name for c in ckpts if c.folder.is_dir() for p in sorted(c.folder.glob("*" + DAMAGED_SUFFIX))
+    ]
+    if not earlier_run:
+        log.info("No checkpoint in %s: a new run, starting from env frame 0.", root)
+        return
+    why = (
+        f"{len(damaged)} damaged checkpoint(s) were moved aside ({', '.join(damaged[:3])}"
+        f"{' ...' if len(damaged) > 3 else ''})"
+        if damaged
+        else f"the earlier run stopped before its first checkpoint (one is written every "
+        f"--save_every_sec={save_every_sec:g} s and at the end of a run)"
+    )
+    log.warning(
+        "No checkpoint found in %s (%s): the run starts from env frame 0.",
+        root,
+        why,
+    )

@@ -56,7 +56,7 @@ from surge.envs.registry import find_family
 from surge.errors import ConfigError
 from surge.learning.base import LearnerBase
 from surge.replay.obs_store import leaves
-from surge.replay.persist import load_replay, save_replay
+from surge.replay.persist import ReplayFileRefused, load_replay, replay_file_in, save_replay
 from surge.replay.prioritized import PrioritizedReplay
 from surge.replay.uniform import UniformReplay
 
@@ -365,15 +365,20 @@ class ReplayLearnerBase(LearnerBase):
         """Where `--save_replay_buffer` writes the replay saved with the checkpoint of `version`
         after `env_steps` stored steps (both name it: before learning starts, or between two
         saves without an update, the version alone stays the same while the replay grows)."""
-        root = Path(self.cfg.train_dir) / self.cfg.experiment / f"checkpoint_p{self.policy_id}"
-        return root / f"replay_buffer_v{version}_s{env_steps}.pth"
+        return self.replay_folder() / f"replay_buffer_v{version}_s{env_steps}.pth"
+
+    def replay_folder(self) -> Path:
+        """This policy's checkpoint folder, where its replay files are written and the only place
+        they are read from."""
+        return Path(self.cfg.train_dir) / self.cfg.experiment / f"checkpoint_p{self.policy_id}"
 
     def state_dict(self) -> dict[str, Any]:
         """`LearnerBase.state_dict` plus "replay_counters" (env_steps, updates, the generator);
         with `--save_replay_buffer`, writes the replay (and the versions of its steps) to
         `replay_file(policy_version, env_steps)` (unless there already), keeps the previous one (a
         checkpoint refused for non-finite weights leaves the previous checkpoint the latest, and
-        its replay with it), removes older ones and names the file under "replay_file"."""
+        its replay with it), removes older ones and names the file under "replay_file" (its name
+        only: the file is beside the checkpoint, wherever the experiment folder is moved)."""
         out = super().state_dict()
         out["replay_counters"] = {
             "env_steps": self.env_steps,
@@ -388,14 +393,15 @@ class ReplayLearnerBase(LearnerBase):
                 files = sorted(path.parent.glob("replay_buffer_v*.pth"), key=lambda f: f.stat().st_mtime)
                 for old in [f for f in files if f != path][:-1]:  # all but this one and the previous
                     old.unlink(missing_ok=True)
-            out["replay_file"] = str(path)
+            out["replay_file"] = path.name
         return out
 
     def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
         """`LearnerBase.load_state_dict`; the counters and (with `--save_replay_buffer`, not for
-        `keep_version`: a replaced policy keeps its own replay) the saved replay. A missing replay
-        file (or none saved) leaves the replay empty: updates start again after `learning_starts` new
-        steps."""
+        `keep_version`: a replaced policy keeps its own replay) the saved replay, read only from this
+        policy's checkpoint folder (`replay_folder`). A missing replay file (or none saved), one
+        outside that folder, or one holding other objects than tensors and plain values leaves the
+        replay empty (logged): updates start again after `learning_starts` new steps."""
         super().load_state_dict(state, keep_version)
         if keep_version:
             return
@@ -403,13 +409,17 @@ class ReplayLearnerBase(LearnerBase):
         if counters is not None:
             self.env_steps, self.updates = int(counters["env_steps"]), int(counters["updates"])
             self.generator.set_state(counters["generator"])
-        path = state.get("replay_file")
-        if path and self.params.save_replay_buffer and Path(path).exists():
-            load_replay(_ReplayWithVersions(self), path)
-            log.info("Loaded the replay buffer (%d steps) from %s.", len(self.replay), path)
-            return
-        if path and self.params.save_replay_buffer:
-            log.warning("The replay buffer file %s is missing: the replay starts empty.", path)
+        recorded = state.get("replay_file")
+        if recorded and self.params.save_replay_buffer:
+            try:
+                path = replay_file_in(self.replay_folder(), recorded)
+                if path.exists():
+                    load_replay(_ReplayWithVersions(self), path)
+                    log.info("Loaded the replay buffer (%d steps) from %s.", len(self.replay), path)
+                    return
+                log.warning("The replay buffer file %s is missing: the replay starts empty.", path)
+            except ReplayFileRefused as e:  # a file outside the folder, or not plain data
+                log.error("Not loading the replay buffer: %s. The replay starts empty.", e)
         self._base_steps, self._base_updates = self.env_steps, self.updates
 
 

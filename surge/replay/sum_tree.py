@@ -17,6 +17,7 @@ returned zero-priority leaves after rounding).
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 
 class SumTree:
@@ -117,7 +118,12 @@ class SumTree:
         assert self.num_nonzero == int((t[n : n + self.size] > 0).sum()), "num_nonzero is stale"
 
     def state_dict(self) -> dict[str, object]:
-        return {"size": self.size, "tree": self.tree.copy(), "num_nonzero": self.num_nonzero}
+        # the tree as a tensor: replay files load with torch.load(weights_only=True) (replay.persist)
+        return {
+            "size": self.size,
+            "tree": torch.from_numpy(self.tree.copy()),
+            "num_nonzero": self.num_nonzero,
+        }
 
     def load_state_dict(self, state: dict[str, object]) -> None:
         """Raises ValueError when the saved tree has another size."""

@@ -382,6 +382,17 @@ class SerialPlacement:
                 path,
             )
             return None
+        try:  # every env's state checked before any is restored: a refusal leaves them all fresh
+            for w, ws in zip(c.workers, state["workers"], strict=True):
+                w.check_state_dict(ws)
+        except ValueError as e:  # EnvStateRefused included (an older pickled env, another env)
+            log.warning(
+                "Not resuming the envs from the sampler state %s (%s): the envs start from a reset and "
+                "the run does not continue exactly.",
+                path,
+                e,
+            )
+            return None
         return state
 
     def step(self) -> StepReport:

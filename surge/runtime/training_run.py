@@ -16,7 +16,7 @@ from surge.cfg.validate import config_notes
 from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
-from surge.experiment.checkpoint import CheckpointManager
+from surge.experiment.checkpoint import CheckpointManager, log_no_checkpoint
 from surge.experiment.folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
 from surge.experiment.git_info import record_code_revision
 from surge.experiment.monitor import Monitor
@@ -154,6 +154,7 @@ class TrainingRun:
                 folder.done_file,
             )
             return "already_done"
+        earlier_run = folder.cfg_file.exists()  # a run in this folder before (resume only)
         if self.writes:
             save_cfg(cfg, folder.cfg_file)
             record_code_revision(folder.root)
@@ -171,9 +172,13 @@ class TrainingRun:
                 )
         resume = cfg.restart_behavior == "resume"
         self.learning = learning_policies(cfg)  # frozen policies have no checkpoints
+        # a damaged checkpoint is moved aside (`<name>.damaged`) by the run that writes this folder
         resume_states = [
-            c.load("latest") if resume and i in self.learning else None for i, c in enumerate(self.ckpts)
+            c.load("latest", move_damaged=self.writes) if resume and i in self.learning else None
+            for i, c in enumerate(self.ckpts)
         ]
+        if resume and self.learning and all(resume_states[i] is None for i in self.learning):
+            log_no_checkpoint(self.ckpts, folder.root, earlier_run, cfg.save_every_sec)
         if self.rank.rank > 0:
             # ranks > 0 read rank 0's checkpoint for its counters (the weights come by broadcast):
             # not its random streams, or every rank would sample with the same noise from here on

@@ -1,76 +1,114 @@
 """Saving and restoring an env object's whole state, for an exact resume of the serial placement.
 
-An env is saved by pickling the object surge steps (its wrappers included: the episode being
-recorded, time limits, frame stacks), so it resumes mid-episode with its own random generator where
-it stopped. That is only exact where pickling captures the state, so an env is accepted only when:
+The state of the object surge steps (its wrappers included: the episode being recorded, time
+limits, frame stacks, random generators) is written as plain values (`surge.sampling.plain_state`):
+every attribute of every object of the env, numpy arrays as bytes, generators as their state. On
+resume it is written back into the env this run made with its own factory, so the env continues
+mid-episode where it stopped. Reading the file runs no code that the file names: an experiment
+folder shared by a colleague or downloaded with a model is data (`sampler_state.pth` loads with
+`torch.load(weights_only=True)`).
 
-- no object of its wrapper chain is an `EzPickle` (gymnasium's MuJoCo, Box2D and ALE envs pickle as
-  their constructor arguments: unpickling builds a *fresh* env, silently not the one that stopped),
-  except the ALE `AtariEnv`, whose emulator state (with the emulator's RNG) and random generator are
-  saved beside it (`ALEInterface.cloneState(include_rng=True)`) and put back after unpickling;
-- pickling succeeds (VizDoom's `DoomGame`, envs holding sockets, processes or open files cannot be
-  pickled; VizDoom has no way to save a game's state at all).
+The ALE emulator (`ale_py.ALEInterface`, a C object) is saved as its serialized state with the
+emulator's RNG (`cloneState(include_rng=True)`) and put back with `restoreState`.
 
-An env that is not accepted raises `EnvStateUnsupported` saying why; the serial placement then
-resumes as before (fresh, seeded resets) and says so.
+An env holding any other object whose state Python cannot see (MuJoCo's `MjModel`/`MjData`,
+Box2D's world, VizDoom's `DoomGame`, sockets, processes) raises `EnvStateUnsupported` naming it; the
+serial placement then resumes as before (fresh, seeded resets) and says so.
 """
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
-from gymnasium.utils import EzPickle
+import torch
+
+from surge.sampling.plain_state import (
+    Extra,
+    PlainStateMismatch,
+    PlainStateUnsupported,
+    check,
+    decode,
+    encode,
+)
+
+#: the version of the format; a state of another one is refused
+FORMAT = "surge.env_state/1"
 
 
 class EnvStateUnsupported(Exception):
     """This env's state cannot be saved exactly (the message says why)."""
 
 
-def _chain(env: Any) -> list[Any]:
-    """The env objects from the outermost wrapper down to the unwrapped env."""
-    out, seen = [], set()
-    while env is not None and id(env) not in seen:
-        seen.add(id(env))
-        out.append(env)
-        env = getattr(env, "env", None)
-    return out
+class EnvStateRefused(ValueError):
+    """A saved env state is not loaded (the message says why: an older pickled format, or a state
+    that does not fit this run's env)."""
 
 
-def _is_ale(obj: Any) -> bool:
-    return type(obj).__name__ == "AtariEnv" and hasattr(obj, "ale")
+def _ale_save(ale: Any) -> bytes:
+    return bytes(ale.cloneState(include_rng=True).serialize())
 
 
-def save_env_state(env: Any) -> bytes:
-    """The state of `env` (the object surge steps, with its wrappers) as bytes for `load_env_state`.
+def _ale_load(ale: Any, data: Any, apply: bool) -> None:
+    import ale_py
+
+    if not isinstance(data, bytes):
+        raise TypeError(f"ALE state is a {type(data).__name__}, not bytes")
+    state = ale_py.ALEState(data)
+    if apply:
+        ale.restoreState(state)
+
+
+_EXTRAS = {"ale_py._ale_py.ALEInterface": Extra(_ale_save, _ale_load)}
+
+
+def save_env_state(env: Any) -> dict[str, Any]:
+    """The state of `env` (the object surge steps, with its wrappers) as tensors and plain values,
+    for `restore_env_state`.
 
     Raises:
-        EnvStateUnsupported: the env's state cannot be saved exactly (see the module docstring).
+        EnvStateUnsupported: an object of the env cannot be saved (the message names it).
     """
-    chain = _chain(env)
-    extra: dict[str, Any] = {}
-    for obj in chain:
-        if _is_ale(obj):
-            extra["ale"] = (obj.ale.cloneState(include_rng=True), getattr(obj, "_np_random", None))
-        elif isinstance(obj, EzPickle):
-            raise EnvStateUnsupported(
-                f"{type(obj).__name__} pickles as its constructor arguments (EzPickle): unpickling would "
-                "make a fresh env, not restore the one that stopped"
-            )
     try:
-        return pickle.dumps((env, extra), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as e:  # noqa: BLE001 - any pickling failure means the same: not savable
-        raise EnvStateUnsupported(f"{type(chain[-1]).__name__} cannot be pickled ({e})") from e
+        return {"format": FORMAT, "env": encode(env, _EXTRAS)}
+    except PlainStateUnsupported as e:
+        raise EnvStateUnsupported(str(e)) from e
 
 
-def load_env_state(data: bytes) -> Any:
-    """The env object saved by `save_env_state`, in the state it had. `data` is a pickle: load only
-    files this run wrote."""
-    env, extra = pickle.loads(data)  # noqa: S301 - our own file, written by save_env_state
-    if "ale" in extra:
-        ale_env = next(obj for obj in _chain(env) if _is_ale(obj))
-        state, np_random = extra["ale"]
-        ale_env.ale.restoreState(state)
-        if np_random is not None:
-            ale_env._np_random = np_random
-    return env
+def _checked(state: Any) -> Any:
+    if isinstance(state, torch.Tensor):
+        raise EnvStateRefused(
+            "the env was saved as a pickle (surge before the plain-value format): not loaded, as "
+            "unpickling a file can run any code"
+        )
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        got = state.get("format") if isinstance(state, dict) else type(state).__name__
+        raise EnvStateRefused(f"the env state's format is {got!r}, not {FORMAT!r}")
+    if "env" not in state:
+        raise EnvStateRefused("the env state holds no env")
+    return state["env"]
+
+
+def check_env_state(env: Any, state: Any) -> None:
+    """Checks that `restore_env_state(env, state)` would succeed, changing nothing.
+
+    Raises:
+        EnvStateRefused: as `restore_env_state`.
+    """
+    try:
+        check(_checked(state), env, _EXTRAS)
+    except (PlainStateMismatch, RecursionError) as e:
+        raise EnvStateRefused(f"the saved env does not fit this run's env ({e})") from e
+
+
+def restore_env_state(env: Any, state: Any) -> Any:
+    """Puts the state `save_env_state` saved into `env`, an env made by the same factory (the same
+    env and wrappers), in place; returns `env`. Nothing of `env` changes when it raises.
+
+    Raises:
+        EnvStateRefused: `state` is of another format (a pickle written by an older surge) or does
+            not fit `env` (another class at an attribute, a missing object); the message names it.
+    """
+    try:
+        return decode(_checked(state), env, _EXTRAS)
+    except (PlainStateMismatch, RecursionError) as e:
+        raise EnvStateRefused(f"the saved env does not fit this run's env ({e})") from e

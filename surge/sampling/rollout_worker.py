@@ -54,7 +54,7 @@ from surge.errors import EnvError
 from surge.population.objective import TRUE_REWARD, episode_statistic
 from surge.population.shaping import WorkerShaping
 from surge.sampling.env_actions import BoxActionMap
-from surge.sampling.env_state import load_env_state, save_env_state
+from surge.sampling.env_state import EnvStateRefused, check_env_state, restore_env_state, save_env_state
 from surge.sampling.policy_mapping import PolicyMapper
 
 #: an env that raises this many times in a row (its rebuilt copy failing again) stops the worker
@@ -675,8 +675,9 @@ class RolloutWorker:
     def state_dict(self) -> dict[str, Any]:
         """Everything of this worker that a resumed run needs to continue exactly where it stopped
         (the serial placement saves it at a stop): per split its slots, step t, the policy of each
-        agent and the envs' whole state (`surge.sampling.env_state`, as uint8 tensors), the policy
-        mapping's random stream, and the env rebuild count and fault streaks (rebuilt envs' seeds). Tensors and plain values only (loads with `weights_only=True`).
+        agent and the envs' whole state (`surge.sampling.env_state`), the policy mapping's random
+        stream, and the env rebuild count and fault streaks (rebuilt envs' seeds). Tensors and plain
+        values only: it loads with `weights_only=True` and loading it runs no code.
         Call it between steps (no env step half done). The trajectory buffers are not in it.
 
         Raises:
@@ -684,7 +685,7 @@ class RolloutWorker:
         """
         splits = []
         for split in self.splits:
-            envs = [torch.frombuffer(bytearray(save_env_state(env)), dtype=torch.uint8) for env in split.envs]
+            envs = [save_env_state(env) for env in split.envs]
             splits.append(
                 {
                     "slots": split.slots.clone(),
@@ -703,12 +704,13 @@ class RolloutWorker:
         streaks = [[s, e, n] for (s, e), n in self.fault_streaks.items()]
         return {"splits": splits, "mapper": mapper, "rebuilds": self.rebuilds, "fault_streaks": streaks}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores what `state_dict` saved, instead of `reset()`: the envs made for this worker are
-        closed and replaced by the saved ones.
+    def check_state_dict(self, state: dict[str, Any]) -> None:
+        """Checks that `load_state_dict(state)` would restore this worker's envs, changing nothing.
 
         Raises:
             ValueError: the state is of a worker with other splits or envs per split.
+            EnvStateRefused (a ValueError): an env's saved state is not loaded (an older pickled
+                format, or a state that does not fit this run's env); the message says which.
         """
         saved = state["splits"]
         if len(saved) != len(self.splits) or any(
@@ -718,10 +720,24 @@ class RolloutWorker:
                 f"sampler state of worker {self.worker_idx} has {[len(s['envs']) for s in saved]} envs per "
                 f"split, this run {[len(split.envs) for split in self.splits]}"
             )
-        for s, split in zip(saved, self.splits, strict=True):
-            for env in split.envs:
-                env.close()
-            split.envs = [load_env_state(t.numpy().tobytes()) for t in s["envs"]]
+        for s_idx, (s, split) in enumerate(zip(saved, self.splits, strict=True)):
+            for e_idx, (env_state, env) in enumerate(zip(s["envs"], split.envs, strict=True)):
+                try:
+                    check_env_state(env, env_state)
+                except EnvStateRefused as e:
+                    raise EnvStateRefused(f"worker {self.worker_idx} split {s_idx} env {e_idx}: {e}") from e
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores what `state_dict` saved, instead of `reset()`: the envs made for this worker are
+        put in the saved envs' state (`surge.sampling.env_state.restore_env_state`).
+
+        Raises:
+            ValueError, EnvStateRefused: as `check_state_dict` (checked before anything changes).
+        """
+        self.check_state_dict(state)
+        for s, split in zip(state["splits"], self.splits, strict=True):
+            for env, env_state in zip(split.envs, s["envs"], strict=True):
+                restore_env_state(env, env_state)
             split.set_slots(s["slots"].clone())
             self._claim_slots(split)
             split.t = int(s["t"])

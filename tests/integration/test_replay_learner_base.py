@@ -136,7 +136,7 @@ def test_save_replay_buffer_round_trip(tmp_path):
         a.observe(blk)
         a.train_replay()
     state = copy.deepcopy(a.state_dict())  # as a checkpoint file holds it (no tensor shared with a)
-    assert Path(state["replay_file"]).exists()
+    assert (a.replay_folder() / state["replay_file"]).exists()
     b = _learner(tmp_path, *args)
     b.model.load_state_dict(a.model.state_dict())
     b.load_state_dict(state)
@@ -232,13 +232,13 @@ def test_each_save_writes_the_replay_as_it_is_and_keeps_the_previous_one(tmp_pat
         a.observe(_block(8, [0, 1], seed=i))
     second = copy.deepcopy(a.state_dict())
     assert a.policy_version == 0 and first["replay_file"] != second["replay_file"]
-    assert Path(first["replay_file"]).exists()  # the previous checkpoint's replay is kept
+    assert (a.replay_folder() / first["replay_file"]).exists()  # the previous checkpoint's replay is kept
     b = _learner(tmp_path, *args)
     b.load_state_dict(second)
     assert len(b.replay) == len(a.replay) > 0 and b.env_steps == a.env_steps == 64
     a.observe(_block(8, [0, 1], seed=9))
     a.state_dict()
-    assert not Path(first["replay_file"]).exists()  # older than the previous one: removed
+    assert not (a.replay_folder() / first["replay_file"]).exists()  # older than the previous one: removed
 
 
 def test_an_update_loop_stopped_early_reports_the_updates_it_ran(tmp_path):

@@ -56,3 +56,42 @@ def test_rng_state_round_trips_and_loads_weights_only(tmp_path):
     a = (random.random(), np.random.rand(), torch.rand(1).item())
     set_rng_state(torch.load(tmp_path / "r.pth", weights_only=True)["rng"])
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == a
+
+
+def _damage(path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "truncated":  # a write cut by a full disk or a copy stopped half way: torch says [Errno 22]
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    else:
+        path.write_bytes(b"")
+
+
+@pytest.mark.parametrize("how", ["truncated", "garbage", "empty"])
+def test_a_damaged_latest_checkpoint_is_moved_aside_and_the_previous_one_loads(tmp_path, caplog, how):
+    m = CheckpointManager(tmp_path, keep_checkpoints=5)
+    m.save({"v": 1, "big": torch.randn(1000)}, 1, 100)
+    latest = m.save({"v": 2, "big": torch.randn(1000)}, 2, 200)
+    _damage(latest, how)
+    with caplog.at_level("WARNING", logger="surge"):
+        assert m.load(move_damaged=True)["v"] == 1
+    assert not latest.exists() and latest.with_name(latest.name + ".damaged").exists()
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and f"{latest} is damaged" in said[0] and "moved aside" in said[0], said
+    assert "Invalid argument" not in said[0].split("(")[0]  # the cause follows the verdict, not instead of it
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="surge"):
+        assert m.load(move_damaged=True)["v"] == 1
+    assert not caplog.records  # moved aside: a later resume does not report it again
+    assert m.latest().name == "checkpoint_v000000001_f000000000100.pth"
+
+
+def test_a_reader_reports_a_damaged_checkpoint_but_leaves_it_in_place(tmp_path, caplog):
+    m = CheckpointManager(tmp_path, keep_checkpoints=5)
+    m.save({"v": 1}, 1, 100)
+    latest = m.save({"v": 2, "big": torch.randn(1000)}, 2, 200)
+    _damage(latest, "truncated")
+    with caplog.at_level("WARNING", logger="surge"):
+        assert m.load()["v"] == 1  # surge enjoy / export: they read the folder, never change it
+    assert latest.exists() and "is damaged" in caplog.text and "moved aside" not in caplog.text
