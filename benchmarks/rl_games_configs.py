@@ -6,7 +6,9 @@ output; regenerate it after a flag of issue 21 is merged:
     PYTHONPATH=$PWD python benchmarks/rl_games_configs.py > /tmp/table.md
 
 Only the translation is tried (no env is made, nothing is trained): "translates" means every key
-is mapped; whether the env itself can be made here is checked by `surge train`.
+is mapped; whether the env itself can be made here is checked by `surge train`. A file that asks
+for fp16 (`mixed_precision: True`) is counted apart, "translates, CUDA only": `surge train`
+refuses fp16 on a CPU before the start.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from pathlib import Path
 
 
 def classify(path: Path) -> tuple[str, str, str]:
-    """(result, env or the refused key, why) for one shipped file: "translates", "waits for issue
-    21" (every key maps, some to flags of issue 21 not merged here: named), "refused" (the first
-    key surge cannot honour), or "not a training file"."""
+    """(result, env or the refused key, why) for one shipped file: "translates", "translates, CUDA
+    only" (fp16), "waits for issue 21" (every key maps, some to flags of issue 21 not merged here:
+    named), "refused" (the first key surge cannot honour), or "not a training file"."""
     from surge.cfg.cli import read_yaml
     from surge.cfg.rl_games_envs import RlGamesKeyError
     from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
@@ -41,10 +43,19 @@ def classify(path: Path) -> tuple[str, str, str]:
         out = translate(data, path.name, collect_missing=True)
     except RlGamesKeyError as e:
         why = re.sub(r" \(in [^)]*\)$", "", e.problem.rstrip("."))
+        if e.fix:  # what to do instead, e.g. the surge command that trains the task
+            why = f"{why.rstrip('.')}. Fix: {e.fix}"
         return "refused", f"`{e.field}`", why
     if out.missing:
         flags = ", ".join(f"`{k.split('.')[-1]}` ({flag})" for k, flag in out.missing)
         return "waits for issue 21", f"`{out.values['env']}`", f"needs {flags}"
+    if out.values.get("mixed_precision") == "fp16":
+        return (
+            "translates, CUDA only",
+            f"`{out.values['env']}`",
+            "mixed_precision: True is fp16, which surge runs on a CUDA GPU only (elsewhere add "
+            "--mixed_precision=bf16 or none)",
+        )
     return "translates", f"`{out.values['env']}`", ""
 
 

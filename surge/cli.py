@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 
 from surge.errors import SurgeError
+
+COMMANDS = ("train", "enjoy", "bench", "check-env", "export", "tune", "report", "tb")
 
 USAGE = """usage: surge COMMAND [--flag=value ...]
 
@@ -93,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     except SurgeError as e:
         print(f"surge {command}: error: {e}", file=sys.stderr)
         return 2
-    print(f"surge: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
+    close = difflib.get_close_matches(command, COMMANDS, n=1)
+    hint = f"; did you mean `surge {close[0]}`?" if close else ""
+    print(f"surge: unknown command {command!r}{hint}\n\n{USAGE}", file=sys.stderr)
     return 2
 
 

@@ -62,7 +62,10 @@ def str2bool(v: str) -> bool:
 
 def _int(v: str) -> int:
     """Integers, also written as 1e9 or 4_000_000."""
-    f = float(str(v).replace("_", ""))
+    try:
+        f = float(str(v).replace("_", ""))
+    except ValueError:  # argparse would say "invalid _int value"
+        raise argparse.ArgumentTypeError(f"expected an integer, got {v!r}") from None
     if not f.is_integer():
         raise argparse.ArgumentTypeError(f"expected an integer, got {v!r}")
     return int(f)
@@ -98,7 +101,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # raise instead of exiting, so callers get a ConfigError
         field = ""
         if message.startswith("argument --"):
-            field = message.split()[1].lstrip("-").rstrip(":").split("/")[0]
+            named, _, rest = message.partition(": ")
+            field = named.split()[1].lstrip("-").split("/")[0]
+            message = rest or message  # ConfigError names the flag once, as --FIELD:
+        if not message.endswith("."):
+            message += "."
         raise ConfigError(field or "command line", message, "see `surge train --env=ENV --help`.")
 
 

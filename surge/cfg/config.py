@@ -37,7 +37,9 @@ class ExperimentParams:
     algo: str = param(
         "APPO",
         "Algorithm: APPO (asynchronous PPO with V-trace or GAE), A2C (synchronous advantage "
-        "actor-critic), DUMMY_SAMPLER (random actions, no learning), or one registered with "
+        "actor-critic), DQN (double, dueling, categorical, n-step, prioritized replay), R2D2 "
+        "(recurrent DQN, sequence replay), SAC, TD3 and DDPG (continuous actions, replay), "
+        "DUMMY_SAMPLER (random actions, no learning), or one registered with "
         "surge.learning.algorithm.register_algorithm.",
     )
     env: str = param(

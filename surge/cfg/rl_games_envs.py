@@ -74,8 +74,6 @@ NOT_HERE = {
     "cule": "CuLE (CUDA Atari) is not installed here; use the atari_ or envpool_ family",
     "dm_control": "dm_control (through dm2gym) is not installed here; surge has no dm_control family",
     "slime_gym": "slimevolleygym is not installed here",
-    "minigrid_env": "gym_minigrid is not installed here",
-    "multiwalker_env": "rl_games' MultiWalker wrapper of PettingZoo's sisl is not a surge env",
     "test_env": "rl_games' own test envs (rl_games.envs.test) are not surge envs",
     "myo_gym": "MyoSuite is not installed here",
     "diambra": "DIAMBRA Arena is not installed here",
@@ -162,6 +160,18 @@ def env_from_rl_games(
         raise RlGamesKeyError("params.config.env_name", f"{env_name!r} is not an env name.", "")
     if env_name in NOT_HERE:
         raise RlGamesKeyError("params.config.env_name", f"{env_name!r}: {NOT_HERE[env_name]}.", "")
+    if env_name == "minigrid_env":
+        _refuse_minigrid(take)
+    if env_name == "multiwalker_env":
+        raise RlGamesKeyError(
+            "params.config.env_name",
+            "'multiwalker_env' is rl_games' own MultiWalker (rl_games/envs/multiwalker.py): PettingZoo's "
+            "multiwalker_v6 with additions surge's pettingzoo_ family does not make (env_config's "
+            "central_value: a state of the 3 walkers' observations; apply_agent_ids: one-hot agent ids "
+            "in each observation), so neither the env nor the file's central_value_config translates.",
+            "train the same task as surge's PettingZoo env, 3 walkers sharing one policy, without the "
+            "state: `surge train --env=pettingzoo_sisl.multiwalker_v9`.",
+        )
     if env_name in ("openai_gym",):
         name = take("name", None)
         if not isinstance(name, str):
@@ -211,6 +221,30 @@ def env_from_rl_games(
         "params.config.env_name",
         f"{env_name!r} is not an env rl_games 1.6.5 registers, or not one surge maps.",
         "see docs/rl_games.md for the env names that run here.",
+    )
+
+
+def _refuse_minigrid(take: Callable[[str, Any], Any]) -> None:
+    """rl_games' `create_minigrid_env` (`rl_games/common/env_configurations.py`): gym_minigrid's
+    (minigrid's old name) task `name` seen through ViewSizeWrapper(view_size) and
+    RGBImgPartialObsWrapper(tile_size=84 // view_size) as pixels; the view size is part of the task
+    and surge's --env_wrappers pass no arguments, so this refuses, naming the command that trains
+    the task in surge (minigrid's own 7x7 symbolic view, flattened)."""
+    name = take("name", None)
+    view = take("view_size", 3)
+    task = name if isinstance(name, str) else "MiniGrid-Empty-5x5-v0"
+    if take("rgb_fully_obs", False):
+        seen = "RGBImgObsWrapper (the whole grid as pixels)"
+    else:
+        tile = 84 // view if isinstance(view, int) and view > 0 else 0
+        seen = f"ViewSizeWrapper({view}) and RGBImgPartialObsWrapper ({view * tile}x{view * tile} pixels)"
+    raise RlGamesKeyError(
+        "params.config.env_name",
+        f"'minigrid_env' makes {task} through gym_minigrid's {seen}; surge's --env_wrappers take no "
+        "arguments, so neither the env (its view size is part of the task) nor the cnn sized for its "
+        "pixels translates.",
+        f"train the task with minigrid's own 7x7 view: `surge train --env=minigrid:{task} --env_wrappers "
+        "surge.envs.wrappers:DropUnflattenable FlattenObservation --use_rnn=True` (the file's LSTM).",
     )
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from gymnasium.wrappers import RecordEpisodeStatistics
 
 from surge.envs.action_masks import MASK_KEY, check_mask_space, has_action_mask, sample_legal
+from surge.envs.check_findings import NOT_AN_ARRAY, OUT_OF_BOUNDS, Findings
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.envs.wrappers import is_flattenable, unflattenable_entries
 from surge.errors import EnvError, SurgeError
@@ -62,14 +63,16 @@ def check_env(
             (a PettingZoo env's API and agents, its action masks and how many actions they allow).
 
     Returns:
-        Warnings: things that work but look unintended (plain sentences, no duplicates).
+        Warnings: things that train but look unintended, one sentence per distinct problem (one
+        seen at several steps says how often and where first; gymnasium's warnings of a problem
+        already named are left out).
 
     Raises:
         EnvError: the env breaks the API or returns data that does not match its spaces; the
             message says what is wrong and how to fix it.
         ConfigError: `env_or_name` is a name that no family and no gymnasium id knows.
     """
-    found: list[str] = []
+    found = Findings()
     owned = isinstance(env_or_name, str)
     if owned:
         env, cfg = _make_named_env(env_or_name, cfg)
@@ -91,13 +94,13 @@ def check_env(
     for w in caught:
         text = _clean(str(w.message))
         # gymnasium warns when it is given a wrapped env; surge's envs are wrapped on purpose.
-        if "different from the unwrapped version" not in text:
+        if "different from the unwrapped version" not in text and not found.already_named(text):
             found.append(f"{w.category.__name__}: {text}")
-    return list(dict.fromkeys(found))
+    return found.lines()
 
 
 def _check_any(
-    env: Any, owned: bool, cfg: Any, num_steps: int, found: list[str], legal_counts: list[int]
+    env: Any, owned: bool, cfg: Any, num_steps: int, found: Findings, legal_counts: list[int]
 ) -> None:
     if isinstance(env, SingleAgentAsMultiAgent):
         inner = env.env
@@ -175,7 +178,7 @@ def _make_named_env(env_name: str, cfg: Any) -> tuple[Any, Any]:
 # --------------------------------------------------------------------------------------------- spaces
 
 
-def _check_spaces(env: Any, cfg: Any, found: list[str]) -> None:
+def _check_spaces(env: Any, cfg: Any, found: Findings) -> None:
     for attr in ("observation_space", "action_space"):
         space = getattr(env, attr, None)
         if space is None:
@@ -462,8 +465,10 @@ def _shape_dtype(value: Any) -> str:
     return f"shape {arr.shape} and dtype {arr.dtype}"
 
 
-def _check_obs(obs: Any, space: gym.Space, where: str, found: list[str]) -> None:
-    """Raises EnvError when `obs` does not fit `space` (names expected vs actual shape/dtype)."""
+def _check_obs(obs: Any, space: gym.Space, where: str, found: Findings, path: str = "") -> None:
+    """Raises EnvError when `obs` does not fit `space` (names expected vs actual shape/dtype); adds
+    to `found` what training tolerates (a list, values out of bounds) as `observation{path}` (the
+    Dict key, if any) seen at `where`."""
     if isinstance(space, gym.spaces.Dict):
         if not isinstance(obs, dict):
             raise EnvError(
@@ -478,7 +483,7 @@ def _check_obs(obs: Any, space: gym.Space, where: str, found: list[str]) -> None
                 f"keys {list(space.spaces)} (missing: {missing}, unexpected: {extra})."
             )
         for key, sub in space.spaces.items():
-            _check_obs(obs[key], sub, f"{where}[{key!r}]", found)
+            _check_obs(obs[key], sub, f"{where}[{key!r}]", found, f"{path}[{key!r}]")
         return
     if not isinstance(space, gym.spaces.Box):
         if obs not in space:
@@ -499,9 +504,11 @@ def _check_obs(obs: Any, space: gym.Space, where: str, found: list[str]) -> None
                 f"{where} returned an observation of type {type(obs).__name__} that numpy cannot turn into "
                 f"an array of numbers: return a numpy array of shape {space.shape} and dtype {space.dtype}."
             )
-        found.append(
-            f"{where} returns a {type(obs).__name__}, not a numpy array: return "
-            f"np.asarray(obs, dtype=np.{space.dtype}) to avoid a conversion per step."
+        found.add(
+            f"observation{path} is a {type(obs).__name__}, not a numpy array: return "
+            f"np.asarray(obs, dtype=np.{space.dtype}) to avoid a conversion per step",
+            where,
+            NOT_AN_ARRAY,
         )
         obs = arr.astype(space.dtype) if arr.shape == space.shape else arr
     if obs.shape != space.shape:
@@ -519,9 +526,12 @@ def _check_obs(obs: Any, space: gym.Space, where: str, found: list[str]) -> None
     if np.issubdtype(obs.dtype, np.floating) and not np.all(np.isfinite(obs)):
         raise EnvError(f"{where} returned an observation containing NaN or inf: observations must be finite.")
     if np.issubdtype(obs.dtype, np.number) and (np.any(obs < space.low) or np.any(obs > space.high)):
-        found.append(
-            f"{where} returned an observation outside the bounds of observation_space "
-            f"(low {space.low.min()}, high {space.high.max()}); widen the bounds or clip the observation."
+        # surge's models do not read the bounds: training goes on, but the space misdescribes the data
+        found.add(
+            f"observation{path} is outside the bounds of observation_space (low {space.low.min()}, "
+            f"high {space.high.max()}); widen the bounds or clip the observation",
+            where,
+            OUT_OF_BOUNDS,
         )
 
 
@@ -609,7 +619,7 @@ def _looks_like_step_of_old_api(result: Any) -> bool:
 # --------------------------------------------------------------------------------------------- single agent
 
 
-def _check_single_agent(env: Any, cfg: Any, num_steps: int, found: list[str]) -> None:
+def _check_single_agent(env: Any, cfg: Any, num_steps: int, found: Findings) -> None:
     if not isinstance(env, gym.Env):
         base = " ".join(f"{c.__module__}.{c.__name__}" for c in type(env).__mro__[1:-1])
         old_gym = "gym.core" in base
@@ -708,7 +718,7 @@ def _clean(message: str) -> str:
     return message[len("WARN: ") :] if message.startswith("WARN: ") else message
 
 
-def _run_gymnasium_checks(env: gym.Env, found: list[str]) -> None:
+def _run_gymnasium_checks(env: gym.Env, found: Findings) -> None:
     from gymnasium.utils import env_checker
 
     for name, soft in _GYM_CHECKS:
@@ -726,6 +736,8 @@ def _run_gymnasium_checks(env: gym.Env, found: list[str]) -> None:
             fn(*args)
         except Exception as e:  # noqa: BLE001 - gymnasium raises AssertionError, Error, TypeError...
             message = f"gymnasium's env checker ({name}): {_clean(str(e)) or type(e).__name__}"
+            if found.already_named(message):  # e.g. a reset observation out of bounds: trains, named once
+                continue
             if soft:
                 found.append(message)
             else:
@@ -749,7 +761,7 @@ def _check_list(value: Any, what: str, n: int, where: str) -> None:
 
 
 def _check_multi_agent(
-    env: Any, cfg: Any, num_steps: int, found: list[str], legal_counts: list[int] | None = None
+    env: Any, cfg: Any, num_steps: int, found: Findings, legal_counts: list[int] | None = None
 ) -> None:
     """Resets and steps a multi-agent env `num_steps` times (legal random actions under its
     action masks; `legal_counts` receives the number of legal actions of each acting agent step)."""
@@ -857,8 +869,9 @@ def main(argv: list[str] | None = None) -> int:
     """`surge check-env --env=NAME [--num_steps=N] [--FIELD=VALUE ...]`: makes and checks an env.
 
     FIELD is any config field of the env (`--env_frameskip=4`, `--atari_episodic_life=False`).
-    Prints `OK ...` and the warnings to stdout (exit code 0), or `ERROR: <what is wrong>` to
-    stderr (exit code 1).
+    Prints `OK ...` (with the number of warnings) and each distinct warning once, with how often
+    it was seen, to stdout (exit code 0): problems that training tolerates. Prints `ERROR: <what is
+    wrong>` to stderr (exit code 1) for the first problem that breaks training.
 
     Returns:
         The exit code: 0 when the env passes, 1 otherwise.
@@ -881,7 +894,8 @@ def main(argv: list[str] | None = None) -> int:
     except SurgeError as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 1
-    print(f"OK: env {args.env!r} passed the checks ({args.num_steps} random steps).")
+    counted = f", with {len(found)} warning(s) below" if found else ""
+    print(f"OK: env {args.env!r} passed the checks ({args.num_steps} random steps){counted}.")
     for note in notes:
         print(f"note: {note}")
     for w in found:

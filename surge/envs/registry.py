@@ -202,6 +202,11 @@ def find_family(env_name: str) -> EnvFamily:
         return prefixed[0]
     if env_name in gym.registry:
         return _gym_family()
+    from surge.envs.unknown_names import unknown_env_fix
+
+    known_case = unknown_env_fix(env_name)
+    if known_case is not None:
+        raise ConfigError("env", *known_case)
     known = [n for f in _FAMILIES for n in f.names] + list(gym.registry.keys())
     close = difflib.get_close_matches(env_name, known, n=3, cutoff=0.6)
     hint = f"did you mean {', '.join(close)}?" if close else "use a registered family name or a gymnasium id."

@@ -397,7 +397,14 @@ class Monitor:
             )
         lag = ps.train_stats
         if "policy_lag_avg" in lag:
-            msg += f"Policy lag (min/avg/max): {lag['policy_lag_min']:.0f}/{lag['policy_lag_avg']:.1f}/{lag['policy_lag_max']:.0f}."
+            values = f"{lag['policy_lag_min']:.0f}/{lag['policy_lag_avg']:.1f}/{lag['policy_lag_max']:.0f}"
+            if "replay_size" in lag:  # a replay learner's (`ReplayLearner.train_replay`): old samples
+                msg += (
+                    "Replayed samples' age in policy versions (learner updates since the policy that "
+                    f"collected them), min/mean/max over the latest updates' minibatches: {values}."
+                )
+            else:
+                msg += f"Policy lag (min/avg/max): {values}."
         return msg
 
     def _print(self) -> None:

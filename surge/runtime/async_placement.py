@@ -69,6 +69,7 @@ from surge.runtime.pipe_queue import PipeQueue
 from surge.runtime.placement import StepReport, check_command, check_policy_state_fits, published_policy_state
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.process_setup import dump_stack
+from surge.runtime.repeated_errors import RepeatedErrors, exception_text
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
 from surge.runtime.stop_flag import StopFlag
@@ -125,6 +126,7 @@ class AsyncPlacement:
         # a Ray sampler node's first actor's run-wide id and the run's actors (`ActContext`)
         self.actor_offset, self.run_actors = 0, 0
         self._early: list[Any] = []
+        self.errors_seen = RepeatedErrors()  # workers' errors: a repeat is not logged in full again
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -296,7 +298,21 @@ class AsyncPlacement:
                     if msg.incarnation == self.incarnations[msg.worker_idx]:  # not from a replaced process
                         done.add(msg.worker_idx)
                 elif isinstance(msg, ChildError) and msg.name.startswith("rollout worker"):
-                    log.error("%s failed during its first reset:\n%s", msg.name, msg.traceback)
+                    first = self.errors_seen.first_raised_by(msg.name, msg.traceback)
+                    if first is not None:  # deterministic: replacing the worker again repeats it
+                        raise ChildProcessFailed(
+                            f"{msg.name} failed in its first reset with the same error as "
+                            f"{'its previous process' if first == msg.name else first} (traceback "
+                            f"above): {exception_text(msg.traceback)}\nAn error that recurs in another "
+                            "process is the env's, not chance. `surge check-env "
+                            f"--env={cfg.env}` reproduces it in one process."
+                        )
+                    log.error(
+                        "%s failed during its first reset (it is replaced; the same error again "
+                        "stops the run):\n%s",
+                        msg.name,
+                        msg.traceback,
+                    )
                 else:
                     self._early.append(msg)
             self._check_children(allow_rollout_deaths=True)
@@ -383,7 +399,13 @@ class AsyncPlacement:
             elif isinstance(msg, ChildError):
                 if not msg.name.startswith(("rollout worker", "inference worker")):
                     raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
-                log.error("%s crashed (it will be replaced):\n%s", msg.name, msg.traceback)
+                if self.errors_seen.first_raised_by(msg.name, msg.traceback) is None:
+                    log.error("%s crashed (it will be replaced):\n%s", msg.name, msg.traceback)
+                else:  # a fault that recurs now and then is tolerated; its traceback is above
+                    error = exception_text(msg.traceback).splitlines()[-1]
+                    log.error(
+                        "%s crashed with an error seen before (it will be replaced): %s", msg.name, error
+                    )
         self._supervise()
         report.worker_restarts, self.restarts_to_report = self.restarts_to_report, 0
         return report

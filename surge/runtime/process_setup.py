@@ -177,14 +177,20 @@ def dump_stack(proc: Any, wait_sec: float = 1.0) -> bool:
 
 
 def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:
-    """Runs `fn`; on an exception, puts `ChildError(name, traceback text)` on the report queue."""
+    """Runs `fn`; on an exception, puts `ChildError(name, traceback text)` on the report queue.
+
+    An `Exception` so reported ends the process with exit code 1 (SystemExit), not by propagating:
+    multiprocessing would print the same traceback again on stderr, which the main process logs.
+    """
     from surge.runtime.messages import ChildError
 
     try:
         fn()
-    except BaseException:  # noqa: BLE001 - everything is reported to the main process
+    except BaseException as e:  # noqa: BLE001 - everything is reported to the main process
         try:
             report_queue.put(ChildError(name, traceback.format_exc()), timeout=5.0)
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception:  # noqa: BLE001 - not reported: let multiprocessing print it
+            raise e from None
+        if isinstance(e, Exception):
+            raise SystemExit(1) from None
         raise

@@ -113,3 +113,24 @@ def test_bare_surge_is_a_usage_error_and_help_is_not(capsys):
     assert "usage: surge COMMAND" in capsys.readouterr().err
     assert surge_main(["--help"]) == 0
     assert "usage: surge COMMAND" in capsys.readouterr().out
+
+
+def test_a_mistyped_command_gets_the_closest_command(capsys):
+    assert surge_main(["trian"]) == 2
+    assert "did you mean `surge train`?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flag, field, says",
+    [
+        ("--serial_mode=ture", "serial_mode", "expected True or False, got 'ture'"),
+        ("--num_workers=x", "num_workers", "expected an integer, got 'x'"),
+    ],
+)
+def test_a_bad_value_names_its_flag_once(tmp_path, flag, field, says):
+    from surge.errors import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", flag])
+    assert e.value.field == field and says in str(e.value)
+    assert str(e.value).count(field) == 1, str(e.value)

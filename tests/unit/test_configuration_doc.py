@@ -1,5 +1,6 @@
 """docs/configuration.md is generated from the config and says which flags are refused or idle."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -34,4 +35,20 @@ def test_flags_the_doc_calls_refused_are_refused(flag, tmp_path):
     value, _ = REFUSED[flag]
     with pytest.raises(Exception) as e:
         parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", f"--{flag}={value}"])
-    assert f"--{flag}" in str(e.value)
+    assert f"--{flag}" in str(e.value) and REFUSED[flag][1] in str(e.value)  # refused for the doc's reason
+
+
+def test_with_pbt_trains_so_the_doc_does_not_call_it_refused(tmp_path):
+    cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", "--with_pbt=True", "--num_policies=2"])
+    assert cfg.with_pbt
+    assert "**Refused**" not in _row(DOC.read_text(), "with_pbt")
+
+
+def test_the_algo_help_names_every_built_in_algorithm():
+    from surge.learning.algorithm import algorithm_names, get_algorithm
+
+    built_in = [n for n in algorithm_names() if get_algorithm(n).act.__module__.startswith("surge.")]
+    assert {"APPO", "DQN", "R2D2", "SAC", "TD3", "DDPG"} <= set(built_in)
+    row = _row(DOC.read_text(), "algo")
+    for name in built_in:
+        assert re.search(rf"\b{name}\b", row), (name, row)

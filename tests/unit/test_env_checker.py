@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -23,6 +25,8 @@ class GoodEnv(gym.Env):
     reward_value = 1.0
     terminated_as_int = False
     ignore_seed = False
+    obs_range = 1.0  # > 1: observations outside the space's bounds
+    obs_as_list = False
 
     def __init__(self):
         self.observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -31,7 +35,8 @@ class GoodEnv(gym.Env):
 
     def _obs(self):
         rng = np.random if self.ignore_seed else self.np_random
-        return rng.uniform(-1, 1, self.obs_shape).astype(self.obs_dtype)
+        obs = rng.uniform(-self.obs_range, self.obs_range, self.obs_shape).astype(self.obs_dtype)
+        return [float(x) for x in obs] if self.obs_as_list else obs
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -178,3 +183,28 @@ def test_old_api_is_explained_through_gym_make_wrappers(attrs, expected):
             check_env(env_id)
     finally:
         gym.registry.pop(env_id)
+
+
+@pytest.mark.parametrize(
+    "attrs, problem",
+    [
+        ({"obs_range": 3.0}, "outside the bounds of observation_space"),
+        ({"obs_as_list": True}, "is a list, not a numpy array"),
+    ],
+    ids=["out-of-bounds", "plain-list"],
+)
+def test_a_problem_training_tolerates_passes_with_one_counted_warning(capsys, attrs, problem):
+    """Observations out of bounds or given as lists train (surge reads neither the bounds nor the
+    type): check-env passes and names each such problem once, with a count, in place of one warning
+    per step and gymnasium's warnings (or, at reset, its failed assertion) of the same problem."""
+    env_id = "SurgeTestTolerableEnv-v0"
+    gym.register(env_id, entry_point=lambda **kwargs: broken(**attrs))
+    try:
+        assert main([f"--env={env_id}", "--num_steps=30"]) == 0
+    finally:
+        gym.registry.pop(env_id)
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, out
+    assert problem in warnings[0] and re.search(r"seen \d+ times, first at env\.reset", warnings[0]), out
+    assert out.startswith("OK") and "1 warning" in out.splitlines()[0], out

@@ -1,5 +1,9 @@
 """Env registry: families by prefix, exact names, gymnasium ids, multi-agent wrapping."""
 
+import importlib.util
+import re
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -35,6 +39,25 @@ class _Counter(gym.Env):
     def step(self, action):
         self.t += 1
         return np.array([self.t], np.float32), 1.0, self.t >= self.horizon, False, {}
+
+
+def test_a_minigrid_id_is_refused_with_the_module_form_that_makes_it():
+    if importlib.util.find_spec("minigrid") is None:  # not imported here: that registers its ids
+        pytest.skip("minigrid is not installed")
+    with pytest.raises(ConfigError) as e:
+        find_family("MiniGrid-Empty-5x5-v0")
+    suggested = re.search(r"--env=(\S+) ", e.value.fix).group(1)
+    assert suggested == "minigrid:MiniGrid-Empty-5x5-v0", e.value.fix
+    assert find_family(suggested) is not None  # the suggested name is one surge makes
+
+
+def test_dmlab_is_refused_saying_why_it_is_not_available():
+    with pytest.raises(ConfigError) as e:
+        find_family("dmlab_30")
+    message = str(e.value)
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert "DMLab" in message and "not available" in message and "dmlab-gym" in message
+    assert "3.13 and 3.14 only" in message and f"this Python is {version}" in message
 
 
 def test_user_family_with_extra_params_and_overrides(tmp_path):
