@@ -13,14 +13,9 @@ from surge.cfg.config import Config, core_fields
 from surge.cfg.validate import ASYNC_ONLY, ENCODER_SUBTYPES, NO_EFFECT
 from surge.envs.registry import _FAMILIES, _load_builtins
 
-#: flags accepted by the parser whose non-default values `validate_cfg` refuses: (value refused, why)
-REFUSED: dict[str, tuple[object, str]] = {}  # none now (--with_pbt, once listed here, trains)
-
 
 def _note(name: str) -> str:
-    """What the doc says beyond the help text: refused values, flags without effect."""
-    if name in REFUSED:
-        return f" **Refused** when {REFUSED[name][0]}: {REFUSED[name][1]}."
+    """What the doc says beyond the help text: flags without effect, refused combinations."""
     if name in NO_EFFECT:
         return f" **No effect in surge** ({NO_EFFECT[name][1]}); reported in surge_log.txt when set."
     if name in ASYNC_ONLY:

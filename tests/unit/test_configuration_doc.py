@@ -1,12 +1,10 @@
-"""docs/configuration.md is generated from the config and says which flags are refused or idle."""
+"""docs/configuration.md is generated from the config and says which flags are idle."""
 
 import re
 from pathlib import Path
 
-import pytest
-
 from surge.cfg.cli import parse_cfg
-from surge.cfg.reference import REFUSED, reference
+from surge.cfg.reference import reference
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
@@ -20,22 +18,12 @@ def test_the_doc_is_the_generated_reference():
     assert DOC.read_text() == reference(), "regenerate: python -m surge.cfg.reference > docs/configuration.md"
 
 
-def test_the_doc_says_which_flags_are_refused_or_have_no_effect():
+def test_the_doc_says_which_flags_have_no_effect():
     doc = reference()
-    for flag in REFUSED:
-        assert "**Refused**" in _row(doc, flag), flag
     for flag in NO_EFFECT:
         assert "**No effect in surge**" in _row(doc, flag), flag
     for flag in ASYNC_ONLY:
         assert "**No effect with --serial_mode=True**" in _row(doc, flag), flag
-
-
-@pytest.mark.parametrize("flag", sorted(REFUSED))
-def test_flags_the_doc_calls_refused_are_refused(flag, tmp_path):
-    value, _ = REFUSED[flag]
-    with pytest.raises(Exception) as e:
-        parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", f"--{flag}={value}"])
-    assert f"--{flag}" in str(e.value) and REFUSED[flag][1] in str(e.value)  # refused for the doc's reason
 
 
 def test_with_pbt_trains_so_the_doc_does_not_call_it_refused(tmp_path):
