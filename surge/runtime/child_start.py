@@ -60,6 +60,46 @@ def process_context() -> ForkServerContext | SpawnContext:
     return ctx
 
 
+def direct_context() -> SpawnContext:
+    """The context of the children that must not depend on the fork server: torch.multiprocessing's
+    "spawn" (each child a fresh interpreter, started by this process, and its direct child)."""
+    import torch.multiprocessing as tmp
+
+    return tmp.get_context("spawn")
+
+
+def start_fork_server(ctx: ForkServerContext | SpawnContext) -> int | None:
+    """Starts `ctx`'s fork server now (no effect on a spawn context, or when it runs): its imports
+    then overlap with whatever this process starts next. Returns the server's pid, or None."""
+    if not isinstance(ctx, ForkServerContext):
+        return None
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+    return fork_server_pid()
+
+
+def fork_server_pid() -> int | None:
+    """The pid of the fork server this process started (`process_context`), None before it did."""
+    from multiprocessing import forkserver
+
+    server: Any = getattr(forkserver, "_forkserver", None)
+    return getattr(server, "_forkserver_pid", None)
+
+
+def child_exited(pid: int) -> bool:
+    """Whether this process's child `pid` (its fork server) exited, without reaping it:
+    multiprocessing waits for its fork server itself before it starts the next one. True for a pid
+    that is no longer a child of this process (already reaped); False where the platform cannot
+    tell (no `os.waitid`)."""
+    if not hasattr(os, "waitid"):
+        return False
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 def _leave_fork_server() -> None:
     """A child of the fork server closes its copy of the server's "alive" pipe, which every client
     of the server holds (multiprocessing.forkserver): where the kernel cannot kill the server with
