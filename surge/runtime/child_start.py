@@ -9,11 +9,17 @@ imports (at load 8, 4 of 5 children were alive 10 s after the kill). Here the ro
 travel as one opaque blob (`ChildTask`), unpickled only after `die_with_parent` ran, so the window
 in which a dead parent goes unnoticed is the interpreter's own start (tens of ms of CPU).
 
-Children start from a fork server (`process_context`) where there is one: a process that imported
-torch and surge's role modules once, and forks each child from that state, so a child is running
-its role in milliseconds instead of importing torch again (about 2 s of CPU per child here, paid
-by every rollout worker, inference worker and learner of every run, replacements included). The
-fork server is started on the first child of a main process and lives as long as that process.
+Rollout and inference workers start from a fork server (`process_context`) where there is one: a
+process that imported torch and surge's role modules once, and forks each child from that state,
+so a child is running its role in milliseconds instead of importing torch again (about 2 s of CPU
+per child here, paid by every worker of every run, replacements included). The fork server is
+started before the learners (`start_fork_server`) and lives as long as the main process. Its
+children die with it, and their exit status dies with it too (multiprocessing reports 255), so
+the processes whose death ends the run, the learners and the evaluator, are spawned by the main
+process itself (`direct_context`): a killed fork server then costs only its workers, which the
+main process replaces. That costs one torch import per learner at the start (an async CartPole
+run's start, to the workers' first reset, took 7.0-7.2 s against 4.5 s on the shared 2-core
+machine at load 5; its imports overlap with the server's where a core is free).
 What a spawned child took from its parent at its start and a forked one would take from the
 server's, the child takes from the parent here: its environment variables (`ChildTask`), and, by
 multiprocessing itself, its working directory and `sys.path`.
