@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = parse_cfg(argv)
         run, status = run_config(cfg)
     except StopAborted as e:  # a second signal, seconds after the first: the run's log says so
+        _kill_children()
         print(f"surge train: aborted by signal {e.signum}: no final checkpoint was written", file=sys.stderr)
         return exit_status(e.signum)
     except KeyboardInterrupt:  # Ctrl+C before the run's handler is set (parsing, imports)
@@ -68,6 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     if status == "failed":
         return 1
     return run.stops.exit_status() if status == "interrupted" else 0
+
+
+def _kill_children() -> None:
+    """SIGKILL to the child processes an aborted run left (its stop never finished): they ignore
+    SIGTERM, and multiprocessing would otherwise join them when this process exits (a learner
+    busy with a checkpoint, or stopped, kept the aborted process waiting)."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.kill()
+        child.join(5)
 
 
 class _CallableModule(types.ModuleType):

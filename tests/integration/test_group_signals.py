@@ -186,3 +186,34 @@ def test_a_killed_fork_server_costs_its_workers_not_the_run(tmp_path):
     assert sorted(replaced) == ["inference_p0_0", "rollout_0", "rollout_1"], text[-3000:]
     # one restart for the three: the count in the last "replacing it (N replaced ...)" line
     assert re.findall(r"replacing it \((\d+) replaced in the last hour\)", text)[-1] == "1", text[-3000:]
+
+
+@pytest.mark.slow
+@linux_only
+def test_a_second_signal_seconds_after_the_first_aborts_at_once(tmp_path):
+    """The deliberate abort: a stop that cannot finish (the learner is stopped with SIGSTOP, so the
+    main process waits for its final checkpoint) and Ctrl+C 2.5 s after the SIGTERM. The run
+    exits at once with 128 + SIGINT, says it aborted, prints no traceback and leaves no process
+    (before: the abort joined the stopped learner at exit, for ever)."""
+    out, log = tmp_path / "out.txt", tmp_path / "e" / "surge_log.txt"
+    proc = _start(_train_cmd(tmp_path, "--train_for_env_steps=100000000"), out)
+    try:
+        _wait_for_frames(proc, log, TRAINED_FRAMES, out)
+        learner = int(re.search(r"Learner 0 \(pid (\d+)\)", log.read_text()).group(1))
+        os.kill(learner, signal.SIGSTOP)
+        os.kill(proc.pid, signal.SIGTERM)
+        time.sleep(2.5)
+        os.kill(proc.pid, signal.SIGINT)
+        t0 = time.time()
+        rc = _finish(proc, timeout=30)
+        took = time.time() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = out.read_text()
+    assert rc == 130, text[-3000:]
+    assert took < 15, f"{took:.1f} s from the abort to the exit"
+    assert "aborted by signal 2" in text and "Traceback" not in text, text[-3000:]
+    assert "Stopped on request" not in log.read_text()
+    time.sleep(1.0)  # the kernel's PR_SET_PDEATHSIG, if it were needed
+    assert not descendants(proc.pid) and not Path(f"/proc/{learner}").exists()
