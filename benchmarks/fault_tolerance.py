@@ -145,7 +145,7 @@ def _leftovers(shm_before: set[str], workdir: Path) -> tuple[int, int, int]:
 def worker_kills(role: str, kills: int, workdir: Path, frames_after: int = 10_000) -> dict:
     """SIGKILLs a random process whose title starts with `surge:{role}` `kills` times, 0.5-1.5 s
     apart, during one async run; then waits until the run trained `frames_after` more env frames
-    and stops it with SIGINT (a clean stop: exit code 0 and a final checkpoint)."""
+    and stops it with SIGINT (a clean stop: exit code 130 and a final checkpoint)."""
     shm_before = _shm()
     log = workdir / f"{role}_kills.log"
     proc = _train(
@@ -190,7 +190,7 @@ def worker_kills(role: str, kills: int, workdir: Path, frames_after: int = 10_00
         "scenario": f"{role} kills",
         "kills": done,
         "replaced": replaced,
-        "stopped_cleanly": rc == 0 and "Stopped on request" in text,
+        "stopped_cleanly": rc == 130 and "Stopped on request" in text,  # 128 + SIGINT
         "rc": rc,
         "frames_at_last_kill": frames_at_last_kill,
         "frames_after_last_kill": _last_frames(text) - frames_at_last_kill,

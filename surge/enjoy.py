@@ -10,9 +10,10 @@ episode lengths are then in steps of the eval env.
 When it stops: after --max_num_episodes episodes or --max_num_frames env frames. Without
 --max_num_episodes, a window plays until it is closed (Sample Factory's 10⁹ episodes), and with no
 window (--no_render, --save_video, or no display) enjoy stops after `HEADLESS_EPISODES` (10) and
-says so. Ctrl+C stops it too: the finished episodes are summed up and the exit status is 130
-(`EXIT_INTERRUPTED`, what a shell reports for a program ended by SIGINT), so a script can tell an
-interrupted evaluation from a complete one.
+says so. Ctrl+C or SIGTERM stops it too: the finished episodes are summed up and the exit status
+is 128 + the signal's number, 130 for Ctrl+C (`EXIT_INTERRUPTED`) and 143 for SIGTERM, what a shell
+reports for a program ended by that signal and the rule `surge train` follows
+(`surge.runtime.stop_signals`), so a script can tell an interrupted evaluation from a complete one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -40,6 +42,7 @@ from surge.experiment.checkpoint_fit import CheckpointMismatch, check_fits
 from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 from surge.learning.central_value import actor_obs
+from surge.runtime.stop_signals import STOP_SIGNALS, StopRequests
 from surge.sampling.env_actions import BoxActionMap
 
 log = logging.getLogger("surge")
@@ -313,7 +316,7 @@ def enjoy(cfg: Config) -> dict[str, Any]:
                         rnn[a] = 0.0
     except KeyboardInterrupt:  # Ctrl+C: the episodes finished so far are the result
         interrupted = True
-        log.info("Interrupted (Ctrl+C) after %d finished episode(s)", len(returns))
+        log.info("Interrupted after %d finished episode(s)", len(returns))
     finally:
         env.close()
     written = None
@@ -332,25 +335,42 @@ def enjoy(cfg: Config) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `surge enjoy` / `python -m surge.enjoy`: prints the returns and their mean
-    (once) to stdout. Returns the exit status: 0, or `EXIT_INTERRUPTED` (130) after Ctrl+C.
+    (once) to stdout. Returns the exit status: 0, or 128 + the signal's number after Ctrl+C
+    (`EXIT_INTERRUPTED`, 130) or SIGTERM (143).
 
     Raises:
         ConfigError, SurgeError: see `parse_cfg` and `enjoy` (the command prints them, exit 2).
     """
+    stops = StopRequests()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        # SIGTERM as Ctrl+C; a repeat within SAME_STOP_SEC (GNU timeout signals twice) is the same stop
+        if stops.note(signum) != "same":
+            raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     try:
-        cfg = parse_cfg(argv, evaluation=True)
-        setup_logging()
-        result = enjoy(cfg)
-    except KeyboardInterrupt:  # outside the play (loading, writing the video): nothing to sum up
-        print("surge enjoy: interrupted (Ctrl+C)", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    returns = result["returns"]
-    if result["interrupted"]:
-        print(f"interrupted (Ctrl+C): {len(returns)} episode(s) finished")
-    print(f"returns: {[round(r, 2) for r in returns]}")
-    if returns:
-        print(f"mean return: {np.mean(returns):.2f} over {len(returns)} episode(s)")
-    return EXIT_INTERRUPTED if result["interrupted"] else 0
+        try:
+            cfg = parse_cfg(argv, evaluation=True)
+            setup_logging()
+            result = enjoy(cfg)
+        except KeyboardInterrupt:  # outside the play (loading, writing the video): nothing to sum up
+            print(f"surge enjoy: interrupted ({_signal_name(stops.first_signal)})", file=sys.stderr)
+            return stops.exit_status() or EXIT_INTERRUPTED
+        returns = result["returns"]
+        if result["interrupted"]:
+            print(f"interrupted ({_signal_name(stops.first_signal)}): {len(returns)} episode(s) finished")
+        print(f"returns: {[round(r, 2) for r in returns]}")
+        if returns:
+            print(f"mean return: {np.mean(returns):.2f} over {len(returns)} episode(s)")
+        return (stops.exit_status() or EXIT_INTERRUPTED) if result["interrupted"] else 0
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
+def _signal_name(signum: int | None) -> str:
+    return "SIGTERM" if signum == signal.SIGTERM else "Ctrl+C"
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ API's `surge.api.train` (see `_CallableModule`)."""
 
 from __future__ import annotations
 
+import signal
 import sys
 import types
 from typing import Any
@@ -28,7 +29,9 @@ def run_config(cfg: Any) -> tuple[Any, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parses the config, trains, returns the exit code (0 done or interrupted, 1 failed).
+    """Parses the config, trains, returns the exit code: 0 done (or already done), 1 failed,
+    128 + the signal's number when Ctrl+C (130) or SIGTERM (143) stopped it, or a second signal
+    aborted it (the rule: `surge.runtime.stop_signals`, docs/reliability.md).
 
     Raises:
         SurgeError: a refused config or env (`surge.cfg.cli.parse_cfg`: ConfigError, EnvError),
@@ -39,9 +42,18 @@ def main(argv: list[str] | None = None) -> int:
     # PR_SET_PDEATHSIG (`surge.runtime.child_start`), and parse_cfg's imports (gymnasium, numpy)
     # take seconds on a loaded machine
     from surge.cfg.cli import parse_cfg
+    from surge.runtime.stop_signals import StopAborted, exit_status
 
-    cfg = parse_cfg(argv)
-    run, status = run_config(cfg)
+    try:
+        cfg = parse_cfg(argv)
+        run, status = run_config(cfg)
+    except StopAborted as e:  # a second signal, seconds after the first: the run's log says so
+        _kill_children()
+        print(f"surge train: aborted by signal {e.signum}: no final checkpoint was written", file=sys.stderr)
+        return exit_status(e.signum)
+    except KeyboardInterrupt:  # Ctrl+C before the run's handler is set (parsing, imports)
+        print("surge train: interrupted (Ctrl+C) before training started", file=sys.stderr)
+        return exit_status(signal.SIGINT)
     if cfg.algo == "DUMMY_SAMPLER" and run.summary:
         s = run.summary
         rate = s["env_frames_per_sec"]
@@ -54,7 +66,20 @@ def main(argv: list[str] | None = None) -> int:
                 else ": too short to measure a rate (raise --sample_env_frames)"
             )
         )
-    return 1 if status == "failed" else 0
+    if status == "failed":
+        return 1
+    return run.stops.exit_status() if status == "interrupted" else 0
+
+
+def _kill_children() -> None:
+    """SIGKILL to the child processes an aborted run left (its stop never finished): they ignore
+    SIGTERM, and multiprocessing would otherwise join them when this process exits (a learner
+    busy with a checkpoint, or stopped, kept the aborted process waiting)."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        child.kill()
+        child.join(5)
 
 
 class _CallableModule(types.ModuleType):

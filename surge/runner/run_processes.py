@@ -5,7 +5,7 @@ CUDA_VISIBLE_DEVICES).
 Stopping: each experiment runs in its own session (process group), so a terminal's Ctrl+C reaches
 only the runner, which passes one SIGINT to every running experiment's group: surge saves a
 checkpoint and exits, and the next run of the sweep resumes it. A second Ctrl+C is passed on too
-(surge then stops without saving); experiments still running `--stop_timeout` seconds later are
+(surge then stops without saving, 2 s or more after the first: `surge.runtime.stop_signals`); experiments still running `--stop_timeout` seconds later are
 killed with their whole group. SIGTERM and SIGHUP (the runner's terminal closed) stop the sweep
 like Ctrl+C. If the runner itself is killed (SIGKILL), the kernel sends each experiment's own
 process SIGTERM (PR_SET_PDEATHSIG), which surge treats as Ctrl+C and which stops surge's own
@@ -43,6 +43,7 @@ from surge.runner.outcome import (
     surge_train_args,
 )
 from surge.runner.run_description import PlannedExperiment, RunDescription
+from surge.runtime.stop_signals import exit_status
 
 log = logging.getLogger("surge")
 
@@ -269,7 +270,9 @@ def _outcome(r: _Running, rc: int, stopping: bool) -> Outcome:
         status = "done"
     elif stopping:
         status = "interrupted"
-    elif rc == 0:  # surge exits 0 when stopped by a signal: someone else stopped it
+    elif rc in (0, exit_status(signal.SIGINT), exit_status(signal.SIGTERM)):
+        # surge exits 128 + the signal when Ctrl+C or SIGTERM stopped it (someone else did, a
+        # scheduler's limit, an operator): resumable, not failed
         status = "interrupted"
     else:
         status = "failed"

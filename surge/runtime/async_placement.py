@@ -15,6 +15,13 @@ Factory's `init_subset`) and at any time after, within `--max_worker_restarts_pe
   inference; its env-step counter goes on, so no frame is counted twice;
 - when an inference worker is replaced, its rollout workers send the requests it had not answered
   again (`surge.runtime.rollout_process`).
+Rollout and inference workers are forked by multiprocessing's fork server (`child_start`), which
+they die with: a fork server killed alone (kill -9) costs its workers, found dead (exit code 255,
+the status the server can no longer report) and replaced as any dead worker, all of them counted
+as one restart; the next spawn starts a new server. The learners and extra processes (the
+evaluator), whose death would end the run, are spawned directly by the main process instead, so
+they do not depend on the server.
+
 A learner that dies ends the run: the main process then writes the final checkpoint itself, from
 the weights the learner last published in shared memory, and says so. So does a hung learner, which
 the main process kills first: one that showed no sign of life for `--heartbeat_timeout_sec` (a
@@ -42,7 +49,15 @@ from surge.experiment.monitor import log_train_notes
 from surge.learning.algorithm import acting_state_size
 from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
 from surge.population.roles import learning_policies
-from surge.runtime.child_start import ChildTask, child_main, process_context
+from surge.runtime.child_start import (
+    ChildTask,
+    child_exited,
+    child_main,
+    direct_context,
+    fork_server_pid,
+    process_context,
+    start_fork_server,
+)
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
@@ -127,6 +142,8 @@ class AsyncPlacement:
         self.actor_offset, self.run_actors = 0, 0
         self._early: list[Any] = []
         self.errors_seen = RepeatedErrors()  # workers' errors: a repeat is not logged in full again
+        self.forked_by: dict[str, int] = {}  # worker process name -> pid of the fork server that forked it
+        self.lost_servers: set[int] = set()  # fork servers found dead (each charged one restart)
 
     # ---------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -171,7 +188,9 @@ class AsyncPlacement:
         note = thread_oversubscription(cfg, learners, os.cpu_count() or 1)
         if note:
             log.warning(note)
-        self.ctx = process_context()
+        self.ctx = process_context()  # the workers' (the fork server's where there is one)
+        self.direct_ctx = direct_context()  # the learners' and extra processes'
+        start_fork_server(self.ctx)  # its imports overlap with the learners'
         weights = [SharedWeights(model) for _ in range(P)]
         for shared_weights in weights:  # each learner publishes its own (resumed) weights first
             shared_weights.publish(model, 0)
@@ -221,7 +240,7 @@ class AsyncPlacement:
                     self.learner_queues[p],
                     self.command_queues[p],
                 )
-                self._spawn(f"learner_p{p}", learner_process_main, lctx)
+                self._spawn(f"learner_p{p}", learner_process_main, lctx, worker=False)
             ready: set[int] = set()
 
             def all_ready(msg: Any) -> bool:
@@ -239,17 +258,24 @@ class AsyncPlacement:
             self._init_workers()
         self.supervising = True
 
-    def _spawn(self, name: str, fn: Callable[[Any], None], context: Any, daemon: bool = True) -> None:
+    def _spawn(
+        self, name: str, fn: Callable[[Any], None], context: Any, daemon: bool = True, worker: bool = True
+    ) -> None:
         # rollout workers are not daemonic: their envs may start processes of their own (a Doom
         # match runs one game per agent, gymnasium's AsyncVectorEnv one per env); stop() joins
         # or kills every process either way, and PR_SET_PDEATHSIG covers a killed main process:
-        # `child_main` sets it before the child imports torch or unpickles `context`
-        p = self.ctx.Process(
+        # `child_main` sets it before the child imports torch or unpickles `context`.
+        # A process whose death ends the run (not `worker`) is spawned directly (module docstring).
+        ctx = self.ctx if worker else self.direct_ctx
+        p = ctx.Process(
             target=child_main, args=(ChildTask(fn, context),), name=f"surge-{name}", daemon=daemon
         )
         with children_skip_an_unreadable_main():  # `python -` names its main "<stdin>": no file to run
             p.start()
         self.procs[name] = p
+        server = fork_server_pid() if worker and ctx is self.ctx else None
+        if server is not None:
+            self.forked_by[name] = server
         self.spawned_at[name] = time.monotonic()
         log.info("Started process %s (pid %d)", name, p.pid)
 
@@ -259,7 +285,7 @@ class AsyncPlacement:
         processes of its own, as a rollout worker's may); supervised as a learner is (its exit or
         crash ends the run), stopped by `close` (it must leave its loop once `shared.stop_flag`
         is set, or it is killed after `JOIN_TIMEOUT_SEC`)."""
-        self._spawn(name, fn, context, daemon=False)
+        self._spawn(name, fn, context, daemon=False, worker=False)
 
     def _spawn_inference(self, p: int, i: int) -> None:
         ictx = InferenceContext(self.shared, p, i, self.request_queues[p][i], self.worker_queues)
@@ -438,15 +464,27 @@ class AsyncPlacement:
                     self._check_learner_progress(name, proc, now)
                 continue
             beat, started = float(beats[index]), self.spawned_at[name]
+            charge = True
             if not proc.is_alive():
                 problem = f"exited with code {proc.exitcode}"
+                server = self.forked_by.get(name)
+                if server is not None and (server in self.lost_servers or child_exited(server)):
+                    problem = f"died with the fork server (pid {server}) that forked it"
+                    charge = server not in self.lost_servers  # the first of its workers only
+                    if charge:
+                        log.warning(
+                            "The fork server (pid %d) died: the workers it forked died with it and are "
+                            "replaced (one restart), from a new server",
+                            server,
+                        )
+                    self.lost_servers.add(server)
             elif beat < started and now - started > start_grace:
                 problem = f"gave no sign of life in the {now - started:.0f} s since it started"
             elif beat >= started and now - beat > cfg.heartbeat_timeout_sec:
                 problem = f"hung: no heartbeat for {now - beat:.0f} s (--heartbeat_timeout_sec)"
             else:
                 continue
-            self._replace(name, problem)
+            self._replace(name, problem, charge)
 
     def _check_learner_progress(self, name: str, proc: Any, now: float) -> None:
         """Kills learner `name` when it showed no sign of life (see the module docstring) for longer
@@ -470,19 +508,21 @@ class AsyncPlacement:
             "of this model takes that long."
         )
 
-    def _replace(self, name: str, problem: str) -> None:
-        """Kills process `name` (if alive) and starts its replacement, within the restart budget."""
+    def _replace(self, name: str, problem: str, charge: bool = True) -> None:
+        """Kills process `name` (if alive) and starts its replacement, within the restart budget
+        (a replacement not `charge`d is part of a restart already counted: a dead fork server's)."""
         cfg, now = self.cfg, time.monotonic()
         while self.restart_times and now - self.restart_times[0] > RESTART_WINDOW_SEC:
             self.restart_times.popleft()
-        if len(self.restart_times) >= cfg.max_worker_restarts_per_hour:
+        if charge and len(self.restart_times) >= cfg.max_worker_restarts_per_hour:
             raise ChildProcessFailed(
                 f"process {name} {problem}, and {len(self.restart_times)} workers were already replaced "
                 f"within the last hour (--max_worker_restarts_per_hour={cfg.max_worker_restarts_per_hour}); "
                 "stopping. Look for the cause in the tracebacks above; raise the budget to keep "
                 "going through it."
             )
-        self.restart_times.append(now)
+        if charge:
+            self.restart_times.append(now)
         self.restarts_to_report += 1
         log.warning(
             "Process %s %s: replacing it (%d replaced in the last hour)",

@@ -9,11 +9,17 @@ imports (at load 8, 4 of 5 children were alive 10 s after the kill). Here the ro
 travel as one opaque blob (`ChildTask`), unpickled only after `die_with_parent` ran, so the window
 in which a dead parent goes unnoticed is the interpreter's own start (tens of ms of CPU).
 
-Children start from a fork server (`process_context`) where there is one: a process that imported
-torch and surge's role modules once, and forks each child from that state, so a child is running
-its role in milliseconds instead of importing torch again (about 2 s of CPU per child here, paid
-by every rollout worker, inference worker and learner of every run, replacements included). The
-fork server is started on the first child of a main process and lives as long as that process.
+Rollout and inference workers start from a fork server (`process_context`) where there is one: a
+process that imported torch and surge's role modules once, and forks each child from that state,
+so a child is running its role in milliseconds instead of importing torch again (about 2 s of CPU
+per child here, paid by every worker of every run, replacements included). The fork server is
+started before the learners (`start_fork_server`) and lives as long as the main process. Its
+children die with it, and their exit status dies with it too (multiprocessing reports 255), so
+the processes whose death ends the run, the learners and the evaluator, are spawned by the main
+process itself (`direct_context`): a killed fork server then costs only its workers, which the
+main process replaces. That costs one torch import per learner at the start (an async CartPole
+run's start, to the workers' first reset, took 7.0-7.2 s against 4.5 s on the shared 2-core
+machine at load 5; its imports overlap with the server's where a core is free).
 What a spawned child took from its parent at its start and a forked one would take from the
 server's, the child takes from the parent here: its environment variables (`ChildTask`), and, by
 multiprocessing itself, its working directory and `sys.path`.
@@ -58,6 +64,46 @@ def process_context() -> ForkServerContext | SpawnContext:
     ctx = tmp.get_context("forkserver")
     ctx.set_forkserver_preload(list(PRELOAD_MODULES))  # no effect once the server runs
     return ctx
+
+
+def direct_context() -> SpawnContext:
+    """The context of the children that must not depend on the fork server: torch.multiprocessing's
+    "spawn" (each child a fresh interpreter, started by this process, and its direct child)."""
+    import torch.multiprocessing as tmp
+
+    return tmp.get_context("spawn")
+
+
+def start_fork_server(ctx: ForkServerContext | SpawnContext) -> int | None:
+    """Starts `ctx`'s fork server now (no effect on a spawn context, or when it runs): its imports
+    then overlap with whatever this process starts next. Returns the server's pid, or None."""
+    if not isinstance(ctx, ForkServerContext):
+        return None
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+    return fork_server_pid()
+
+
+def fork_server_pid() -> int | None:
+    """The pid of the fork server this process started (`process_context`), None before it did."""
+    from multiprocessing import forkserver
+
+    server: Any = getattr(forkserver, "_forkserver", None)
+    return getattr(server, "_forkserver_pid", None)
+
+
+def child_exited(pid: int) -> bool:
+    """Whether this process's child `pid` (its fork server) exited, without reaping it:
+    multiprocessing waits for its fork server itself before it starts the next one. True for a pid
+    that is no longer a child of this process (already reaped); False where the platform cannot
+    tell (no `os.waitid`)."""
+    if not hasattr(os, "waitid"):
+        return False
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _leave_fork_server() -> None:

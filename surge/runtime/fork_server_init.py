@@ -8,6 +8,11 @@ torch loaded: 2-4 s at load 8, during which the children kept running. With `PR_
 the server too, the kernel kills it the moment the main process dies, and its children with it,
 neither needing to be scheduled to notice.
 
+The server also ignores SIGTERM, as it ignores SIGINT (multiprocessing does that) and as every
+child does (`process_setup.setup_child`): GNU `timeout`, Slurm and systemd signal the whole process
+group, and a server that died of it took every child with it (the learner before its final
+checkpoint); the main process coordinates the stop.
+
 The main process names itself in `FORK_SERVER_PARENT_ENV` before the server starts
 (`child_start.process_context`); the check that the server's parent is that process keeps an
 unrelated importer from tying itself to its parent. No other module imports this one: a surge main
@@ -30,3 +35,5 @@ if os.environ.get(FORK_SERVER_PARENT_ENV) == str(os.getppid()):
         pass
     if os.getppid() != int(os.environ[FORK_SERVER_PARENT_ENV]):  # the parent died before prctl
         os._exit(1)
+    # a fork server's child keeps this until `setup_child`, which ignores SIGTERM too
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -30,6 +30,7 @@ from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
 from surge.runtime.resume_line import resume_line
 from surge.runtime.serial import SerialPlacement
+from surge.runtime.stop_signals import SAME_STOP_SEC, STOP_SIGNALS, StopAborted, StopRequests
 
 log = logging.getLogger("surge")
 
@@ -78,7 +79,8 @@ class TrainingRun:
         #: the env frames this rank samples (train_for_env_steps is all ranks' budget together)
         self.budget = local_env_step_budget(cfg.train_for_env_steps, self.rank.world_size)
         self.folder = ExperimentFolder(cfg)
-        self.stop_requested = False
+        #: the Ctrl+C / SIGTERM received and what each means (`surge.runtime.stop_signals`)
+        self.stops = StopRequests()
         self.best = BestCheckpoints(cfg, cfg.num_policies)
         self.train_seconds_before = 0.0
         self.first_frames: tuple[float, int] | None = None  # (time, env_frames) of the first report
@@ -193,7 +195,9 @@ class TrainingRun:
         self.placement = p = make_placement(
             cfg, self.ckpts, resume_states, None if not self.writes else folder.sampler_state_file
         )
-        old_handlers = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        # kept until every child stopped and the final checkpoint is written: a stop signal that
+        # arrives meanwhile (GNU timeout's second one) must not kill this process by default
+        old_handlers = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
         finished = failed = saving = False
         try:
             # before the first step: a resumed run's exploration schedules (`ActContext.env_frames`)
@@ -227,8 +231,6 @@ class TrainingRun:
             log.error("Stopping: %s", e)
             failed = True
         finally:
-            for s, h in old_handlers.items():
-                signal.signal(s, h)
             try:
                 m.tick(force=True)
                 if self.writes and hasattr(self, "start_time"):
@@ -250,6 +252,8 @@ class TrainingRun:
                             if finished and not failed and saving and written:
                                 self.evaluator.evaluate_final()  # --save_best_by_eval (surge.evaluation.train_eval)
                     finally:
+                        for s, h in old_handlers.items():
+                            signal.signal(s, h)
                         m.close()
         self._summarise()
         if failed:
@@ -354,16 +358,25 @@ class TrainingRun:
                 else "",
             )
 
+    @property
+    def stop_requested(self) -> bool:
+        """Whether a Ctrl+C or SIGTERM asked this run to stop."""
+        return self.stops.requested
+
     def _on_signal(self, signum, frame) -> None:
-        if self.stop_requested:  # second Ctrl+C: stop now
-            raise KeyboardInterrupt
+        meaning = self.stops.note(signum)
+        if meaning == "same":  # GNU timeout's second signal (to the group), a repeated kill: one stop
+            return
+        if meaning == "abort":
+            log.warning("Signal %d received again: aborting without the final checkpoint.", signum)
+            raise StopAborted(signum)
+        again = f"again after {SAME_STOP_SEC:g} s to abort"
         if self.cfg.benchmark:  # benchmark mode (surge bench) writes no checkpoint
             log.warning(
-                "Signal %d received: stopping; benchmark mode saves no checkpoint (again to abort).", signum
+                "Signal %d received: stopping; benchmark mode saves no checkpoint (%s).", signum, again
             )
         else:
-            log.warning("Signal %d received: saving a checkpoint and stopping (again to abort).", signum)
-        self.stop_requested = True
+            log.warning("Signal %d received: saving a checkpoint and stopping (%s).", signum, again)
         placement = getattr(self, "placement", None)
         if placement is not None:  # a batch in training is left at its next optimizer step
             placement.interrupt()

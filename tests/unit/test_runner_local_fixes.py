@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from surge.runner import ParamGrid
 from surge.runner.run import main
@@ -54,11 +55,13 @@ def test_a_benchmark_that_exits_0_is_done_and_skipped_next_time(tmp_path, monkey
     assert len((tmp_path / "surge_calls.log").read_text().splitlines()) == 2, "a finished benchmark ran again"
 
 
-def test_a_training_run_that_exits_0_without_done_is_still_interrupted(tmp_path, monkeypatch):
-    # the other side: surge exits 0 when a signal stopped it; without `done` it is not finished
+@pytest.mark.parametrize("code", [0, 130, 143])
+def test_a_training_run_stopped_by_a_signal_without_done_is_interrupted(tmp_path, monkeypatch, code):
+    # the other side: surge exits 128 + the signal (130 Ctrl+C, 143 SIGTERM; 0 before issue 55)
+    # when a signal stopped it; without `done` it is not finished, and not failed either
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "surge").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "surge").write_text(f"#!/bin/sh\nexit {code}\n")
     (bin_dir / "surge").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     mod = _module(
