@@ -85,6 +85,6 @@ def test_every_readme_test_command_comes_with_an_install_that_provides_pytest():
     assert len(runs_pytest) >= 2, "the full command and the fast subset"
     for block in runs_pytest:
         m = re.search(r'pip install [^\n]*-e "\.\[([\w,-]+)\]"', block)
-        assert m, f"no `pip install -e \".[...]\"` in the block {block!r}"
+        assert m, f'no `pip install -e ".[...]"` in the block {block!r}'
         missing = {"pytest", "pytest-xdist"} - _installed_by(m.group(1).split(","), table)
         assert not missing, f"{block!r} installs no {sorted(missing)}"
