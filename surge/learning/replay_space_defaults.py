@@ -135,11 +135,12 @@ def qpg_space_defaults(obs: gym.Space, action: gym.Space, given: dict[str, Any])
         ),
         _no_clip(_QPG),
     ]
-    if isinstance(obs, gym.spaces.Dict):
+    if isinstance(obs, gym.spaces.Dict):  # the encoder the policy-gradient rules gave it, kept
+        why = "a Dict of vectors: its entries go through the MLP encoder before --net_arch"
         out += [
-            SpaceDefault("encoder_type", "mlp", "a Dict of vectors: its entries go through the MLP encoder"),
-            SpaceDefault(
-                "encoder_subtype", "mlp", "a Dict of vectors: its entries go through the MLP encoder"
-            ),
+            SpaceDefault("encoder_type", "mlp", why),
+            SpaceDefault("encoder_subtype", "mlp", why),
+            SpaceDefault("encoder_mlp_layers", [64, 64], f"{why}, two layers of 64"),
+            SpaceDefault("nonlinearity", "tanh", f"{why}, tanh activations"),
         ]
     return out

@@ -118,3 +118,14 @@ def test_a_family_keeps_sample_factorys_budget_and_says_it_has_no_end(tmp_path):
     assert cfg.train_for_env_steps == NO_BUDGET
     note = no_end_note(cfg)
     assert note is not None and "no end" in note and "--train_for_env_steps" in note
+
+
+def test_sac_logs_no_encoder_it_does_not_use():
+    """SAC's networks flatten a plain vector (their own --net_arch follows), so no encoder default
+    is chosen or logged for it; a Dict's vectors go through the MLP encoder, which keeps its size."""
+    action = Box(-1, 1, (2,), np.float32)
+    plain = as_overrides(chosen_space_defaults("SAC", VECTOR, action, {}))
+    assert "encoder_type" not in plain and plain["reward_clip"] >= 16  # Pendulum's -16 unclipped
+    obs = gym.spaces.Dict({"a": VECTOR, "b": Box(-1, 1, (3,), np.float32)})
+    rules = as_overrides(chosen_space_defaults("SAC", obs, action, {}))
+    assert (rules["encoder_type"], rules["encoder_mlp_layers"]) == ("mlp", [64, 64])
