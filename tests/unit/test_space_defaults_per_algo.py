@@ -4,7 +4,7 @@ gymnasium ids (issue 55, items 8, 12, 13).
 
 Reference values: rl-zoo3's CartPole-v1 DQN (lr 2.3e-3, batch 64, replay 100k, 128 gradient steps
 per 256 env steps, exploration over 16% to 0.04, 256-256 network) with the three changes of
-tests/learning/test_dqn.py; R2D2's small recipe of docs/algorithms.md; the Atari-sized defaults of
+tests/learning/test_dqn.py, its sampled transitions per env step taken in half the updates; R2D2's small recipe of docs/algorithms.md; the Atari-sized defaults of
 Stable-Baselines3's DQN (lr 1e-4, target update every 10k steps) and of R2D2 (Kapturowski et al.
 2019: burn-in 40, sequences of 80, an LSTM) for images."""
 
@@ -20,17 +20,18 @@ Box, Discrete = gym.spaces.Box, gym.spaces.Discrete
 IMAGE = Box(0, 255, (84, 84, 4), np.uint8)
 VECTOR = Box(-np.inf, np.inf, (4,), np.float32)
 
-#: rl-zoo3's CartPole-v1 DQN and the learning test's changes (target 1000, double DQN, lr decay)
+#: rl-zoo3's CartPole-v1 DQN and the learning test's changes (target 1000, double DQN, lr decay);
+#: zoo's 0.5 x 64 sampled transitions per env step as 0.25 x 128
 DQN_CORE = {
     "learning_rate": 2.3e-3,
-    "batch_size": 64,
+    "batch_size": 128,
     "encoder_mlp_layers": [256, 256],
     "lr_schedule": "linear_decay",
     "train_for_env_steps": 100_000,
 }
 DQN_SECTION = {
     "replay_size": 100_000,
-    "replay_ratio": 0.5,
+    "replay_ratio": 0.25,
     "target_update_interval": 1000,
     "double_dqn": True,
     "exploration_fraction": 0.16,
@@ -49,13 +50,13 @@ def test_dqn_on_a_vector_env_gets_the_small_recipe(tmp_path):
 
 
 def test_dqn_flags_win_over_the_recipe(tmp_path):
-    cfg = _parse(tmp_path, "--algo=DQN", "--learning_rate=1e-3", "--replay_ratio=0.25", "--double_dqn=False")
+    cfg = _parse(tmp_path, "--algo=DQN", "--learning_rate=1e-3", "--replay_ratio=0.5", "--double_dqn=False")
     assert (cfg.learning_rate, cfg.algo_params.replay_ratio, cfg.algo_params.double_dqn) == (
         1e-3,
-        0.25,
+        0.5,
         False,
     )
-    assert cfg.batch_size == 64  # not given: still the recipe's
+    assert cfg.batch_size == 128  # not given: still the recipe's
 
 
 def test_images_keep_the_atari_sized_defaults():
@@ -88,10 +89,10 @@ def test_each_algorithm_logs_its_own_reasons(tmp_path, args, algo):
 
 def test_a_value_given_is_not_reported_as_chosen(tmp_path):
     notes = space_default_notes(
-        _parse(tmp_path, "--algo=DQN", "--train_for_env_steps=100000", "--batch_size=64")
+        _parse(tmp_path, "--algo=DQN", "--train_for_env_steps=100000", "--batch_size=128")
     )
     assert not [n for n in notes if n.startswith(("--train_for_env_steps", "--batch_size"))]
-    assert [n for n in notes if n.startswith("--replay_ratio=0.5 ")]  # in DQN's section
+    assert [n for n in notes if n.startswith("--replay_ratio=0.25 ")]  # in DQN's section
 
 
 def test_a_plain_gymnasium_id_gets_a_budget_by_its_spaces(tmp_path):
