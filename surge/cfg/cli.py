@@ -29,8 +29,8 @@ from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
 from surge.cfg.space_defaults import (
     SpaceDefault,
     as_overrides,
+    chosen_space_defaults,
     probe_spaces,
-    space_defaults,
     uses_space_defaults,
 )
 from surge.cfg.validate import check_experiment_name, validate_cfg
@@ -46,6 +46,12 @@ COMMAND_ONLY = ("restart_behavior",)
 RESUME_NOTES_ATTR = "_resume_notes"
 #: the attribute of a parsed `Config` that holds the defaults other flags chose (`default_notes`)
 DEFAULT_NOTES_ATTR = "_default_notes"
+#: the attribute of a parsed `Config` that holds the names YAML and the command line gave (a value
+#: given is not reported as chosen by the env's spaces: `surge.cfg.space_defaults.describe`)
+GIVEN_ATTR = "_given_fields"
+#: the attribute of a parsed `Config` that holds the defaults its parse used (`field_defaults` with
+#: the spaces' choices), against which `surge.cfg.validate` tells a flag set from one left out
+FIELD_DEFAULTS_ATTR = "_field_defaults"
 
 
 def str2bool(v: str) -> bool:
@@ -178,24 +184,35 @@ def field_defaults(
         out.update(family.default_overrides)
     algorithm = get_algorithm(algo)
     # no default is chosen for a parameter the algorithm ignores (it would be reported as idle)
-    out.update(
-        {k: v for k, v in (space_overrides or {}).items() if k in out and k not in algorithm.unused_params}
-    )
+    chosen = {
+        k: v for k, v in (space_overrides or {}).items() if k in out and k not in algorithm.unused_params
+    }
+    # an algorithm's own rules for these spaces are its choice over its general defaults; the
+    # policy-gradient rules are below an algorithm's overrides (A2C's learning rate wins)
+    own = algorithm.space_defaults is not None
+    if not own:
+        out.update(chosen)
     for name, value in algorithm.default_overrides.items():  # a callable chooses from the defaults so far
         out[name] = value(out) if callable(value) else value
+    if own:
+        out.update(chosen)
     return out
 
 
-def env_space_defaults(family: EnvFamily | None, env: str, given: dict[str, Any]) -> list[SpaceDefault]:
+def env_space_defaults(
+    family: EnvFamily | None, env: str, given: dict[str, Any], algo: str = "APPO"
+) -> list[SpaceDefault]:
     """The defaults chosen by the spaces of `env` when no family claims it (a plain gymnasium id
     or `package.module:EnvId`): the env is made once (`probe_spaces`, with the `env_wrappers` of
-    `given`) and `space_defaults` applied. [] for an env of a family.
+    `given`) and the rules of `algo` applied (`chosen_space_defaults`). [] for an env of a family.
 
     Args:
-        given: values from YAML and the command line so far (`env_wrappers`, `use_rnn`, `rollout`).
+        given: values from YAML and the command line so far (`env_wrappers`, `use_rnn`, `rollout`,
+            `train_for_seconds`).
 
     Raises:
-        ConfigError, EnvError: the env cannot be made (unknown id, missing package, ...).
+        ConfigError, EnvError: the env cannot be made (unknown id, missing package, ...), or `algo`
+            is not registered.
     """
     if not uses_space_defaults(family):
         return []
@@ -205,9 +222,7 @@ def env_space_defaults(family: EnvFamily | None, env: str, given: dict[str, Any]
         if not isinstance(name, str):
             resolve_wrapper(name)
     obs_space, action_space = probe_spaces(env, wrappers)
-    return space_defaults(
-        obs_space, action_space, bool(given.get("use_rnn", False)), int(given.get("rollout", Config.rollout))
-    )
+    return chosen_space_defaults(algo, obs_space, action_space, {"rollout": Config.rollout, **given})
 
 
 def config_sections() -> dict[str, str]:
@@ -522,11 +537,12 @@ def experiment_path(train_dir: str, experiment: str) -> Path:
 
 
 def _space_inputs(yaml_values: dict[str, Any], pre_args: argparse.Namespace) -> dict[str, Any]:
-    """`env_wrappers`, `use_rnn` and `rollout` as YAML and the command line give them (the flags
+    """`env_wrappers`, `use_rnn`, `rollout` and `train_for_seconds` as YAML and the command line give them (the flags
     win), for `env_space_defaults`; a malformed value is left out here and reported by the full
     parser with the flag's name."""
     out: dict[str, Any] = {}
-    for name, convert in (("env_wrappers", list), ("use_rnn", str2bool), ("rollout", _int)):
+    inputs = (("env_wrappers", list), ("use_rnn", str2bool), ("rollout", _int), ("train_for_seconds", _int))
+    for name, convert in inputs:
         for value in (yaml_values.get(name), getattr(pre_args, name)):
             if value is None:
                 continue
@@ -561,6 +577,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     pre.add_argument("--env_wrappers", nargs="*", default=None)
     pre.add_argument("--use_rnn", nargs="?", const="True", default=None)
     pre.add_argument("--rollout", default=None)
+    pre.add_argument("--train_for_seconds", default=None)
     # where a saved run is, whose algorithm decides which section's flags exist (resume, enjoy)
     pre.add_argument("--train_dir", default=None)
     pre.add_argument("--experiment", default=None)
@@ -587,7 +604,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     fields = flag_fields(family, evaluation, algo)
     given = _space_inputs(yaml_values, pre_args)
     try:
-        rules = env_space_defaults(family, env or "", given)
+        rules = env_space_defaults(family, env or "", given, algo)
     except SurgeError:
         if not pre_args.help:
             raise
@@ -659,6 +676,8 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     # the console only, or a previous run's log in the same Python process
     setattr(cfg, RESUME_NOTES_ATTR, changed_on_resume)
     setattr(cfg, DEFAULT_NOTES_ATTR, default_notes)
+    setattr(cfg, GIVEN_ATTR, frozenset(overrides))
+    setattr(cfg, FIELD_DEFAULTS_ATTR, dict(defaults))
     validate_cfg(cfg)
     if uses_space_defaults(family):
         # the env was made once for its spaces (`probe_spaces`, cached): spaces this config cannot

@@ -7,6 +7,11 @@ makes the env once, reads its spaces and applies the rules of `space_defaults` i
 family's `default_overrides`. Precedence, lowest to highest: `Config` < these rules (or a family's
 overrides) < the algorithm's overrides < YAML (`--cfg`) < the command line; on resume the saved
 cfg.json replaces all defaults, these included. The rules and their sources are in docs/defaults.md.
+
+`space_defaults` holds the policy-gradient algorithms' rules (APPO, A2C). An algorithm that declares
+its own (`Algorithm.space_defaults`: DQN, R2D2, SAC, TD3, DDPG) gets those instead, applied over its
+`default_overrides` (they are its choice for these spaces), each logged with its own reason;
+`chosen_space_defaults` picks them and adds the training budget (`surge.cfg.budget`).
 """
 
 from __future__ import annotations
@@ -152,6 +157,39 @@ def space_defaults(
     return out
 
 
+def chosen_space_defaults(
+    algo: str, observation_space: gym.Space, action_space: gym.Space, given: dict[str, Any]
+) -> list[SpaceDefault]:
+    """The defaults of `--algo=algo` for an env with these spaces: the algorithm's own rules
+    (`Algorithm.space_defaults`) or, when it declares none, the policy-gradient ones of
+    `space_defaults`; then, unless the rules chose one, the training budget of the observation
+    space (`surge.cfg.budget.budget_default`) for an algorithm that trains. A run given
+    `train_for_seconds` gets no step budget from either.
+
+    Args:
+        given: the values YAML and the command line give so far (`use_rnn`, `rollout`,
+            `train_for_seconds`; absent when not given).
+
+    Raises:
+        ConfigError: `algo` is not a registered algorithm.
+    """
+    from surge.cfg.budget import budget_default
+    from surge.learning.algorithm import get_algorithm
+
+    algorithm = get_algorithm(algo)
+    if algorithm.space_defaults is not None:
+        rules = list(algorithm.space_defaults(observation_space, action_space, given))
+    else:
+        rules = space_defaults(
+            observation_space, action_space, bool(given.get("use_rnn", False)), int(given.get("rollout", 32))
+        )
+    if "train_for_seconds" in given:  # the run stops by the clock the user set
+        return [r for r in rules if r.field != "train_for_env_steps"]
+    if algorithm.trains and not any(r.field == "train_for_env_steps" for r in rules):
+        rules.append(budget_default(observation_space))
+    return rules
+
+
 def as_overrides(rules: list[SpaceDefault]) -> dict[str, Any]:
     """`{field: value}` of `rules`, the form of `EnvFamily.default_overrides`."""
     return {r.field: r.value for r in rules}
@@ -184,11 +222,15 @@ def uses_space_defaults(family: Any) -> bool:
     return family is not None and family.prefix == "" and not family.exact
 
 
-def describe(rules: list[SpaceDefault], cfg: Any) -> list[str]:
-    """One log line per rule whose value `cfg` still holds (YAML and flags win over the rules)."""
+def describe(rules: list[SpaceDefault], cfg: Any, given: frozenset[str] = frozenset()) -> list[str]:
+    """One log line per rule whose value `cfg` still holds (YAML and flags win over the rules), in
+    its core fields or its algorithm's section, and whose field is not in `given` (the names YAML
+    and the command line set: a value given is the user's, even when it equals the rule's)."""
     lines = []
+    sections = [cfg, getattr(cfg, "algo_params", None)]  # an algorithm's own flags are in its section
     for r in rules:
-        if getattr(cfg, r.field, None) == r.value:
+        held = [getattr(s, r.field) for s in sections if s is not None and hasattr(s, r.field)]
+        if held and held[0] == r.value and r.field not in given:
             lines.append(f"--{r.field}={_fmt(r.value)} chosen by the env's spaces ({r.reason}).")
     return lines
 
@@ -209,4 +251,6 @@ def space_default_notes(cfg: Any) -> list[str]:
         obs_space, action_space = probe_spaces(cfg.env, tuple(getattr(cfg, "env_wrappers", None) or ()))
     except SurgeError:
         return []
-    return describe(space_defaults(obs_space, action_space, bool(cfg.use_rnn), int(cfg.rollout)), cfg)
+    given = {"use_rnn": bool(cfg.use_rnn), "rollout": int(cfg.rollout)}
+    named = frozenset(getattr(cfg, "_given_fields", ()))  # surge.cfg.cli.GIVEN_ATTR
+    return describe(chosen_space_defaults(cfg.algo, obs_space, action_space, given), cfg, named)

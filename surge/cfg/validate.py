@@ -181,9 +181,14 @@ def pbt_budget_notes(cfg: Any) -> list[str]:
 
 
 def _field_defaults(cfg: Any) -> dict[str, Any]:
-    """This run's default of every flag: `surge.cfg.cli.field_defaults` for its env family and
+    """This run's default of every flag: those `surge.cfg.cli.parse_cfg` used (the defaults the
+    env's spaces chose included), else `surge.cfg.cli.field_defaults` for its env family and
     algorithm; the dataclasses' own defaults for a config of an env not registered here."""
-    from surge.cfg.cli import field_defaults
+    from surge.cfg.cli import FIELD_DEFAULTS_ATTR, field_defaults
+
+    parsed = getattr(cfg, FIELD_DEFAULTS_ATTR, None)
+    if parsed is not None:  # a chosen default is the run's, not a flag the user set
+        return dict(parsed)
     from surge.envs.registry import find_family
     from surge.errors import SurgeError
 

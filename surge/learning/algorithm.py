@@ -16,6 +16,8 @@ An `Algorithm` says
 - its config section: its own flags (`params`, a dataclass of `param(...)` fields, read with
   `surge.cfg.config.algo_params`), defaults it overrides, validation, and the core parameters it
   does not use (reported in the run's log when they are set),
+- optionally, the defaults it chooses by the env's spaces for an env no family claims
+  (`space_defaults`; without them the policy-gradient rules of `surge.cfg.space_defaults` apply),
 - the memory its replay holds (`replay_bytes(cfg, env_info)`, REPLAY algorithms: added to the
   memory estimate checked before the run starts),
 - optionally, its batch in trajectories when the sampling layout decides it rather than
@@ -171,6 +173,13 @@ class Algorithm:
     eval_act: ActFn | None = None
     params: type | None = None
     replay_bytes: Callable[[Config, Any], int] | None = None
+    #: (observation space, action space, values given so far) -> [`SpaceDefault`], the defaults this
+    #: algorithm chooses for a plain gymnasium id with these spaces, each with the reason its run
+    #: logs; applied over `default_overrides`, below YAML and the command line. `given` holds what
+    #: YAML and the flags set of `use_rnn`, `rollout`, `train_for_seconds`, `env_wrappers`. None:
+    #: the policy-gradient rules (`surge.cfg.space_defaults.space_defaults`), below
+    #: `default_overrides` (`surge.cfg.space_defaults.chosen_space_defaults`)
+    space_defaults: Callable[[gym.Space, gym.Space, dict[str, Any]], list[Any]] | None = None
     #: (cfg, agents per env) -> trajectories per batch, for an algorithm whose batch the sampling
     #: layout fixes (A2C: one rollout of every agent); None: `batch_size` x
     #: `num_batches_per_iteration` / `rollout` (`surge.learning.batcher.traj_per_iteration`)

@@ -52,6 +52,7 @@ from surge.learning.replay_learner import (
     replay_learner_bytes,
     replay_obs_bytes,
 )
+from surge.learning.replay_space_defaults import dqn_space_defaults
 from surge.models.q_networks import QNetwork
 
 
@@ -343,6 +344,7 @@ DQN = register_algorithm(
             "encoder_mlp_layers": [64, 64],
         },
         unused_params=POLICY_GRADIENT_PARAMS,
+        space_defaults=dqn_space_defaults,
         metric_tags={
             "loss": "losses/td_loss",
             "q_mean": "train/q_mean",

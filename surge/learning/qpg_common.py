@@ -32,6 +32,7 @@ from surge.learning.algorithm import ActContext, Algorithm, Feed, Obs, register_
 from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams, check_replay_flags
+from surge.learning.replay_space_defaults import qpg_space_defaults
 from surge.models.continuous_networks import ContinuousActor
 
 #: core flags the off-policy continuous-control learners do not read
@@ -320,6 +321,7 @@ def qpg_algorithm(
             params=params,
             default_overrides=default_overrides,
             unused_params=QPG_UNUSED_PARAMS,
+            space_defaults=qpg_space_defaults,
             replay_bytes=replay_bytes,
             validate=validate_qpg,
             metric_tags={**QPG_METRIC_TAGS, **(metric_tags or {})},

@@ -61,6 +61,7 @@ from surge.learning.replay_learner import (
     check_replay_flags,
     replay_obs_bytes,
 )
+from surge.learning.replay_space_defaults import r2d2_space_defaults
 from surge.models.q_networks import QNetwork
 from surge.replay.sequence import SequenceReplay
 
@@ -431,6 +432,7 @@ R2D2 = register_algorithm(
             "nonlinearity": "relu",
         },
         unused_params=(*POLICY_GRADIENT_PARAMS, "recurrence"),
+        space_defaults=r2d2_space_defaults,
         metric_tags={
             "loss": "losses/td_loss",
             "q_mean": "train/q_mean",

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from surge.cfg.budget import no_end_note
 from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import space_default_notes
@@ -130,6 +131,8 @@ class TrainingRun:
         for note in config_notes(cfg):
             log.warning(note)
         for note in [*space_default_notes(cfg), *default_notes(cfg)]:
+            log.info(note)
+        if (note := no_end_note(cfg)) is not None and cfg.algo != "DUMMY_SAMPLER":
             log.info(note)
         if cfg.algo == "DUMMY_SAMPLER":
             log.info(

@@ -33,6 +33,7 @@ def _cfg(tmp_path: Path, exp: str, budget: int, *extra: str):
             # the whole one by construction; a constant epsilon does not
             "--exploration_fraction=0",
             "--exploration_final_eps=0.2",
+            "--lr_schedule=constant",  # as epsilon: a decay over the budget differs by construction
             "--encoder_mlp_layers",
             "32",
             "--save_replay_buffer=True",

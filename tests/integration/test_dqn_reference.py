@@ -30,6 +30,7 @@ def _learner(tmp_path, *flags):
             "--encoder_mlp_layers",
             "16",
             "--seed=0",
+            "--double_dqn=False",  # the naive loops' max target unless a test passes True
             *flags,
         ]
     )

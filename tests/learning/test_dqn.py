@@ -32,7 +32,10 @@ of 256 env steps, as zoo's train_freq does. Three changes make the FINAL policy 
 target_update_interval 1000 instead of 10, double DQN, and the learning rate decayed linearly to 0.
 With zoo's exact set, seed 1's final checkpoint evaluated 301 at 50k and 332 at 100k env steps,
 and SB3's DQN at the same set evaluated 21.5 at 50k (benchmarks/dqn_vs_sb3.py). With this set,
-seed 1 passes in the serial placement (about 5 min on the shared 2-core machine)."""
+seed 1 passes in the serial placement (about 5 min on the shared 2-core machine). DQN's defaults
+for a vector env (issue 55, surge.learning.replay_space_defaults) are this set with its 32 sampled
+transitions per env step taken as 0.25 updates of 128 instead of 0.5 of 64, half the updates:
+`test_default_dqn_learns_cartpole` trains with them, README's command without hyper-parameter flags."""
 
 import numpy as np
 import pytest
@@ -80,4 +83,18 @@ def train_and_evaluate(tmp_path, placement: str, *extra: str) -> list[float]:
 @pytest.mark.parametrize("placement", list(PLACEMENTS))
 def test_dqn_reaches_475_on_cartpole(tmp_path, placement):
     returns = train_and_evaluate(tmp_path, placement)
+    assert np.mean(returns) >= 475, returns
+
+
+@pytest.mark.slow
+def test_default_dqn_learns_cartpole(tmp_path):
+    """README's command, `surge train --env=CartPole-v1 --algo=DQN --experiment=dqn
+    --serial_mode=True --train_for_env_steps=100000`, with no hyper-parameter flag: the defaults
+    DQN chooses for a vector env (surge.learning.replay_space_defaults; module docstring) learn.
+    With DQN's general defaults (SB3's Atari ones) the same command played 137.3 here (2026-12-01)
+    and 157-211 in issue 55."""
+    args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp_path}"]
+    readme = ["--algo=DQN", "--serial_mode=True", f"--train_for_env_steps={BUDGET}"]
+    assert train(parse_cfg([*args, *readme, "--seed=1"])) == "done"
+    returns = play(args, "DQN", "latest")
     assert np.mean(returns) >= 475, returns

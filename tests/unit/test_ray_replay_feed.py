@@ -22,7 +22,14 @@ from surge.runtime.placement import StepReport
 from surge.sampling.inference import InferenceWorker
 
 INFO = EnvInfo(gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(2), 1, 1, 1)
-FLAGS = ["--env=CartPole-v1", "--algo=DQN", "--num_envs_per_worker=4", "--train_for_env_steps=100000"]
+# two splits: DQN's defaults for a vector env choose one (surge.learning.replay_space_defaults)
+FLAGS = [
+    "--env=CartPole-v1",
+    "--algo=DQN",
+    "--num_envs_per_worker=4",
+    "--worker_num_splits=2",
+    "--train_for_env_steps=100000",
+]
 
 
 class ListQueue(list):
