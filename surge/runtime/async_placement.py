@@ -696,7 +696,9 @@ class AsyncPlacement:
     def _on_save(self, msg: Saved | SaveRefused) -> None:
         """A learner's report of a checkpoint: logged, and kept in `final_written` / `save_refusals`."""
         if isinstance(msg, Saved):
-            log.info("Saved %s", msg.path)
+            # a best checkpoint is rewritten while the return climbs: its first is announced once
+            # at info by `BestCheckpoints`, the rest are debug (Sample Factory logs them so too)
+            (log.debug if msg.kind == "best" else log.info)("Saved %s", msg.path)
             if msg.kind == "final":
                 self.final_written.add(msg.policy_id)
             return

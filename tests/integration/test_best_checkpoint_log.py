@@ -46,3 +46,25 @@ def test_a_run_logs_its_first_best_once_not_every_best_it_writes(tmp_path, monke
     assert len(written) > 1, written  # several bests were written
     assert sum("best_v" in line for line in log_text.splitlines()) == 0, log_text
     assert log_text.count("first best checkpoint") == 1
+
+
+@pytest.mark.slow
+def test_an_async_run_logs_no_save_line_for_its_best_checkpoints(tmp_path):
+    # the learner process writes the bests and reports each; the main process logs none of them at info
+    cfg = parse_cfg(
+        [
+            "--env=cartpole",
+            f"--train_dir={tmp_path}",
+            "--experiment=best_async",
+            "--num_workers=1",
+            "--num_envs_per_worker=8",
+            "--train_for_env_steps=30000",
+            "--save_best_after=0",
+            "--save_best_every_sec=0",
+            "--seed=0",
+        ]
+    )
+    assert train(cfg) == "done"
+    log_text = (tmp_path / "best_async" / "surge_log.txt").read_text()
+    assert log_text.count("first best checkpoint") == 1, log_text
+    assert not [line for line in log_text.splitlines() if "Saved" in line and "best_v" in line], log_text
