@@ -299,6 +299,11 @@ class SerialPlacement:
         self.sampler_state_file = sampler_state_file
         self.c: Components | None = None
         self.env_frames = 0  # the run's env frames as the training run last told (`set_env_frames`)
+        #: the env frames the last step's batches trained at (its first `env_frames`): saved with the
+        #: sampler state, so that a resumed run trains the batches a stop left at that step's frames
+        #: (learning rate, epsilon), not at the checkpoint's, which count the whole step
+        self.step_frames = 0
+        self.resumed_step_frames: int | None = None
         self.interrupted = False  # Ctrl+C / SIGTERM: see `interrupt`
         self.stepping = False  # inside `step`: a save now (second Ctrl+C) cannot hold the sampler's state
         self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
@@ -333,6 +338,7 @@ class SerialPlacement:
         self.sampler = SerialSampler(c, sampler_state)
         if sampler_state is not None:
             set_rng_state(sampler_state["rng"])
+            self.resumed_step_frames = sampler_state.get("step_env_frames")  # older states: none
             log.info(
                 "Resumed the sampler where it stopped (envs, trajectories, RNG streams) from %s.",
                 self.sampler_state_file,
@@ -401,10 +407,13 @@ class SerialPlacement:
         self.stepping = True
         report = StepReport()
         # batches a stop left untrained (a resumed run's first step) are trained before sampling, as
-        # the uninterrupted run trained them right after the step that completed them
-        self._train_ready(report)
+        # the uninterrupted run trained them right after the step that completed them, at its frames
+        first, self.resumed_step_frames = self.resumed_step_frames, None
+        self.step_frames = self.env_frames if first is None else first
+        self._train_ready(report, self.step_frames)
+        self.step_frames = self.env_frames
         self.sampler.step()
-        self._train_ready(report)
+        self._train_ready(report, self.step_frames)
         for w in c.workers:
             report.env_steps += w.pop_env_steps()
             report.episodes += w.pop_episodes()
@@ -418,8 +427,9 @@ class SerialPlacement:
         self.stepping = False
         return report
 
-    def _train_ready(self, report: StepReport) -> None:
-        """Trains every batch the batchers have (none once the run is stopping)."""
+    def _train_ready(self, report: StepReport, env_frames: int) -> None:
+        """Trains every batch the batchers have (none once the run is stopping), at `env_frames`
+        (the learning rate's and epsilon's schedules)."""
         c = self.c
         assert c is not None
         if not self.trains:  # the workers free their blocks themselves
@@ -429,25 +439,26 @@ class SerialPlacement:
             if self.replay and dp is None and not self.interrupted and isinstance(learner, ReplayLearnerBase):
                 # updates a stop cut short (Ctrl+C in `train_replay`; owed by the restored counters)
                 # run before the next block is stored, as the uninterrupted run ran them right
-                # after the block before: with --save_replay_buffer the resume stays exact
+                # after the block before, at that step's frames: with --save_replay_buffer the
+                # resume stays exact
                 if learner.updates_due():
-                    self._report(p, learner.train_replay(env_frames=self.env_frames), report)
+                    self._report(p, learner.train_replay(env_frames=env_frames), report)
             while not self.interrupted and (slots := self.sampler.take(p)) is not None:
-                env_frames = self.env_frames
+                batch_frames = env_frames
                 if dp is not None:  # the ranks' round: all train this batch, or all stop
                     round_frames = dp.begin_round(self.env_frames, c.models[p])
                     if round_frames is None:
                         self.sampler.release(slots, p)
                         report.data_parallel_stopped = True
                         continue
-                    env_frames = round_frames  # all ranks': the same learning rate on every rank
+                    batch_frames = round_frames  # all ranks': the same learning rate on every rank
                 if self.replay:  # copied out, released at once, trained at the replay ratio
                     learner.observe(learner.prepare_batch(slots))
                     self.sampler.release(slots, p)
-                    stats = learner.train_replay(env_frames=self.env_frames)
+                    stats = learner.train_replay(env_frames=env_frames)
                 else:
                     before = self._snapshot(p)
-                    stats = learner.train(slots, env_frames=env_frames)
+                    stats = learner.train(slots, env_frames=batch_frames)
                     if stats.get("stopped_early"):  # undone: the resumed run trains it whole
                         self._restore_snapshot(p, before)
                         self.sampler.put_back(slots, p)
@@ -629,6 +640,7 @@ class SerialPlacement:
             return
         state.update(
             env_frames=env_frames,
+            step_env_frames=self.step_frames,
             policy_versions=[lr.policy_version for lr in c.learners.values()],
             rng=rng_state(),
         )

@@ -132,8 +132,8 @@ class TrainingRun:
             log.warning(note)
         for note in [*space_default_notes(cfg), *default_notes(cfg)]:
             log.info(note)
-        if (note := no_end_note(cfg)) is not None and cfg.algo != "DUMMY_SAMPLER":
-            log.info(note)
+        if (no_end := no_end_note(cfg)) is not None and cfg.algo != "DUMMY_SAMPLER":
+            log.info(no_end)
         if cfg.algo == "DUMMY_SAMPLER":
             log.info(
                 "DUMMY_SAMPLER samples %d env frames: the lower of --train_for_env_steps and "

@@ -75,5 +75,6 @@ def test_async_run_reports_and_resumes_each_policy(tmp_path):
     assert re.search(r"Policy 0: Episode return", log) and re.search(r"Policy 1: Episode return", log)
     (tmp_path / "mp" / "done").unlink()
     assert train(parse_cfg([*args, "--train_for_env_steps=12000"])) == "done"
-    assert "Policy 0 resumed" in _log(tmp_path) and "Policy 1 resumed" in _log(tmp_path)
+    resumed = [line for line in _log(tmp_path).splitlines() if "Resumed from env frame" in line]
+    assert len(resumed) == 1 and "policy 0 at version" in resumed[0] and "policy 1 at version" in resumed[0]
     assert all(b > a for a, b in zip(first, _versions(tmp_path), strict=True))

@@ -202,7 +202,10 @@ def test_ctrl_c_while_training_then_resume_with_the_replay_saved_ends_as_the_uni
     def cfg(exp: str):
         return parse_cfg(
             [*COMMON, *ALGOS[algo], f"--algo={algo}", f"--train_dir={tmp_path}", f"--experiment={exp}",
-             "--train_for_env_steps=400", "--save_replay_buffer=True"]
+             "--train_for_env_steps=400", "--save_replay_buffer=True",
+             # a rate that changes with env frames: the cut-short updates and the pending blocks
+             # train at the stopped step's frames, not the checkpoint's (which count the whole step)
+             "--lr_schedule=linear_decay"]
         )  # fmt: skip
 
     def final(exp: str) -> dict:
