@@ -28,13 +28,16 @@ def test_an_async_learner_reports_one_batch_per_second(tmp_path):
             stats = placement.step().train_stats.get(0)
             if stats is not None:
                 reports.append((time.monotonic(), stats))
-            if reports and time.monotonic() > reports[0][0] + window:
+            # a loaded machine (CI's two test workers) can starve the learner for seconds: the
+            # window grows until a second report arrives, and the bound below follows it
+            if len(reports) >= 2 and time.monotonic() > reports[0][0] + window:
                 break
     finally:
         placement.close()
     assert reports, "no statistics within 90 s"
     # the first batch and one per second after it (a batch per report would give dozens)
-    assert 2 <= len(reports) <= 1 + window / DIAGNOSTICS_INTERVAL_SEC + 1, [t for t, _ in reports]
+    elapsed = max(window, reports[-1][0] - reports[0][0])
+    assert 2 <= len(reports) <= 1 + elapsed / DIAGNOSTICS_INTERVAL_SEC + 1, [t for t, _ in reports]
     gaps = [b - a for (a, _), (b, _) in zip(reports, reports[1:], strict=False)]
     # sent a second apart by the learner's clock; received with the main process's polling jitter
     assert min(gaps) > 0.5 * DIAGNOSTICS_INTERVAL_SEC, gaps
