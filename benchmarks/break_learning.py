@@ -53,6 +53,9 @@ QUICK_FILES = [
     "tests/integration/test_replay_learner_base.py",
     "tests/unit/test_qpg_reference.py",
     "tests/integration/test_r2d2_reference.py",
+    "tests/integration/test_rnn_state_across_rollouts.py",
+    "tests/integration/test_obs_normalizer_learns.py",
+    "tests/integration/test_r2d2_target_network.py",
 ]
 LEARNING_FILES = ["tests/learning/test_memory.py"]
 
@@ -132,6 +135,26 @@ BREAKAGES = [
                 "buf.rnn_states[slots[torch.from_numpy(done)], t + 1] = 0.0",
                 "pass  # broken: rnn_states not reset at done",
             ),
+        ],
+    ),
+    Breakage(
+        "rnn_state_not_carried_across_rollouts",
+        "RNN state zeroed at the start of every rollout instead of carried over from the last one's end",
+        [("        carry(self.rnn_states)\n", "        self.rnn_states[new_slots, 0] = 0.0\n")],
+    ),
+    Breakage(
+        "obs_normalizer_never_updated",
+        "the observation normaliser never learns: the learner skips folding the batch into it",
+        [("        norm.update(obs)\n", "        pass  # broken: normaliser not updated\n")],
+    ),
+    Breakage(
+        "obs_normalizer_never_updated_minibatch",
+        "with --obs_normalizer_update=minibatch, the observation normaliser never learns",
+        [
+            (
+                'norm.update(tree_map(lambda x: x[:L][mask], mb["obs"]))',
+                "pass  # broken: normaliser not updated",
+            )
         ],
     ),
     Breakage(
@@ -233,6 +256,21 @@ BREAKAGES = [
         "DQN's epsilon stays at exploration_initial_eps (the schedule reads env frame 0)",
         [("return self.eps(ctx.env_frames)", "return self.eps(0)")],
     ),
+    Breakage(
+        "dqn_target_sync_skipped",
+        "DQN's and R2D2's target update never due: sync_target returns before updating",
+        [("        if k <= self.target_syncs:\n            return False\n", "        return False\n")],
+    ),
+    Breakage(
+        "per_priorities_never_updated",
+        "prioritized replay's priorities never follow the TD errors (the learner skips the update)",
+        [
+            (
+                'self.replay.update_priorities(s["indices"].cpu(), s["td_errors"])',
+                "pass  # broken: priorities not updated",
+            )
+        ],
+    ),
     # --- SAC, TD3, DDPG (surge/learning/sac.py, td3.py, ddpg.py); fast guards in
     # tests/unit/test_qpg_reference.py
     Breakage(
@@ -282,6 +320,29 @@ BREAKAGES = [
         [('states = s["rnn_states"][None]', 'states = torch.zeros_like(s["rnn_states"])[None]')],
     ),
     Breakage(
+        "r2d2_target_never_updated",
+        "R2D2's target network never follows the online one (its sync_target is never due)",
+        [
+            (
+                '        `target_update_interval` since the last update; True if it did."""\n'
+                "        k = self.env_steps // self.params.target_update_interval\n"
+                "        if k <= self.target_syncs:\n            return False\n",
+                '        `target_update_interval` since the last update; True if it did."""\n'
+                "        return False\n",
+            )
+        ],
+    ),
+    Breakage(
+        "r2d2_priorities_never_updated",
+        "R2D2's sequence priorities never follow the TD errors (the update is skipped)",
+        [
+            (
+                'self.replay.update_priorities(samples["indices"].cpu(), td_abs.cpu(), mask.cpu())',
+                "pass  # broken: priorities not updated",
+            )
+        ],
+    ),
+    Breakage(
         "r2d2_value_rescale_inverse_missing",
         "R2D2's target rescales the bootstrap value again instead of un-rescaling it (h(R + d q), not h(R + d h^-1(q)))",
         [
@@ -312,19 +373,30 @@ def copy_tree(dst: Path) -> None:
             shutil.copy2(src, dst / rel)
 
 
-def apply(tree: Path, b: Breakage) -> tuple[dict[Path, str], str]:
-    """Applies the first alternative of `b` found under tree/surge; returns the original texts of
-    the files it changed (to restore them) and a description of what was done."""
-    files = sorted((tree / "surge").rglob("*.py"))
+def locate(tree: Path, b: Breakage) -> tuple[str, str, dict[Path, str]] | None:
+    """The first alternative of `b` whose snippet occurs in a `.py` file under tree/surge, as
+    (snippet, replacement, {file: its text} for every file holding it); None if no snippet does
+    (the breakage no longer applies: `tests/unit/test_break_learning_applies.py` fails then)."""
+    texts = {f: f.read_text() for f in sorted((tree / "surge").rglob("*.py"))}
     for snippet, replacement in b.alternatives:
-        hits = {f: f.read_text() for f in files if snippet in f.read_text()}
+        hits = {f: text for f, text in texts.items() if snippet in text}
         if hits:
-            where = []
-            for f, text in hits.items():
-                f.write_text(text.replace(snippet, replacement))
-                where.append(f"{f.relative_to(tree)} (x{text.count(snippet)})")
-            return hits, ", ".join(where)
-    return {}, "NOT APPLIED: snippet not found under surge/: " + " | ".join(s for s, _ in b.alternatives)
+            return snippet, replacement, hits
+    return None
+
+
+def apply(tree: Path, b: Breakage) -> tuple[dict[Path, str], str]:
+    """Applies the first alternative of `b` found under tree/surge (`locate`); returns the original
+    texts of the files it changed (to restore them) and a description of what was done."""
+    found = locate(tree, b)
+    if found is None:
+        return {}, "NOT APPLIED: snippet not found under surge/: " + " | ".join(s for s, _ in b.alternatives)
+    snippet, replacement, hits = found
+    where = []
+    for f, text in hits.items():
+        f.write_text(text.replace(snippet, replacement))
+        where.append(f"{f.relative_to(tree)} (x{text.count(snippet)})")
+    return hits, ", ".join(where)
 
 
 def run_pytest(
