@@ -158,6 +158,21 @@ BREAKAGES = [
         ],
     ),
     Breakage(
+        "returns_normalizer_never_updated",
+        "with --normalize_returns, the returns normaliser never learns (the value targets are not folded in)",
+        [
+            (
+                "norm.update(targets[(valids > 0) & torch.isfinite(targets)])",
+                "pass  # broken: returns normaliser not updated",
+            )
+        ],
+    ),
+    Breakage(
+        "central_value_normalizer_never_updated",
+        "the central value's state normaliser never learns",
+        [("self.module.normalizer.update(states[mask])", "pass  # broken: normaliser not updated")],
+    ),
+    Breakage(
         "no_ratio_clipping",
         "PPO without ratio clipping: the clipped ratio is the ratio",
         [

@@ -1,13 +1,15 @@
 """The observation normaliser learns in the real learner path: after the learner trained on
 CartPole batches, the running mean and variance are those of every observation it trained on, as
 numpy computes them over the lot, combined with the normaliser's prior (one pseudo-sample of mean
-0 and variance 1) by Chan et al.'s parallel formula."""
+0 and variance 1) by Chan et al.'s parallel formula. The same for the central value's state
+normaliser (`--central_value_normalize_input`, `occluded_payout`'s state)."""
 
 import numpy as np
 import pytest
 import torch
 
 from surge.cfg.cli import parse_cfg
+from surge.learning.central_value import CV_NAME
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 
@@ -68,5 +70,36 @@ def test_obs_normalizer_statistics_are_numpys_over_the_trained_observations(tmp_
         obs = torch.from_numpy(x[:5]).float()
         expected = np.clip((x[:5] - mean) / np.sqrt(var + norm.epsilon), -norm.clip, norm.clip)
         np.testing.assert_allclose(norm(obs).numpy(), expected, rtol=1e-4, atol=1e-5)
+    finally:
+        c.close()
+
+
+def test_central_value_state_normalizer_statistics_are_numpys_over_the_trained_states(tmp_path):
+    cfg = parse_cfg(
+        ["--env=occluded_payout", f"--train_dir={tmp_path}", "--serial_mode=True", "--num_workers=1",
+         f"--num_envs_per_worker={N}", "--worker_num_splits=1", f"--rollout={T}", f"--batch_size={T * N}",
+         "--central_value=True", "--central_value_normalize_input=True", "--seed=1",
+         "--decorrelate_envs_on_one_worker=False"]
+    )  # fmt: skip
+    c = build_components(cfg)
+    try:
+        sampler = SerialSampler(c)
+        norm = c.learner.learner_modules[CV_NAME].normalizer
+        seen = []
+        for _ in range(2):
+            slots = None
+            while slots is None:
+                sampler.step()
+                slots = sampler.take()
+            b = c.learner.prepare_batch(slots)
+            states = b["cv_state"][:T]  # [T, N, S]: the batch's own steps, not the bootstrap one
+            seen.append(states.reshape(-1, states.shape[-1]).double().numpy())
+            c.learner.train_batch(b)
+            sampler.release(slots)
+        x = np.concatenate(seen)
+        mean, var = _with_prior(x)
+        np.testing.assert_allclose(norm.mean.numpy(), mean, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(norm.var.numpy(), var, rtol=1e-5, atol=1e-6)
+        assert float(norm.count) == 1 + x.shape[0]
     finally:
         c.close()
