@@ -5,12 +5,14 @@ API's `surge.api.train` (see `_CallableModule`)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import signal
 import sys
 import types
 from typing import Any
 
 from surge.errors import SurgeError
+from surge.runtime.stop_signals import StopAborted, exit_status  # the standard library only
 
 
 def run_config(cfg: Any) -> tuple[Any, str]:
@@ -42,7 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     # PR_SET_PDEATHSIG (`surge.runtime.child_start`), and parse_cfg's imports (gymnasium, numpy)
     # take seconds on a loaded machine
     from surge.cfg.cli import parse_cfg
-    from surge.runtime.stop_signals import StopAborted, exit_status
 
     try:
         cfg = parse_cfg(argv)
@@ -75,8 +76,6 @@ def _kill_children() -> None:
     """SIGKILL to the child processes an aborted run left (its stop never finished): they ignore
     SIGTERM, and multiprocessing would otherwise join them when this process exits (a learner
     busy with a checkpoint, or stopped, kept the aborted process waiting)."""
-    import multiprocessing
-
     for child in multiprocessing.active_children():
         child.kill()
         child.join(5)

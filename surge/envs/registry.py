@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
+from surge.envs.unknown_names import unknown_env_fix
 from surge.errors import ConfigError, EnvError, SurgeError
 
 #: factory(full_env_name, cfg, render_mode) -> gymnasium.Env or a multi-agent env
@@ -202,8 +203,6 @@ def find_family(env_name: str) -> EnvFamily:
         return prefixed[0]
     if env_name in gym.registry:
         return _gym_family()
-    from surge.envs.unknown_names import unknown_env_fix
-
     known_case = unknown_env_fix(env_name)
     if known_case is not None:
         raise ConfigError("env", *known_case)
