@@ -58,3 +58,12 @@ class Findings:
             else:
                 out.append(f"{problem} (seen {count} times, first at {where})")
         return out
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def clean_gymnasium_text(message: str) -> str:
+    """`message` (a warning or error of gymnasium's checker) without its colour codes and `WARN: `."""
+    message = _ANSI.sub("", str(message)).strip()
+    return message[len("WARN: ") :] if message.startswith("WARN: ") else message
