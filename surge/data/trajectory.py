@@ -78,7 +78,9 @@ def _torch_dtype(np_dtype: np.dtype) -> torch.dtype:
 def _obs_buffer(space: gym.Space, lead: tuple[int, ...]) -> Tree:
     if isinstance(space, gym.spaces.Dict):
         return {
-            k: torch.ones(*lead, *s.shape, dtype=torch.bool) if k == MASK_KEY else _obs_buffer(s, lead)
+            k: torch.ones(*lead, *(s.shape or ()), dtype=torch.bool)
+            if k == MASK_KEY
+            else _obs_buffer(s, lead)
             for k, s in space.spaces.items()
         }
     if not isinstance(space, gym.spaces.Box):

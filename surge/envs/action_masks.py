@@ -20,7 +20,7 @@ the model strips it before the encoder (`model_obs_space`, `split_obs`) and mask
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import gymnasium as gym
 import numpy as np
@@ -30,7 +30,7 @@ from surge.errors import EnvError
 MASK_KEY = "action_mask"
 
 
-def has_action_mask(space: gym.Space) -> bool:
+def has_action_mask(space: gym.Space) -> TypeGuard[gym.spaces.Dict]:
     """True when the observation space is a Dict with an `action_mask` entry."""
     return isinstance(space, gym.spaces.Dict) and MASK_KEY in space.spaces
 
@@ -85,7 +85,7 @@ def check_mask_space(space: gym.Space, action_space: gym.Space) -> None:
     if not has_action_mask(space):
         return
     width = mask_width(action_space)
-    shape = tuple(space.spaces[MASK_KEY].shape)
+    shape = tuple(space.spaces[MASK_KEY].shape or ())  # None: a space without a shape
     if shape != (width,):
         raise EnvError(
             f"observation['action_mask'] has shape {shape}; for actions {action_space} it must be "
@@ -111,10 +111,11 @@ def sample_legal(action_space: gym.Space, mask: Any) -> Any:
     m = np.asarray(mask).astype(np.int8, copy=False).reshape(-1)
     if isinstance(action_space, gym.spaces.Discrete):
         return action_space.sample(mask=m if m.any() else None)
-    sizes = [int(n) for n in np.asarray(action_space.nvec).reshape(-1)]
+    multi = cast(gym.spaces.MultiDiscrete, action_space)  # the other space masks exist for (mask_width)
+    sizes = [int(n) for n in np.asarray(multi.nvec).reshape(-1)]
     heads = np.split(m, np.cumsum(sizes)[:-1])
     masks = tuple(h if h.any() else np.ones_like(h) for h in heads)
-    return action_space.sample(mask=masks).reshape(np.asarray(action_space.nvec).shape)
+    return multi.sample(mask=masks).reshape(np.asarray(multi.nvec).shape)
 
 
 def is_legal(action_space: gym.Space, mask: Any, action: Any) -> bool:
@@ -123,7 +124,8 @@ def is_legal(action_space: gym.Space, mask: Any, action: Any) -> bool:
     m = np.asarray(mask).reshape(-1) != 0
     if isinstance(action_space, gym.spaces.Discrete):
         return bool(not m.any() or m[int(action) - int(action_space.start)])
-    sizes = [int(n) for n in np.asarray(action_space.nvec).reshape(-1)]
+    multi = cast(gym.spaces.MultiDiscrete, action_space)  # the other space masks exist for (mask_width)
+    sizes = [int(n) for n in np.asarray(multi.nvec).reshape(-1)]
     heads = np.split(m, np.cumsum(sizes)[:-1])
     return all(not h.any() or h[int(a)] for h, a in zip(heads, np.asarray(action).reshape(-1), strict=True))
 

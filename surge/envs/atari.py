@@ -54,7 +54,7 @@ from surge.errors import ConfigError, EnvError
 try:
     import ale_py
 except ImportError:  # optional dependency
-    ale_py = None
+    ale_py = None  # type: ignore[assignment]  # callers check for None: the module is optional
 
 ATARI_PREFIX = "atari_"
 ATARI_SCREEN_SIZE = 84
@@ -145,11 +145,11 @@ def _build_game_table() -> dict[str, str]:
     table: dict[str, str] = {}
     for rom in ale_py.roms.get_all_rom_ids():
         key = rom.replace("_", "").lower()
-        env_id = v4.get(key) or v5.get(key)
-        if env_id is None:
+        found = v4.get(key) or v5.get(key)
+        if found is None:
             continue
-        table[rom] = env_id
-        table.setdefault(rom.replace("_", ""), env_id)
+        table[rom] = found
+        table.setdefault(rom.replace("_", ""), found)
     for alias, rom in ATARI_ALIASES.items():
         if rom in table:
             table.setdefault(alias, table[rom])

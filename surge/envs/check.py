@@ -179,7 +179,7 @@ def _env_notes(env: Any, legal_counts: list[int]) -> list[str]:
         out.append(f"PettingZoo {api} env with {env.num_agents} agent slot(s): {', '.join(env.agents)}.")
     space = env.observation_space
     if has_action_mask(space):
-        width = space.spaces[MASK_KEY].shape[0]
+        width = (space.spaces[MASK_KEY].shape or (0,))[0]  # a Box: its shape is a tuple
         seen = legal_counts
         legal = (
             f"; legal actions per acting agent step: min {min(seen)}, mean {np.mean(seen):.1f}, max {max(seen)}"

@@ -6,6 +6,7 @@ against its spaces and the API, with a fix in the message.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from collections.abc import Callable
@@ -247,7 +248,7 @@ def check_single_agent(env: Any, cfg: Any, num_steps: int, found: Findings) -> N
         where = f"env.step() (step {i})"
         action = sample_legal(env.action_space, obs[MASK_KEY]) if masked else env.action_space.sample()
         old_api = _old_step_api_error(where, multi_agent=False)
-        result = _call(where, lambda a=action: env.step(a), old_api)
+        result = _call(where, functools.partial(env.step, action), old_api)
         if _looks_like_step_of_old_api(result):
             raise old_api
         if not isinstance(result, (tuple, list)) or len(result) != 5:
@@ -378,7 +379,7 @@ def check_multi_agent(
         else:
             actions = [env.action_space.sample() for _ in range(n)]
         old_api = _old_step_api_error(where, multi_agent=True)
-        result = _call(where, lambda a=actions: env.step(a), old_api)
+        result = _call(where, functools.partial(env.step, actions), old_api)
         if _looks_like_step_of_old_api(result):
             raise old_api
         if not isinstance(result, (tuple, list)) or len(result) != 5:

@@ -44,7 +44,9 @@ VECTOR_OBS_DEFAULTS = {
 
 def make_classic_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
     """Makes a classic-control env from its short name (`cartpole`)."""
-    kwargs = {"render_mode": render_mode} if render_mode is not None else {}
+    kwargs: dict[str, Any] = (
+        {"render_mode": render_mode} if render_mode is not None else {}
+    )  # gym.make's **kwargs
     return gym.make(CLASSIC_ENVS[full_env_name], **kwargs)
 
 

@@ -79,7 +79,9 @@ def make_mujoco_env(full_env_name: str, cfg: Any, render_mode: str | None = None
         ConfigError: unknown name.
     """
     short = check_mujoco_name(full_env_name)
-    kwargs = {"render_mode": render_mode} if render_mode is not None else {}
+    kwargs: dict[str, Any] = (
+        {"render_mode": render_mode} if render_mode is not None else {}
+    )  # gym.make's **kwargs
     env = gym.make(MUJOCO_ENVS[short], **kwargs)
     return gym.wrappers.DtypeObservation(env, np.float32)
 

@@ -187,13 +187,13 @@ class OccludedPayoutDuo:
         pass
 
 
-register_env(
-    "occluded_payout",
-    lambda name, cfg, render_mode=None: OccludedPayoutEnv(),
-    default_overrides=OCCLUDED_DEFAULTS,
-)
-register_env(
-    "occluded_payout_duo",
-    lambda name, cfg, render_mode=None: OccludedPayoutDuo(),
-    default_overrides=OCCLUDED_DEFAULTS,
-)
+def _make_single(name: str, cfg: Any, render_mode: str | None = None) -> OccludedPayoutEnv:
+    return OccludedPayoutEnv()
+
+
+def _make_duo(name: str, cfg: Any, render_mode: str | None = None) -> OccludedPayoutDuo:
+    return OccludedPayoutDuo()
+
+
+register_env("occluded_payout", _make_single, default_overrides=OCCLUDED_DEFAULTS)
+register_env("occluded_payout_duo", _make_duo, default_overrides=OCCLUDED_DEFAULTS)

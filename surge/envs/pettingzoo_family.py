@@ -31,7 +31,7 @@ import importlib
 import json
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -176,9 +176,13 @@ class PettingZooAsMultiAgent:
 
         if isinstance(space, gym.spaces.Dict):
             return gym.spaces.Dict(
-                {k: chw(s) if k in self._transpose else s for k, s in space.spaces.items()}
+                # the keys of _image_keys are Box entries
+                {
+                    k: chw(cast(gym.spaces.Box, s)) if k in self._transpose else s
+                    for k, s in space.spaces.items()
+                }
             )
-        return chw(space) if None in self._transpose else space
+        return chw(cast(gym.spaces.Box, space)) if None in self._transpose else space
 
     def _convert(self, obs: Any) -> Any:
         if not self._transpose:

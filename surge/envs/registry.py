@@ -136,7 +136,9 @@ def _gym_family() -> EnvFamily:
 
 
 def _make_gym_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
-    kwargs = {"render_mode": render_mode} if render_mode is not None else {}
+    kwargs: dict[str, Any] = (
+        {"render_mode": render_mode} if render_mode is not None else {}
+    )  # gym.make's **kwargs
     return gym.make(full_env_name, **kwargs)
 
 

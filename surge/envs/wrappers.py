@@ -9,10 +9,13 @@ into the info of the step that ended the episode).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
+
+if TYPE_CHECKING:  # ale_py is optional: only its types are read here
+    from ale_py.env import AtariEnv
 
 EPISODE_KEY = "episode"
 
@@ -50,9 +53,10 @@ class EpisodicLifeEnv(gym.Wrapper):
         super().__init__(env)
         self.lives = 0
         self.was_real_done = True
+        self._atari = cast("AtariEnv", env.unwrapped)  # the same object at every step
 
     def _ale_lives(self) -> int:
-        return int(self.env.unwrapped.ale.lives())
+        return int(self._atari.ale.lives())
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -102,7 +106,8 @@ class FireResetEnv(gym.Wrapper):
 
     def __init__(self, env: gym.Env, on_life_loss: bool = False):
         super().__init__(env)
-        meanings = list(env.unwrapped.get_action_meanings())
+        self._atari = cast("AtariEnv", env.unwrapped)  # the same object at every step
+        meanings = list(self._atari.get_action_meanings())
         if "FIRE" not in meanings or len(meanings) < 3:
             raise ValueError(f"FireResetEnv needs a FIRE action and at least 3 actions, got {meanings}")
         self.fire_action = meanings.index("FIRE")
@@ -110,7 +115,7 @@ class FireResetEnv(gym.Wrapper):
         self.lives = 0
 
     def _ale_lives(self) -> int:
-        return int(self.env.unwrapped.ale.lives())
+        return int(self._atari.ale.lives())
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -120,7 +125,7 @@ class FireResetEnv(gym.Wrapper):
         if 0 < lives < self.lives and not (terminated or truncated):
             for press in (self.fire_action, 2):
                 obs, r, terminated, truncated, step_info = self.env.step(press)
-                reward, info = reward + r, {**info, **step_info}
+                reward, info = float(reward) + float(r), {**info, **step_info}
                 if terminated or truncated:
                     break
             lives = self._ale_lives()
@@ -143,7 +148,7 @@ class FireResetEnv(gym.Wrapper):
 
 def needs_fire_reset(env: gym.Env) -> bool:
     """True when the game of this ALE env has a FIRE action (and at least 3 actions)."""
-    meanings = list(env.unwrapped.get_action_meanings())
+    meanings = list(cast("AtariEnv", env.unwrapped).get_action_meanings())
     return "FIRE" in meanings and len(meanings) >= 3
 
 
@@ -223,8 +228,9 @@ class DropUnflattenable(gym.ObservationWrapper):
         space = env.observation_space
         if not isinstance(space, gym.spaces.Dict):
             raise ValueError(f"DropUnflattenable needs a Dict observation space, got {space}")
-        self.observation_space = self._space(space)
-        if not self.observation_space.spaces:
+        self._kept = self._space(space)  # the Dict kept, typed as one (observation_space is a Space)
+        self.observation_space = self._kept
+        if not self._kept.spaces:
             raise ValueError(f"DropUnflattenable would drop every entry of {space}")
 
     @classmethod
@@ -240,7 +246,7 @@ class DropUnflattenable(gym.ObservationWrapper):
         return gym.spaces.Dict(kept)
 
     def observation(self, observation: Any) -> Any:
-        return self._keep(observation, self.observation_space)
+        return self._keep(observation, self._kept)
 
     def _keep(self, obs: Any, space: gym.spaces.Dict) -> dict[str, Any]:
         return {

@@ -20,7 +20,7 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -54,7 +54,9 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
 
 def rng_state() -> dict[str, Any]:
     """The RNG states of torch, numpy and Python's `random`, as weights_only-loadable values."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    # the legacy tuple (get_state's default); numpy's stub also allows the dict of legacy=False
+    state = cast("tuple[str, np.ndarray, int, int, float]", np.random.get_state())
+    kind, keys, pos, has_gauss, cached = state
     py_version, py_state, py_gauss = random.getstate()
     return {
         "torch": torch.get_rng_state(),

@@ -83,7 +83,7 @@ class ExperimentFolder:
         Returns:
             The paths removed (empty when there was nothing to remove).
         """
-        removed = []
+        removed: list[Path] = []
         if not self.root.is_dir():
             return removed
         for p in sorted(self.root.glob("checkpoint_p*")) + [self.root / "summaries"]:

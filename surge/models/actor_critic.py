@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import torch
@@ -22,16 +22,17 @@ from torch.nn.utils import parametrize
 from surge.envs.action_masks import MASK_KEY, has_action_mask, model_obs_space, split_obs, unwrapped_key
 from surge.errors import ConfigError
 from surge.models.body import make_body
+from surge.models.cores import Core
 from surge.models.distributions import (
     ActionDistribution,
     apply_action_mask,
     make_distribution,
     num_action_logits,
 )
-from surge.models.encoders import ACTIVATIONS
+from surge.models.encoders import ACTIVATIONS, Encoder
 from surge.models.initializers import init_weight
 from surge.models.model_checks import check_model_flags
-from surge.models.normalization import RunningMeanStd, make_obs_normalizer
+from surge.models.normalization import DictNormalizer, RunningMeanStd, make_obs_normalizer
 
 Obs = Tensor | dict[str, Tensor]
 
@@ -59,12 +60,12 @@ class _StripMask(nn.Module):
     """An observation normaliser that sees observations without their `action_mask` entry (the
     learner updates the model's normaliser with the stored observations, masks included)."""
 
-    def __init__(self, inner: nn.Module, key: str | None):
+    def __init__(self, inner: RunningMeanStd | DictNormalizer, key: str | None):
         super().__init__()
         self.inner, self.key = inner, key
 
     def update(self, obs: dict[str, Tensor]) -> None:
-        self.inner.update(split_obs(obs, self.key)[0])  # type: ignore[operator]
+        self.inner.update(split_obs(obs, self.key)[0])
 
     def forward(self, obs: Any) -> Any:
         return self.inner(obs)
@@ -95,7 +96,7 @@ class ActorCritic(nn.Module):
         self.has_action_mask = has_action_mask(obs_space)
         self._obs_key = unwrapped_key(obs_space)  # the one other entry of a masked Dict, or None
         obs_space = model_obs_space(obs_space)
-        self.obs_normalizer = (
+        self.obs_normalizer: RunningMeanStd | DictNormalizer | _StripMask | None = (
             make_obs_normalizer(obs_space, cfg.obs_subtract_mean, cfg.obs_scale)
             if cfg.normalize_input
             else None
@@ -132,7 +133,7 @@ class ActorCritic(nn.Module):
         # input: oneDNN's NHWC convolutions train the Nature CNN 25-30% faster per sample on CPU
         # than NCHW (benchmarks/conv_layout.py). Only 4-D tensors change; logical shapes,
         # state_dict keys and values do not, so checkpoints load either way.
-        self.to(memory_format=torch.channels_last)
+        self.to(memory_format=torch.channels_last)  # type: ignore[call-overload] # torch's stub of Module.to lacks memory_format
 
     def _encoder_like_layers(self) -> set[int]:
         """ids of the modules `encoder_initialization` governs: the encoders, and the MLP layers
@@ -150,12 +151,13 @@ class ActorCritic(nn.Module):
         encoder_layers = self._encoder_like_layers()
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):
-                weight = (
-                    m.parametrizations.weight.original
-                    if parametrize.is_parametrized(m, "weight")
-                    else m.weight
-                )
-                nn.init.zeros_(m.bias)
+                if parametrize.is_parametrized(m, "weight"):  # spectral norm: the raw weight
+                    plist = cast(nn.ModuleDict, m.parametrizations)["weight"]
+                    weight = cast(parametrize.ParametrizationList, plist).original
+                else:
+                    weight = m.weight
+                if m.bias is not None:  # a layer built with bias=False has none to zero
+                    nn.init.zeros_(m.bias)
                 if cfg.policy_initialization == "torch_default" or (
                     encoder_default and id(m) in encoder_layers
                 ):
@@ -185,16 +187,14 @@ class ActorCritic(nn.Module):
         return self.encoder(self._normalize(obs))
 
     @staticmethod
-    def _step(
-        body: tuple[nn.Module, nn.Module, nn.Module | None], obs: Obs, state: Tensor
-    ) -> tuple[Tensor, Tensor]:
+    def _step(body: tuple[Encoder, Core, nn.Module | None], obs: Obs, state: Tensor) -> tuple[Tensor, Tensor]:
         encoder, core, post = body
         x, new_state = core.step(encoder(obs), state)
         return (x if post is None else post(x)), new_state
 
     @staticmethod
     def _sequence(
-        body: tuple[nn.Module, nn.Module, nn.Module | None],
+        body: tuple[Encoder, Core, nn.Module | None],
         flat_obs: Obs,
         T: int,
         B: int,
@@ -206,10 +206,10 @@ class ActorCritic(nn.Module):
         x = core.sequence(encoder(flat_obs).view(T, B, -1), states, dones, recurrence)
         return x if post is None else post(x)
 
-    def _actor_body(self) -> tuple[nn.Module, nn.Module, nn.Module | None]:
+    def _actor_body(self) -> tuple[Encoder, Core, nn.Module | None]:
         return self.encoder, self.core, self.post_core
 
-    def _critic_body(self) -> tuple[nn.Module, nn.Module, nn.Module | None]:
+    def _critic_body(self) -> tuple[Encoder, Core, nn.Module | None]:
         return self.critic_encoder, self.critic_core, self.critic_post_core
 
     def _heads(self, x: Tensor, critic_x: Tensor | None = None) -> tuple[Tensor, Tensor]:

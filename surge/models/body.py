@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 from torch import nn
 
-from surge.models.cores import make_core
+from surge.models.cores import Core, make_core
 from surge.models.encoders import ACTIVATIONS, Encoder, _mlp, fc_sizes_after_trunk, make_encoder, make_trunk
 
 
@@ -24,7 +24,7 @@ class Body:
     post `[..., core.out_size] -> [..., out_size]` or None (identity)."""
 
     encoder: Encoder
-    core: nn.Module
+    core: Core
     post: nn.Module | None
     out_size: int
 
@@ -39,7 +39,7 @@ def make_body(cfg: Any, obs_space: gym.Space) -> Body:
     before_mlp = bool(getattr(cfg, "rnn_before_mlp", False))
     encoder = make_trunk(cfg, obs_space) if before_mlp else make_encoder(cfg, obs_space)
     core = make_core(cfg.use_rnn, encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers)
-    out_size: int = core.out_size  # type: ignore[assignment]
+    out_size = core.out_size
     post: list[nn.Module] = []
     if getattr(cfg, "rnn_layer_norm", False):
         post.append(nn.LayerNorm(out_size))

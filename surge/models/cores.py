@@ -90,7 +90,11 @@ class RnnCore(nn.Module):
         return torch.cat(outs, dim=0)
 
 
-def make_core(use_rnn: bool, in_size: int, hidden: int, rnn_type: str, num_layers: int) -> nn.Module:
+#: a core: `step`, `sequence`, `out_size` and `state_size` (ints)
+Core = RnnCore | IdentityCore
+
+
+def make_core(use_rnn: bool, in_size: int, hidden: int, rnn_type: str, num_layers: int) -> Core:
     """`RnnCore` when `use_rnn`, else `IdentityCore`."""
     if use_rnn:
         return RnnCore(in_size, hidden, rnn_type, num_layers)

@@ -13,6 +13,7 @@ ops: on the batches of 4-16 agents an inference worker serves, `Categorical`'s c
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
@@ -30,14 +31,19 @@ MASKED_LOGIT = -1e8
 #: normalised logits below this are masked actions (legal ones stay far above it)
 _LEGAL_ABOVE = MASKED_LOGIT / 10
 
+# A distribution has at least one head, so `sum` over its heads' terms is a Tensor, never sum()'s
+# start value 0: `cast(Tensor, sum(...))` below says so to the type checker (no runtime cost).
+
 
 def _discrete_sizes(space: gym.Space) -> list[int] | None:
     if isinstance(space, gym.spaces.Discrete):
         return [int(space.n)]
     if isinstance(space, gym.spaces.MultiDiscrete):
         return [int(n) for n in np.asarray(space.nvec).ravel()]
-    if isinstance(space, gym.spaces.Tuple) and all(isinstance(s, gym.spaces.Discrete) for s in space.spaces):
-        return [int(s.n) for s in space.spaces]
+    if isinstance(space, gym.spaces.Tuple):
+        discretes = [s for s in space.spaces if isinstance(s, gym.spaces.Discrete)]
+        if len(discretes) == len(space.spaces):
+            return [int(s.n) for s in discretes]
     return None
 
 
@@ -49,10 +55,13 @@ def _mixed_parts(space: gym.Space) -> list[tuple[bool, int]] | None:
         return None
     if not any(isinstance(s, gym.spaces.Box) for s in space.spaces):
         return None
-    return [
-        (True, int(s.n)) if isinstance(s, gym.spaces.Discrete) else (False, int(np.prod(s.shape)))
-        for s in space.spaces
-    ]
+    parts = []
+    for s in space.spaces:
+        if isinstance(s, gym.spaces.Discrete):
+            parts.append((True, int(s.n)))
+        elif isinstance(s, gym.spaces.Box):
+            parts.append((False, int(np.prod(s.shape))))
+    return parts
 
 
 def num_action_logits(space: gym.Space) -> int:
@@ -183,23 +192,23 @@ class CategoricalDistribution(ActionDistribution):
     def log_prob(self, actions: Tensor) -> Tensor:
         if self.single:
             return _gather(self.log_probs[0], actions)
-        return sum(_gather(lp, actions[..., i]) for i, lp in enumerate(self.log_probs))
+        return cast(Tensor, sum(_gather(lp, actions[..., i]) for i, lp in enumerate(self.log_probs)))
 
     def entropy(self) -> Tensor:
         # H = -sum_a p(a) log p(a) on the normalised log-probabilities, with log p clamped to the
         # dtype's lowest finite value so that a masked action (p = 0, log p = -inf) adds 0, not NaN:
         # `torch.distributions.Categorical.entropy`'s formula, without building the distribution,
         # which would normalise the logits a second time (the cost: docs/benchmarks.md)
-        return sum(_entropy(lp) for lp in self.log_probs)
+        return cast(Tensor, sum(_entropy(lp) for lp in self.log_probs))
 
     def kl(self, other: ActionDistribution) -> Tensor:
         assert isinstance(other, CategoricalDistribution)
-        return sum(kl_divergence(a, b) for a, b in zip(self.heads, other.heads, strict=True))
+        return cast(Tensor, sum(kl_divergence(a, b) for a, b in zip(self.heads, other.heads, strict=True)))
 
     def symmetric_kl_with_uniform(self) -> Tensor:
         """Against the uniform distribution over the legal actions when logits are masked
         (`apply_action_mask`): masked entries take no part, as if the action did not exist."""
-        total = 0.0
+        total: Tensor | float = 0.0
         for h in self.heads:
             log_p = h.logits  # normalised log-probabilities
             legal = log_p > _LEGAL_ABOVE  # all True without a mask: the plain formula
@@ -208,7 +217,7 @@ class CategoricalDistribution(ActionDistribution):
             kl_pu = (h.probs * (log_p - log_u)).sum(-1)  # masked actions' probs are 0
             kl_up = torch.where(legal, (log_u - log_p) / n_legal, torch.zeros_like(log_p)).sum(-1)
             total = total + 0.5 * (kl_pu + kl_up)
-        return total
+        return cast(Tensor, total)
 
 
 class GaussianDistribution(ActionDistribution):
@@ -296,17 +305,17 @@ class MixedDistribution(ActionDistribution):
         return self._join([h.mode() for h in self.heads])
 
     def log_prob(self, actions: Tensor) -> Tensor:
-        return sum(h.log_prob(a) for h, a in zip(self.heads, self._split(actions), strict=True))
+        return cast(Tensor, sum(h.log_prob(a) for h, a in zip(self.heads, self._split(actions), strict=True)))
 
     def entropy(self) -> Tensor:
-        return sum(h.entropy() for h in self.heads)
+        return cast(Tensor, sum(h.entropy() for h in self.heads))
 
     def kl(self, other: ActionDistribution) -> Tensor:
         assert isinstance(other, MixedDistribution)
-        return sum(a.kl(b) for a, b in zip(self.heads, other.heads, strict=True))
+        return cast(Tensor, sum(a.kl(b) for a, b in zip(self.heads, other.heads, strict=True)))
 
     def symmetric_kl_with_uniform(self) -> Tensor:
-        return sum(h.symmetric_kl_with_uniform() for h in self.heads)
+        return cast(Tensor, sum(h.symmetric_kl_with_uniform() for h in self.heads))
 
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)

@@ -71,7 +71,7 @@ def _mlp(
         return net, net.out_size
     layers: list[nn.Module] = []
     for size in sizes:
-        linear = nn.Linear(in_size, size)
+        linear: nn.Module = nn.Linear(in_size, size)
         if spectral:
             linear = nn.utils.parametrizations.spectral_norm(linear)
         layers += [linear, act()]
@@ -183,8 +183,9 @@ class DictEncoder(Encoder):
     def __init__(self, cfg: Any, space: gym.spaces.Dict):
         super().__init__()
         self.keys = list(space.spaces.keys())
-        self.encoders = nn.ModuleDict({k: make_encoder(cfg, space.spaces[k]) for k in self.keys})
-        self.out_size = sum(e.out_size for e in self.encoders.values())
+        encoders = {k: make_encoder(cfg, space.spaces[k]) for k in self.keys}
+        self.encoders = nn.ModuleDict(encoders)
+        self.out_size = sum(e.out_size for e in encoders.values())
 
     def forward(self, obs: dict[str, Tensor]) -> Tensor:
         return torch.cat([self.encoders[k](obs[k]) for k in self.keys], dim=1)

@@ -4,8 +4,9 @@ so it is saved in checkpoints with the model."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar, cast
 
+import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
@@ -26,6 +27,11 @@ class RunningMeanStd(nn.Module):
     #: `(n, mean, var) -> (n, mean, var)` of all ranks' batches together (set by
     #: `surge.distributed.data_parallel.DataParallel` in the learning process; None: one process)
     reduce_moments: ClassVar[Callable[[int, Tensor, Tensor], tuple[int, Tensor, Tensor]] | None] = None
+
+    # the buffers registered in __init__ (float64; `mean` and `var` of `shape`, `count` a scalar)
+    mean: Tensor
+    var: Tensor
+    count: Tensor
 
     def __init__(
         self, shape: tuple[int, ...], epsilon: float = 1e-5, clip: float = 5.0, prior_count: float = 1.0
@@ -157,31 +163,39 @@ class ImageNormalizer(RunningMeanStd):
 
 
 class DictNormalizer(nn.Module):
-    """One normaliser per key of a Dict observation; keys it does not hold pass through."""
+    """One normaliser per key of a Dict observation; keys it does not hold pass through.
 
-    def __init__(self, normalizers: dict[str, nn.Module]):
+    An observation is `{key: Tensor [N, *shape]}`, or for a Dict nested in the Dict a dict of
+    those: its values are typed `Any` because the nesting is the space's.
+    """
+
+    def __init__(self, normalizers: dict[str, RunningMeanStd | DictNormalizer]):
         super().__init__()
         self.normalizers = nn.ModuleDict(normalizers)
 
     @torch.no_grad()
-    def update(self, obs: dict[str, Tensor]) -> None:
+    def update(self, obs: dict[str, Any]) -> None:
         for k, n in self.normalizers.items():
-            n.update(obs[k])
+            # ModuleDict's values are typed Module; __init__ took normalisers (a string: no union built)
+            cast("RunningMeanStd | DictNormalizer", n).update(obs[k])
 
-    def forward(self, obs: dict[str, Tensor]) -> dict[str, Tensor]:
+    def forward(self, obs: dict[str, Any]) -> dict[str, Any]:
         return {k: self.normalizers[k](v) if k in self.normalizers else v for k, v in obs.items()}
 
 
-def make_obs_normalizer(space, subtract_mean: float = 0.0, scale: float = 1.0) -> nn.Module | None:
+def make_obs_normalizer(
+    space: gym.Space, subtract_mean: float = 0.0, scale: float = 1.0
+) -> RunningMeanStd | DictNormalizer | None:
     """The input normaliser of `normalize_input` for `space`: vectors (1-D Box) standardised,
     images (Box with ≥ 2 dims) scaled by `(x - subtract_mean) / scale` (`obs_subtract_mean`,
     `obs_scale`) and standardised per pixel (`ImageNormalizer`), a Dict per key.
     None for spaces with nothing to normalise."""
-    import gymnasium as gym
-
     if isinstance(space, gym.spaces.Dict):
-        parts = {k: make_obs_normalizer(s, subtract_mean, scale) for k, s in space.spaces.items()}
-        parts = {k: n for k, n in parts.items() if n is not None}
+        parts: dict[str, RunningMeanStd | DictNormalizer] = {}
+        for k, s in space.spaces.items():
+            n = make_obs_normalizer(s, subtract_mean, scale)
+            if n is not None:
+                parts[k] = n
         return DictNormalizer(parts) if parts else None
     if isinstance(space, gym.spaces.Box):
         shape = tuple(space.shape)

@@ -1,5 +1,6 @@
-"""The engine's packages (surge/cfg, surge/runtime, surge/learning, surge/population, surge/replay, surge/algorithms, surge/export: `[tool.mypy]` in pyproject.toml)
-type-check clean with mypy."""
+"""The engine's packages (surge/cfg, surge/runtime, surge/learning, surge/population, surge/replay, surge/algorithms,
+surge/export, surge/envs, surge/models, surge/data, surge/experiment, surge/enjoy.py, surge/cli.py and others:
+`[tool.mypy]` in pyproject.toml) type-check clean with mypy."""
 
 import subprocess
 import sys

@@ -95,7 +95,12 @@ class DoomActions:
             raise ValueError("a Doom action space needs at least one head")
         self.heads = heads
         self.buttons: tuple[str, ...] = tuple(b for h in heads for b in h.buttons)
-        self._tables = [None if isinstance(h, ContinuousHead) else h.table() for h in heads]
+        # per head: the button table of a discrete head, or None and the scale of a continuous one
+        self._tables: list[np.ndarray | None] = [
+            None if isinstance(h, ContinuousHead) else h.table() for h in heads
+        ]
+        self._scales = [h.scale if isinstance(h, ContinuousHead) else 1.0 for h in heads]
+        self._only_table = self._tables[0] if len(heads) == 1 else None  # one discrete head
         spaces = [
             gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
             if isinstance(h, ContinuousHead)
@@ -110,8 +115,8 @@ class DoomActions:
         Raises:
             ValueError: for an action of the wrong length.
         """
-        if len(self._tables) == 1:
-            return self._tables[0][int(np.asarray(action).reshape(-1)[0])].tolist()
+        if self._only_table is not None:
+            return self._only_table[int(np.asarray(action).reshape(-1)[0])].tolist()
         if isinstance(action, (tuple, list)):  # a space sample: ints and (1,) arrays
             parts = np.concatenate([np.asarray(x, np.float64).reshape(-1) for x in action])
         else:  # a row from the trajectory buffers
@@ -119,9 +124,9 @@ class DoomActions:
         if len(parts) != len(self._tables):
             raise ValueError(f"expected {len(self._tables)} sub-actions, got {len(parts)}: {action!r}")
         out: list[float] = []
-        for head, table, a in zip(self.heads, self._tables, parts, strict=True):
+        for scale, table, a in zip(self._scales, self._tables, parts, strict=True):
             if table is None:  # continuous: a value in [-1, 1]
-                out.append(float(np.clip(a, -1.0, 1.0)) * head.scale)
+                out.append(float(np.clip(a, -1.0, 1.0)) * scale)
             else:
                 out.extend(table[int(a)].tolist())
         return out

@@ -174,7 +174,8 @@ def make_player_env(s: DoomScenario, p: DoomParams, net: NetGame | None, render_
     env = RecordEpisodeStatistics(env)  # returns: game reward + shaping, before scaling
     if s.reward_scaling != 1.0:
         scale = float(s.reward_scaling)
-        env = TransformReward(env, lambda r: r * scale)
+        # VizDoom's rewards are floats; gymnasium types them SupportsFloat (no float() per step)
+        env = TransformReward(env, lambda r: r * scale)  # type: ignore[operator]
     return env
 
 

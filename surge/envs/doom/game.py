@@ -223,7 +223,7 @@ class DoomGameEnv(gym.Env):
         state = self.game.get_state()
         return self._frame(state), {"game_variables": self._variables(state)}
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         buttons = self.actions.to_buttons(action)
         if self.tic_barrier is None:
             reward = self.game.make_action(buttons, self.frameskip)

@@ -28,7 +28,7 @@ import os
 import socket
 import time
 import traceback
-from typing import Any
+from typing import Any, cast
 
 from surge.envs.doom.game import NetGame
 from surge.errors import EnvError
@@ -60,10 +60,11 @@ def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_b
     env = None
     try:
         from surge.envs.doom.family import DoomParams, make_player_env
+        from surge.envs.doom.game import DoomGameEnv
         from surge.envs.doom.scenarios import SCENARIOS
 
         env = make_player_env(SCENARIOS[scenario], DoomParams(**cfg_values), net, None)
-        env.unwrapped.tic_barrier = tic_barrier
+        cast(DoomGameEnv, env.unwrapped).tic_barrier = tic_barrier
         while True:
             cmd, arg = conn.recv()
             if cmd == "step":
