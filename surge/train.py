@@ -11,11 +11,12 @@ import sys
 import types
 from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import SurgeError
 from surge.runtime.stop_signals import StopAborted, exit_status  # the standard library only
 
 
-def run_config(cfg: Any) -> tuple[Any, str]:
+def run_config(cfg: Config) -> tuple[Any, str]:
     """Runs the parsed config `cfg` (a `Config`) to its end; returns its `TrainingRun` and final
     status ("done", "interrupted", "already_done" or "failed": `TrainingRun`'s doc). With
     `--algo=DUMMY_SAMPLER`, samples random actions with no learning and no checkpoints, at most

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 #: the algorithms whose learners take every optimizer step through `LearnerBase.apply_gradients`
@@ -75,7 +76,7 @@ def rank_seed(seed: int | None, rank: int) -> int | None:
     return None if seed is None else seed + rank
 
 
-def check_data_parallel(cfg: Any, info: RankInfo | None = None) -> None:
+def check_data_parallel(cfg: Config, info: RankInfo | None = None) -> None:
     """Refuses, with several ranks, the settings whose state the ranks cannot keep identical.
 
     Raises:

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import RecordEpisodeStatistics
 
+from surge.cfg.config import Config
 from surge.envs.action_masks import MASK_KEY, has_action_mask
 from surge.envs.check_findings import Findings, clean_gymnasium_text
 from surge.envs.check_spaces import check_env_spaces
@@ -37,7 +38,7 @@ __all__ = ["check_env", "check_env_spaces", "config_for_env", "main"]
 
 
 def check_env(
-    env_or_name: Any, cfg: Any = None, num_steps: int = 50, notes: list[str] | None = None
+    env_or_name: Any, cfg: Config | None = None, num_steps: int = 50, notes: list[str] | None = None
 ) -> list[str]:
     """Checks that an env can run in surge; raises at the first problem, returns the warnings.
 
@@ -93,7 +94,7 @@ def check_env(
 
 
 def _check_any(
-    env: Any, owned: bool, cfg: Any, num_steps: int, found: Findings, legal_counts: list[int]
+    env: Any, owned: bool, cfg: Config | None, num_steps: int, found: Findings, legal_counts: list[int]
 ) -> None:
     if isinstance(env, SingleAgentAsMultiAgent):
         inner = env.env
@@ -113,7 +114,7 @@ def _check_any(
         check_single_agent(env, cfg, num_steps, found)
 
 
-def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
+def config_for_env(env_name: str, argv: list[str] | None = None) -> Config:
     """The config training would start from for `env_name`: `Config` with the family's section
     (`cfg.env_params`), the family's default overrides (or, for a plain gymnasium id, the defaults
     its spaces choose: `surge.cfg.space_defaults`) applied, then the `--name=value` flags of `argv`.
@@ -151,7 +152,7 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Any:
     return Config.from_flat({**defaults, **explicit}, family.extra_params)
 
 
-def _make_named_env(env_name: str, cfg: Any) -> tuple[Any, Any]:
+def _make_named_env(env_name: str, cfg: Config | None) -> tuple[Any, Config]:
     from surge.envs.registry import find_family, make_single_env
 
     if cfg is None:

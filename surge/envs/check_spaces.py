@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from surge.cfg.config import Config
 from surge.envs.check_findings import Findings
 from surge.envs.wrappers import is_flattenable, unflattenable_entries
 from surge.errors import EnvError
@@ -18,7 +19,7 @@ SUPPORTED_OBS = "a Box (vector or image), or a Dict of Box"
 SUPPORTED_ACTIONS = "Discrete, MultiDiscrete, Box, or a Tuple of Discrete and Box"
 
 
-def check_declared_spaces(env: Any, cfg: Any, found: Findings) -> None:
+def check_declared_spaces(env: Any, cfg: Config | None, found: Findings) -> None:
     """Checks the spaces an env declares (`observation_space`, `action_space`, one agent's) before
     it is stepped; adds to `found` what trains but looks unintended (a channels-last image, a uint8
     image with `--obs_scale=1`).
@@ -46,10 +47,11 @@ def check_declared_spaces(env: Any, cfg: Any, found: Findings) -> None:
             )
     obs_space, act_space = env.observation_space, env.action_space
     if not _supported_obs_space(obs_space):
-        if getattr(cfg, "encoder_custom", ""):
+        custom = getattr(cfg, "encoder_custom", "")
+        if custom:
             found.append(
                 f"observation_space {obs_space} is not {SUPPORTED_OBS}; your custom encoder "
-                f"{cfg.encoder_custom!r} must handle it."
+                f"{custom!r} must handle it."
             )
         else:
             _refuse_unsupported_obs(obs_space, cfg)
@@ -143,7 +145,7 @@ def _too_small(shape: tuple[int, ...], subtype: str) -> bool:
 
 
 def check_env_spaces(
-    cfg: Any,
+    cfg: Config,
     observation_space: gym.Space,
     action_space: gym.Space,
     num_agents: int = 1,
@@ -233,7 +235,7 @@ def check_env_spaces(
     check_memory(parts)
 
 
-def _with_wrappers(cfg: Any, *added: str) -> str:
+def _with_wrappers(cfg: Config | None, *added: str) -> str:
     """The `--env_wrappers` flag that keeps the run's own wrappers (innermost first) and adds `added`."""
     given = [str(w) for w in (getattr(cfg, "env_wrappers", None) or [])]
     return "--env_wrappers " + " ".join([*given, *added])
@@ -249,7 +251,7 @@ def _space_name(space: gym.Space) -> str:
 _CUSTOM_ENCODER = "register a custom encoder (surge.models.register_encoder, --encoder_custom)"
 
 
-def _refuse_unsupported_obs(space: gym.Space, cfg: Any = None) -> None:
+def _refuse_unsupported_obs(space: gym.Space, cfg: Config | None = None) -> None:
     """EnvError for an observation space that is neither a Box nor a Dict of them, naming the parts
     that are not, and a fix that works when followed: the `--env_wrappers` command (the run's own
     wrappers kept) in backticks, when gymnasium can flatten the space; a custom encoder otherwise.

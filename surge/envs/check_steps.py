@@ -15,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from surge.cfg.config import Config
 from surge.envs.action_masks import MASK_KEY, check_mask_space, has_action_mask, sample_legal
 from surge.envs.check_findings import NOT_AN_ARRAY, OUT_OF_BOUNDS, Findings, clean_gymnasium_text
 from surge.envs.check_spaces import check_declared_spaces
@@ -193,7 +194,7 @@ def _looks_like_step_of_old_api(result: Any) -> bool:
 # --------------------------------------------------------------------------------------------- single agent
 
 
-def check_single_agent(env: Any, cfg: Any, num_steps: int, found: Findings) -> None:
+def check_single_agent(env: Any, cfg: Config | None, num_steps: int, found: Findings) -> None:
     """Resets and steps a `gymnasium.Env` `num_steps` times (legal random actions under its action
     masks), then runs gymnasium's own checker; adds to `found` what trains but looks unintended.
 
@@ -335,7 +336,7 @@ def _check_list(value: Any, what: str, n: int, where: str) -> None:
 
 
 def check_multi_agent(
-    env: Any, cfg: Any, num_steps: int, found: Findings, legal_counts: list[int] | None = None
+    env: Any, cfg: Config | None, num_steps: int, found: Findings, legal_counts: list[int] | None = None
 ) -> None:
     """Resets and steps a multi-agent env `num_steps` times (legal random actions under its
     action masks; `legal_counts` receives the number of legal actions of each acting agent step)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from surge.cfg.config import Config
 from surge.envs.registry import register_env_family
 
 CLASSIC_ENVS = {
@@ -42,7 +43,7 @@ VECTOR_OBS_DEFAULTS = {
 }
 
 
-def make_classic_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
+def make_classic_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> gym.Env:
     """Makes a classic-control env from its short name (`cartpole`)."""
     kwargs: dict[str, Any] = (
         {"render_mode": render_mode} if render_mode is not None else {}

@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from surge.cfg.config import Config
 from surge.envs.registry import register_env_family
 from surge.errors import ConfigError
 
@@ -72,7 +73,7 @@ def check_mujoco_name(full_env_name: str) -> str:
     return short
 
 
-def make_mujoco_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
+def make_mujoco_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> gym.Env:
     """`mujoco_<name>` -> the gymnasium MuJoCo env with float32 observations.
 
     Raises:

@@ -35,6 +35,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from surge.cfg.config import Config
 from surge.envs.registry import register_env
 
 NUM_TARGETS = 4
@@ -187,11 +188,11 @@ class OccludedPayoutDuo:
         pass
 
 
-def _make_single(name: str, cfg: Any, render_mode: str | None = None) -> OccludedPayoutEnv:
+def _make_single(name: str, cfg: Config, render_mode: str | None = None) -> OccludedPayoutEnv:
     return OccludedPayoutEnv()
 
 
-def _make_duo(name: str, cfg: Any, render_mode: str | None = None) -> OccludedPayoutDuo:
+def _make_duo(name: str, cfg: Config, render_mode: str | None = None) -> OccludedPayoutDuo:
     return OccludedPayoutDuo()
 
 

@@ -36,7 +36,7 @@ from typing import Any, cast
 import gymnasium as gym
 import numpy as np
 
-from surge.cfg.config import family_params, param
+from surge.cfg.config import Config, family_params, param
 from surge.envs.action_masks import MASK_KEY, has_action_mask
 from surge.envs.classic import VECTOR_OBS_DEFAULTS
 from surge.envs.registry import register_env_family
@@ -291,7 +291,7 @@ class PettingZooAsMultiAgent:
 
 
 def make_pettingzoo_env(
-    full_env_name: str, cfg: Any, render_mode: str | None = None
+    full_env_name: str, cfg: Config, render_mode: str | None = None
 ) -> PettingZooAsMultiAgent:
     """The PettingZoo env of `full_env_name` (module `pettingzoo.<group>.<env>`) made with
     `--pettingzoo_kwargs`, through its `parallel_env` or `env` as `--pettingzoo_api` says.

@@ -13,10 +13,12 @@ import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
 
+from surge.cfg.config import Config
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.envs.unknown_names import unknown_env_fix
 from surge.errors import ConfigError, EnvError, SurgeError
@@ -135,14 +137,16 @@ def _gym_family() -> EnvFamily:
     return EnvFamily("", _make_gym_env)
 
 
-def _make_gym_env(full_env_name: str, cfg: Any, render_mode: str | None = None) -> gym.Env:
+def _make_gym_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> gym.Env:
     kwargs: dict[str, Any] = (
         {"render_mode": render_mode} if render_mode is not None else {}
     )  # gym.make's **kwargs
     return gym.make(full_env_name, **kwargs)
 
 
-def _make_with_family(make: EnvFactory, env_id: str, full_env_name: str, cfg: Any, render_mode: str | None):
+def _make_with_family(
+    make: EnvFactory, env_id: str, full_env_name: str, cfg: Config, render_mode: str | None
+):
     return make(env_id, cfg, render_mode)
 
 
@@ -281,7 +285,7 @@ def resolve_wrapper(name: str) -> Callable[[gym.Env], gym.Env]:
     return obj
 
 
-def apply_env_wrappers(env: Any, cfg: Any) -> Any:
+def apply_env_wrappers(env: Any, cfg: Config | SimpleNamespace) -> Any:
     """`env` wrapped in `cfg.env_wrappers`, in order (the first is innermost).
 
     Raises:
@@ -332,10 +336,14 @@ _EXTRAS = {
 }
 
 
-def make_single_env(family: EnvFamily, name: str, cfg: Any, render_mode: str | None = None) -> Any:
+def make_single_env(
+    family: EnvFamily, name: str, cfg: Config | SimpleNamespace, render_mode: str | None = None
+) -> Any:
     """One env of `family` (its factory's output) wrapped in `cfg.env_wrappers`, then, for an env of
     rl_games' mask API (`has_action_mask()` True), in `RlGamesActionMask` (its `get_action_mask()`
     as the observation's `action_mask` entry; `surge.envs.action_masks.wrap_rl_games_mask`).
+    `cfg` is the run's config, or only its `env` and `env_wrappers` when the spaces are probed
+    before a config exists (`surge.cfg.space_defaults.probe_spaces`).
 
     Raises:
         EnvError: the env needs a package that is not installed (the message names the pip install).
@@ -359,7 +367,7 @@ def make_single_env(family: EnvFamily, name: str, cfg: Any, render_mode: str | N
     return wrap_rl_games_mask(apply_env_wrappers(env, cfg))
 
 
-def make_env(cfg: Any, render_mode: str | None = None, env_name: str | None = None) -> Any:
+def make_env(cfg: Config, render_mode: str | None = None, env_name: str | None = None) -> Any:
     """Makes the env of `cfg.env` (wrapped in `cfg.env_wrappers`) and returns it as a multi-agent
     env (see `multi_agent`). Every process makes its envs here.
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 
-def check_train_eval(cfg: Any) -> None:
+def check_train_eval(cfg: Config) -> None:
     """Refuses evaluation flags that cannot work. Skipped for `surge enjoy` (a config with
     `eval_params`), which reads these fields from a trained run's cfg.json but does not train.
 
@@ -102,7 +103,7 @@ def check_train_eval(cfg: Any) -> None:
         )
 
 
-def _check_eval_env(cfg: Any) -> None:
+def _check_eval_env(cfg: Config) -> None:
     """Refuses an `--eval_env` of another env family than `--env` (its family would read other
     flags; the spaces are compared once the eval env is made, `EpisodePlayer`)."""
     from surge.envs.registry import check_env_name, find_family, same_family
@@ -123,7 +124,7 @@ def _check_eval_env(cfg: Any) -> None:
         )
 
 
-def train_eval_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
+def train_eval_notes(cfg: Config, defaults: dict[str, Any]) -> list[str]:
     """The evaluation flags set away from their `defaults` without an effect in this run: with
     evaluation off, `--eval_episodes` (and `--eval_deterministic`, which is then only saved as
     `surge enjoy`'s default); with an algorithm whose evaluation always acts deterministically (its

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from surge.cfg.config import Config
 from surge.experiment.progress import PROGRESS_LINE, REFRESH_SEC, ProgressBar, bar_wanted
 
 log = logging.getLogger("surge")
@@ -99,7 +100,7 @@ class Monitor:
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: Config,
         summary_dirs: list[Path] | None,
         metric_tags: dict[str, str] | None = None,
         env_frames: int = 0,
@@ -449,7 +450,7 @@ class Monitor:
             self.wandb_run.finish()
 
 
-def init_wandb(cfg: Any, summary_dir: Path) -> Any:
+def init_wandb(cfg: Config, summary_dir: Path) -> Any:
     """Starts (or resumes, with the id kept in the experiment folder) a W&B run that mirrors every
     TensorBoard summary (`sync_tensorboard`), as Sample Factory 2 does."""
     import wandb

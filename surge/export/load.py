@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError, SurgeError
 
 if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (bad input fails fast)
@@ -24,7 +25,7 @@ class LoadedPolicy:
     """What `load_policy` returns: the run's config, one agent's observation and action spaces,
     the acting module (eval mode, on the CPU) and the checkpoint file its weights came from."""
 
-    cfg: Any
+    cfg: Config
     obs_space: gym.Space
     action_space: gym.Space
     model: nn.Module

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
 
+from surge.cfg.config import Config
 from surge.envs.action_masks import MASK_KEY, has_action_mask, model_obs_space, split_obs, unwrapped_key
 from surge.errors import ConfigError
 from surge.models.body import make_body
@@ -81,7 +82,7 @@ class ActorCritic(nn.Module):
     `evaluate` (so they get probability 0 and no gradient), and is never an input feature.
     """
 
-    def __init__(self, cfg: Any, obs_space: gym.Space, action_space: gym.Space):
+    def __init__(self, cfg: Config, obs_space: gym.Space, action_space: gym.Space):
         super().__init__()
         check_model_flags(cfg)
         self.action_space = action_space
@@ -143,7 +144,7 @@ class ActorCritic(nn.Module):
             parts += [self.critic_encoder, self.critic_post_core]
         return {id(m) for part in parts if part is not None for m in part.modules()}
 
-    def _initialize(self, cfg: Any) -> None:
+    def _initialize(self, cfg: Config) -> None:
         """Biases start at 0; weights as `policy_initialization` (`surge.models.initializers`; the
         encoder's as `encoder_initialization`); the action and value heads orthogonal with gains
         `action_head_init_gain` and 1, unless `policy_initialization=torch_default`."""
@@ -308,7 +309,7 @@ def register_model(env_name_prefix: str, factory: ModelFactory) -> None:
     _CUSTOM_MODELS[env_name_prefix] = factory
 
 
-def make_actor_critic(cfg: Any, obs_space: gym.Space, action_space: gym.Space) -> ActorCritic:
+def make_actor_critic(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ActorCritic:
     """A custom model registered for `cfg.env`'s prefix, else `ActorCritic`."""
     for prefix, factory in sorted(_CUSTOM_MODELS.items(), key=lambda kv: -len(kv[0])):
         if cfg.env.startswith(prefix):

@@ -9,11 +9,11 @@ conv output). With neither, the body is today's encoder and core, with today's p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import gymnasium as gym
 from torch import nn
 
+from surge.cfg.config import Config
 from surge.models.cores import Core, make_core
 from surge.models.encoders import ACTIVATIONS, Encoder, _mlp, fc_sizes_after_trunk, make_encoder, make_trunk
 
@@ -29,7 +29,7 @@ class Body:
     out_size: int
 
 
-def make_body(cfg: Any, obs_space: gym.Space) -> Body:
+def make_body(cfg: Config, obs_space: gym.Space) -> Body:
     """The encoder, core and post-core layers for `cfg` (see the module's docstring).
 
     Raises:

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from surge.algorithms.sac import squashed_gaussian_sample
+from surge.cfg.config import Config
 from surge.errors import EnvError
 from surge.models.encoders import ACTIVATIONS, _mlp
 from surge.models.obs_features import Obs, ObsFeatures
@@ -64,7 +65,7 @@ class ContinuousActor(nn.Module):
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: Config,
         obs_space: gym.Space,
         action_space: gym.Space,
         *,
@@ -123,7 +124,7 @@ class QCritic(nn.Module):
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: Config,
         obs_space: gym.Space,
         action_space: gym.Space,
         *,
@@ -146,7 +147,7 @@ class TwinQCritic(nn.Module):
     et al. 2018, section 6). `forward(obs, actions) -> (q1 [B], q2 [B])`; `q1` alone for TD3's
     actor loss."""
 
-    def __init__(self, cfg: Any, obs_space: gym.Space, action_space: gym.Space, **kwargs: Any):
+    def __init__(self, cfg: Config, obs_space: gym.Space, action_space: gym.Space, **kwargs: Any):
         super().__init__()
         self.q1_net = QCritic(cfg, obs_space, action_space, **kwargs)
         self.q2_net = QCritic(cfg, obs_space, action_space, **kwargs)

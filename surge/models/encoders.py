@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError, EnvError
 from surge.models.d2rl import D2RLMlp
 from surge.models.normalization import scale_pixels
@@ -98,7 +99,7 @@ class MlpEncoder(Encoder):
 
 
 class _ImageEncoder(Encoder):
-    def __init__(self, cfg: Any):
+    def __init__(self, cfg: Config):
         super().__init__()
         self.obs_subtract_mean = float(cfg.obs_subtract_mean)
         self.obs_scale = float(cfg.obs_scale)
@@ -111,7 +112,7 @@ class _ImageEncoder(Encoder):
         x = scale_pixels(obs, self.obs_subtract_mean, 1.0 / self.obs_scale)
         return x.contiguous(memory_format=torch.channels_last)
 
-    def _head(self, conv_out: int, cfg: Any, act: type[nn.Module]) -> int:
+    def _head(self, conv_out: int, cfg: Config, act: type[nn.Module]) -> int:
         fc_sizes = [cfg.hidden_size] * cfg.encoder_extra_fc_layers
         self.fc, out = _mlp(
             conv_out, fc_sizes, act, spectral=cfg.use_spectral_norm, d2rl=getattr(cfg, "d2rl", False)
@@ -122,7 +123,7 @@ class _ImageEncoder(Encoder):
 class ConvEncoder(_ImageEncoder):
     """Plain conv stack (`CONV_LAYERS[subtype]`) then `encoder_extra_fc_layers` × Linear(hidden_size)."""
 
-    def __init__(self, cfg: Any, obs_shape: tuple[int, ...], subtype: str, act: type[nn.Module]):
+    def __init__(self, cfg: Config, obs_shape: tuple[int, ...], subtype: str, act: type[nn.Module]):
         super().__init__(cfg)
         layers: list[nn.Module] = []
         channels = obs_shape[0]
@@ -156,7 +157,7 @@ class ResnetImpalaEncoder(_ImageEncoder):
     """The deep IMPALA network (Espeholt et al. 2018, fig. 3): stacks of conv, max-pool and two
     residual blocks with 16, 32, 32 channels."""
 
-    def __init__(self, cfg: Any, obs_shape: tuple[int, ...], act: type[nn.Module]):
+    def __init__(self, cfg: Config, obs_shape: tuple[int, ...], act: type[nn.Module]):
         super().__init__(cfg)
         layers: list[nn.Module] = []
         channels = obs_shape[0]
@@ -180,7 +181,7 @@ class ResnetImpalaEncoder(_ImageEncoder):
 class DictEncoder(Encoder):
     """One encoder per key of a Dict observation space; features concatenated in key order."""
 
-    def __init__(self, cfg: Any, space: gym.spaces.Dict):
+    def __init__(self, cfg: Config, space: gym.spaces.Dict):
         super().__init__()
         self.keys = list(space.spaces.keys())
         encoders = {k: make_encoder(cfg, space.spaces[k]) for k in self.keys}
@@ -191,14 +192,14 @@ class DictEncoder(Encoder):
         return torch.cat([self.encoders[k](obs[k]) for k in self.keys], dim=1)
 
 
-def mlp_sizes(cfg: Any) -> list[int]:
+def mlp_sizes(cfg: Config) -> list[int]:
     """Hidden sizes of the vector-observation MLP for `cfg`."""
     if cfg.encoder_subtype == "mlp_mujoco":
         return [64, 64]
     return [int(s) for s in cfg.encoder_mlp_layers]
 
 
-def make_encoder(cfg: Any, obs_space: gym.Space) -> Encoder:
+def make_encoder(cfg: Config, obs_space: gym.Space) -> Encoder:
     """The encoder for `obs_space` selected by `cfg.encoder_custom`, `encoder_type`, `encoder_subtype`.
 
     Raises:
@@ -227,7 +228,7 @@ def make_encoder(cfg: Any, obs_space: gym.Space) -> Encoder:
     return MlpEncoder(shape, mlp_sizes(cfg), act, cfg.use_spectral_norm, getattr(cfg, "d2rl", False))
 
 
-def fc_sizes_after_trunk(cfg: Any, obs_space: gym.Space) -> list[int]:
+def fc_sizes_after_trunk(cfg: Config, obs_space: gym.Space) -> list[int]:
     """The fully connected layers `make_encoder` puts after the observation's trunk (the flattened
     vector, or the conv stack): `mlp_sizes(cfg)` for vector observations,
     `[hidden_size] * encoder_extra_fc_layers` for images. `make_trunk` builds the encoder without them
@@ -249,7 +250,7 @@ def fc_sizes_after_trunk(cfg: Any, obs_space: gym.Space) -> list[int]:
     return mlp_sizes(cfg)
 
 
-def make_trunk(cfg: Any, obs_space: gym.Space) -> Encoder:
+def make_trunk(cfg: Config, obs_space: gym.Space) -> Encoder:
     """`make_encoder`'s encoder without its fully connected layers (`fc_sizes_after_trunk`):
     `[B, *obs_shape]` -> `[B, out_size]` (the flattened observation, or the conv output).
 

@@ -4,8 +4,7 @@ them before any process starts; checks that need the spaces run where the model 
 
 from __future__ import annotations
 
-from typing import Any
-
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 #: ModelParams flags only `ActorCritic` reads: an off-policy algorithm lists them in its
@@ -19,7 +18,7 @@ ACTOR_CRITIC_MODEL_PARAMS = (
 )
 
 
-def check_model_flags(cfg: Any) -> None:
+def check_model_flags(cfg: Config) -> None:
     """Refuses network flags that cannot act: `value_size != 1` (multi-head values are not
     supported yet), `rnn_before_mlp` / `rnn_layer_norm` without `use_rnn`, `rnn_before_mlp` or
     `d2rl` with a custom encoder (surge cannot reach its layers).

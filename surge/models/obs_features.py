@@ -7,12 +7,12 @@ per key for dicts). Shared by `QNetwork`, `ContinuousActor` and the Q-critics.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from torch import Tensor, nn
 
+from surge.cfg.config import Config
 from surge.envs.action_masks import MASK_KEY, has_action_mask, model_obs_space, split_obs, unwrapped_key
 from surge.models.encoders import Encoder, make_encoder
 from surge.models.normalization import make_obs_normalizer
@@ -40,7 +40,7 @@ class ObsFeatures(nn.Module):
     (the actor's and critics' own MLP follows).
     """
 
-    def __init__(self, cfg: Any, obs_space: gym.Space, flatten_vectors: bool = False):
+    def __init__(self, cfg: Config, obs_space: gym.Space, flatten_vectors: bool = False):
         super().__init__()
         self.has_action_mask = has_action_mask(obs_space)
         self._obs_key = unwrapped_key(obs_space)

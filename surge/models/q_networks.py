@@ -16,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from surge.algorithms.categorical_dqn import categorical_support
+from surge.cfg.config import Config
 from surge.envs.action_masks import model_obs_space
 from surge.errors import EnvError
 from surge.models.cores import IdentityCore, RnnCore, make_core
@@ -45,7 +46,7 @@ class _GradScale(torch.autograd.Function):
         return grad * ctx.scale, None
 
 
-def split_last_hidden_layer(cfg: Any, obs_space: gym.Space) -> tuple[Any, int | None]:
+def split_last_hidden_layer(cfg: Config, obs_space: gym.Space) -> tuple[Any, int | None]:
     """The encoder config without its last fully connected layer, and that layer's width: the
     dueling network's shared trunk and the hidden layer each of its two streams gets (Wang et al.
     2016, section 4: the Nature DQN's convolutions are shared, then a value and an advantage stream
@@ -99,7 +100,7 @@ class QNetwork(nn.Module):
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: Config,
         obs_space: gym.Space,
         action_space: gym.Space,
         *,

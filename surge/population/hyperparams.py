@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 #: the names, in the order TensorBoard and the log list them (Sample Factory's names)
@@ -68,7 +69,7 @@ class PolicyHyperparams:
     adam_beta2: float
 
     @classmethod
-    def from_cfg(cls, cfg: Any, policy_id: int = 0) -> PolicyHyperparams:
+    def from_cfg(cls, cfg: Config, policy_id: int = 0) -> PolicyHyperparams:
         """The run's flags, overridden by `--policy_hyperparams`' entry for `policy_id` (if any).
 
         Raises:

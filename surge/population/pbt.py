@@ -45,6 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from surge.cfg.config import Config
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.population.hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.population.objective import TRUE_REWARD
@@ -66,7 +67,7 @@ TUNED = (
 )
 
 
-def tuned_names(cfg: Any) -> list[str]:
+def tuned_names(cfg: Config) -> list[str]:
     """The hyper-parameters PBT perturbs for this run (module docstring)."""
     from surge.learning.algorithm import get_algorithm
 
@@ -90,7 +91,7 @@ class PopulationBasedTraining:
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: Config,
         send: Callable[[Command], None],
         state_file: Path | None = None,
         log_file: Path | None = None,

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 #: the weight sources of `--frozen_policies` other than a checkpoint file
@@ -71,7 +72,7 @@ def parse_frozen_policies(items: list[str], num_policies: int) -> dict[int, str]
     return out
 
 
-def frozen_sources(cfg: Any) -> dict[int, str]:
+def frozen_sources(cfg: Config) -> dict[int, str]:
     """{policy id: weight source} of the frozen policies; source `self_play` for the opponent slots
     of `--self_play=True` (their weights come from the pool)."""
     if getattr(cfg, "self_play", False):
@@ -79,13 +80,13 @@ def frozen_sources(cfg: Any) -> dict[int, str]:
     return parse_frozen_policies(list(getattr(cfg, "frozen_policies", []) or []), cfg.num_policies)
 
 
-def learning_policies(cfg: Any) -> list[int]:
+def learning_policies(cfg: Config) -> list[int]:
     """The ids of the policies that learn, ascending (all of them unless some are frozen)."""
     frozen = frozen_sources(cfg)
     return [p for p in range(cfg.num_policies) if p not in frozen]
 
 
-def is_learning(cfg: Any, policy_id: int) -> bool:
+def is_learning(cfg: Config, policy_id: int) -> bool:
     return policy_id in learning_policies(cfg)
 
 
@@ -123,7 +124,7 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
     return {k: v.to(state[k].dtype) for k, v in weights.items()}
 
 
-def apply_frozen_sources(cfg: Any, placement: Any) -> None:
+def apply_frozen_sources(cfg: Config, placement: Any) -> None:
     """Sets each `--frozen_policies` policy's weights from its source through the placement's
     `set_policy_weights` (at the start of a run, fresh or resumed: frozen policies have no
     checkpoints) and logs what each one plays with. Self-play slots are left to the pool.

@@ -45,6 +45,8 @@ from typing import Any, Protocol
 
 import torch
 
+from surge.cfg.config import Config
+
 log = logging.getLogger("surge")
 
 #: Elo's K factor: the most a rating moves after one game (32: the USCF's for players under 2100)
@@ -210,7 +212,7 @@ class SelfPlayController:
     #: seconds between two lines of `history.jsonl` and TensorBoard points (and at each snapshot)
     LOG_EVERY_SEC = 5.0
 
-    def __init__(self, cfg: Any, folder: Path | None, writer: Any = None):
+    def __init__(self, cfg: Config, folder: Path | None, writer: Any = None):
         self.pool = SelfPlayPool(
             cfg.num_policies - 1,
             cfg.self_play_update_score,

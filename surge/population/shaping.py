@@ -10,8 +10,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from surge.cfg.config import Config
 
-def default_reward_shaping(cfg: Any) -> dict | None:
+
+def default_reward_shaping(cfg: Config) -> dict | None:
     """The scheme the run's envs start with (Doom scenarios with shaping), else None."""
     if not str(cfg.env).startswith("doom_"):
         return None

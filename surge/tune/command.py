@@ -14,11 +14,13 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.tune.measure import Measurement, measure
 from surge.tune.plan import OVERHEAD_SECONDS, make_plan
@@ -182,7 +184,13 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _tune(a: argparse.Namespace, base: list[str], work: Path, parse_cfg: Any, load_yaml: Any) -> int:
+def _tune(
+    a: argparse.Namespace,
+    base: list[str],
+    work: Path,
+    parse_cfg: Callable[[list[str]], Config],
+    load_yaml: Callable[[str], dict[str, Any]],
+) -> int:
     cfg = parse_cfg([*base, f"--train_dir={work}", "--experiment=tune_check"])
     given = [n for n in _given_names(base) if n != "cfg"]
     if "cfg" in _given_names(base):
@@ -265,7 +273,7 @@ def _tune(a: argparse.Namespace, base: list[str], work: Path, parse_cfg: Any, lo
     return 0
 
 
-def acts_in_workers_possible(cfg: Any, given: list[str]) -> bool:
+def acts_in_workers_possible(cfg: Config, given: list[str]) -> bool:
     """Whether the training phase also tries the rollout workers acting themselves
     (`surge.tune.search.acting_twin`): the async placement on the CPU, with
     --policy_workers_per_policy not given (a given one is held fixed, as every given flag)."""
