@@ -27,7 +27,7 @@ An `Algorithm` says
 
 The placements know none of this: they allocate what `step_fields` lists, call `act` in inference
 and `make_learner` in the learner, and route blocks by `feed`. A new algorithm is a module that calls
-`register_algorithm` (see `surge.learning.a2c`).
+`register_algorithm` (see `surge.algorithms.a2c.declaration`).
 """
 
 from __future__ import annotations
@@ -210,7 +210,15 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from surge.learning import a2c, appo, ddpg, dqn, dummy_sampler, r2d2, sac, td3  # noqa: F401  (they register themselves)
+        # they register themselves when imported
+        from surge.algorithms.a2c import declaration as _a2c  # noqa: F401
+        from surge.algorithms.appo import declaration as _appo  # noqa: F401
+        from surge.algorithms.ddpg_td3 import ddpg as _ddpg  # noqa: F401
+        from surge.algorithms.ddpg_td3 import td3 as _td3  # noqa: F401
+        from surge.algorithms.dqn import declaration as _dqn  # noqa: F401
+        from surge.algorithms.dummy_sampler import declaration as _dummy_sampler  # noqa: F401
+        from surge.algorithms.r2d2 import declaration as _r2d2  # noqa: F401
+        from surge.algorithms.sac import declaration as _sac  # noqa: F401
 
 
 def algorithm_names() -> list[str]:

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.sac import squashed_gaussian_sample
+from surge.algorithms.sac.losses import squashed_gaussian_sample
 from surge.errors import EnvError
 from surge.models.encoders import ACTIVATIONS, _mlp
 from surge.models.obs_features import Obs, ObsFeatures

@@ -11,7 +11,7 @@ One update on a minibatch of B transitions (actions in [-1, 1]^D, `surge.learnin
 
 d is γ (0 after a termination; a truncated step bootstraps). The update count starts at 1, so the
 first actor step is the `policy_delay`-th update, as Stable-Baselines3 counts. DDPG
-(`surge.learning.ddpg`) is this learner with one critic, `policy_delay=1` and no smoothing.
+(`surge.algorithms.ddpg_td3.ddpg`) is this learner with one critic, `policy_delay=1` and no smoothing.
 """
 
 from __future__ import annotations
@@ -24,14 +24,13 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.ddpg_td3 import (
+from surge.algorithms.ddpg_td3.losses import (
     clipped_double_q_target,
     critic_loss,
     ddpg_critic_target,
     deterministic_actor_loss,
     td3_smoothed_actions,
 )
-from surge.algorithms.target_networks import polyak_update
 from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts
@@ -43,6 +42,7 @@ from surge.learning.qpg_common import (
     make_actor,
     qpg_algorithm,
 )
+from surge.learning.target_networks import polyak_update
 from surge.models.continuous_networks import QCritic, TwinQCritic
 
 

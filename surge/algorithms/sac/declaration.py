@@ -25,15 +25,14 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.ddpg_td3 import critic_loss
-from surge.algorithms.sac import (
+from surge.algorithms.ddpg_td3.losses import critic_loss
+from surge.algorithms.sac.losses import (
     default_target_entropy,
     sac_actor_loss,
     sac_soft_target,
     sac_temperature_loss,
     squashed_gaussian_sample,
 )
-from surge.algorithms.target_networks import polyak_update
 from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts
@@ -45,6 +44,7 @@ from surge.learning.qpg_common import (
     make_actor,
     qpg_algorithm,
 )
+from surge.learning.target_networks import polyak_update
 from surge.models.continuous_networks import TwinQCritic
 
 

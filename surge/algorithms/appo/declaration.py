@@ -1,13 +1,13 @@
 """APPO: asynchronous PPO with V-trace or GAE (Sample Factory; Schulman et al. 2017, Espeholt et al.
-2018), the default `--algo`. Its learner is `surge.learning.learner.Learner`."""
+2018), the default `--algo`. Its learner is `surge.algorithms.appo.learner.Learner`."""
 
 from __future__ import annotations
 
+from surge.algorithms.appo.learner import Learner
 from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import Algorithm, policy_gradient_fields, register_algorithm, sampled_act
 from surge.learning.central_value import central_value_parts
-from surge.learning.learner import Learner
 from surge.learning.pg_checks import check_ppo_flags
 
 #: learner statistic -> TensorBoard tag (docs/metrics.md)

@@ -16,7 +16,7 @@
   τ = `--target_update_tau` (1: the hard copy of Mnih et al. 2015, Algorithm 1; Stable-Baselines3's
   rule). The check runs before the updates due after each observed block, so an interval shorter
   than a block acts once per block (as SB3 with train_freq larger than the interval).
-- ε-greedy acting (`surge.algorithms.exploration`): ε goes linearly from
+- ε-greedy acting (`surge.learning.exploration`): ε goes linearly from
   `--exploration_initial_eps` to `--exploration_final_eps` over the first
   `--exploration_fraction` of `--train_for_env_steps` (env frames, read from
   `ActContext.env_frames`); with `--per_actor_eps`, actor i uses Ape-X's
@@ -36,15 +36,15 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.categorical_dqn import categorical_loss, categorical_projection, select_next_probs
-from surge.algorithms.exploration import epsilon_greedy, linear_schedule, per_actor_epsilon
-from surge.algorithms.q_learning import double_q_target, q_max_target, td_loss
-from surge.algorithms.target_networks import polyak_update
+from surge.algorithms.dqn.categorical import categorical_loss, categorical_projection, select_next_probs
+from surge.algorithms.dqn.networks import QNetwork
 from surge.cfg.config import Config, algo_params, param
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
+from surge.learning.exploration import epsilon_greedy, linear_schedule, per_actor_epsilon
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_priority_clip
+from surge.learning.q_learning import double_q_target, q_max_target, td_loss
 from surge.learning.replay_learner import (
     ReplayLearnerBase,
     ReplayParams,
@@ -53,7 +53,7 @@ from surge.learning.replay_learner import (
     replay_obs_bytes,
 )
 from surge.learning.replay_space_defaults import dqn_space_defaults
-from surge.models.q_networks import QNetwork
+from surge.learning.target_networks import polyak_update
 
 
 @dataclass

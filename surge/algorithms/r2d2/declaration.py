@@ -1,7 +1,7 @@
 """R2D2 (Kapturowski et al. 2019, "Recurrent Experience Replay in Distributed Reinforcement
 Learning"; R2D1 in rlpyt): `--algo=R2D2` on the replay feed (`surge.learning.replay_learner`).
 
-- A recurrent Q-network (`surge.models.q_networks.QNetwork` with a GRU/LSTM core, `--rnn_type`,
+- A recurrent Q-network (`surge.algorithms.dqn.networks.QNetwork` with a GRU/LSTM core, `--rnn_type`,
   `--hidden_size`; dueling head with `--dueling`, Wang et al. 2016 eq. 9).
 - Sequence replay (`surge.replay.sequence.SequenceReplay`): each sample is a sequence of
   `--burn_in` + `--sequence_length` + (`--n_step_return` − 1) env steps of one actor, starting every
@@ -15,7 +15,7 @@ Learning"; R2D1 in rlpyt): `--algo=R2D2` on the replay feed (`surge.learning.rep
       y_t = h( Σ_{k<n} γ^k r_{t+k} + γ^n · h⁻¹( Q'(s_{t+n}, argmax_a Q(s_{t+n}, a)) ) )
 
   with `h(x) = sign(x)(√(|x|+1) − 1) + εx` (ε = `--value_rescale_eps`; Pohlen et al. 2018, and
-  its exact inverse, `surge.algorithms.q_learning`), Q the online and Q' the target network
+  its exact inverse, `surge.learning.q_learning`), Q the online and Q' the target network
   unrolled over the same sequence; double Q (van Hasselt et al. 2016, eq. 4) with `--double_dqn`,
   else `max_a Q'`. The window stops at the first terminated (discount 0) or truncated step
   (bootstrapping from that step's own observation, `surge.replay.n_step`).
@@ -46,15 +46,15 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from surge.algorithms.exploration import epsilon_greedy, linear_schedule, per_actor_epsilon
-from surge.algorithms.q_learning import inverse_value_rescale, nstep_returns, value_rescale
-from surge.algorithms.target_networks import polyak_update
+from surge.algorithms.dqn.networks import QNetwork
 from surge.cfg.config import Config, algo_params, param
 from surge.data.trajectory import tree_map
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
+from surge.learning.exploration import epsilon_greedy, linear_schedule, per_actor_epsilon
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_value_rescale_eps
+from surge.learning.q_learning import inverse_value_rescale, nstep_returns, value_rescale
 from surge.learning.replay_learner import (
     ReplayLearnerBase,
     ReplayParams,
@@ -62,7 +62,7 @@ from surge.learning.replay_learner import (
     replay_obs_bytes,
 )
 from surge.learning.replay_space_defaults import r2d2_space_defaults
-from surge.models.q_networks import QNetwork
+from surge.learning.target_networks import polyak_update
 from surge.replay.sequence import SequenceReplay
 
 

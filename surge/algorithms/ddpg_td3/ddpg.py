@@ -9,7 +9,7 @@ One update on a minibatch (actions in [-1, 1]^D, `surge.learning.qpg_common`):
     θ' ← τθ + (1 − τ)θ' for the critic's and the actor's targets
 
 as Stable-Baselines3's DDPG (its TD3 with one critic, `policy_delay=1` and no target smoothing):
-`surge.learning.td3.TD3Learner` with `smoothing` off. The critic takes the action at its input
+`surge.algorithms.ddpg_td3.td3.TD3Learner` with `smoothing` off. The critic takes the action at its input
 (TD3's "our DDPG" variant and Stable-Baselines3's), not at its second layer as the paper.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from surge.algorithms.ddpg_td3.td3 import TD3_DEFAULTS, DeterministicPGParams, TD3Learner, deterministic_parts
 from surge.cfg.config import Config, algo_params
 from surge.learning.algorithm import ModelParts
 from surge.learning.qpg_common import qpg_algorithm
-from surge.learning.td3 import TD3_DEFAULTS, DeterministicPGParams, TD3Learner, deterministic_parts
 
 
 @dataclass
