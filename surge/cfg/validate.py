@@ -328,7 +328,7 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError("train_for_env_steps", "budgets must be >= 0.", "")
     # training writes the folder; enjoy (eval_params set) only reads it, and a benchmark writes
     # nothing there
-    writes = not getattr(cfg, "benchmark", False) and cfg.algo != "DUMMY_SAMPLER"
+    writes = not getattr(cfg, "benchmark", False) and not get_algorithm(cfg.algo).capabilities.sampler_only
     if getattr(cfg, "eval_params", None) is None and writes:
         check_train_dir(cfg.train_dir, cfg.experiment)
     if getattr(cfg, "eval_params", None) is None:  # training under torchrun with several ranks

@@ -53,7 +53,7 @@ from torch import Tensor, nn
 
 from surge.cfg.config import Config, algo_params, minibatches_to_accumulate, param
 from surge.errors import ConfigError
-from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, register_algorithm
+from surge.learning.algorithm import ActContext, Algorithm, Capabilities, FieldSpec, Obs, register_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
@@ -262,6 +262,13 @@ A2C = register_algorithm(
         validate=validate_a2c,
         params=A2CParams,
         batch_trajectories=a2c_batch_trajectories,
+        capabilities=Capabilities(
+            data_parallel=True,
+            exportable=True,
+            rescale_actions=True,
+            carry_rnn_over_done=True,
+            synchronous=True,  # one gradient step per round of rollouts, policy lag 0
+        ),
         unused_params=(
             "batch_size",  # the batch is one rollout of every env (a2c_batch_trajectories)
             "ppo_clip_ratio",
