@@ -179,6 +179,9 @@ class ReplayLearnerBase(LearnerBase):
     params_type: type[ReplayParams] = ReplayParams
     #: `observe` stores each block's rnn_states `[T+1, N, state]` with its steps (sequence replay)
     stores_rnn_states: bool = False
+    #: every optimizer (actor, critics, a temperature) follows the learning rate and its schedule,
+    #: as Stable-Baselines3's SAC/TD3; otherwise the policy's optimizer ("model") alone
+    every_optimizer_follows_lr: bool = False
 
     def __init__(self, *args: Any, num_columns: int | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -313,6 +316,25 @@ class ReplayLearnerBase(LearnerBase):
             s["is_weights"] = torch.ones(bs)
         s["lag"] = (self.policy_version - self.versions[s["rows"], s["columns"]]).float()
         return tree_map(lambda x: x.to(self.device, non_blocking=True), s)
+
+    @property
+    def update_number(self) -> int:
+        """The number of the update running now, from 1 (`updates` counts the finished ones)."""
+        return self.updates + 1
+
+    def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        changed = super().set_hyperparams(values)
+        if self.every_optimizer_follows_lr:
+            self._set_lr(self.hp.learning_rate)
+        return changed
+
+    def _set_lr(self, lr: float) -> None:
+        if not self.every_optimizer_follows_lr:
+            super()._set_lr(lr)
+            return
+        for opt in self.optimizers.values():
+            for group in opt.param_groups:
+                group["lr"] = lr
 
     def update(self, samples: dict[str, Any]) -> dict[str, float]:
         """One gradient update on `samples` (see the module docstring); writes `samples["td_errors"]`

@@ -9,7 +9,7 @@ One update on a minibatch (actions in [-1, 1]^D, `surge.learning.qpg_common`):
     θ' ← τθ + (1 − τ)θ' for the critic's and the actor's targets
 
 as Stable-Baselines3's DDPG (its TD3 with one critic, `policy_delay=1` and no target smoothing):
-`surge.algorithms.ddpg_td3.td3.TD3Learner` with `smoothing` off. The critic takes the action at its input
+`surge.algorithms.ddpg_td3.td3.TD3Learner` with TD3's options off (`DDPGParams.td3_options`). The critic takes the action at its input
 (TD3's "our DDPG" variant and Stable-Baselines3's), not at its second layer as the paper.
 """
 
@@ -37,17 +37,10 @@ def ddpg_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> Mo
     return deterministic_parts(cfg, obs_space, action_space, twin=False)
 
 
-class DDPGLearner(TD3Learner):
-    """One critic, an actor step and target update after every critic step, no smoothing."""
-
-    smoothing = False
-
-    def delay_and_noise(self) -> tuple[int, float, float]:
-        return 1, 0.0, 0.0
-
-
-def ddpg_learner(*args: Any, **kwargs: Any) -> DDPGLearner:
-    return DDPGLearner(*args, **kwargs)
+def ddpg_learner(*args: Any, **kwargs: Any) -> TD3Learner:
+    """DDPG's learner: TD3's with its options off (`DDPGParams.td3_options`: one critic from
+    `ddpg_parts`, an actor step and target update after every critic step, no smoothing)."""
+    return TD3Learner(*args, **kwargs)
 
 
 DDPG = qpg_algorithm(

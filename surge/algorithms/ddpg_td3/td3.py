@@ -36,12 +36,15 @@ from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts
 from surge.learning.qpg_common import (
     QPG_DEFAULTS,
-    QPGLearner,
+    ActingActor,
     QPGParams,
     adam,
     make_actor,
+    optimizer_step,
     qpg_algorithm,
+    qpg_minibatch,
 )
+from surge.learning.replay_learner import ReplayLearnerBase
 from surge.learning.target_networks import polyak_update
 from surge.models.continuous_networks import QCritic, TwinQCritic
 
@@ -70,6 +73,12 @@ class DeterministicPGParams(QPGParams):
     def exploration_std(self) -> float:
         return self.action_noise_std if self.action_noise == "normal" else 0.0
 
+    def td3_options(self) -> tuple[bool, int, float, float]:
+        """(target policy smoothing, policy_delay, target_policy_noise, target_noise_clip): TD3's
+        options, all off here (DDPG: no smoothing, the actor and targets updated at every step);
+        `TD3Params` turns them on."""
+        return False, 1, 0.0, 0.0
+
 
 @dataclass
 class TD3Params(DeterministicPGParams):
@@ -88,6 +97,9 @@ class TD3Params(DeterministicPGParams):
         for name in ("target_policy_noise", "target_noise_clip"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, f"must be >= 0, got {getattr(self, name)}.", "")
+
+    def td3_options(self) -> tuple[bool, int, float, float]:
+        return True, self.policy_delay, self.target_policy_noise, self.target_noise_clip
 
 
 def deterministic_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space, twin: bool) -> ModelParts:
@@ -118,29 +130,39 @@ def q_values(critic: nn.Module, obs: Any, actions: Tensor) -> list[Tensor]:
     return list(out) if isinstance(out, tuple) else [out]
 
 
-class TD3Learner(QPGLearner):
-    """TD3's update (module docstring); optimizers "model" (the actor) and "critic"."""
+class TD3Learner(ReplayLearnerBase):
+    """TD3's update (module docstring), and DDPG's: TD3 with its options off (its section's
+    `td3_options`: no smoothing, no delay; one critic from `make_model`). Optimizers "model" (the
+    actor) and "critic", both following the learning rate."""
 
-    #: target policy smoothing on (TD3) or off (DDPG)
-    smoothing = True
+    model: ActingActor  # type: ignore[assignment]  # the acting module, not an ActorCritic
+    params_type = DeterministicPGParams  # TD3Params or DDPGParams
+    every_optimizer_follows_lr = True
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        assert isinstance(self.params, DeterministicPGParams)
+        self.qpg: DeterministicPGParams = self.params
         self.optimizers["critic"] = adam(self.learner_modules["critic"].parameters(), self)
 
-    def delay_and_noise(self) -> tuple[int, float, float]:
-        p = self.params
-        assert isinstance(p, TD3Params)
-        return p.policy_delay, p.target_policy_noise, p.target_noise_clip
+    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+        """`ReplayLearnerBase.update`: `update_normalized` on `qpg_minibatch(samples)`."""
+        return self.update_normalized(qpg_minibatch(samples, self.model))
+
+    def step(self, name: str, loss: Tensor, params: list[Tensor]) -> bool:
+        """`optimizer_step` of this learner."""
+        return optimizer_step(self, name, loss, params)
 
     def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
+        """One update on a `qpg_minibatch`; returns critic_loss, q_mean and, on an actor step,
+        actor_loss."""
         actor, m = self.model, self.learner_modules
         critic, critic_target, actor_target = m["critic"], m["critic_target"], m["actor_target"]
-        delay, sigma, clip = self.delay_and_noise()
+        smoothing, delay, sigma, clip = self.qpg.td3_options()
         obs, actions = batch["obs"], batch["actions"]
         with torch.no_grad():
             next_a = actor_target(batch["next_obs"]).actions
-            if self.smoothing:
+            if smoothing:
                 noise = torch.randn(next_a.shape, generator=self.generator).to(next_a.device)
                 next_a = td3_smoothed_actions(next_a, sigma, clip, noise=noise)
             next_q = q_values(critic_target, batch["next_obs"], next_a)

@@ -38,12 +38,15 @@ from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts
 from surge.learning.qpg_common import (
     QPG_DEFAULTS,
-    QPGLearner,
+    ActingActor,
     QPGParams,
     adam,
     make_actor,
+    optimizer_step,
     qpg_algorithm,
+    qpg_minibatch,
 )
+from surge.learning.replay_learner import ReplayLearnerBase
 from surge.learning.target_networks import polyak_update
 from surge.models.continuous_networks import TwinQCritic
 
@@ -118,13 +121,19 @@ def sac_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> Mod
     )
 
 
-class SACLearner(QPGLearner):
-    """SAC's update (module docstring)."""
+class SACLearner(ReplayLearnerBase):
+    """SAC's update (module docstring); optimizers "model" (the actor), "critic" and, when the
+    temperature is learned, "ent_coef", all following the learning rate."""
+
+    model: ActingActor  # type: ignore[assignment]  # the acting module, not an ActorCritic
+    params_type = SACParams
+    every_optimizer_follows_lr = True
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         p = self.params
         assert isinstance(p, SACParams)
+        self.qpg: SACParams = p
         self.learn_alpha, _ = _parse_ent_coef(p.ent_coef)
         self.target_entropy = (
             default_target_entropy(self.model.action_dim)
@@ -142,7 +151,17 @@ class SACLearner(QPGLearner):
         assert isinstance(module, LogAlpha)
         return module.value
 
+    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+        """`ReplayLearnerBase.update`: `update_normalized` on `qpg_minibatch(samples)`."""
+        return self.update_normalized(qpg_minibatch(samples, self.model))
+
+    def step(self, name: str, loss: Tensor, params: list[Tensor]) -> bool:
+        """`optimizer_step` of this learner."""
+        return optimizer_step(self, name, loss, params)
+
     def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
+        """One update on a `qpg_minibatch`; returns the losses, the temperature, the entropy and
+        q_mean."""
         actor, m = self.model, self.learner_modules
         critic, critic_target = m["critic"], m["critic_target"]
         log_alpha = self.log_alpha
