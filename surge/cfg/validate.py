@@ -881,13 +881,11 @@ def estimate_memory(
             or an image.
         num_agents: agents per env.
     """
-    from surge.learning.algorithm import Feed, get_algorithm
+    from surge.learning.algorithm import get_algorithm
     from surge.runtime.components import blocks_per_split
 
     per_worker = cfg.num_workers * cfg.num_envs_per_worker * num_agents
-    per_iteration = -(-cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
-    if get_algorithm(cfg.algo).feed is Feed.REPLAY:  # blocks are copied out, never held as batches
-        per_iteration = 0
+    per_iteration = get_algorithm(cfg.algo).feed.iteration_trajectories(cfg)
     # the pool the run allocates: its blocks grow with the accumulation limit (Sample Factory 2's
     # num_batches_to_accumulate=1e6 asked for a million iterations' worth of trajectories)
     owners = cfg.num_workers * cfg.worker_num_splits

@@ -10,9 +10,11 @@ An `Algorithm` says
 - what `surge enjoy` and evaluation act with (`eval_act`; default `act` with
   `ActContext.deterministic`),
 - its learner (`make_learner`; None: the algorithm does not train, like the dummy sampler),
-- how experience reaches the learner (`feed`): ON_POLICY holds a batch's trajectory blocks until the
-  learner trained on them (back-pressure bounds the policy lag); REPLAY copies each block into the
-  learner's replay buffer and releases it at once, training at a replay ratio,
+- how experience reaches the learner (`feed`, `surge.learning.feed.Feed`, which also sizes the
+  block pool, chooses the batcher and counts the trajectories held for the memory estimate):
+  ON_POLICY holds a batch's trajectory blocks until the learner trained on them (back-pressure
+  bounds the policy lag); REPLAY copies each block into the learner's replay buffer and releases
+  it at once, training at a replay ratio,
 - its config section: its own flags (`params`, a dataclass of `param(...)` fields, read with
   `surge.cfg.config.algo_params`), defaults it overrides, validation, and the core parameters it
   does not use (reported in the run's log when they are set),
@@ -35,7 +37,6 @@ and `make_learner` in the learner, and route blocks by `feed`. A new algorithm i
 
 from __future__ import annotations
 
-import enum
 import importlib
 import math
 from collections.abc import Callable
@@ -47,6 +48,7 @@ import torch
 from torch import Tensor, nn
 
 from surge.errors import ConfigError
+from surge.learning.feed import Feed
 from surge.models.actor_critic import ActorCritic
 from surge.models.distributions import num_action_logits
 
@@ -54,13 +56,6 @@ if TYPE_CHECKING:
     from surge.cfg.config import Config
 
 Obs = Tensor | dict[str, Tensor]
-
-
-class Feed(enum.Enum):
-    """How finished trajectory blocks reach the learner (see the module docstring)."""
-
-    ON_POLICY = "on_policy"
-    REPLAY = "replay"
 
 
 @dataclass(frozen=True)

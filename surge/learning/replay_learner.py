@@ -55,6 +55,7 @@ from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.envs.registry import find_family
 from surge.errors import ConfigError
 from surge.learning.base import LearnerBase
+from surge.learning.feed import Feed
 from surge.replay.obs_store import leaves
 from surge.replay.persist import ReplayFileRefused, load_replay, replay_file_in, save_replay
 from surge.replay.prioritized import PrioritizedReplay
@@ -152,20 +153,12 @@ def replay_obs_bytes(cfg: Config, params: ReplayParams, obs_space: gym.Space) ->
 def infer_num_columns(cfg: Config, buffers: TrajectoryBuffers) -> int:
     """The run's acting agents (`num_workers * num_envs_per_worker * num_agents`, one replay column
     each), recovered from the REPLAY block pool's size: `num_slots = owners * blocks_per_split *
-    envs_per_split * num_agents` (`surge.runtime.components.blocks_per_split`).
+    envs_per_split * num_agents` (`surge.learning.feed.Feed.num_columns`).
 
     Raises:
         ValueError: the buffers are not sized as a REPLAY pool of this config.
     """
-    from surge.runtime.components import blocks_per_split
-
-    owners = cfg.num_workers * cfg.worker_num_splits
-    per_agent = owners * blocks_per_split(cfg, 1) * (cfg.num_envs_per_worker // cfg.worker_num_splits)
-    if per_agent <= 0 or buffers.num_slots % per_agent:
-        raise ValueError(
-            f"{buffers.num_slots} trajectory slots are not a REPLAY pool of this config; pass num_columns"
-        )
-    return cfg.num_workers * cfg.num_envs_per_worker * (buffers.num_slots // per_agent)
+    return Feed.REPLAY.num_columns(cfg, buffers.num_slots)
 
 
 class ReplayLearnerBase(LearnerBase):
