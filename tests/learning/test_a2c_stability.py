@@ -19,7 +19,7 @@ import re
 import pytest
 import torch
 
-from surge.algorithms.a2c.declaration import A2CLearner
+from surge.algorithms.a2c.learner import A2CLearner
 from surge.cfg.cli import parse_cfg
 from surge.runtime.training_run import train
 

@@ -3,8 +3,8 @@
 several learners share is composed (functions such as `qpg_minibatch`), not inherited. DDPG's
 learner is TD3's with its options off."""
 
-from surge.algorithms.ddpg_td3.ddpg import ddpg_learner
-from surge.algorithms.ddpg_td3.td3 import DeterministicPGParams, TD3Learner, TD3Params
+from surge.algorithms.ddpg_td3.learner import TD3Learner, ddpg_learner
+from surge.algorithms.ddpg_td3.params import DeterministicPGParams, TD3Params
 from surge.learning.algorithm import algorithm_names
 from surge.learning.base import LearnerBase
 

@@ -9,39 +9,17 @@ One update on a minibatch (actions in [-1, 1]^D, `surge.learning.qpg_common`):
     θ' ← τθ + (1 − τ)θ' for the critic's and the actor's targets
 
 as Stable-Baselines3's DDPG (its TD3 with one critic, `policy_delay=1` and no target smoothing):
-`surge.algorithms.ddpg_td3.td3.TD3Learner` with TD3's options off (`DDPGParams.td3_options`). The critic takes the action at its input
+`surge.algorithms.ddpg_td3.learner.TD3Learner` with TD3's options off (`DDPGParams.td3_options`). The critic takes the action at its input
 (TD3's "our DDPG" variant and Stable-Baselines3's), not at its second layer as the paper.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-import gymnasium as gym
-
-from surge.algorithms.ddpg_td3.td3 import TD3_DEFAULTS, DeterministicPGParams, TD3Learner, deterministic_parts
-from surge.cfg.config import Config, algo_params
-from surge.learning.algorithm import ModelParts
+from surge.algorithms.ddpg_td3.learner import ddpg_learner
+from surge.algorithms.ddpg_td3.model import ddpg_parts
+from surge.algorithms.ddpg_td3.params import DDPGParams
+from surge.algorithms.ddpg_td3.td3 import TD3_DEFAULTS
 from surge.learning.qpg_common import qpg_algorithm
-
-
-@dataclass
-class DDPGParams(DeterministicPGParams):
-    """DDPG's own flags (its section; the shared ones of `DeterministicPGParams`)."""
-
-
-def ddpg_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
-    """`Algorithm.make_model` of DDPG: the actor acts; one critic and both targets are the learner's."""
-    algo_params(cfg, DDPGParams)
-    return deterministic_parts(cfg, obs_space, action_space, twin=False)
-
-
-def ddpg_learner(*args: Any, **kwargs: Any) -> TD3Learner:
-    """DDPG's learner: TD3's with its options off (`DDPGParams.td3_options`: one critic from
-    `ddpg_parts`, an actor step and target update after every critic step, no smoothing)."""
-    return TD3Learner(*args, **kwargs)
-
 
 DDPG = qpg_algorithm(
     "DDPG",

@@ -27,142 +27,26 @@ Flag names follow Stable-Baselines3 and rlpyt. The update's minibatch is `--batc
 
 from __future__ import annotations
 
-import copy
-import math
-from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.dqn.categorical import categorical_loss, categorical_projection, select_next_probs
-from surge.algorithms.dqn.networks import QNetwork
-from surge.cfg.config import Config, algo_params, param
+from surge.algorithms.dqn.learner import DQNLearner
+from surge.algorithms.dqn.model import DQNActor, make_dqn_parts
+from surge.algorithms.dqn.params import DQNParams
+from surge.cfg.config import Config, algo_params
 from surge.errors import ConfigError
-from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, Obs, register_algorithm
-from surge.learning.exploration import epsilon_greedy, linear_schedule, per_actor_epsilon
+from surge.learning.algorithm import ActContext, Algorithm, Feed, Obs, register_algorithm
+from surge.learning.exploration import epsilon_greedy
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_priority_clip
-from surge.learning.q_learning import double_q_target, q_max_target, td_loss
 from surge.learning.replay_learner import (
-    ReplayLearnerBase,
-    ReplayParams,
     check_replay_flags,
     replay_learner_bytes,
     replay_obs_bytes,
 )
 from surge.learning.replay_space_defaults import dqn_space_defaults
-from surge.learning.target_networks import polyak_update
-
-
-@dataclass
-class DQNParams(ReplayParams):
-    """DQN's section (`--help` "algorithm DQN"): the replay's flags (`ReplayParams`) and these."""
-
-    target_update_interval: int = param(
-        10_000, "Env steps between target-network updates (SB3's target_update_interval)."
-    )
-    target_update_tau: float = param(
-        1.0, "Target update theta' <- tau theta + (1 - tau) theta' (1: hard copy; < 1: Polyak averaging)."
-    )
-    exploration_initial_eps: float = param(1.0, "Epsilon of epsilon-greedy at the start.")
-    exploration_final_eps: float = param(0.05, "Epsilon after the exploration fraction.")
-    exploration_fraction: float = param(
-        0.1, "Fraction of --train_for_env_steps (env frames) over which epsilon decays linearly."
-    )
-    per_actor_eps: bool = param(
-        False, "Ape-X per-actor epsilon eps_i = base^(1 + alpha i/(N-1)) instead of the schedule."
-    )
-    per_actor_eps_base: float = param(0.4, "--per_actor_eps: the base epsilon (Ape-X: 0.4).")
-    per_actor_eps_alpha: float = param(7.0, "--per_actor_eps: the exponent alpha (Ape-X: 7).")
-    double_dqn: bool = param(False, "Double DQN target (van Hasselt et al. 2016).")
-    dueling: bool = param(False, "Dueling head (Wang et al. 2016).")
-    categorical: bool = param(False, "Categorical (C51) distributional Q (Bellemare et al. 2017).")
-    num_atoms: int = param(51, "--categorical: atoms of the support.")
-    v_min: float = param(-10.0, "--categorical: lowest return of the support.")
-    v_max: float = param(10.0, "--categorical: highest return of the support.")
-    dqn_loss: str = param(
-        "huber", "TD loss of the scalar head: huber (SB3, Nature DQN) or mse.", ("huber", "mse")
-    )
-    priority_clip: float = param(
-        1.0,
-        "--prioritized_replay with the scalar head and the Huber loss: |TD error| is clipped at this "
-        "value before it becomes a priority (rlpyt's delta_clip, the Huber loss's delta 1); 0: unclipped.",
-    )
-
-    def validate(self) -> None:
-        """Raises `ConfigError` naming a flag out of range (before any process starts)."""
-        super().validate()
-        checks = [
-            (
-                "target_update_interval",
-                self.target_update_interval >= 1,
-                "e.g. --target_update_interval=10000.",
-            ),
-            ("target_update_tau", 0.0 < self.target_update_tau <= 1.0, "use a value in (0, 1]."),
-            ("exploration_initial_eps", 0.0 <= self.exploration_initial_eps <= 1.0, "use a value in [0, 1]."),
-            ("exploration_final_eps", 0.0 <= self.exploration_final_eps <= 1.0, "use a value in [0, 1]."),
-            ("exploration_fraction", 0.0 <= self.exploration_fraction <= 1.0, "use a value in [0, 1]."),
-            ("per_actor_eps_base", 0.0 <= self.per_actor_eps_base <= 1.0, "use a value in [0, 1]."),
-            (
-                "priority_clip",
-                math.isfinite(self.priority_clip) and self.priority_clip >= 0.0,
-                "use 0 (unclipped) or a positive value, e.g. 1.",
-            ),
-            ("num_atoms", not self.categorical or self.num_atoms >= 2, "use 2 atoms or more, e.g. 51."),
-            (
-                "v_max",
-                math.isfinite(self.v_min) and math.isfinite(self.v_max) and self.v_min < self.v_max,
-                "use finite --v_min < --v_max.",
-            ),
-        ]
-        for name, ok, fix in checks:
-            if not ok:
-                raise ConfigError(name, f"is out of range: {getattr(self, name)!r}.", fix)
-
-
-class DQNActor(nn.Module):
-    """The acting module: the online `QNetwork` (`q`) and the exploration schedule (plain
-    attributes, rebuilt from the config in every process; not in the state)."""
-
-    def __init__(self, q: QNetwork, p: DQNParams, train_frames: int):
-        super().__init__()
-        self.q = q
-        self.rnn_state_size: int = q.rnn_state_size
-        self.eps = linear_schedule(
-            p.exploration_initial_eps, p.exploration_final_eps, int(p.exploration_fraction * train_frames)
-        )
-        self.per_actor = p.per_actor_eps
-        self.per_actor_base, self.per_actor_alpha = p.per_actor_eps_base, p.per_actor_eps_alpha
-
-    def epsilon(self, ctx: ActContext) -> float | Tensor:
-        """ε for the agents of `ctx`: `[B]` per actor with `--per_actor_eps` (where actor ids are
-        known), else the schedule's at `ctx.env_frames`."""
-        if self.per_actor and ctx.actor_ids is not None and ctx.num_actors > 0:
-            return per_actor_epsilon(ctx.actor_ids, ctx.num_actors, self.per_actor_base, self.per_actor_alpha)
-        return self.eps(ctx.env_frames)
-
-
-def make_dqn_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
-    """`Algorithm.make_model`: the `DQNActor` acts; its target network (a frozen copy of the
-    QNetwork) is the learner's "target".
-
-    Raises:
-        EnvError: a non-Discrete action space.
-    """
-    p = algo_params(cfg, DQNParams)
-    q = QNetwork(
-        cfg,
-        obs_space,
-        action_space,
-        dueling=p.dueling,
-        num_atoms=p.num_atoms if p.categorical else 1,
-        v_min=p.v_min,
-        v_max=p.v_max,
-    )
-    target = copy.deepcopy(q).requires_grad_(False)
-    return ModelParts(DQNActor(q, p, cfg.train_for_env_steps), {"target": target})
 
 
 @torch.no_grad()
@@ -182,107 +66,6 @@ def dqn_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActConte
 def dqn_eval_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:
     """`Algorithm.eval_act`: the greedy action."""
     return dqn_act(model, obs, rnn_states, ActContext(deterministic=True))
-
-
-class DQNLearner(ReplayLearnerBase):
-    """One update of the module docstring's loss per `update`; the target network is
-    `learner_modules["target"]`."""
-
-    params_type = DQNParams
-    params: DQNParams
-
-    def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.target: QNetwork = self.learner_modules["target"]  # type: ignore[assignment]
-        self.target_syncs = 0  # target updates so far (env_steps // target_update_interval)
-
-    @property
-    def online(self) -> QNetwork:
-        return self.model.q  # type: ignore[return-value]
-
-    def sync_target(self) -> bool:
-        """Updates the target network when `env_steps` crossed a multiple of
-        `target_update_interval` since the last update (once however many it crossed); True if it did."""
-        k = self.env_steps // self.params.target_update_interval
-        if k <= self.target_syncs:
-            return False
-        polyak_update(self.target, self.online, self.params.target_update_tau)
-        self.target_syncs = k
-        return True
-
-    def train_replay(self, env_frames: int = 0) -> dict[str, float] | None:
-        """The target update due (`sync_target`), then `ReplayLearnerBase.train_replay`, plus
-        epsilon (the schedule's at `env_frames`; not reported with `--per_actor_eps`, where each
-        actor has its own, constant one) and target_updates."""
-        self.sync_target()
-        out = super().train_replay(env_frames)
-        if out is not None:
-            out.update(target_updates=float(self.target_syncs))
-            if not self.model.per_actor:
-                out.update(epsilon=float(self.model.eps(env_frames)))  # type: ignore[operator]
-        return out
-
-    def losses(self, s: dict[str, Any]) -> tuple[Tensor, Tensor, Tensor]:
-        """(loss scalar, priorities `[B]` without gradient, Q(s, a) `[B]` without gradient) of a
-        sample of `ReplayLearnerBase.sample` (obs, actions, returns, discounts, next_obs,
-        is_weights); see the module docstring."""
-        p = self.params
-        actions = s["actions"].long().reshape(-1)
-        rows = torch.arange(actions.shape[0], device=actions.device)
-        out = self.online(s["obs"])
-        with torch.no_grad():
-            nxt = self.target(s["next_obs"])
-            select = self.online(s["next_obs"]).q_values if p.double_dqn else nxt.q_values
-            mask = nxt.action_mask
-        if p.categorical:
-            assert out.log_probs is not None and nxt.log_probs is not None
-            if mask is not None:
-                select = select.masked_fill(~mask.bool(), float("-inf"))
-            next_probs = select_next_probs(nxt.log_probs.exp(), select)
-            m = categorical_projection(next_probs, s["returns"], s["discounts"], p.v_min, p.v_max)
-            c = categorical_loss(out.log_probs[rows, actions], m, s["is_weights"])
-            return c.loss, c.kl, out.q_values.detach()[rows, actions]
-        if p.double_dqn:
-            y = double_q_target(select, nxt.q_values, s["returns"], s["discounts"], mask)
-        else:
-            y = q_max_target(nxt.q_values, s["returns"], s["discounts"], mask)
-        q_taken = out.q_values[rows, actions]
-        t = td_loss(q_taken, y, s["is_weights"], p.dqn_loss)
-        return t.loss, t.abs_td_errors, q_taken.detach()
-
-    def priorities(self, errors: Tensor) -> Tensor:
-        """The new priorities `[B]` of a sample from `losses`' errors `[B]`: |TD errors| clipped at
-        `--priority_clip` (scalar head with the Huber loss; 0: unclipped), else unchanged (C51's KL;
-        the mse loss, whose gradient is not clipped either, as rlpyt clamps only with its Huber loss)."""
-        clip = self.params.priority_clip
-        if self.params.categorical or self.params.dqn_loss != "huber" or clip <= 0:
-            return errors
-        return errors.clamp(max=clip)
-
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
-        """One Adam step on `losses` (`apply_gradients`: clipping, non-finite skip,
-        policy_version); writes samples["td_errors"] (`priorities`) for prioritized replay.
-        td_abs_mean is the mean error before clipping."""
-        loss, errors, q_taken = self.losses(samples)
-        grad_norm = self.apply_gradients(loss)
-        samples["td_errors"] = self.priorities(errors)
-        return {
-            "loss": float(loss.detach()),
-            "q_mean": float(q_taken.mean()),
-            "td_abs_mean": float(errors.mean()),
-            "grad_norm": float(grad_norm),
-        }
-
-    def state_dict(self) -> dict[str, Any]:
-        """`ReplayLearnerBase.state_dict` plus target_syncs."""
-        out = super().state_dict()
-        out["target_syncs"] = self.target_syncs
-        return out
-
-    def load_state_dict(self, state: dict[str, Any], keep_version: bool = False) -> None:
-        super().load_state_dict(state, keep_version)
-        if not keep_version and "target_syncs" in state:
-            self.target_syncs = int(state["target_syncs"])
 
 
 def validate_dqn(cfg: Config) -> None:
