@@ -19,10 +19,9 @@ from surge.algorithms.sac.losses import (
     sac_actor_loss,
     sac_soft_target,
     sac_temperature_loss,
-    squashed_gaussian_log_prob,
-    squashed_gaussian_sample,
 )
 from surge.learning.target_networks import hard_update, polyak_update
+from surge.models.squashed_gaussian import squashed_gaussian_log_prob, squashed_gaussian_sample
 
 
 def _nets(seed):

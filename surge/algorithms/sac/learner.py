@@ -13,7 +13,6 @@ from surge.algorithms.sac.losses import (
     sac_actor_loss,
     sac_soft_target,
     sac_temperature_loss,
-    squashed_gaussian_sample,
 )
 from surge.algorithms.sac.model import LogAlpha
 from surge.algorithms.sac.params import SACParams, parse_ent_coef
@@ -25,6 +24,7 @@ from surge.learning.qpg_common import (
 )
 from surge.learning.replay_learner import ReplayLearnerBase
 from surge.learning.target_networks import polyak_update
+from surge.models.squashed_gaussian import squashed_gaussian_sample
 
 
 class SACLearner(ReplayLearnerBase):
