@@ -19,9 +19,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from surge.algorithms.returns import bootstrap_truncated_rewards, gae
+from surge.algorithms.a2c.loss import a2c_loss
 from surge.cfg.cli import parse_cfg
-from surge.learning.a2c import a2c_loss
+from surge.learning.returns import bootstrap_truncated_rewards, gae
 from surge.models.actor_critic import make_actor_critic
 
 

@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("flags", nargs="*", help="more `surge train` flags (after --)")
     args = p.parse_args(argv)
 
+    from surge.algorithms.a2c import learner as a2c
     from surge.cli import main as surge_main
-    from surge.learning import a2c
 
     out = open(args.out, "w")
     out.write(

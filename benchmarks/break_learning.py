@@ -239,7 +239,7 @@ BREAKAGES = [
             ),
         ],
     ),
-    # --- DQN (surge/learning/dqn.py, surge/learning/replay_learner.py); fast guards in
+    # --- DQN (surge/algorithms/dqn/declaration.py, surge/learning/replay_learner.py); fast guards in
     # tests/integration/test_dqn_guards.py and test_dqn_reference.py
     Breakage(
         "dqn_target_never_updated",
@@ -286,7 +286,7 @@ BREAKAGES = [
             )
         ],
     ),
-    # --- SAC, TD3, DDPG (surge/learning/sac.py, td3.py, ddpg.py); fast guards in
+    # --- SAC, TD3, DDPG (surge/algorithms/sac/declaration.py, td3.py, ddpg.py); fast guards in
     # tests/unit/test_qpg_reference.py
     Breakage(
         "td3_single_critic_target",
@@ -328,7 +328,7 @@ BREAKAGES = [
         "the replay learner stores truncated steps as terminated (no bootstrap at time limits)",
         [('"trunc": b["trunc"].cpu(),', '"trunc": torch.zeros_like(b["trunc"]).cpu(),')],
     ),
-    # --- R2D2 (surge/learning/r2d2.py); fast guard in tests/integration/test_r2d2_reference.py
+    # --- R2D2 (surge/algorithms/r2d2/declaration.py); fast guard in tests/integration/test_r2d2_reference.py
     Breakage(
         "r2d2_stored_state_ignored",
         "R2D2 unrolls every sequence from a zero state instead of the RNN state stored with it",

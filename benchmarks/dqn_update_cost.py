@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-import surge.models.q_networks as qn
+import surge.algorithms.dqn.networks as qn
 from surge.cfg.cli import parse_cfg
 from surge.learning.base import make_adam
 

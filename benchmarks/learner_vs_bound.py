@@ -32,13 +32,13 @@ import compute_bound  # noqa: E402
 from configs import CONFIGS  # noqa: E402
 from learner_fixed_costs import collect_batches  # noqa: E402
 
-import surge.learning.learner as learner_module  # noqa: E402
+import surge.algorithms.appo.learner as learner_module  # noqa: E402
 from surge.cfg.cli import parse_cfg  # noqa: E402
 from surge.learning.base import make_adam  # noqa: E402
 from surge.runtime.components import build_components  # noqa: E402
 from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
 
-#: the learner's methods timed as parts (those it has), then functions of `surge.learning.learner`
+#: the learner's methods timed as parts (those it has), then functions of `surge.algorithms.appo.learner`
 METHODS = ("_mask_stale", "_update_obs_normalizer", "_gae_units", "_gae_targets", "_step", "apply_gradients")
 FUNCTIONS = ("ppo_loss", "mean_stats")
 

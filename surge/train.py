@@ -16,6 +16,14 @@ from surge.errors import SurgeError
 from surge.runtime.stop_signals import StopAborted, exit_status  # the standard library only
 
 
+def _sampler_only(cfg: Config) -> bool:
+    """Whether `--algo` declares `Capabilities.sampler_only` (DUMMY_SAMPLER: `surge bench`)."""
+    # imported here for the reason parse_cfg is (see `main`): the registry imports torch
+    from surge.learning.algorithm import get_algorithm
+
+    return get_algorithm(cfg.algo).capabilities.sampler_only
+
+
 def run_config(cfg: Config) -> tuple[Any, str]:
     """Runs the parsed config `cfg` (a `Config`) to its end; returns its `TrainingRun` and final
     status ("done", "interrupted", "already_done" or "failed": `TrainingRun`'s doc). With
@@ -23,7 +31,7 @@ def run_config(cfg: Config) -> tuple[Any, str]:
     `--sample_env_frames` env frames. `surge train` and `surge.train(...)` both run through here."""
     from surge.runtime.training_run import TrainingRun
 
-    if cfg.algo == "DUMMY_SAMPLER":  # random actions through the same sampling machinery, no learning
+    if _sampler_only(cfg):  # random actions through the same sampling machinery, no learning
         cfg.sampler_only, cfg.benchmark = True, True
         # the lower budget of the two (the run's log says which)
         cfg.train_for_env_steps = min(cfg.train_for_env_steps, cfg.sample_env_frames)
@@ -56,11 +64,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl+C before the run's handler is set (parsing, imports)
         print("surge train: interrupted (Ctrl+C) before training started", file=sys.stderr)
         return exit_status(signal.SIGINT)
-    if cfg.algo == "DUMMY_SAMPLER" and run.summary:
+    if _sampler_only(cfg) and run.summary:
         s = run.summary
         rate = s["env_frames_per_sec"]
         print(
-            f"DUMMY_SAMPLER {cfg.env}: {s['total_env_frames']:.0f} env frames sampled; "
+            f"{cfg.algo} {cfg.env}: {s['total_env_frames']:.0f} env frames sampled; "
             f"{s['env_frames']:.0f} env frames in {s['seconds']:.2f} s"
             + (
                 f" = {rate:.1f} env frames/s (start-up excluded)"

@@ -328,7 +328,7 @@ def validate_cfg(cfg: Any) -> None:
         raise ConfigError("train_for_env_steps", "budgets must be >= 0.", "")
     # training writes the folder; enjoy (eval_params set) only reads it, and a benchmark writes
     # nothing there
-    writes = not getattr(cfg, "benchmark", False) and cfg.algo != "DUMMY_SAMPLER"
+    writes = not getattr(cfg, "benchmark", False) and not get_algorithm(cfg.algo).capabilities.sampler_only
     if getattr(cfg, "eval_params", None) is None and writes:
         check_train_dir(cfg.train_dir, cfg.experiment)
     if getattr(cfg, "eval_params", None) is None:  # training under torchrun with several ranks
@@ -881,13 +881,11 @@ def estimate_memory(
             or an image.
         num_agents: agents per env.
     """
-    from surge.learning.algorithm import Feed, get_algorithm
+    from surge.learning.algorithm import get_algorithm
     from surge.runtime.components import blocks_per_split
 
     per_worker = cfg.num_workers * cfg.num_envs_per_worker * num_agents
-    per_iteration = -(-cfg.batch_size * cfg.num_batches_per_iteration // cfg.rollout)
-    if get_algorithm(cfg.algo).feed is Feed.REPLAY:  # blocks are copied out, never held as batches
-        per_iteration = 0
+    per_iteration = get_algorithm(cfg.algo).feed.iteration_trajectories(cfg)
     # the pool the run allocates: its blocks grow with the accumulation limit (Sample Factory 2's
     # num_batches_to_accumulate=1e6 asked for a million iterations' worth of trajectories)
     owners = cfg.num_workers * cfg.worker_num_splits

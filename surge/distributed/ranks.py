@@ -15,10 +15,14 @@ from typing import Any
 
 from surge.cfg.config import Config
 from surge.errors import ConfigError
+from surge.learning.algorithm import algorithm_names, get_algorithm
 
-#: the algorithms whose learners take every optimizer step through `LearnerBase.apply_gradients`
-#: with one optimizer (the only place gradients are all-reduced)
-DATA_PARALLEL_ALGOS = ("APPO", "A2C")
+
+def data_parallel_algorithms() -> list[str]:
+    """The registered algorithms whose learners take every optimizer step through
+    `LearnerBase.apply_gradients` with one optimizer (the only place gradients are all-reduced):
+    those declaring `Capabilities.data_parallel`."""
+    return [n for n in algorithm_names() if get_algorithm(n).capabilities.data_parallel]
 
 
 @dataclass(frozen=True)
@@ -80,8 +84,8 @@ def check_data_parallel(cfg: Config, info: RankInfo | None = None) -> None:
     """Refuses, with several ranks, the settings whose state the ranks cannot keep identical.
 
     Raises:
-        ConfigError: naming the field: an algorithm other than APPO and A2C (replay learners,
-            several optimizers), `num_policies` > 1, `with_pbt`, `self_play`, `frozen_policies`,
+        ConfigError: naming the field: an algorithm not declaring `Capabilities.data_parallel`
+            (replay learners, several optimizers), `num_policies` > 1, `with_pbt`, `self_play`, `frozen_policies`,
             `sampler_only`, `central_value`, `mixed_precision=fp16` (the GradScaler with all-reduced
             gradients is not verified: no CUDA machine in CI),
             `train_for_env_steps` smaller than the number of ranks.
@@ -90,10 +94,10 @@ def check_data_parallel(cfg: Config, info: RankInfo | None = None) -> None:
     if not info.distributed:
         return
     why = f"is not supported with data-parallel learners (WORLD_SIZE={info.world_size}, docs/distributed.md)"
-    if cfg.algo not in DATA_PARALLEL_ALGOS:
+    if not get_algorithm(cfg.algo).capabilities.data_parallel:
         raise ConfigError(
             "algo",
-            f"--algo={cfg.algo} {why}: only {', '.join(DATA_PARALLEL_ALGOS)} all-reduce their gradients.",
+            f"--algo={cfg.algo} {why}: only {', '.join(data_parallel_algorithms())} all-reduce their gradients.",
             "run it without torchrun.",
         )
     refused = [

@@ -73,11 +73,13 @@ def check_ray_flags(cfg: Any) -> None:
         # synchronous learning (A2C, --num_minibatches_to_accumulate=0: policy lag 0) holds every
         # block until it is trained; a sampler node frees a block as soon as it is shipped and
         # keeps sampling with the weights it has, so learning would silently become asynchronous
-        ("algo", cfg.algo == "A2C", "use APPO (A2C learns synchronously: policy lag 0)"),
+        ("algo", algo.capabilities.synchronous, f"use APPO ({cfg.algo} learns synchronously: policy lag 0)"),
         (
             "num_minibatches_to_accumulate",
             # (replay learners copy each block into their replay and release it at once)
-            cfg.algo != "A2C" and algo.feed is not Feed.REPLAY and minibatches_to_accumulate(cfg) == 0,
+            not algo.capabilities.synchronous
+            and algo.feed is not Feed.REPLAY
+            and minibatches_to_accumulate(cfg) == 0,
             "pass --num_minibatches_to_accumulate=-1 (or >= 1) for asynchronous PPO; synchronous PPO "
             "(0: policy lag 0) cannot be kept by sampler nodes that sample while their blocks travel",
         ),

@@ -16,8 +16,16 @@ if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (ba
     import gymnasium as gym
     from torch import nn
 
-#: the algorithms whose acting module is an actor-critic with `act` (what `ExportablePolicy` wraps)
-SUPPORTED_ALGOS = ("APPO", "A2C")
+
+def exportable_algorithms() -> list[str]:
+    """The registered algorithms whose acting module is an actor-critic with `act` (what
+    `ExportablePolicy` wraps): those declaring `Capabilities.exportable`."""
+    from surge.cfg.config import ExperimentParams
+    from surge.learning.algorithm import algorithm_names, get_algorithm  # torch: as in saved_values
+
+    default = ExperimentParams().algo
+    names = [n for n in algorithm_names() if get_algorithm(n).capabilities.exportable]
+    return sorted(names, key=lambda n: (n != default, n))  # the default algorithm first
 
 
 @dataclass
@@ -43,7 +51,7 @@ def saved_values(train_dir: str, experiment: str) -> dict[str, Any]:
 
     Raises:
         ConfigError: no such experiment (the message lists those in `train_dir`), or an
-            experiment trained with an algorithm other than `SUPPORTED_ALGOS`.
+            experiment trained with an algorithm that is not exportable (`exportable_algorithms`).
     """
     from surge.cfg.validate import check_experiment_name
 
@@ -63,12 +71,18 @@ def saved_values(train_dir: str, experiment: str) -> dict[str, Any]:
         )
     values = json.loads(path.read_text())
     algo = values.get("algo", "APPO")
-    if algo not in SUPPORTED_ALGOS:
+    # a name read from the saved file: looked up among the registered algorithms, never imported
+    # (surge.cfg.saved_code); the registry (torch) once the experiment is known to exist
+    from surge.learning.algorithm import registered_algorithm
+
+    found = registered_algorithm(algo) if isinstance(algo, str) else None
+    if found is None or not found.capabilities.exportable:
+        supported = exportable_algorithms()
         raise ConfigError(
             "experiment",
             f"{experiment!r} was trained with --algo={algo}; surge export writes the actor-critic "
-            f"policies of policy-gradient algorithms only ({', '.join(SUPPORTED_ALGOS)}).",
-            "export an experiment trained with " + " or ".join(f"--algo={a}" for a in SUPPORTED_ALGOS) + ".",
+            f"policies of policy-gradient algorithms only ({', '.join(supported)}).",
+            "export an experiment trained with " + " or ".join(f"--algo={a}" for a in supported) + ".",
         )
     return values
 

@@ -10,9 +10,11 @@ An `Algorithm` says
 - what `surge enjoy` and evaluation act with (`eval_act`; default `act` with
   `ActContext.deterministic`),
 - its learner (`make_learner`; None: the algorithm does not train, like the dummy sampler),
-- how experience reaches the learner (`feed`): ON_POLICY holds a batch's trajectory blocks until the
-  learner trained on them (back-pressure bounds the policy lag); REPLAY copies each block into the
-  learner's replay buffer and releases it at once, training at a replay ratio,
+- how experience reaches the learner (`feed`, `surge.learning.feed.Feed`, which also sizes the
+  block pool, chooses the batcher and counts the trajectories held for the memory estimate):
+  ON_POLICY holds a batch's trajectory blocks until the learner trained on them (back-pressure
+  bounds the policy lag); REPLAY copies each block into the learner's replay buffer and releases
+  it at once, training at a replay ratio,
 - its config section: its own flags (`params`, a dataclass of `param(...)` fields, read with
   `surge.cfg.config.algo_params`), defaults it overrides, validation, and the core parameters it
   does not use (reported in the run's log when they are set),
@@ -23,16 +25,18 @@ An `Algorithm` says
 - optionally, its batch in trajectories when the sampling layout decides it rather than
   `batch_size` (`batch_trajectories`: A2C trains on one rollout of every agent),
 - the TensorBoard tags of the statistics its learner reports (a statistic without a declared tag is
-  still logged, under `train/<name>`).
+  still logged, under `train/<name>`),
+- what the rest of surge may do with it (`capabilities`: data-parallel, exportable, autocast, the
+  KL-adaptive rate, a central value, synchronous learning, sampler-only ...); no code tests an
+  algorithm's name.
 
 The placements know none of this: they allocate what `step_fields` lists, call `act` in inference
 and `make_learner` in the learner, and route blocks by `feed`. A new algorithm is a module that calls
-`register_algorithm` (see `surge.learning.a2c`).
+`register_algorithm` (see `surge.algorithms.a2c.declaration`).
 """
 
 from __future__ import annotations
 
-import enum
 import importlib
 import math
 from collections.abc import Callable
@@ -44,6 +48,7 @@ import torch
 from torch import Tensor, nn
 
 from surge.errors import ConfigError
+from surge.learning.feed import Feed
 from surge.models.actor_critic import ActorCritic
 from surge.models.distributions import num_action_logits
 
@@ -51,13 +56,6 @@ if TYPE_CHECKING:
     from surge.cfg.config import Config
 
 Obs = Tensor | dict[str, Tensor]
-
-
-class Feed(enum.Enum):
-    """How finished trajectory blocks reach the learner (see the module docstring)."""
-
-    ON_POLICY = "on_policy"
-    REPLAY = "replay"
 
 
 @dataclass(frozen=True)
@@ -155,6 +153,41 @@ def acting_state_size(module: nn.Module) -> int:
 
 
 @dataclass(frozen=True)
+class Capabilities:
+    """What the rest of surge may do with an algorithm, declared by it (all off by default: a
+    user's algorithm gets none it does not state). Read wherever a flag or a feature depends on
+    the algorithm, in place of a test of its name.
+
+    Attributes:
+        data_parallel: its learner takes every optimizer step through
+            `LearnerBase.apply_gradients` with one optimizer (where gradients are all-reduced), so
+            it runs under torchrun with several ranks (`surge.distributed.ranks`).
+        exportable: its acting module is an `ActorCritic` with `act` (what `surge export` wraps).
+        autocast: its learner runs its forward pass under `--mixed_precision` (`surge.learning.amp`).
+        kl_adaptive_rate: its learner measures the KL between the behavior and the current policy,
+            which `--lr_schedule=kl_adaptive*` adapts the rate to.
+        central_value: it trains `--central_value` (an asymmetric critic over the env's state).
+        rescale_actions: it acts in [-1, 1] and accepts `--rescale_actions` to map to the bounds.
+        carry_rnn_over_done: its learner follows `--zero_rnn_on_done=False` (the recurrent state
+            carried over an episode's end, as acting does).
+        synchronous: it learns with policy lag 0 (every block held until trained), which a Ray
+            sampler node, sampling on while its blocks travel, cannot keep.
+        sampler_only: it samples without learning: the run is a benchmark (no checkpoints, nothing
+            written in the experiment folder) of at most `--sample_env_frames` env frames.
+    """
+
+    data_parallel: bool = False
+    exportable: bool = False
+    autocast: bool = False
+    kl_adaptive_rate: bool = False
+    central_value: bool = False
+    rescale_actions: bool = False
+    carry_rnn_over_done: bool = False
+    synchronous: bool = False
+    sampler_only: bool = False
+
+
+@dataclass(frozen=True)
 class Algorithm:
     """An algorithm's declaration; see the module docstring for each part."""
 
@@ -184,9 +217,11 @@ class Algorithm:
     #: layout fixes (A2C: one rollout of every agent); None: `batch_size` x
     #: `num_batches_per_iteration` / `rollout` (`surge.learning.batcher.traj_per_iteration`)
     batch_trajectories: Callable[[Config, int], int] | None = None
+    capabilities: Capabilities = Capabilities()
 
     @property
     def trains(self) -> bool:
+        """Whether it has a learner (`make_learner`)."""
         return self.make_learner is not None
 
     @property
@@ -210,7 +245,15 @@ def _load_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from surge.learning import a2c, appo, ddpg, dqn, dummy_sampler, r2d2, sac, td3  # noqa: F401  (they register themselves)
+        # they register themselves when imported
+        from surge.algorithms.a2c import declaration as _a2c  # noqa: F401
+        from surge.algorithms.appo import declaration as _appo  # noqa: F401
+        from surge.algorithms.ddpg_td3 import ddpg as _ddpg  # noqa: F401
+        from surge.algorithms.ddpg_td3 import td3 as _td3  # noqa: F401
+        from surge.algorithms.dqn import declaration as _dqn  # noqa: F401
+        from surge.algorithms.dummy_sampler import declaration as _dummy_sampler  # noqa: F401
+        from surge.algorithms.r2d2 import declaration as _r2d2  # noqa: F401
+        from surge.algorithms.sac import declaration as _sac  # noqa: F401
 
 
 def algorithm_names() -> list[str]:
@@ -227,6 +270,19 @@ def algorithm_spec(name: str) -> str:
     """What `--algo` must say for the registered algorithm `name`: `module:NAME` for one loaded
     from a user's module, else `name`."""
     return _SPECS.get(name, name)
+
+
+def registered_algorithm(name: str) -> Algorithm | None:
+    """The algorithm registered as `name` (a built-in, or a `module:NAME` this process already
+    loaded), without importing anything else; None if there is none. For names read from a
+    saved file, where importing a module named there would run code (`surge.cfg.saved_code`)."""
+    _load_builtins()
+    if name in _ALGORITHMS:
+        return _ALGORITHMS[name]
+    _, _, algo_name = name.partition(":")
+    if algo_name and _SPECS.get(algo_name) == name:
+        return _ALGORITHMS.get(algo_name)
+    return None
 
 
 def get_algorithm(name: str) -> Algorithm:

@@ -25,9 +25,9 @@ import torch
 from torch import Tensor, nn
 
 from surge.errors import ConfigError
+from surge.learning.algorithm import algorithm_names, get_algorithm
 
 MODES = ("auto", "none", "bf16", "fp16")
-ALGOS = ("APPO",)  # the learners that run their forward pass under autocast
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -76,7 +76,7 @@ def resolve_mixed_precision(mode: str, algo: str, device: torch.device, model: n
     the learner's, as with any policy lag)."""
     if mode != "auto":
         return mode, f"--mixed_precision={mode}"
-    if algo not in ALGOS:
+    if not get_algorithm(algo).capabilities.autocast:
         return "none", f"--mixed_precision=auto: float32, --algo={algo} does not run under autocast"
     if device.type != "cpu":
         return (
@@ -140,17 +140,19 @@ def check_mixed_precision(cfg: Any) -> None:
         ConfigError(mixed_precision): an unknown value; fp16 on the CPU (autocast's fp16 on CPU
             has no fused kernels and the GradScaler brings nothing there: use bf16); a value on a
             device where autocast does not support the dtype (bf16 on a CUDA GPU without bf16,
-            i.e. before Ampere); an algorithm other than APPO (their learners do not autocast).
+            i.e. before Ampere); an algorithm not declaring `Capabilities.autocast` (its learner
+            does not autocast).
     """
     mode = getattr(cfg, "mixed_precision", "none")
     if mode not in MODES:
         raise ConfigError("mixed_precision", f"unknown value {mode!r}.", f"pass one of {', '.join(MODES)}.")
     if mode in ("none", "auto"):  # auto resolves to float32 where bf16 does not apply
         return
-    if cfg.algo not in ALGOS:
+    if not get_algorithm(cfg.algo).capabilities.autocast:
+        autocasting = [n for n in algorithm_names() if get_algorithm(n).capabilities.autocast]
         raise ConfigError(
             "mixed_precision",
-            f"--algo={cfg.algo} does not run under autocast (only {', '.join(ALGOS)}).",
+            f"--algo={cfg.algo} does not run under autocast (only {', '.join(autocasting)}).",
             "pass --mixed_precision=none.",
         )
     if cfg.device == "cpu":

@@ -1,8 +1,8 @@
 """What every learner shares: the optimizer and learning-rate schedule, `policy_version`, the policy
 it trains, and turning a set of finished trajectory slots into a time-major batch with the samples
 it must not learn from masked out (inactive agents, other policies' steps in a trajectory whose
-policy changed at an episode boundary, samples older than `max_policy_lag`). Algorithms subclass `LearnerBase` (`surge.learning.learner` for APPO,
-`surge.learning.a2c`)."""
+policy changed at an episode boundary, samples older than `max_policy_lag`). Algorithms subclass `LearnerBase` (`surge.algorithms.appo.learner` for APPO,
+`surge.algorithms.a2c.declaration`)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.learning.popart import preserve_outputs
+from surge.learning.returns import bootstrap_truncated_rewards, gae
 from surge.models.actor_critic import ActorCritic
 from surge.population.hyperparams import PolicyHyperparams
 

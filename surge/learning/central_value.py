@@ -28,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from surge.errors import ConfigError
-from surge.learning.algorithm import ModelParts
+from surge.learning.algorithm import ModelParts, algorithm_names, get_algorithm
 
 Obs = Tensor | dict[str, Tensor]
 #: the name of the central value in `ModelParts.learner_modules` and in the learner's optimizers
@@ -128,6 +128,11 @@ def central_value_parts(cfg: Any, obs_space: gym.Space, action_space: gym.Space)
     return ModelParts(actor, {CV_NAME: CentralValue(cfg, state_space)})
 
 
+def _central_value_algorithms() -> list[str]:
+    """The registered algorithms declaring `Capabilities.central_value`."""
+    return [n for n in algorithm_names() if get_algorithm(n).capabilities.central_value]
+
+
 def check_central_value_flags(cfg: Any) -> None:
     """Refuses what the central value does not support and its flags' ranges.
 
@@ -143,10 +148,11 @@ def check_central_value_flags(cfg: Any) -> None:
         )
     if not cfg.central_value:
         return
-    if cfg.algo != "APPO":
+    if not get_algorithm(cfg.algo).capabilities.central_value:
         raise ConfigError(
             "central_value",
-            f"the central value is implemented for --algo=APPO only, not {cfg.algo}.",
+            f"the central value is implemented for --algo={' or '.join(_central_value_algorithms())} only, "
+            f"not {cfg.algo}.",
             "pass --algo=APPO --with_vtrace=False, or --central_value=False.",
         )
     lr = cfg.central_value_learning_rate

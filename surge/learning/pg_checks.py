@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from surge.errors import ConfigError
+from surge.learning.algorithm import algorithm_names, get_algorithm
 from surge.models.model_checks import ACTOR_CRITIC_MODEL_PARAMS
 
 #: core flags only the policy-gradient learners read: an off-policy algorithm lists them in its
@@ -36,11 +37,11 @@ POLICY_GRADIENT_PARAMS = (
     *ACTOR_CRITIC_MODEL_PARAMS,
 )
 
-#: algorithms whose learner measures the KL that `--lr_schedule=kl_adaptive_*` adapts the rate to
-KL_ADAPTIVE_ALGOS = ("APPO",)
-#: algorithms whose actions `--rescale_actions` may map (a Gaussian head's raw samples) and whose
-#: learner honours `--zero_rnn_on_done=False` (APPO, A2C)
-POLICY_GRADIENT_ALGOS = ("APPO", "A2C")
+
+def _declaring(capability: str) -> list[str]:
+    """The registered algorithms whose `Capabilities` have `capability` set."""
+    return [n for n in algorithm_names() if getattr(get_algorithm(n).capabilities, capability)]
+
 
 #: coefficients where a negative value inverts what the flag is for
 _NON_NEGATIVE = {
@@ -109,19 +110,21 @@ def check_ppo_flags(cfg: Any) -> None:
 def check_rl_games_options(cfg: Any) -> None:
     """rl_games' PPO options (docs/ppo_options.md), for every algorithm: the KL-adaptive schedule's
     threshold > 0 and 0 < lr_adaptive_min <= lr_adaptive_max, and only with an algorithm that
-    measures the KL (`KL_ADAPTIVE_ALGOS`); `bounds_loss_coef` >= 0; `reward_shift` and
-    `score_to_win` finite; `rescale_actions` and `zero_rnn_on_done=False` (with an RNN) only for
-    `POLICY_GRADIENT_ALGOS`.
+    measures the KL (`Capabilities.kl_adaptive_rate`); `bounds_loss_coef` >= 0; `reward_shift` and
+    `score_to_win` finite; `rescale_actions` only for an algorithm declaring
+    `Capabilities.rescale_actions`, `zero_rnn_on_done=False` (with an RNN) only for one declaring
+    `Capabilities.carry_rnn_over_done`.
 
     Raises:
         ConfigError: naming the first flag out of range or unsupported and how to fix it.
     """
     adaptive = str(cfg.lr_schedule).startswith("kl_adaptive")
-    if adaptive and cfg.algo not in KL_ADAPTIVE_ALGOS:
+    can = get_algorithm(cfg.algo).capabilities
+    if adaptive and not can.kl_adaptive_rate:
         raise ConfigError(
             "lr_schedule",
             f"{cfg.lr_schedule} adapts the rate to the KL between the behavior and the current "
-            f"policy, which only {', '.join(KL_ADAPTIVE_ALGOS)} measures (--algo={cfg.algo}).",
+            f"policy, which only {', '.join(_declaring('kl_adaptive_rate'))} measures (--algo={cfg.algo}).",
             "pass --lr_schedule=constant or linear_decay, or --algo=APPO.",
         )
     if not (math.isfinite(cfg.lr_schedule_kl_threshold) and cfg.lr_schedule_kl_threshold > 0):
@@ -154,18 +157,18 @@ def check_rl_games_options(cfg: Any) -> None:
             f"must be a finite return, got {cfg.score_to_win}.",
             "pass a return, or leave it unset (None: never stop on the score).",
         )
-    if cfg.rescale_actions and cfg.algo not in POLICY_GRADIENT_ALGOS:
+    if cfg.rescale_actions and not can.rescale_actions:
         raise ConfigError(
             "rescale_actions",
             f"--algo={cfg.algo} acts in the action space's own bounds already.",
             "leave --rescale_actions=False.",
         )
-    if not cfg.zero_rnn_on_done and cfg.use_rnn and cfg.algo not in POLICY_GRADIENT_ALGOS:
+    if not cfg.zero_rnn_on_done and cfg.use_rnn and not can.carry_rnn_over_done:
         raise ConfigError(
             "zero_rnn_on_done",
             f"--algo={cfg.algo}'s learner always resets the recurrent state at episode ends; "
             "acting would carry it over (the two would disagree).",
-            f"leave --zero_rnn_on_done=True, or use {' or '.join(POLICY_GRADIENT_ALGOS)}.",
+            f"leave --zero_rnn_on_done=True, or use {' or '.join(_declaring('carry_rnn_over_done'))}.",
         )
 
 

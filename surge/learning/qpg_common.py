@@ -8,9 +8,10 @@
   bounds with `to_env`) that also knows when its run still acts uniformly at random (before
   `learning_starts`) and its exploration noise (TD3/DDPG); both are set from the cfg by
   `make_model` in every process, never saved.
-- The learner `QPGLearner`, a `ReplayLearnerBase` (`surge.learning.replay_learner`: replay with one
-  column per acting agent, `learning_starts`, `replay_ratio`, n-step returns, prioritized replay,
-  `--save_replay_buffer`); `update_normalized` is each algorithm's.
+- The learners (TD3's, which is DDPG's with its options off, and SAC's) are `ReplayLearnerBase`s
+  (`surge.learning.replay_learner`: replay with one column per acting agent, `learning_starts`,
+  `replay_ratio`, n-step returns, prioritized replay, `--save_replay_buffer`) with every optimizer
+  following the learning rate; they share `qpg_minibatch` and `optimizer_step`.
 
 Actions are stored in the env's units (what the envs executed) and normalised to [-1, 1] with
 `ContinuousActor.from_env` when sampled, as Stable-Baselines3 stores scaled actions.
@@ -206,72 +207,33 @@ def qpg_eval_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: Act
     return qpg_act(model, obs, rnn_states, ActContext(deterministic=True))
 
 
-class QPGLearner(ReplayLearnerBase):
-    """The replay learner of SAC, TD3 and DDPG (`ReplayLearnerBase`: observe, learning starts,
-    replay ratio, --save_replay_buffer). Subclasses add their optimizers in `__init__`
-    (`self.optimizers`, all at `learning_rate`) and implement `update_normalized`."""
+def qpg_minibatch(samples: dict[str, Any], actor: ActingActor) -> dict[str, Any]:
+    """The minibatch the continuous learners update on, from `ReplayLearnerBase.sample`'s
+    `samples`: obs, next_obs `[B, ...]` as float32, actions `[B, D]` mapped from the env's units to
+    [-1, 1] (`ContinuousActor.from_env`), returns `[B]` (the n-step return of scaled rewards) and
+    discounts `[B]` (γ^n, 0 after a termination), on the samples' device."""
+    return {
+        "obs": _float(samples["obs"]),
+        "next_obs": _float(samples["next_obs"]),
+        "actions": actor.from_env(samples["actions"].float()).clamp(-1.0, 1.0),
+        "returns": samples["returns"],
+        "discounts": samples["discounts"],
+    }
 
-    model: ActingActor  # type: ignore[assignment]  # the acting module, not an ActorCritic
-    params_type: type[ReplayParams] = QPGParams
 
-    @property
-    def qpg(self) -> QPGParams:
-        """`params`, typed as the section of SAC, TD3 and DDPG."""
-        assert isinstance(self.params, QPGParams)
-        return self.params
-
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
-        """`ReplayLearnerBase.update`: `update_normalized` on the samples with their actions
-        (stored in the env's units) mapped to [-1, 1] (`ContinuousActor.from_env`), observations
-        as float32."""
-        batch = {
-            "obs": _float(samples["obs"]),
-            "next_obs": _float(samples["next_obs"]),
-            "actions": self.model.from_env(samples["actions"].float()).clamp(-1.0, 1.0),
-            "returns": samples["returns"],
-            "discounts": samples["discounts"],
-        }
-        return self.update_normalized(batch)
-
-    def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
-        """One gradient update on a minibatch: obs, next_obs `[B, ...]` float32, actions `[B, D]` in
-        [-1, 1], returns `[B]` (the n-step return of scaled rewards), discounts `[B]` (γ^n, 0
-        after a termination), all on the learning device. Returns scalar statistics."""
-        raise NotImplementedError
-
-    @property
-    def update_number(self) -> int:
-        """The number of the update running now, from 1 (`updates` counts the finished ones)."""
-        return self.updates + 1
-
-    def step(self, name: str, loss: Tensor, params: list[Tensor]) -> bool:
-        """Backpropagates `loss` into `params` only and steps the optimizer `name`; a non-finite
-        loss skips the step (counted in `skipped_updates`, `last_step_skipped`). Returns whether the
-        step was taken."""
-        opt = self.optimizers[name]
-        opt.zero_grad(set_to_none=True)
-        if not bool(torch.isfinite(loss.detach())):
-            self.skipped_updates += 1
-            self.last_step_skipped = True
-            return False
-        loss.backward(inputs=params)
-        opt.step()
-        return True
-
-    def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
-        changed = super().set_hyperparams(values)
-        self._set_lr(self.hp.learning_rate)
-        return changed
-
-    def set_learning_rate(self, env_frames: int) -> float:
-        lr = super().set_learning_rate(env_frames)
-        self._set_lr(lr)
-        return lr
-
-    def _set_lr(self, lr: float) -> None:
-        for opt in self.optimizers.values():
-            for group in opt.param_groups:
-                group["lr"] = lr
+def optimizer_step(learner: ReplayLearnerBase, name: str, loss: Tensor, params: list[Tensor]) -> bool:
+    """Backpropagates `loss` into `params` only and steps `learner.optimizers[name]`; a non-finite
+    loss skips the step (counted in `learner.skipped_updates`, `last_step_skipped`). Returns
+    whether the step was taken."""
+    opt = learner.optimizers[name]
+    opt.zero_grad(set_to_none=True)
+    if not bool(torch.isfinite(loss.detach())):
+        learner.skipped_updates += 1
+        learner.last_step_skipped = True
+        return False
+    loss.backward(inputs=params)
+    opt.step()
+    return True
 
 
 def _float(x: Any) -> Any:

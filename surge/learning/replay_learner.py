@@ -55,6 +55,7 @@ from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.envs.registry import find_family
 from surge.errors import ConfigError
 from surge.learning.base import LearnerBase
+from surge.learning.feed import Feed
 from surge.replay.obs_store import leaves
 from surge.replay.persist import ReplayFileRefused, load_replay, replay_file_in, save_replay
 from surge.replay.prioritized import PrioritizedReplay
@@ -152,20 +153,12 @@ def replay_obs_bytes(cfg: Config, params: ReplayParams, obs_space: gym.Space) ->
 def infer_num_columns(cfg: Config, buffers: TrajectoryBuffers) -> int:
     """The run's acting agents (`num_workers * num_envs_per_worker * num_agents`, one replay column
     each), recovered from the REPLAY block pool's size: `num_slots = owners * blocks_per_split *
-    envs_per_split * num_agents` (`surge.runtime.components.blocks_per_split`).
+    envs_per_split * num_agents` (`surge.learning.feed.Feed.num_columns`).
 
     Raises:
         ValueError: the buffers are not sized as a REPLAY pool of this config.
     """
-    from surge.runtime.components import blocks_per_split
-
-    owners = cfg.num_workers * cfg.worker_num_splits
-    per_agent = owners * blocks_per_split(cfg, 1) * (cfg.num_envs_per_worker // cfg.worker_num_splits)
-    if per_agent <= 0 or buffers.num_slots % per_agent:
-        raise ValueError(
-            f"{buffers.num_slots} trajectory slots are not a REPLAY pool of this config; pass num_columns"
-        )
-    return cfg.num_workers * cfg.num_envs_per_worker * (buffers.num_slots // per_agent)
+    return Feed.REPLAY.num_columns(cfg, buffers.num_slots)
 
 
 class ReplayLearnerBase(LearnerBase):
@@ -179,6 +172,9 @@ class ReplayLearnerBase(LearnerBase):
     params_type: type[ReplayParams] = ReplayParams
     #: `observe` stores each block's rnn_states `[T+1, N, state]` with its steps (sequence replay)
     stores_rnn_states: bool = False
+    #: every optimizer (actor, critics, a temperature) follows the learning rate and its schedule,
+    #: as Stable-Baselines3's SAC/TD3; otherwise the policy's optimizer ("model") alone
+    every_optimizer_follows_lr: bool = False
 
     def __init__(self, *args: Any, num_columns: int | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -313,6 +309,25 @@ class ReplayLearnerBase(LearnerBase):
             s["is_weights"] = torch.ones(bs)
         s["lag"] = (self.policy_version - self.versions[s["rows"], s["columns"]]).float()
         return tree_map(lambda x: x.to(self.device, non_blocking=True), s)
+
+    @property
+    def update_number(self) -> int:
+        """The number of the update running now, from 1 (`updates` counts the finished ones)."""
+        return self.updates + 1
+
+    def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
+        changed = super().set_hyperparams(values)
+        if self.every_optimizer_follows_lr:
+            self._set_lr(self.hp.learning_rate)
+        return changed
+
+    def _set_lr(self, lr: float) -> None:
+        if not self.every_optimizer_follows_lr:
+            super()._set_lr(lr)
+            return
+        for opt in self.optimizers.values():
+            for group in opt.param_groups:
+                group["lr"] = lr
 
     def update(self, samples: dict[str, Any]) -> dict[str, float]:
         """One gradient update on `samples` (see the module docstring); writes `samples["td_errors"]`

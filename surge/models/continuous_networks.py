@@ -17,11 +17,11 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.sac import squashed_gaussian_sample
 from surge.cfg.config import Config
 from surge.errors import EnvError
 from surge.models.encoders import ACTIVATIONS, _mlp
 from surge.models.obs_features import Obs, ObsFeatures
+from surge.models.squashed_gaussian import squashed_gaussian_sample
 
 #: log-std bounds of the Gaussian actor (Stable-Baselines3's LOG_STD_MIN/MAX and rlpyt's)
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0

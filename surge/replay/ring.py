@@ -26,7 +26,7 @@ surge's convention for truncation (below).
 Truncation: surge's envs reset automatically (`surge.envs.multi_agent`), so the observation after a
 truncated step is the next episode's first one, and the final observation is not stored. A
 truncated step is bootstrapped from its OWN observation, as the on-policy learners do
-(`surge.algorithms.returns.bootstrap_truncated_rewards`, rl_games' value bootstrap).
+(`surge.learning.returns.bootstrap_truncated_rewards`, rl_games' value bootstrap).
 """
 
 from __future__ import annotations

@@ -65,19 +65,28 @@ def _benchmark_flags(args: tuple[str, ...]) -> bool:
             if a.startswith("--") and "=" in a:
                 k, v = a[2:].split("=", 1)
                 flags[k] = v
-        return flags.get("algo") == "DUMMY_SAMPLER" or flags.get("benchmark", "").lower() in (
+        return _sampler_only(flags.get("algo", "")) or flags.get("benchmark", "").lower() in (
             "true",
             "1",
             "yes",
             "y",
             "t",
         )
-    return bool(cfg.benchmark) or cfg.algo == "DUMMY_SAMPLER"
+    return bool(cfg.benchmark) or _sampler_only(cfg.algo)
+
+
+def _sampler_only(algo: str) -> bool:
+    """Whether `--algo=algo` names a registered sampler-only algorithm (`Capabilities.sampler_only`,
+    a benchmark); an unknown name is not one."""
+    from surge.learning.algorithm import registered_algorithm
+
+    found = registered_algorithm(algo)
+    return found is not None and found.capabilities.sampler_only
 
 
 def is_benchmark(tokens: Sequence[str]) -> bool:
-    """True for a `surge.train` command that writes no `done` marker: `--benchmark=True` or
-    `--algo=DUMMY_SAMPLER` (decided from its parsed config, `surge.cfg.cli.parse_cfg`; from the
+    """True for a `surge.train` command that writes no `done` marker: `--benchmark=True` or a
+    sampler-only `--algo` (`Capabilities.sampler_only`, DUMMY_SAMPLER; decided from its parsed config, `surge.cfg.cli.parse_cfg`; from the
     flags as written when they do not parse). Such an experiment is done when it exits with 0
     without being stopped by the runner; the runner then writes `runner_done` in its folder."""
     args = surge_train_args(tokens)

@@ -9,7 +9,6 @@ shared memory and calls the same functions inside each child process.
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 
@@ -18,13 +17,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
+from surge.cfg.config import Config, env_frameskip
 from surge.cfg.validate import check_policy_mapping
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
-from surge.learning.algorithm import Algorithm, Feed, ModelParts, acting_state_size, get_algorithm
+from surge.learning.algorithm import Algorithm, ModelParts, acting_state_size, get_algorithm
 from surge.learning.amp import resolve_mixed_precision
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
@@ -97,38 +96,9 @@ def seed_everything(seed: int | None) -> None:
 
 
 def blocks_per_split(cfg: Config, num_agents: int) -> int:
-    """Trajectory blocks each (worker, split) owns. A learner holds a batch's blocks until it has
-    trained on it, up to an iteration's worth times the accumulation Sample Factory allows
-    (`minibatches_to_accumulate`: -1 = 2 x num_batches_per_iteration, 0 = none), while each
-    split keeps one in progress; with every block held, collection pauses. With several policies
-    each learner waits for its own batch, so the pool holds as much for each learning policy (a
-    frozen one holds none): the trajectories learners short of a batch hold (fewer than a batch
-    each, `surge.data.block_pool`) never leave every split without a rollout's worth of free
-    slots.
-
-    With `Feed.REPLAY` a learner copies each block into its replay buffer and releases it at once:
-    a split needs one block it fills and one on its way to the learner (queued to be copied), so
-    the pool holds `min_traj_buffers_per_worker` (at least 2) blocks per split, one more with
-    several policies, whatever the batch size or accumulation."""
-    if get_algorithm(cfg.algo).feed is Feed.REPLAY:
-        return max(2, cfg.min_traj_buffers_per_worker) + (cfg.num_policies > 1)
-    agents_per_split = cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents
-    owners = cfg.num_workers * cfg.worker_num_splits
-    learners = len(learning_policies(cfg))
-    per_iteration = traj_per_iteration(cfg, num_agents)
-    per_iteration_blocks = math.ceil(per_iteration / agents_per_split) * learners
-    # one block more per owner when batches split blocks (the batcher takes exactly an iteration's
-    # trajectories): a learner then holds part of a block between batches. Synchronous, one more
-    # with several policies too (frozen ones included: learners hold single trajectories). In both
-    # cases the free slots of an owner can fall short of a block while no learner has its batch
-    # yet; with the spare block, every owner waiting for one means the learners hold a batch.
-    splits_blocks = per_iteration % agents_per_split != 0
-    acc = minibatches_to_accumulate(cfg)
-    if acc == 0:  # synchronous: collection waits while the learners hold every block
-        return max(1, math.ceil(per_iteration_blocks / owners)) + int(splits_blocks or cfg.num_policies > 1)
-    iterations = 2 if acc < 0 else math.ceil(acc / cfg.num_batches_per_iteration)
-    held = math.ceil(per_iteration_blocks * iterations / owners)
-    return max(cfg.min_traj_buffers_per_worker, held + 1 + int(splits_blocks))
+    """Trajectory blocks each (worker, split) owns: the algorithm's feed decides
+    (`surge.learning.feed.Feed.blocks_per_split`)."""
+    return get_algorithm(cfg.algo).feed.blocks_per_split(cfg, num_agents)
 
 
 @dataclass
@@ -150,9 +120,7 @@ class RunLayout:
     def make_batcher(self) -> Batcher:
         """A learner's batcher: an iteration's trajectories per batch (on-policy), or each rollout's
         share as it comes (replay learners)."""
-        replay = self.algo.feed is Feed.REPLAY
-        per_batch = 1 if replay else traj_per_iteration(self.cfg, self.info.num_agents)
-        return Batcher(per_batch, self.block_pool.block_size, whole_arrivals=replay)
+        return self.algo.feed.make_batcher(self.cfg, self.block_pool.block_size, self.info.num_agents)
 
 
 def make_layout(

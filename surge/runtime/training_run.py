@@ -132,12 +132,14 @@ class TrainingRun:
             log.warning(note)
         for note in [*space_default_notes(cfg), *default_notes(cfg)]:
             log.info(note)
-        if (no_end := no_end_note(cfg)) is not None and cfg.algo != "DUMMY_SAMPLER":
+        sampler_only = get_algorithm(cfg.algo).capabilities.sampler_only
+        if (no_end := no_end_note(cfg)) is not None and not sampler_only:
             log.info(no_end)
-        if cfg.algo == "DUMMY_SAMPLER":
+        if sampler_only:
             log.info(
-                "DUMMY_SAMPLER samples %d env frames: the lower of --train_for_env_steps and "
+                "%s samples %d env frames: the lower of --train_for_env_steps and "
                 "--sample_env_frames (here %s)%s.",
+                cfg.algo,
                 cfg.train_for_env_steps,
                 "--sample_env_frames"
                 if cfg.train_for_env_steps == cfg.sample_env_frames

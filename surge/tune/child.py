@@ -25,9 +25,10 @@ def main(argv: list[str]) -> int:
         print(f"surge tune: error: {e}", file=sys.stderr)
         _write(out, {"status": "refused", "error": str(e)})
         return 2
+    from surge.learning.algorithm import get_algorithm
     from surge.runtime.training_run import TrainingRun
 
-    if cfg.algo == "DUMMY_SAMPLER":  # as `surge bench` (surge/train.py)
+    if get_algorithm(cfg.algo).capabilities.sampler_only:  # as `surge bench` (surge/train.py)
         cfg.sampler_only, cfg.benchmark = True, True
         cfg.train_for_env_steps = min(cfg.train_for_env_steps, cfg.sample_env_frames)
     run = TrainingRun(cfg)

@@ -33,8 +33,8 @@ import numpy as np
 import pytest
 import torch
 
+from surge.algorithms.a2c.learner import A2CLearner
 from surge.cfg.cli import parse_cfg
-from surge.learning.a2c import A2CLearner
 from surge.models.actor_critic import ActorCritic
 
 T, N, OBS, ACTS = 8, 6, 4, 3
@@ -306,7 +306,7 @@ def test_a2c_bootstraps_a_truncated_step_and_not_a_terminated_one(tmp_path, monk
     """Agent 0's episode is cut by a time limit at step 3, agent 1's terminates there: the return
     of that step is `r + γ V_old(x_3)` after the time-out and `r` after the termination; the
     advantage is the return minus `V_old(x_3)`. Read where the learner hands them to `a2c_loss`."""
-    import surge.learning.a2c as a2c_module
+    import surge.algorithms.a2c.learner as a2c_module
 
     data = _batch(seed=3)
     data["terminated"][:2], data["truncated"][:2] = False, False

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-import surge.learning.learner as learner_mod
+import surge.algorithms.appo.learner as learner_mod
 from surge.cfg.cli import parse_cfg
 from surge.distributed.ranks import RankInfo, check_data_parallel
 from surge.enjoy import enjoy

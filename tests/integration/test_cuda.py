@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 import torch
 
+from surge.algorithms.appo.learner import Learner
 from surge.cfg.cli import parse_cfg
-from surge.learning.learner import Learner
 from surge.models.actor_critic import ActorCritic
 from surge.runtime.training_run import train
 from tests.integration.test_learner_reference import (

@@ -27,10 +27,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from surge.algorithms.appo.learner import Learner
 from surge.cfg.cli import parse_cfg
 from surge.distributed.data_parallel import DataParallel, RanksDiverged
 from surge.distributed.ranks import RankInfo
-from surge.learning.learner import Learner
 from surge.models.actor_critic import ActorCritic
 
 T, N, OBS, ACTS = 8, 4, 4, 3  # N agents per rank

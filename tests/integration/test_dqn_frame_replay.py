@@ -13,9 +13,11 @@ import torch
 pytest.importorskip("ale_py")
 pytest.importorskip("cv2")
 
+from surge.algorithms.dqn.declaration import dqn_replay_bytes  # noqa: E402
+from surge.algorithms.dqn.learner import DQNLearner  # noqa: E402
+from surge.algorithms.dqn.model import make_dqn_parts  # noqa: E402
 from surge.cfg.cli import parse_cfg  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
-from surge.learning.dqn import DQNLearner, dqn_replay_bytes, make_dqn_parts  # noqa: E402
 from surge.replay.frames import FrameObs  # noqa: E402
 from surge.replay.obs_store import PlainObs  # noqa: E402
 

@@ -10,9 +10,11 @@ import gymnasium as gym
 import pytest
 import torch
 
+from surge.algorithms.dqn.declaration import dqn_act
+from surge.algorithms.dqn.learner import DQNLearner
+from surge.algorithms.dqn.model import make_dqn_parts
 from surge.cfg.cli import parse_cfg
 from surge.learning.algorithm import ActContext
-from surge.learning.dqn import DQNLearner, dqn_act, make_dqn_parts
 
 BUDGET = 10_000
 

@@ -12,8 +12,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from surge.algorithms.dqn.learner import DQNLearner
+from surge.algorithms.dqn.model import make_dqn_parts
 from surge.cfg.cli import parse_cfg
-from surge.learning.dqn import DQNLearner, make_dqn_parts
 
 T, N_COLS, GAMMA = 12, 2, 0.9
 

@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 import torch
 
+from surge.algorithms.appo.learner import Learner
 from surge.cfg.cli import parse_cfg
-from surge.learning.learner import Learner
 from surge.models.actor_critic import ActorCritic
 
 T, N, OBS, ACTS = 8, 6, 4, 3

@@ -245,7 +245,7 @@ def test_zero_rnn_on_done_in_acting_and_learning(tmp_path, zero):
 
 @pytest.mark.parametrize("kind", ["bound", "regularisation"])
 def test_bounds_loss_enters_the_loss_with_its_coefficient(tmp_path, kind):
-    from surge.algorithms.bounds_loss import action_bounds_loss
+    from surge.algorithms.appo.bounds_loss import action_bounds_loss
 
     _, c = _components(
         tmp_path,

@@ -9,8 +9,9 @@ import gymnasium as gym
 import pytest
 import torch
 
+from surge.algorithms.r2d2.learner import R2D2Learner
+from surge.algorithms.r2d2.model import make_r2d2_parts
 from surge.cfg.cli import parse_cfg
-from surge.learning.r2d2 import R2D2Learner, make_r2d2_parts
 
 T, N_COLS = 8, 2  # one block: 16 env steps
 

@@ -7,9 +7,9 @@ import json
 
 import torch
 
+from surge.algorithms.appo.declaration import APPO
 from surge.cfg.cli import parse_cfg
 from surge.learning.algorithm import ActContext, Algorithm, register_algorithm, sampled_act
-from surge.learning.appo import APPO
 from surge.runtime.serial import SerialPlacement
 
 SEEN: list[tuple[torch.Tensor, int, int, torch.Tensor]] = []
@@ -86,7 +86,7 @@ def test_act_gets_stable_actor_ids_num_actors_and_env_frames(tmp_path):
 
 
 def test_deterministic_context_acts_with_the_distribution_mode(tmp_path):
-    from surge.learning.a2c import a2c_act
+    from surge.algorithms.a2c.declaration import a2c_act
     from surge.models.actor_critic import make_actor_critic
 
     cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--use_rnn=False"])

@@ -1,4 +1,4 @@
-"""Learning test: A2C (its own module, `surge.learning.a2c`, on the unchanged placements) solves
+"""Learning test: A2C (its own module, `surge.algorithms.a2c.declaration`, on the unchanged placements) solves
 CartPole-v1 in the serial and in the async placement: deterministic evaluation (10 episodes on
 fresh envs) of the run's policy averages >= 475. A policy that does not learn runs the whole
 budget and fails.

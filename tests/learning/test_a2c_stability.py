@@ -19,8 +19,8 @@ import re
 import pytest
 import torch
 
+from surge.algorithms.a2c.learner import A2CLearner
 from surge.cfg.cli import parse_cfg
-from surge.learning.a2c import A2CLearner
 from surge.runtime.training_run import train
 
 WORKERS, ENVS, ROLLOUT = 2, 8, 32  # the rollout is Config's default

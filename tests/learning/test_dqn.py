@@ -1,4 +1,4 @@
-"""Learning test: DQN (`surge.learning.dqn`) reaches >= 475 on CartPole-v1 within 100k env steps
+"""Learning test: DQN (`surge.algorithms.dqn.declaration`) reaches >= 475 on CartPole-v1 within 100k env steps
 in both placements: deterministic evaluation (10 episodes, greedy `eval_act`) of the final
 checkpoint in the serial placement, and of the best checkpoint chosen by evaluation during training
 (`--save_best_by_eval`, Stable-Baselines3's EvalCallback) in the async placement.

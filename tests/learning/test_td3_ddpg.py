@@ -1,4 +1,4 @@
-"""Learning tests: TD3, DDPG and SAC (`surge.learning.td3`, `ddpg`, `sac`, on the unchanged
+"""Learning tests: TD3, DDPG and SAC (`surge.algorithms.ddpg_td3.td3`, `ddpg`, `sac`, on the unchanged
 placements, replay feed) reach a mean return >= -200 on Pendulum-v1 within 20k env steps: the final
 checkpoint (async TD3: the best checkpoint by evaluation every 2k steps) is played by `surge enjoy` for 10
 deterministic episodes (the algorithm's `eval_act`).

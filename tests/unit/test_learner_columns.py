@@ -4,7 +4,7 @@ to advanced indexing `x[:, idx]` (the reference) on both of its paths, and a ten
 import pytest
 import torch
 
-from surge.learning.learner import _ROW_GATHER_MIN, _columns
+from surge.algorithms.appo.learner import _ROW_GATHER_MIN, _columns
 
 
 @pytest.mark.parametrize(

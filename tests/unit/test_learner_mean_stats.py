@@ -3,7 +3,7 @@ expression it replaced in `Learner.train_batch`: the same floats, bit for bit.""
 
 import torch
 
-from surge.learning.learner import mean_stats
+from surge.algorithms.appo.learner import mean_stats
 
 
 def _old(steps):

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import learner_vs_bound as lvb  # noqa: E402
 
-import surge.learning.learner as learner_module  # noqa: E402
+import surge.algorithms.appo.learner as learner_module  # noqa: E402
 
 
 def test_the_script_times_the_learner_the_bound_and_the_parts(capsys):

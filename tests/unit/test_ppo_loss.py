@@ -5,7 +5,7 @@ import gymnasium as gym
 import pytest
 import torch
 
-from surge.algorithms.ppo_loss import PPOLossConfig, ppo_loss
+from surge.algorithms.appo.ppo_loss import PPOLossConfig, ppo_loss
 from surge.models.distributions import make_distribution
 
 SPACE = gym.spaces.Discrete(3)

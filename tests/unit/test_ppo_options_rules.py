@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.algorithms.bounds_loss import action_bounds_loss
+from surge.algorithms.appo.bounds_loss import action_bounds_loss
 from surge.cfg.cli import parse_cfg
 from surge.errors import ConfigError
 from surge.learning.base import shaped_rewards

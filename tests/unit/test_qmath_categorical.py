@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from surge.algorithms.categorical_dqn import (
+from surge.algorithms.dqn.categorical import (
     categorical_loss,
     categorical_projection,
     categorical_q_values,

@@ -7,22 +7,21 @@ import pytest
 import torch
 from torch import nn
 
-from surge.algorithms.ddpg_td3 import (
+from surge.algorithms.ddpg_td3.losses import (
     clipped_double_q_target,
     critic_loss,
     ddpg_critic_target,
     deterministic_actor_loss,
     td3_smoothed_actions,
 )
-from surge.algorithms.sac import (
+from surge.algorithms.sac.losses import (
     default_target_entropy,
     sac_actor_loss,
     sac_soft_target,
     sac_temperature_loss,
-    squashed_gaussian_log_prob,
-    squashed_gaussian_sample,
 )
-from surge.algorithms.target_networks import hard_update, polyak_update
+from surge.learning.target_networks import hard_update, polyak_update
+from surge.models.squashed_gaussian import squashed_gaussian_log_prob, squashed_gaussian_sample
 
 
 def _nets(seed):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from surge.algorithms.exploration import epsilon_greedy, linear_schedule, per_actor_epsilon
+from surge.learning.exploration import epsilon_greedy, linear_schedule, per_actor_epsilon
 
 
 def test_per_actor_epsilon_matches_the_ape_x_formula():

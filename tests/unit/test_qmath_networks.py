@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from surge.algorithms.sac import squashed_gaussian_log_prob
+from surge.algorithms.dqn.networks import QNetwork
 from surge.cfg.config import Config
 from surge.errors import EnvError
 from surge.models.continuous_networks import ContinuousActor, QCritic, TwinQCritic
-from surge.models.q_networks import QNetwork
+from surge.models.squashed_gaussian import squashed_gaussian_log_prob
 
 VEC = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
 ACTIONS = gym.spaces.Discrete(4)

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from surge.algorithms.q_learning import (
+from surge.learning.q_learning import (
     double_q_target,
     inverse_value_rescale,
     nstep_returns,

@@ -11,11 +11,11 @@ import gymnasium as gym
 import pytest
 import torch
 
-from surge.algorithms.exploration import per_actor_epsilon
 from surge.cfg.cli import parse_cfg
 from surge.distributed.ray_placement import RayPlacement
 from surge.distributed.ray_sampler import SamplerNode, Shipment
 from surge.learning.algorithm import acting_state_size
+from surge.learning.exploration import per_actor_epsilon
 from surge.runtime.components import EnvInfo, make_layout, make_learner, make_model
 from surge.runtime.messages import BlockReady
 from surge.runtime.placement import StepReport

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.algorithms.returns import bootstrap_truncated_rewards, discounted_returns, gae, vtrace
+from surge.learning.returns import bootstrap_truncated_rewards, discounted_returns, gae, vtrace
 
 
 def _random_batch(T=17, B=5, seed=0, done_p=0.15):

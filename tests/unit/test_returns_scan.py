@@ -4,7 +4,7 @@ they replaced, copied here as they were: the results must be bit-identical, not 
 import pytest
 import torch
 
-from surge.algorithms.returns import discounted_returns, gae, reverse_scan, vtrace
+from surge.learning.returns import discounted_returns, gae, reverse_scan, vtrace
 
 
 def _old_gae(rewards, values, dones, gamma, lam):

@@ -3,7 +3,7 @@
 Actions are in the actor's normalised space [-1, 1]^D (`ContinuousActor.to_env` rescales them to
 the Box bounds), as Stable-Baselines3 stores them; noise scales are in that space (TD3's σ = 0.2,
 c = 0.5 are relative to a max action of 1). `returns`, `discounts` `[B]` as in
-`surge.algorithms.q_learning` (discounts 0 after a termination, γ^n otherwise).
+`surge.learning.q_learning` (discounts 0 after a termination, γ^n otherwise).
 """
 
 from __future__ import annotations

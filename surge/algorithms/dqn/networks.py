@@ -15,7 +15,7 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
-from surge.algorithms.categorical_dqn import categorical_support
+from surge.algorithms.dqn.categorical import categorical_support
 from surge.cfg.config import Config
 from surge.envs.action_masks import model_obs_space
 from surge.errors import EnvError

@@ -8,7 +8,7 @@ import gymnasium as gym
 from torch import Tensor, nn
 
 from surge.envs.action_masks import MASK_KEY
-from surge.learning.algorithm import ActContext, Algorithm, Obs, register_algorithm
+from surge.learning.algorithm import ActContext, Algorithm, Capabilities, Obs, register_algorithm
 from surge.sampling.inference import random_actions
 
 
@@ -30,5 +30,6 @@ DUMMY_SAMPLER = register_algorithm(
         act=random_act,
         make_learner=None,
         act_reads_obs=False,
+        capabilities=Capabilities(sampler_only=True),
     )
 )

@@ -43,23 +43,19 @@ lagging critic above; docs/logs/a2c_stability_2026-11-24_critic.md).
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
-import torch
 from torch import Tensor, nn
 
-from surge.cfg.config import Config, algo_params, minibatches_to_accumulate, param
+from surge.algorithms.a2c.learner import A2CLearner
+from surge.algorithms.a2c.params import A2CParams
+from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.errors import ConfigError
-from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, register_algorithm
-from surge.learning.base import LearnerBase
+from surge.learning.algorithm import ActContext, Algorithm, Capabilities, FieldSpec, Obs, register_algorithm
 from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
 from surge.population.roles import learning_policies
-
-log = logging.getLogger("surge")
 
 
 def a2c_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:
@@ -76,119 +72,11 @@ def a2c_fields(action_space: gym.Space) -> list[FieldSpec]:
     return [FieldSpec("values", ())]
 
 
-def a2c_loss(
-    log_probs: Tensor,
-    entropy: Tensor,
-    values: Tensor,
-    advantages: Tensor,
-    targets: Tensor,
-    valids: Tensor,
-    value_loss_coeff: float,
-    entropy_coeff: float,
-) -> tuple[Tensor, dict[str, Tensor]]:
-    """The A2C loss (module docstring) over samples; every argument `[N]` float32, `valids` 1 for
-    samples to learn from. Returns the scalar loss and its parts (policy_loss, value_loss,
-    exploration_loss, entropy)."""
-    count = valids.sum().clamp(min=1.0)
-    policy_loss = -(log_probs * advantages * valids).sum() / count
-    value_loss = 0.5 * ((values - targets) ** 2 * valids).sum() / count
-    mean_entropy = (entropy * valids).sum() / count
-    exploration_loss = -entropy_coeff * mean_entropy
-    loss = policy_loss + value_loss_coeff * value_loss + exploration_loss
-    parts = {
-        "policy_loss": policy_loss.detach(),
-        "value_loss": value_loss.detach(),
-        "exploration_loss": exploration_loss.detach(),
-        "entropy": mean_entropy.detach(),
-    }
-    return loss, parts
-
-
-@dataclass
-class A2CParams:
-    """A2C's own flags. (`--help` section "A2C")"""
-
-    popart: bool = param(
-        True,
-        "With --normalize_returns: rescale the value head whenever the returns statistics move, so "
-        "that the critic's values in return units do not jump with them (PopArt, van Hasselt et al. "
-        "2016, eq. 6-7; docs/logs/a2c_stability_2026-11-25.md). No effect without "
-        "--normalize_returns (reported in the log).",
-    )
-
-    def validate(self) -> None:
-        """Nothing to range-check (a switch)."""
-
-
-class A2CLearner(LearnerBase):
-    """One gradient step of `a2c_loss` per batch, one collection round (see the module docstring)."""
-
-    def __init__(self, cfg: Config, *args: Any, **kwargs: Any):
-        super().__init__(cfg, *args, **kwargs)
-        popart = algo_params(cfg, A2CParams).popart
-        self.popart = popart and cfg.normalize_returns
-        if popart and not cfg.normalize_returns and self.policy_id == learning_policies(cfg)[0]:
-            log.info(
-                "A2C: --popart has no effect with --normalize_returns=False (the critic learns raw returns)"
-            )
-
-    def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
-        b = super().prepare_batch(slots)
-        b["old_values"] = b.pop("values")
-        return b
-
-    def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
-        """Trains one step on a batch from `prepare_batch`; returns the loss parts, grad_norm, lr,
-        policy_lag_min/avg/max (policy versions) and skipped_updates (1 when the step was skipped for
-        a non-finite loss or gradient, see `LearnerBase.apply_gradients`)."""
-        cfg, model = self.cfg, self.model
-        lr = self.set_learning_rate(env_frames)
-        self._mask_stale(b)
-        self._update_obs_normalizer(b)
-        T = b["rewards"].shape[0]
-        adv, targets = self._gae_targets(b)  # gae_lambda = 1: n-step returns, bootstrapped
-        obs = {k: v[:T] for k, v in b["obs"].items()} if isinstance(b["obs"], dict) else b["obs"][:T]
-        # the core resets its state at episode ends, or nowhere with --zero_rnn_on_done=False
-        rnn_dones = b["dones"] if cfg.zero_rnn_on_done else torch.zeros_like(b["dones"])
-        logits, values = model.evaluate(obs, b["rnn_states"][:T], rnn_dones, cfg.recurrence)
-        valids = b["valids"]
-        if cfg.normalize_advantage:
-            adv = self.normalize_advantages(adv, valids)
-        dist = model.distribution(logits.reshape(-1, logits.shape[-1]))
-        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
-        loss, stats = a2c_loss(
-            dist.log_prob(flat(b["actions"])),
-            dist.entropy(),
-            flat(values),
-            flat(adv),
-            flat(targets),
-            flat(valids),
-            self.hp.value_loss_coeff,
-            self.hp.exploration_loss_coeff,
-        )
-        grad_norm = self.apply_gradients(loss)
-        out = {k: float(v) for k, v in stats.items()}
-        out.update(
-            loss=float(loss.detach()),
-            grad_norm=float(grad_norm),
-            lr=lr,
-            adv_mean=float(adv.mean()),
-            value_mean=float(values.detach().mean()),
-            target_mean=float(targets.mean()),
-            policy_version=float(self.policy_version),
-            samples=float(valids.numel()),
-            **self.lag_stats(b),
-            **self.skip_stats(int(self.last_step_skipped)),
-        )
-        return out
-
-
 def a2c_batch_trajectories(cfg: Config, agents_per_env: int) -> int:
     """Trajectories of one A2C batch: one rollout of every agent, `num_workers x
     num_envs_per_worker x agents_per_env` (a batched env's sub-envs count as agents), i.e.
     `rollout` times as many samples; with several learning policies each learner's share of it
     (their batches then mix rounds: the lag is not 0 by construction there)."""
-    from surge.population.roles import learning_policies
 
     learners = max(1, len(learning_policies(cfg)))
     return max(1, cfg.num_workers * cfg.num_envs_per_worker * agents_per_env // learners)
@@ -262,6 +150,13 @@ A2C = register_algorithm(
         validate=validate_a2c,
         params=A2CParams,
         batch_trajectories=a2c_batch_trajectories,
+        capabilities=Capabilities(
+            data_parallel=True,
+            exportable=True,
+            rescale_actions=True,
+            carry_rnn_over_done=True,
+            synchronous=True,  # one gradient step per round of rollouts, policy lag 0
+        ),
         unused_params=(
             "batch_size",  # the batch is one rollout of every env (a2c_batch_trajectories)
             "ppo_clip_ratio",

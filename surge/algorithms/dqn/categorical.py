@@ -3,7 +3,7 @@
 action, the projected Bellman target (Algorithm 1) and its cross-entropy loss.
 
 Shapes: probabilities `[B, atoms]` or `[B, A, atoms]` float32; `returns`, `discounts` `[B]` as in
-`surge.algorithms.q_learning` (discounts 0 after a termination, γ^n otherwise).
+`surge.learning.q_learning` (discounts 0 after a termination, γ^n otherwise).
 """
 
 from __future__ import annotations

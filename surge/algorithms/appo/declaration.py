@@ -1,13 +1,19 @@
 """APPO: asynchronous PPO with V-trace or GAE (Sample Factory; Schulman et al. 2017, Espeholt et al.
-2018), the default `--algo`. Its learner is `surge.learning.learner.Learner`."""
+2018), the default `--algo`. Its learner is `surge.algorithms.appo.learner.Learner`."""
 
 from __future__ import annotations
 
+from surge.algorithms.appo.learner import Learner
 from surge.cfg.config import Config
 from surge.errors import ConfigError
-from surge.learning.algorithm import Algorithm, policy_gradient_fields, register_algorithm, sampled_act
+from surge.learning.algorithm import (
+    Algorithm,
+    Capabilities,
+    policy_gradient_fields,
+    register_algorithm,
+    sampled_act,
+)
 from surge.learning.central_value import central_value_parts
-from surge.learning.learner import Learner
 from surge.learning.pg_checks import check_ppo_flags
 
 #: learner statistic -> TensorBoard tag (docs/metrics.md)
@@ -86,5 +92,14 @@ APPO = register_algorithm(
         validate=validate_appo,
         metric_tags=PPO_METRIC_TAGS,
         make_model=central_value_parts,
+        capabilities=Capabilities(
+            data_parallel=True,
+            exportable=True,
+            autocast=True,
+            kl_adaptive_rate=True,
+            central_value=True,
+            rescale_actions=True,
+            carry_rnn_over_done=True,
+        ),
     )
 )

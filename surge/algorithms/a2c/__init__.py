@@ -1,0 +1,1 @@
+"""The a2c algorithm: its declaration, config section, losses, networks and learner."""

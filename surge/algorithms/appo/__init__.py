@@ -1,0 +1,1 @@
+"""The appo algorithm: its declaration, config section, losses, networks and learner."""

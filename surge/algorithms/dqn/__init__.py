@@ -1,0 +1,1 @@
+"""The dqn algorithm: its declaration, config section, losses, networks and learner."""

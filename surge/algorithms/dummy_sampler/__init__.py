@@ -1,0 +1,1 @@
+"""The dummy_sampler algorithm: its declaration, config section, losses, networks and learner."""

@@ -1,0 +1,1 @@
+"""The sac algorithm: its declaration, config section, losses, networks and learner."""
