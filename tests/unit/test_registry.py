@@ -41,13 +41,21 @@ class _Counter(gym.Env):
         return np.array([self.t], np.float32), 1.0, self.t >= self.horizon, False, {}
 
 
-def test_a_minigrid_id_is_refused_with_the_module_form_that_makes_it():
+def test_a_minigrid_id_is_refused_with_the_module_form_that_makes_it(monkeypatch):
     if importlib.util.find_spec("minigrid") is None:  # not imported here: that registers its ids
         pytest.skip("minigrid is not installed")
+    import gymnasium as gym
+
+    # a test run earlier in this process may have imported minigrid, registering its ids: the case
+    # here is a process that has not
+    spec = gym.registry.get("MiniGrid-Empty-5x5-v0")
+    monkeypatch.delitem(gym.registry, "MiniGrid-Empty-5x5-v0", raising=False)
     with pytest.raises(ConfigError) as e:
         find_family("MiniGrid-Empty-5x5-v0")
     suggested = re.search(r"--env=(\S+) ", e.value.fix).group(1)
     assert suggested == "minigrid:MiniGrid-Empty-5x5-v0", e.value.fix
+    if spec is not None:  # importing minigrid again registers nothing: it stays imported
+        gym.registry["MiniGrid-Empty-5x5-v0"] = spec
     assert find_family(suggested) is not None  # the suggested name is one surge makes
 
 
