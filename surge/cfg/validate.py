@@ -181,7 +181,7 @@ def pbt_budget_notes(cfg: Any) -> list[str]:
 
 
 def _field_defaults(cfg: Any) -> dict[str, Any]:
-    """This run's default of every flag: those `surge.cfg.cli.parse_cfg` used (the defaults the
+    """This run's default of every flag: those `surge.app.resolve.parse_cfg` used (the defaults the
     env's spaces chose included), else `surge.cfg.cli.field_defaults` for its env family and
     algorithm; the dataclasses' own defaults for a config of an env not registered here."""
     from surge.cfg.cli import FIELD_DEFAULTS_ATTR, field_defaults

@@ -83,7 +83,7 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         CheckpointMismatch: its weights are of another network than the saved config builds.
     """
     values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.envs.registry import make_env
     from surge.experiment.checkpoint import CheckpointManager
     from surge.experiment.checkpoint_fit import check_fits

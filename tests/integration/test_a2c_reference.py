@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.a2c import A2CLearner
 from surge.models.actor_critic import ActorCritic
 

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.distributed.data_parallel import DataParallel, RanksDiverged
 from surge.distributed.ranks import RankInfo
 from surge.learning.learner import Learner

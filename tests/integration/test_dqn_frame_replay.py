@@ -13,7 +13,7 @@ import torch
 pytest.importorskip("ale_py")
 pytest.importorskip("cv2")
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
 from surge.learning.dqn import DQNLearner, dqn_replay_bytes, make_dqn_parts  # noqa: E402
 from surge.replay.frames import FrameObs  # noqa: E402

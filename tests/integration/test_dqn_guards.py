@@ -10,7 +10,7 @@ import gymnasium as gym
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.algorithm import ActContext
 from surge.learning.dqn import DQNLearner, dqn_act, make_dqn_parts
 

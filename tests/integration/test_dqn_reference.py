@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.dqn import DQNLearner, make_dqn_parts
 
 T, N_COLS, GAMMA = 12, 2, 0.9

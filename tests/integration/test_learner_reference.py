@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.learner import Learner
 from surge.models.actor_critic import ActorCritic
 

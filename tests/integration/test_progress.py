@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.learner import Learner
 from surge.runtime.training_run import TrainingRun
 

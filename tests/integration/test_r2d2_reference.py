@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.r2d2 import R2D2Learner, make_r2d2_parts
 
 T, N_COLS, GAMMA, BURN_IN, LEARN, N_STEP, ETA, EPS = 16, 2, 0.9, 2, 3, 2, 0.8, 1e-2

@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.r2d2 import R2D2Learner, make_r2d2_parts
 
 T, N_COLS = 8, 2  # one block: 16 env steps

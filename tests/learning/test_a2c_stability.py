@@ -19,7 +19,7 @@ import re
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.a2c import A2CLearner
 from surge.runtime.training_run import train
 

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from surge.cfg.cli import parse_cfg, save_cfg
+from surge.app.resolve import parse_cfg
+from surge.cfg.cli import save_cfg
 from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.envs.atari import AtariParams
 from surge.errors import ConfigError

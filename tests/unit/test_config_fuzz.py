@@ -24,7 +24,8 @@ import yaml  # noqa: E402
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from surge.cfg.cli import EvalParams, field_defaults, parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.cfg.cli import EvalParams, field_defaults  # noqa: E402
 from surge.envs.registry import find_family  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
 

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cfg.reference import reference
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT
 

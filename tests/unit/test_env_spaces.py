@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
 from surge.envs.wrappers import ChannelsFirst

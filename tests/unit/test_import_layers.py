@@ -1,7 +1,7 @@
 """surge's layers import downwards only: the import-linter contract in pyproject.toml
 (`[tool.importlinter]`: errors < cfg < data, models, envs, replay < algorithms, learning < sampling <
-runtime < distributed, population, experiment, evaluation, export, runner, tune < app and the CLI
-modules) is kept, and the checker this test relies on does report a broken contract."""
+runtime < distributed, population, experiment, evaluation < app, the CLI modules and the commands
+export, runner, tune) is kept, and the checker this test relies on does report a broken contract."""
 
 import subprocess
 import sys

@@ -293,7 +293,7 @@ def test_variance_scaling_matches_rl_games():
     ],
 )
 def test_command_line_refuses_before_any_process_starts(tmp_path, flags, field):
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
 
     with pytest.raises(ConfigError) as err:
         parse_cfg(["--env=CartPole-v1", "--experiment=x", f"--train_dir={tmp_path}", *flags])

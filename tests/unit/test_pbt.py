@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.population.commands import ReplacePolicy, SetHyperparams
 from surge.population.objective import episode_statistic

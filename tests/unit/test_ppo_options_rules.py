@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from surge.algorithms.bounds_loss import action_bounds_loss
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.learning.base import shaped_rewards
 from surge.learning.kl_adaptive import KLAdaptiveLR, adaptive_lr_update

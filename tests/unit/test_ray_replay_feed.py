@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from surge.algorithms.exploration import per_actor_epsilon
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.distributed.ray_placement import RayPlacement
 from surge.distributed.ray_sampler import SamplerNode, Shipment
 from surge.learning.algorithm import acting_state_size

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import as_overrides, probe_spaces, space_default_notes, space_defaults
 from surge.cfg.validate import config_notes

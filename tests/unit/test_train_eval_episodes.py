@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cfg.validate import config_notes
 from surge.errors import ConfigError
 from surge.evaluation.episodes import EpisodePlayer

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
+from surge.app.resolve import parse_cfg
 from surge.cfg import family_params
-from surge.cfg.cli import flag_fields, parse_cfg, rebuild_cfg, save_cfg
+from surge.cfg.cli import flag_fields, rebuild_cfg, save_cfg
 from surge.cfg.config import SECTIONS, Config, EvalParams, OptimParams, SamplingParams
 from surge.envs.atari import AtariParams
 from surge.envs.doom.family import DoomParams
