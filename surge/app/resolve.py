@@ -18,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+from surge.app.preflight import validate_cfg
 from surge.cfg.cli import (
     COMMAND_ONLY,
     DEFAULT_NOTES_ATTR,
@@ -48,7 +49,7 @@ from surge.cfg.config import Config, core_fields
 from surge.cfg.rl_games_yaml import is_rl_games_yaml, keep_num_actors
 from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
 from surge.cfg.space_defaults import as_overrides, probe_spaces, uses_space_defaults
-from surge.cfg.validate import check_experiment_name, validate_cfg
+from surge.cfg.validate import check_experiment_name
 from surge.envs.check import check_env_spaces
 from surge.envs.registry import check_env_name, find_family
 from surge.errors import ConfigError, SurgeError

@@ -41,7 +41,7 @@ DEFAULT_NOTES_ATTR = "_default_notes"
 #: given is not reported as chosen by the env's spaces: `surge.cfg.space_defaults.describe`)
 GIVEN_ATTR = "_given_fields"
 #: the attribute of a parsed `Config` that holds the defaults its parse used (`field_defaults` with
-#: the spaces' choices), against which `surge.cfg.validate` tells a flag set from one left out
+#: the spaces' choices), against which `surge.app.notes.config_notes` tells a flag set from one left out
 FIELD_DEFAULTS_ATTR = "_field_defaults"
 
 
@@ -306,7 +306,7 @@ def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
     or an rl_games file as it ships (its nested `params: algo / model / network / config` schema,
     translated by `surge.cfg.rl_games_yaml.translate`; with `evaluation`, its `player` block gives
     enjoy's flags). What the rl_games file sets that has no effect, or only an approximate one, is
-    logged once as a warning: by a training run in its log file (`surge.cfg.validate.config_notes`),
+    logged once as a warning: by a training run in its log file (`surge.app.notes.config_notes`),
     by `surge enjoy` here (the `player` block's only).
 
     Raises:
@@ -318,7 +318,7 @@ def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
 
     if is_rl_games_yaml(data):
         out = translate(data, path, evaluation)
-        if evaluation:  # a training run logs them in its log file (`validate.config_notes`)
+        if evaluation:  # a training run logs them in its log file (`surge.app.notes.config_notes`)
             for n in out.notes:
                 if n.startswith("params.config.player") and (path, n) not in _LOGGED_NOTES:
                     _LOGGED_NOTES.add((path, n))

@@ -5,7 +5,7 @@ flags with `--per_actor_eps=True`, the per-actor epsilon's with `--per_actor_eps
 clipped.
 
 A flag counts as set when its value differs from this run's default (after the env family's and
-the algorithm's overrides), as `surge.cfg.validate.config_notes` decides it: a flag passed with
+the algorithm's overrides), as `surge.app.notes.config_notes` decides it: a flag passed with
 its default value is indistinguishable from one left out, and acts the same.
 """
 

@@ -19,7 +19,6 @@ import torch
 from torch import nn
 
 from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
-from surge.cfg.validate import check_policy_mapping
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
@@ -29,6 +28,7 @@ from surge.learning.amp import resolve_mixed_precision
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
 from surge.population.roles import learning_policies
+from surge.sampling.checks import check_policy_mapping
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
 from surge.sampling.rollout_worker import RolloutWorker
@@ -53,7 +53,7 @@ def env_info(cfg: Config, with_replay: bool = True) -> EnvInfo:
         EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
         ConfigError: buffers, model and the algorithm's replay (`Algorithm.replay_bytes`, per
             learning policy) would not fit in this machine's memory, or policies the mapping can
-            never pick (`surge.cfg.validate.check_policy_mapping`).
+            never pick (`surge.sampling.checks.check_policy_mapping`).
     """
     env = make_env(cfg)
     try:

@@ -13,8 +13,8 @@ from rl_games.algos_torch import torch_ext
 from rl_games.algos_torch.d2rl import D2RLNet
 from torch import nn
 
+from surge.app.memory_estimate import rnn_state_floats
 from surge.cfg.config import Config
-from surge.cfg.validate import rnn_state_floats
 from surge.errors import ConfigError
 from surge.models.actor_critic import ActorCritic
 from surge.models.d2rl import D2RLMlp

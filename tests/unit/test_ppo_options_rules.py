@@ -137,7 +137,7 @@ def test_defaults_are_todays_behaviour():
 
 
 def test_options_without_effect_are_reported():
-    from surge.cfg.validate import config_notes
+    from surge.app.notes import config_notes
 
     notes = " ".join(
         config_notes(

@@ -5,8 +5,8 @@ import pytest
 import torch
 import two_player_toy  # noqa: F401  (registers --env=higher_number)
 
+from surge.app.preflight import validate_cfg
 from surge.app.resolve import parse_cfg
-from surge.cfg.validate import validate_cfg
 from surge.errors import ConfigError
 from surge.population.roles import frozen_sources, learning_policies, source_weights
 

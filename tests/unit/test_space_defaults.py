@@ -14,10 +14,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from surge.app.notes import config_notes
 from surge.app.resolve import parse_cfg
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import as_overrides, probe_spaces, space_default_notes, space_defaults
-from surge.cfg.validate import config_notes
 from surge.errors import EnvError
 
 Box, Discrete, Dict = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.Dict
