@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from surge.cfg.validate import check_experiment_name
 from surge.errors import ConfigError, SurgeError
 
 if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (bad input fails fast)
@@ -44,8 +45,6 @@ def saved_values(train_dir: str, experiment: str) -> dict[str, Any]:
         ConfigError: no such experiment (the message lists those in `train_dir`), or an
             experiment trained with an algorithm other than `SUPPORTED_ALGOS`.
     """
-    from surge.cfg.validate import check_experiment_name
-
     check_experiment_name(train_dir, experiment)
     path = Path(train_dir) / experiment / "cfg.json"
     if not path.is_file():
