@@ -19,6 +19,7 @@ import sys
 from typing import Any
 
 from surge.app.preflight import validate_cfg
+from surge.app.space_defaults import env_space_defaults
 from surge.cfg.cli import (
     COMMAND_ONLY,
     DEFAULT_NOTES_ATTR,
@@ -33,7 +34,6 @@ from surge.cfg.cli import (
     _yaml_name,
     acting_in_workers_splits,
     build_parser,
-    env_space_defaults,
     experiment_path,
     field_defaults,
     flag_fields,
@@ -48,9 +48,10 @@ from surge.cfg.cli import (
 from surge.cfg.config import Config, core_fields
 from surge.cfg.rl_games_yaml import is_rl_games_yaml, keep_num_actors
 from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
-from surge.cfg.space_defaults import as_overrides, probe_spaces, uses_space_defaults
+from surge.cfg.space_defaults import as_overrides
 from surge.cfg.validate import check_experiment_name
 from surge.envs.check import check_env_spaces
+from surge.envs.probe import probe_spaces, uses_space_defaults
 from surge.envs.registry import check_env_name, find_family
 from surge.errors import ConfigError, SurgeError
 

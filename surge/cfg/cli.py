@@ -19,13 +19,7 @@ from typing import Any
 import yaml
 
 from surge.cfg.config import SECTIONS, Config, EvalParams, core_fields
-from surge.cfg.space_defaults import (
-    SpaceDefault,
-    chosen_space_defaults,
-    probe_spaces,
-    uses_space_defaults,
-)
-from surge.envs.registry import EnvFamily, find_family, resolve_wrapper
+from surge.envs.registry import EnvFamily, find_family
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
@@ -188,32 +182,6 @@ def field_defaults(
     if own:
         out.update(chosen)
     return out
-
-
-def env_space_defaults(
-    family: EnvFamily | None, env: str, given: dict[str, Any], algo: str = "APPO"
-) -> list[SpaceDefault]:
-    """The defaults chosen by the spaces of `env` when no family claims it (a plain gymnasium id
-    or `package.module:EnvId`): the env is made once (`probe_spaces`, with the `env_wrappers` of
-    `given`) and the rules of `algo` applied (`chosen_space_defaults`). [] for an env of a family.
-
-    Args:
-        given: values from YAML and the command line so far (`env_wrappers`, `use_rnn`, `rollout`,
-            `train_for_seconds`).
-
-    Raises:
-        ConfigError, EnvError: the env cannot be made (unknown id, missing package, ...), or `algo`
-            is not registered.
-    """
-    if not uses_space_defaults(family):
-        return []
-    wrappers = tuple(given.get("env_wrappers") or ())
-    # before the cached probe hashes them: a YAML `env_wrappers: [[]]` is refused by name
-    for name in wrappers:
-        if not isinstance(name, str):
-            resolve_wrapper(name)
-    obs_space, action_space = probe_spaces(env, wrappers)
-    return chosen_space_defaults(algo, obs_space, action_space, {"rollout": Config.rollout, **given})
 
 
 def config_sections() -> dict[str, str]:

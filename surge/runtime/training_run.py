@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from surge.app.notes import config_notes
+from surge.app.space_defaults import space_default_notes
 from surge.cfg.budget import no_end_note
 from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
-from surge.cfg.space_defaults import space_default_notes
 from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator

@@ -13,8 +13,8 @@ import onnxruntime as ort
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.cfg.space_defaults import probe_spaces
 from surge.cli import main as surge_main
+from surge.envs.probe import probe_spaces
 from surge.envs.registry import make_env
 from surge.runtime.training_run import train
 

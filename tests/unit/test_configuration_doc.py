@@ -3,8 +3,8 @@
 import re
 from pathlib import Path
 
-from surge.app.resolve import parse_cfg
 from surge.app.reference import reference
+from surge.app.resolve import parse_cfg
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
