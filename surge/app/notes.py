@@ -8,10 +8,10 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from surge.cfg.cli import read_yaml
+from surge.cfg.cli import read_yaml, run_field_defaults
 from surge.cfg.config import CentralValueParams
 from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
-from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT, PBT_ONLY, _field_defaults
+from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT, PBT_ONLY
 from surge.distributed.ray_checks import ray_notes
 from surge.evaluation.train_eval_checks import train_eval_notes
 from surge.learning.algorithm import get_algorithm
@@ -40,7 +40,7 @@ def config_notes(cfg: Any) -> list[str]:
     value the family chose is not reported as the user's. The run logs these once, after its log
     file is set up; an rl_games `--cfg` file adds its own (`rl_games_notes`)."""
     notes = rl_games_notes(getattr(cfg, "cfg", ""))
-    defaults = _field_defaults(cfg)
+    defaults = run_field_defaults(cfg)
     for name, (default, why) in NO_EFFECT.items():
         if getattr(cfg, name, default) != defaults.get(name, default):
             notes.append(f"--{name} has no effect in surge ({why}).")

@@ -20,7 +20,7 @@ import yaml
 
 from surge.cfg.config import SECTIONS, Config, EvalParams, core_fields
 from surge.envs.registry import EnvFamily, find_family
-from surge.errors import ConfigError
+from surge.errors import ConfigError, SurgeError
 
 log = logging.getLogger("surge")
 
@@ -181,6 +181,31 @@ def field_defaults(
         out[name] = value(out) if callable(value) else value
     if own:
         out.update(chosen)
+    return out
+
+
+def run_field_defaults(cfg: Any) -> dict[str, Any]:
+    """This run's default of every flag: those `surge.app.resolve.parse_cfg` used (the defaults the
+    env's spaces chose included), else `field_defaults` for its env family and
+    algorithm; the dataclasses' own defaults for a config of an env not registered here."""
+    parsed = getattr(cfg, FIELD_DEFAULTS_ATTR, None)
+    if parsed is not None:  # a chosen default is the run's, not a flag the user set
+        return dict(parsed)
+    try:
+        return field_defaults(find_family(cfg.env), cfg.algo, cfg.eval_params is not None)
+    except SurgeError:  # a config built by hand for an env that is not registered here
+        pass
+    out = {}
+    sections = [core_fields()] + [
+        dataclasses.fields(p)
+        for p in (cfg.env_params, cfg.eval_params, cfg.algo_params)
+        if dataclasses.is_dataclass(p)
+    ]
+    for f in (f for fields in sections for f in fields):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
     return out
 
 

@@ -6,14 +6,13 @@ process or env starts. The flags that are accepted without effect (`NO_EFFECT`, 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import os
 import threading
 from typing import Any
 
-from surge.cfg.config import core_fields, env_frameskip
+from surge.cfg.config import env_frameskip
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
@@ -72,36 +71,6 @@ ASYNC_ONLY = {
     "default_niceness": "there are no child processes to renice",
     "train_in_background_thread": "training runs in the main loop, between rollouts",
 }
-
-
-def _field_defaults(cfg: Any) -> dict[str, Any]:
-    """This run's default of every flag: those `surge.app.resolve.parse_cfg` used (the defaults the
-    env's spaces chose included), else `surge.cfg.cli.field_defaults` for its env family and
-    algorithm; the dataclasses' own defaults for a config of an env not registered here."""
-    from surge.cfg.cli import FIELD_DEFAULTS_ATTR, field_defaults
-
-    parsed = getattr(cfg, FIELD_DEFAULTS_ATTR, None)
-    if parsed is not None:  # a chosen default is the run's, not a flag the user set
-        return dict(parsed)
-    from surge.envs.registry import find_family
-    from surge.errors import SurgeError
-
-    try:
-        return field_defaults(find_family(cfg.env), cfg.algo, cfg.eval_params is not None)
-    except SurgeError:  # a config built by hand for an env that is not registered here
-        pass
-    out = {}
-    sections = [core_fields()] + [
-        dataclasses.fields(p)
-        for p in (cfg.env_params, cfg.eval_params, cfg.algo_params)
-        if dataclasses.is_dataclass(p)
-    ]
-    for f in (f for fields in sections for f in fields):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            out[f.name] = f.default_factory()
-    return out
 
 
 def check_core_fields(cfg: Any) -> None:

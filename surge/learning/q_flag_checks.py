@@ -23,9 +23,9 @@ PER_ACTOR_FLAGS = ("per_actor_eps_base", "per_actor_eps_alpha")
 
 
 def _run_defaults(cfg: Config) -> dict[str, Any]:
-    from surge.cfg.validate import _field_defaults
+    from surge.cfg.cli import run_field_defaults
 
-    return _field_defaults(cfg)
+    return run_field_defaults(cfg)
 
 
 def _set_flags(cfg: Config, params: Any, names: tuple[str, ...]) -> list[str]:
