@@ -13,18 +13,36 @@ import copy
 import dataclasses
 import functools
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from surge.cfg.ranges import Range
 from surge.errors import ConfigError
 
 
-def param(default: Any, help: str, choices: tuple | None = None, item_type: type = int) -> Any:
+def param(
+    default: Any,
+    help: str,
+    choices: tuple | None = None,
+    item_type: type = int,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    why: str = "",
+    unit: str = "",
+    example: str = "",
+) -> Any:
     """A config field with its one-line help text, optional allowed values and, for lists, the
-    type of their items (`--flag 1 2 3`)."""
+    type of their items (`--flag 1 2 3`). `low` (with `high`, `why`, `unit`, `example`) declares the
+    field's range, whose check and message are generated (`surge.cfg.ranges.Range`): an `int`
+    default with `low` alone is a count (an integer >= low)."""
     meta: dict[str, Any] = {"help": help, "item_type": item_type}
     if choices is not None:
         meta["choices"] = choices
+    if low is not None:
+        count = isinstance(default, int) and not isinstance(default, bool) and high is None and not why
+        meta["range"] = Range(low, high, count, why, unit, example)
     if isinstance(default, (list, dict)):
         return field(default_factory=functools.partial(copy.copy, default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -112,8 +130,10 @@ class StoppingParams:
 class CheckpointParams:
     """Checkpoints, TensorBoard summaries and Weights & Biases. (`--help` section "checkpoints and summaries")"""
 
-    save_every_sec: int = param(120, "Seconds between checkpoints.")
-    keep_checkpoints: int = param(3, "Number of latest checkpoints kept on disk.")
+    save_every_sec: int = param(
+        120, "Seconds between checkpoints.", low=0, high=threading.TIMEOUT_MAX, unit="time in seconds"
+    )
+    keep_checkpoints: int = param(3, "Number of latest checkpoints kept on disk.", low=1)
     save_milestones_sec: int = param(
         -1, "Seconds between milestone checkpoints that are never deleted (-1: none)."
     )
@@ -121,6 +141,9 @@ class CheckpointParams:
         5,
         "Min seconds between two best checkpoints (Sample Factory's default; each one is written "
         "when --save_best_metric beats the best so far).",
+        low=0,
+        high=threading.TIMEOUT_MAX,
+        unit="time in seconds",
     )
     save_best_after: int = param(
         100000, "Env frames before the best checkpoint is first saved (lucky early episodes do not count)."
@@ -132,7 +155,13 @@ class CheckpointParams:
         choices=("reward", "len"),
     )
     stats_avg: int = param(100, "Number of most recent episodes averaged in reported returns and lengths.")
-    experiment_summaries_interval: int = param(20, "Seconds between TensorBoard summary writes.")
+    experiment_summaries_interval: int = param(
+        20,
+        "Seconds between TensorBoard summary writes.",
+        low=0,
+        high=threading.TIMEOUT_MAX,
+        unit="time in seconds",
+    )
     with_wandb: bool = param(
         False, "Also log every TensorBoard summary to Weights & Biases (pip install wandb)."
     )
@@ -170,7 +199,12 @@ class OptimParams:
     adam_eps: float = param(1e-6, "Adam epsilon parameter.")
     adam_beta1: float = param(0.9, "Adam momentum decay coefficient.")
     adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
-    max_grad_norm: float = param(4.0, "Max L2 norm of the gradient vector (0: no clipping).")
+    max_grad_norm: float = param(
+        4.0,
+        "Max L2 norm of the gradient vector (0: no clipping).",
+        low=0,
+        why="0 turns clipping off; a negative norm would scale every gradient to 0",
+    )
     gamma: float = param(0.99, "Discount factor.")
     reward_scale: float = param(1.0, "Rewards are multiplied by this (> 0) before learning.")
     reward_clip: float = param(10.0, "Rewards are clipped to [-reward_clip, reward_clip] after scaling.")
@@ -270,10 +304,12 @@ class SamplingParams:
         "(rl_games' rescale_actions; its clip_actions: True is clip_actions=True with "
         "rescale_actions=True). Policy-gradient algorithms (APPO, A2C) only.",
     )
-    rollout: int = param(32, "Env steps per trajectory collected from each env (agent) before learning.")
-    recurrence: int = param(32, "Length of BPTT chunks; rollout must be a multiple of it.")
-    batch_size: int = param(1024, "Minibatch size in samples (agent steps) for one SGD step.")
-    num_batches_per_iteration: int = param(1, "Minibatches collected before training on them.")
+    rollout: int = param(
+        32, "Env steps per trajectory collected from each env (agent) before learning.", low=1
+    )
+    recurrence: int = param(32, "Length of BPTT chunks; rollout must be a multiple of it.", low=1)
+    batch_size: int = param(1024, "Minibatch size in samples (agent steps) for one SGD step.", low=1)
+    num_batches_per_iteration: int = param(1, "Minibatches collected before training on them.", low=1)
     ppo_epochs: int = param(1, "Passes over each collected batch.")
     num_minibatches_to_accumulate: int = param(
         -1,
@@ -287,10 +323,14 @@ class SamplingParams:
         "num_batches_per_iteration; 0: synchronous. None: use num_minibatches_to_accumulate.",
     )
     num_workers: int = param(
-        os.cpu_count() or 1, "Rollout workers (processes in async mode); default: one per CPU."
+        os.cpu_count() or 1, "Rollout workers (processes in async mode); default: one per CPU.", low=1
     )
-    num_envs_per_worker: int = param(2, "Envs per rollout worker; must be divisible by worker_num_splits.")
-    worker_num_splits: int = param(2, "Groups of envs per worker for double-buffered sampling (1: off).")
+    num_envs_per_worker: int = param(
+        2, "Envs per rollout worker; must be divisible by worker_num_splits.", low=1
+    )
+    worker_num_splits: int = param(
+        2, "Groups of envs per worker for double-buffered sampling (1: off).", low=1
+    )
     batched_sampling: bool = param(
         False,
         "Each env of a worker is a gymnasium vector env of env_agents copies, "
@@ -298,7 +338,7 @@ class SamplingParams:
     )
     env_agents: int = param(16, "Sub-envs of one batched env (batched_sampling, envpool_ families).")
     num_policies: int = param(
-        1, "Policies trained jointly, each with its own learner, weights, checkpoints and summaries."
+        1, "Policies trained jointly, each with its own learner, weights, checkpoints and summaries.", low=1
     )
     policy_mapping: str = param(
         "random",
@@ -315,13 +355,33 @@ class SamplingParams:
         "where a forward pass costs less than the round trip; worker_num_splits then defaults to 1; "
         "see docs/architecture.md).",
     )
-    max_policy_lag: int = param(100, "Samples older than this many policy versions are masked out.")
-    min_traj_buffers_per_worker: int = param(2, "Trajectory buffers per env per worker.")
-    decorrelate_experience_max_seconds: int = param(10, "Workers start with a random delay up to this.")
+    max_policy_lag: int = param(
+        100,
+        "Samples older than this many policy versions are masked out.",
+        low=0,
+        why="a negative lag masks every sample, so nothing is learned",
+    )
+    min_traj_buffers_per_worker: int = param(2, "Trajectory buffers per env per worker.", low=1)
+    # a rollout process waits a random time up to it (0: none)
+    decorrelate_experience_max_seconds: int = param(
+        10,
+        "Workers start with a random delay up to this.",
+        low=0,
+        high=threading.TIMEOUT_MAX,
+        unit="time in seconds",
+    )
     decorrelate_envs_on_one_worker: bool = param(True, "Envs on one worker start at different steps.")
     set_workers_cpu_affinity: bool = param(True, "Pin rollout workers to CPU cores.")
     force_envs_single_thread: bool = param(True, "Limit envs to one OpenMP/MKL thread (threadpoolctl).")
-    reset_timeout_seconds: int = param(120, "A worker with no env reset in this time is restarted.")
+    # below 1 s every worker would count as stuck in its first reset
+    reset_timeout_seconds: int = param(
+        120,
+        "A worker with no env reset in this time is restarted.",
+        low=1,
+        high=threading.TIMEOUT_MAX,
+        unit="time in seconds",
+        example="120",
+    )
     heartbeat_timeout_sec: float = param(
         60.0,
         "A rollout or inference worker whose loop shows no sign of life for this many seconds is hung: "
@@ -365,7 +425,7 @@ class ModelParams:
     encoder_custom: str = param("", "Name of a registered custom encoder (surge.models.register_encoder).")
     encoder_extra_fc_layers: int = param(1, "Fully connected layers after the conv encoder.")
     encoder_mlp_layers: list = param([512, 512], "Hidden sizes of the MLP encoder (encoder_subtype=mlp).")
-    hidden_size: int = param(512, "Width of the encoder output and of the RNN core.")
+    hidden_size: int = param(512, "Width of the encoder output and of the RNN core.", low=1)
     nonlinearity: str = param(
         "elu",
         "Activation function of the encoder and MLP layers (torch.nn modules): silu is rl_games' swish; "
@@ -374,7 +434,7 @@ class ModelParams:
     )
     use_rnn: bool = param(True, "Recurrent core (GRU or LSTM) between encoder and heads.")
     rnn_type: str = param("gru", "Type of the recurrent core.", ("gru", "lstm"))
-    rnn_num_layers: int = param(1, "Layers of the recurrent core.")
+    rnn_num_layers: int = param(1, "Layers of the recurrent core.", low=1)
     policy_initialization: str = param(
         "orthogonal",
         "Weight initialisation of Linear and Conv2d layers (biases start at 0), each scaled by "
@@ -592,7 +652,7 @@ class DebugParams:
 
     benchmark: bool = param(False, "Benchmark mode: no checkpoints or summaries.")
     sampler_only: bool = param(False, "Do not train, measure sampling throughput only.")
-    sample_env_frames: int = param(int(1e7), "DUMMY_SAMPLER: env frames to sample.")
+    sample_env_frames: int = param(int(1e7), "DUMMY_SAMPLER: env frames to sample.", low=1)
     report_interval_sec: float = param(5.0, "Seconds between console progress lines.")
     progress_bar: str = param(
         "auto",

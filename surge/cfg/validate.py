@@ -9,30 +9,13 @@ from __future__ import annotations
 import logging
 import math
 import os
-import threading
 from typing import Any
 
-from surge.cfg.config import env_frameskip
+from surge.cfg.config import core_fields, env_frameskip
+from surge.cfg.ranges import check_ranges
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
-
-_POSITIVE_INTS = (
-    "rollout",
-    "recurrence",
-    "batch_size",
-    "num_batches_per_iteration",
-    "num_workers",
-    "num_envs_per_worker",
-    "worker_num_splits",
-    "num_policies",
-    "min_traj_buffers_per_worker",
-    "hidden_size",
-    "rnn_num_layers",
-    "keep_checkpoints",
-    "sample_env_frames",
-)
-
 
 #: more intra-op threads than any machine has cores (torch refuses values beyond a C int)
 MAX_TORCH_THREADS = 4096
@@ -82,12 +65,7 @@ def check_core_fields(cfg: Any) -> None:
     Raises:
         ConfigError: naming the first field out of range and how to fix it.
     """
-    for name in _POSITIVE_INTS:
-        v = getattr(cfg, name)
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise ConfigError(
-                name, f"must be a positive integer, got {v!r}.", f"pass --{name}=N with N >= 1."
-            )
+    check_ranges(cfg, core_fields(), count=True)  # the sizes and counts (`param(..., low=1)`)
     _check_policy_workers(cfg)
     if cfg.num_envs_per_worker % cfg.worker_num_splits:
         raise ConfigError(
@@ -229,22 +207,6 @@ def _check_accumulation(cfg: Any) -> None:
 
 # ------------------------------------------------------------------------------- value ranges
 
-#: coefficients and limits where a negative value inverts or disables what the flag is for
-_NON_NEGATIVE = {
-    "max_grad_norm": "0 turns clipping off; a negative norm would scale every gradient to 0",
-    "max_policy_lag": "a negative lag masks every sample, so nothing is learned",
-}
-
-
-#: durations -> their least value; the most is what a thread can wait (`threading.TIMEOUT_MAX`)
-_SECONDS = {
-    "decorrelate_experience_max_seconds": 0,  # a rollout process waits a random time up to it
-    "reset_timeout_seconds": 1,  # below 1 s every worker counts as stuck in its first reset
-    "save_every_sec": 0,
-    "save_best_every_sec": 0,
-    "experiment_summaries_interval": 0,
-}
-
 
 def check_numbers(cfg: Any) -> None:
     """Non-finite floats anywhere, and the ranges of single fields.
@@ -260,18 +222,7 @@ def check_numbers(cfg: Any) -> None:
                     f"must be a finite number, got {x!r} (a value beyond ±1.8e308 reads as inf).",
                     f"pass a finite --{name}.",
                 )
-    for name, why in _NON_NEGATIVE.items():
-        v = getattr(cfg, name)
-        if v < 0:
-            raise ConfigError(name, f"must be >= 0, got {v} ({why}).", f"pass --{name} >= 0.")
-    for name, low in _SECONDS.items():
-        v = getattr(cfg, name)
-        if not low <= v <= threading.TIMEOUT_MAX:
-            raise ConfigError(
-                name,
-                f"a time in seconds in [{low}, {threading.TIMEOUT_MAX:.3g}], got {v}.",
-                f"pass --{name} >= {low}" + (", e.g. 120." if low > 0 else "."),
-            )
+    check_ranges(cfg, core_fields(), count=False)  # the declared ranges (`param(..., low=, high=)`)
     if cfg.reward_scale <= 0:
         raise ConfigError(
             "reward_scale",
