@@ -28,18 +28,13 @@ from surge.cfg.cli import (
     RESUME_NOTES_ATTR,
     _algo_section,
     _check_known,
-    _convert_yaml,
     _int,
     _Parser,
-    _yaml_name,
     acting_in_workers_splits,
     build_parser,
     experiment_path,
     field_defaults,
     flag_fields,
-    load_yaml,
-    player_values,
-    read_yaml,
     refuse_other_algorithm_flags,
     refuse_unknown_args,
     str2bool,
@@ -50,6 +45,7 @@ from surge.cfg.rl_games_yaml import is_rl_games_yaml, keep_num_actors
 from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
 from surge.cfg.space_defaults import as_overrides
 from surge.cfg.validate import check_experiment_name
+from surge.cfg.yaml_files import convert_yaml, load_yaml, player_values, read_yaml, yaml_name
 from surge.envs.check import check_env_spaces
 from surge.envs.probe import probe_spaces, uses_space_defaults
 from surge.envs.registry import check_env_name, find_family
@@ -134,7 +130,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         print(version_text())
         raise SystemExit(0)
     yaml_values = load_yaml(pre_args.cfg, evaluation) if pre_args.cfg else {}
-    env = pre_args.env or _yaml_name(yaml_values, "env", pre_args.cfg)
+    env = pre_args.env or yaml_name(yaml_values, "env", pre_args.cfg)
     if not env and pre_args.help:
         family = None
     elif pre_args.help:
@@ -144,7 +140,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         family = check_env_name(env or "")
     algo = (
         pre_args.algo
-        or _yaml_name(yaml_values, "algo", pre_args.cfg)
+        or yaml_name(yaml_values, "algo", pre_args.cfg)
         or _saved_algo(pre_args, yaml_values, evaluation)
         or "APPO"
     )
@@ -176,7 +172,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
         [f"--{k}" for k in yaml_values if k not in known], algo, f"--cfg {pre_args.cfg}"
     )
     _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
-    yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
+    yaml_values = convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
     if "num_workers" in explicit and pre_args.cfg:
         if is_rl_games_yaml(read_yaml(pre_args.cfg)):  # --num_workers keeps the file's num_actors
             keep_num_actors(yaml_values, explicit)

@@ -158,7 +158,7 @@ def main(argv: list[str]) -> int:
         EnvError: the env cannot be made.
     """
     from surge.app.resolve import parse_cfg
-    from surge.cfg.cli import load_yaml
+    from surge.cfg.yaml_files import load_yaml
 
     if any(t in ("-h", "--help") for t in argv):
         build_parser().print_help()
