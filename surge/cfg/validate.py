@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from surge.cfg.config import core_fields, env_frameskip
-from surge.cfg.ranges import check_ranges
+from surge.cfg.fields import check_ranges
 from surge.errors import ConfigError
 
 log = logging.getLogger("surge")

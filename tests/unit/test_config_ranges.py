@@ -1,5 +1,5 @@
 """Ranges declared on the config's fields (`param(..., low=, high=)`) generate their checks and
-messages (`surge.cfg.ranges`): the core flags keep the messages they had when written by hand, and a
+messages (`surge.cfg.fields`): the core flags keep the messages they had when written by hand, and a
 field declared with a range is checked without any code of its own."""
 
 import dataclasses
@@ -10,7 +10,7 @@ import pytest
 
 from surge.app.resolve import parse_cfg
 from surge.cfg.config import core_fields, param
-from surge.cfg.ranges import check_ranges, range_of
+from surge.cfg.fields import check_ranges, range_of
 from surge.errors import ConfigError
 
 #: the sizes and counts whose check was a hand-written list before their ranges were declared

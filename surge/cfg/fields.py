@@ -1,6 +1,6 @@
-"""The ranges of numeric config fields, declared on the field itself (`param(..., low=, high=)`,
-`surge.cfg.config`), from which their checks and messages are generated (`check_ranges`) instead of
-being written by hand for each flag.
+"""Config fields: `param` declares one (default, help text, choices, range), and the ranges of
+numeric fields declared with it (`param(..., low=, high=)`) generate their checks and messages
+(`check_ranges`) instead of being written by hand for each flag.
 
 A range is one of three kinds, told apart by what it declares:
 
@@ -11,9 +11,10 @@ A range is one of three kinds, told apart by what it declares:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from surge.errors import ConfigError
@@ -62,6 +63,33 @@ class Range:
         return ConfigError(
             name, f"must be >= {self.low}, got {value}{reason}.", f"pass --{name} >= {self.low}."
         )
+
+
+def param(
+    default: Any,
+    help: str,
+    choices: tuple | None = None,
+    item_type: type = int,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    why: str = "",
+    unit: str = "",
+    example: str = "",
+) -> Any:
+    """A config field with its one-line help text, optional allowed values and, for lists, the
+    type of their items (`--flag 1 2 3`). `low` (with `high`, `why`, `unit`, `example`) declares the
+    field's range, whose check and message are generated (`Range`): an `int`
+    default with `low` alone is a count (an integer >= low)."""
+    meta: dict[str, Any] = {"help": help, "item_type": item_type}
+    if choices is not None:
+        meta["choices"] = choices
+    if low is not None:
+        count = isinstance(default, int) and not isinstance(default, bool) and high is None and not why
+        meta["range"] = Range(low, high, count, why, unit, example)
+    if isinstance(default, (list, dict)):
+        return field(default_factory=functools.partial(copy.copy, default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 def range_of(f: dataclasses.Field) -> Range | None:
