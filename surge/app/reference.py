@@ -12,6 +12,7 @@ from surge.cfg.cli import EvalParams, config_sections
 from surge.cfg.config import Config, core_fields
 from surge.cfg.validate import ASYNC_ONLY, ENCODER_SUBTYPES, NO_EFFECT
 from surge.envs.registry import _FAMILIES, _load_builtins
+from surge.learning.algorithm import algorithm_names, get_algorithm
 
 
 def _note(name: str) -> str:
@@ -117,8 +118,6 @@ def reference() -> str:
                 + ", ".join(f"`{k}={v!r}`" for k, v in fam.default_overrides.items())
                 + "."
             )
-    from surge.learning.algorithm import algorithm_names, get_algorithm
-
     for name in algorithm_names():  # surge's own algorithms' sections, not a user's (or a test's)
         algo = get_algorithm(name)
         if algo.params is None or not algo.params.__module__.startswith("surge."):
