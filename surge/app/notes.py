@@ -8,7 +8,6 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from surge.cfg.cli import run_field_defaults
 from surge.cfg.config import CentralValueParams
 from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT, PBT_ONLY
@@ -16,6 +15,7 @@ from surge.cfg.yaml_files import read_yaml
 from surge.distributed.ray_checks import ray_notes
 from surge.evaluation.train_eval_checks import train_eval_notes
 from surge.learning.algorithm import get_algorithm
+from surge.learning.run_flags import run_field_defaults
 from surge.population.checks import pbt_budget_notes
 
 

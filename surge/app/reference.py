@@ -8,8 +8,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from surge.cfg.cli import EvalParams, config_sections
-from surge.cfg.config import Config, core_fields
+from surge.cfg.cli import config_sections
+from surge.cfg.config import Config, EvalParams, core_fields
 from surge.cfg.validate import ASYNC_ONLY, ENCODER_SUBTYPES, NO_EFFECT
 from surge.envs.registry import _FAMILIES, _load_builtins
 from surge.learning.algorithm import algorithm_names, get_algorithm

@@ -26,16 +26,11 @@ from surge.cfg.cli import (
     FIELD_DEFAULTS_ATTR,
     GIVEN_ATTR,
     RESUME_NOTES_ATTR,
-    _algo_section,
-    _check_known,
-    _int,
-    _Parser,
+    FlagParser,
     acting_in_workers_splits,
-    build_parser,
+    check_known,
     experiment_path,
-    field_defaults,
-    flag_fields,
-    refuse_other_algorithm_flags,
+    int_flag,
     refuse_unknown_args,
     str2bool,
     version_text,
@@ -50,6 +45,13 @@ from surge.envs.check import check_env_spaces
 from surge.envs.probe import probe_spaces, uses_space_defaults
 from surge.envs.registry import check_env_name, find_family
 from surge.errors import ConfigError, SurgeError
+from surge.learning.run_flags import (
+    algo_section,
+    build_parser,
+    field_defaults,
+    flag_fields,
+    refuse_other_algorithm_flags,
+)
 
 
 def _saved_algo(pre_args: argparse.Namespace, yaml_values: dict[str, Any], evaluation: bool) -> str | None:
@@ -84,7 +86,12 @@ def _space_inputs(yaml_values: dict[str, Any], pre_args: argparse.Namespace) -> 
     win), for `env_space_defaults`; a malformed value is left out here and reported by the full
     parser with the flag's name."""
     out: dict[str, Any] = {}
-    inputs = (("env_wrappers", list), ("use_rnn", str2bool), ("rollout", _int), ("train_for_seconds", _int))
+    inputs = (
+        ("env_wrappers", list),
+        ("use_rnn", str2bool),
+        ("rollout", int_flag),
+        ("train_for_seconds", int_flag),
+    )
     for name, convert in inputs:
         for value in (yaml_values.get(name), getattr(pre_args, name)):
             if value is None:
@@ -110,7 +117,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     # raises ConfigError too (a bare `--algo` or `--env` without a value is refused, not exited on)
-    pre = _Parser(add_help=False, allow_abbrev=False)
+    pre = FlagParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--env", default=None)
     pre.add_argument("--algo", default=None)
     pre.add_argument("--cfg", default="")
@@ -171,7 +178,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
     refuse_other_algorithm_flags(
         [f"--{k}" for k in yaml_values if k not in known], algo, f"--cfg {pre_args.cfg}"
     )
-    _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
+    check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
     yaml_values = convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
     if "num_workers" in explicit and pre_args.cfg:
         if is_rl_games_yaml(read_yaml(pre_args.cfg)):  # --num_workers keeps the file's num_actors
@@ -212,7 +219,7 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
                 )
     values.update(overrides)
     default_notes = acting_in_workers_splits(values, set(overrides) | saved_keys)
-    cfg = Config.from_flat(values, family.extra_params if family else None, evaluation, _algo_section(algo))
+    cfg = Config.from_flat(values, family.extra_params if family else None, evaluation, algo_section(algo))
     # the run logs them once its log file is open (`resume_notes`): logged here they would reach
     # the console only, or a previous run's log in the same Python process
     setattr(cfg, RESUME_NOTES_ATTR, changed_on_resume)

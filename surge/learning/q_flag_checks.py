@@ -23,7 +23,7 @@ PER_ACTOR_FLAGS = ("per_actor_eps_base", "per_actor_eps_alpha")
 
 
 def _run_defaults(cfg: Config) -> dict[str, Any]:
-    from surge.cfg.cli import run_field_defaults
+    from surge.learning.run_flags import run_field_defaults
 
     return run_field_defaults(cfg)
 

@@ -25,9 +25,10 @@ from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from surge.app.resolve import parse_cfg  # noqa: E402
-from surge.cfg.cli import EvalParams, field_defaults  # noqa: E402
+from surge.cfg.config import EvalParams  # noqa: E402
 from surge.envs.registry import find_family  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
+from surge.learning.run_flags import field_defaults  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
