@@ -15,6 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from surge import __version__
 from surge.cfg.config import SECTIONS, Config
 from surge.errors import ConfigError
 
@@ -150,8 +151,6 @@ def refuse_unknown_args(unknown: list[str], known: set[str], source: str = "the 
 
 def version_text() -> str:
     """`surge <version>`, what `--version` prints."""
-    from surge import __version__
-
     return f"surge {__version__}"
 
 

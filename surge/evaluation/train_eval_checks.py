@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from surge.envs.registry import check_env_name, find_family, same_family
 from surge.errors import ConfigError
+from surge.learning.algorithm import get_algorithm
 
 
 def check_train_eval(cfg: Any) -> None:
@@ -70,8 +72,6 @@ def check_train_eval(cfg: Any) -> None:
             f"must be at least 1, got {episodes!r}: an evaluation would play no episode.",
             "pass --eval_episodes=N with N >= 1 (default 10).",
         )
-    from surge.learning.algorithm import get_algorithm
-
     algo = get_algorithm(cfg.algo)
     if not algo.trains:
         raise ConfigError(
@@ -105,8 +105,6 @@ def check_train_eval(cfg: Any) -> None:
 def _check_eval_env(cfg: Any) -> None:
     """Refuses an `--eval_env` of another env family than `--env` (its family would read other
     flags; the spaces are compared once the eval env is made, `EpisodePlayer`)."""
-    from surge.envs.registry import check_env_name, find_family, same_family
-
     try:
         theirs = check_env_name(cfg.eval_env)
     except ConfigError as e:  # the same checks as --env's, under this flag's name
@@ -145,8 +143,6 @@ def train_eval_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
                 "saved in cfg.json as `surge enjoy`'s default."
             )
         return notes
-    from surge.learning.algorithm import get_algorithm
-
     if cfg.save_best_by_eval:
         notes += [
             f"--{name} has no effect with --save_best_by_eval=True: every evaluation that beats the "
