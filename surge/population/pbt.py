@@ -45,6 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from surge.learning.algorithm import get_algorithm
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.population.hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.population.objective import TRUE_REWARD
@@ -68,8 +69,6 @@ TUNED = (
 
 def tuned_names(cfg: Any) -> list[str]:
     """The hyper-parameters PBT perturbs for this run (module docstring)."""
-    from surge.learning.algorithm import get_algorithm
-
     unused = set(get_algorithm(cfg.algo).unused_params)
     names = [n for n in TUNED if n not in unused]
     if cfg.pbt_optimize_gamma:
