@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from surge import __version__
+from surge._version import __version__
 from surge.cfg.config import SECTIONS, Config
 from surge.errors import ConfigError
 
