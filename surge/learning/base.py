@@ -15,12 +15,12 @@ from torch import Tensor, nn
 
 from surge.algorithms.returns import bootstrap_truncated_rewards, gae
 from surge.cfg.config import Config
+from surge.cfg.policy_hyperparams import PolicyHyperparams
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.learning.popart import preserve_outputs
 from surge.models.actor_critic import ActorCritic
-from surge.population.hyperparams import PolicyHyperparams
 
 
 def _never() -> bool:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from surge.cfg.policy_hyperparams import parse_policy_hyperparams
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
-from surge.population.hyperparams import parse_policy_hyperparams
 from surge.population.roles import learning_policies, parse_frozen_policies
 
 

@@ -45,9 +45,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from surge.cfg.policy_hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.learning.algorithm import get_algorithm
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
-from surge.population.hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.population.objective import TRUE_REWARD
 from surge.population.shaping import default_reward_shaping
 
