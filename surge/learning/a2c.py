@@ -52,12 +52,12 @@ import torch
 from torch import Tensor, nn
 
 from surge.cfg.config import Config, algo_params, minibatches_to_accumulate, param
+from surge.cfg.policy_roles import learning_policies
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, FieldSpec, Obs, register_algorithm
 from surge.learning.base import LearnerBase
 from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
-from surge.population.roles import learning_policies
 
 log = logging.getLogger("surge")
 
@@ -188,7 +188,7 @@ def a2c_batch_trajectories(cfg: Config, agents_per_env: int) -> int:
     num_envs_per_worker x agents_per_env` (a batched env's sub-envs count as agents), i.e.
     `rollout` times as many samples; with several learning policies each learner's share of it
     (their batches then mix rounds: the lag is not 0 by construction there)."""
-    from surge.population.roles import learning_policies
+    from surge.cfg.policy_roles import learning_policies
 
     learners = max(1, len(learning_policies(cfg)))
     return max(1, cfg.num_workers * cfg.num_envs_per_worker * agents_per_env // learners)

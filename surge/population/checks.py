@@ -7,14 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from surge.cfg.policy_hyperparams import parse_policy_hyperparams
+from surge.cfg.policy_roles import learning_policies, parse_frozen_policies
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
-from surge.population.roles import learning_policies, parse_frozen_policies
 
 
 def check_roles(cfg: Any) -> None:
     """Refuses `--frozen_policies` and `--self_play` settings that cannot run: see
-    `surge.population.roles.parse_frozen_policies`; self-play needs at least one opponent slot
+    `surge.cfg.policy_roles.parse_frozen_policies`; self-play needs at least one opponent slot
     (`--num_policies` >= 2), no `--frozen_policies` of its own (its slots are the frozen ones), the
     `self_play` mapping (the default `random` is replaced by it), a positive games_to_check,
     env_update_num in [1, num_policies-1], and an algorithm that learns.

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from surge.cfg.config import Config, env_frameskip, minibatches_to_accumulate
+from surge.cfg.policy_roles import learning_policies
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
@@ -27,7 +28,6 @@ from surge.learning.algorithm import Algorithm, Feed, ModelParts, acting_state_s
 from surge.learning.amp import resolve_mixed_precision
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
-from surge.population.roles import learning_policies
 from surge.sampling.checks import check_policy_mapping
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
@@ -295,7 +295,7 @@ def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
 @dataclass
 class Components:
     """Every component of a run in one process (the serial placement): per policy a model and an
-    inference worker, and per learning policy (`surge.population.roles`) a learner, keyed by policy
+    inference worker, and per learning policy (`surge.cfg.policy_roles`) a learner, keyed by policy
     id (none for algorithms that do not train, nor for frozen policies)."""
 
     layout: RunLayout

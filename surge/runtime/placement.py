@@ -219,7 +219,7 @@ def check_command(cmd: Command, num_policies: int, learning: list[int] | None = 
     Args:
         cmd: the command.
         num_policies: `--num_policies`.
-        learning: the policies with a learner (`surge.population.roles.learning_policies`; None:
+        learning: the policies with a learner (`surge.cfg.policy_roles.learning_policies`; None:
             all). `SetHyperparams` and `ReplacePolicy` name learning policies only: a frozen
             policy has no learner to set or to export from.
 
