@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from surge.algorithms.a2c.loss import a2c_loss
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.returns import bootstrap_truncated_rewards, gae
 from surge.models.actor_critic import make_actor_critic
 

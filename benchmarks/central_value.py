@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment.monitor import Monitor
 from surge.learning.central_value import CentralValue
 from surge.runtime.training_run import TrainingRun

@@ -31,7 +31,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.cfg.config import env_frameskip  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
 from surge.learning.base import make_adam  # noqa: E402

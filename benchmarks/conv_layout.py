@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compute_bound import make_train_step  # noqa: E402
 from configs import CONFIGS  # noqa: E402
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
 from surge.learning.base import make_adam  # noqa: E402
 from surge.models import encoders  # noqa: E402

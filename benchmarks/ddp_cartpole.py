@@ -55,7 +55,7 @@ def main() -> int:
     if rc:
         print(f"torchrun failed (exit {rc})")
         return rc
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.enjoy import enjoy
 
     ev = parse_cfg(

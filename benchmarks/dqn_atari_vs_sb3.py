@@ -65,7 +65,7 @@ def _camel(game: str) -> str:
 
 
 def run_surge(a: argparse.Namespace) -> dict[str, float]:
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.enjoy import enjoy
     from surge.runtime.training_run import train
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 
 import surge.algorithms.dqn.networks as qn
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.base import make_adam
 
 VARIANTS = ("plain", "dueling_linear", "dueling_paper", "dueling_paper_bf16")

@@ -53,7 +53,7 @@ ZOO = dict(
 
 
 def run_surge(budget: int, seed: int, placement: str) -> dict[str, float]:
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.enjoy import enjoy
     from surge.runtime.training_run import train
 

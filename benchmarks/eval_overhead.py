@@ -12,7 +12,7 @@ import argparse
 import statistics
 import tempfile
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import TrainingRun
 
 

@@ -32,7 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.data.trajectory import tree_map  # noqa: E402
 from surge.runtime.components import build_components  # noqa: E402
 from surge.runtime.serial import SerialSampler  # noqa: E402

@@ -33,7 +33,7 @@ from configs import CONFIGS  # noqa: E402
 from learner_fixed_costs import collect_batches  # noqa: E402
 
 import surge.algorithms.appo.learner as learner_module  # noqa: E402
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.learning.base import make_adam  # noqa: E402
 from surge.runtime.components import build_components  # noqa: E402
 from surge.runtime.process_setup import retain_freed_memory  # noqa: E402

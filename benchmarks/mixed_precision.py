@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.data.trajectory import tree_map
 from surge.learning.amp import autocast, make_grad_scaler
 from surge.runtime.components import build_components

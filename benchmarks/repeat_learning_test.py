@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 from tests.play_checkpoint import play
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
 from surge.experiment.monitor import Monitor
 from surge.runtime.training_run import train

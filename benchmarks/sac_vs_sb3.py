@@ -37,7 +37,7 @@ LEARNING_STARTS = 10_000
 
 SURGE = """
 import json, sys, time, numpy as np, torch
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
 from surge.runtime.training_run import train
 steps, seed, tdir, episodes, extra = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5:]

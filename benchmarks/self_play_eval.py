@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.action_masks import MASK_KEY
 from surge.envs.registry import make_env
 from surge.experiment.checkpoint import CheckpointManager

@@ -17,8 +17,8 @@ import gymnasium as gym
 import numpy as np
 from torch import nn
 
+from surge.app.resolve import parse_cfg
 from surge.cfg import family_params, param
-from surge.cfg.cli import parse_cfg
 from surge.envs.registry import register_env_family
 from surge.models import Encoder, register_encoder
 from surge.runtime.training_run import train

@@ -8,13 +8,14 @@ module is imported it is the package attribute, and calling it calls `surge.api.
 
 from __future__ import annotations
 
+from surge._version import __version__
+
 TYPE_CHECKING = False  # not `typing`'s: importing typing would double the cost of `import surge`
 if TYPE_CHECKING:
     from typing import Any
 
     from surge.api import Run, load_policy, train
 
-__version__ = "0.1.0"
 __all__ = ["Run", "__version__", "load_policy", "train"]
 
 

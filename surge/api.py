@@ -6,7 +6,7 @@
     action, state = policy.act(obs, state)
 
 `train(**flags)` takes the flags of `surge train` as keyword arguments and builds the same typed
-`Config` through the same parser and validation (`surge.cfg.cli.parse_cfg`: env-family defaults,
+`Config` through the same parser and validation (`surge.app.resolve.parse_cfg`: env-family defaults,
 a YAML file with `cfg=`, every refusal). Errors are raised, never turned into an exit: `ConfigError`
 and `EnvError` for bad input (before any process starts), `RunFailed` for a run that failed.
 
@@ -122,7 +122,7 @@ def train(**flags: Any) -> Run:
         RunFailed: the run ended with status "failed" (a child process crashed or hung, or the
             final weights could not be saved); `e.run` is its `Run`, the log file says why.
     """
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.experiment.folder import ExperimentFolder
     from surge.runtime.main_module import importing_main_in_a_child, unguarded_call_site
     from surge.train import run_config

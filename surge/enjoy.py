@@ -31,7 +31,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cfg.config import Config, enjoy_params, env_frameskip, set_env_frameskip
 from surge.envs.action_masks import MASK_KEY, is_legal
 from surge.envs.registry import find_family, make_env

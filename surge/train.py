@@ -45,14 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     aborted it (the rule: `surge.runtime.stop_signals`, docs/reliability.md).
 
     Raises:
-        SurgeError: a refused config or env (`surge.cfg.cli.parse_cfg`: ConfigError, EnvError),
+        SurgeError: a refused config or env (`surge.app.resolve.parse_cfg`: ConfigError, EnvError),
             or a checkpoint of another network (`CheckpointMismatch`); the callers print them.
     """
     # imported here, not at the top: every spawned child of the async placement imports this module
     # (multiprocessing re-runs `python -m surge.train`'s main module in each) before it can set
     # PR_SET_PDEATHSIG (`surge.runtime.child_start`), and parse_cfg's imports (gymnasium, numpy)
     # take seconds on a loaded machine
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
 
     try:
         cfg = parse_cfg(argv)

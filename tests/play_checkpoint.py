@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
 
 

@@ -1,13 +1,8 @@
-"""The command line, derived from the config dataclasses, with Sample Factory's flag spelling.
-
-Precedence, lowest to highest: `Config` defaults < the env family's overrides (for a plain
-gymnasium id, which no family claims: the defaults its spaces choose, `surge.cfg.space_defaults`)
-< the algorithm's overrides < the YAML file of `--cfg` < flags on the command line. When the
-experiment folder already holds a `cfg.json` and `--restart_behavior=resume` (the default), the
-saved config replaces the defaults and the family's (or the spaces') overrides; what the YAML file
-and the flags give still wins, and each value they change is logged as a warning naming its
-source. YAML values go through the same type conversion as flags. `--restart_behavior` is the
-command's own choice: it is not saved, and a saved value is ignored.
+"""The command line, derived from the config dataclasses, with Sample Factory's flag spelling: one
+`--flag` per field (`flag_fields`, `build_parser`), the defaults of an env family and an algorithm
+(`field_defaults`), YAML files (ours and rl_games', `surge.cfg.yaml_files`), cfg.json (`save_cfg`,
+`rebuild_cfg`). A run's config is resolved from these by `surge.app.resolve.parse_cfg`, which says
+which source wins.
 """
 
 from __future__ import annotations
@@ -17,25 +12,12 @@ import dataclasses
 import difflib
 import json
 import logging
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from surge.cfg.config import SECTIONS, Config, EvalParams, core_fields
-from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
-from surge.cfg.space_defaults import (
-    SpaceDefault,
-    as_overrides,
-    chosen_space_defaults,
-    probe_spaces,
-    uses_space_defaults,
-)
-from surge.cfg.validate import check_experiment_name, validate_cfg
-from surge.envs.registry import EnvFamily, check_env_name, find_family, resolve_wrapper
-from surge.errors import ConfigError, SurgeError
+from surge._version import __version__
+from surge.cfg.config import SECTIONS, Config
+from surge.errors import ConfigError
 
 log = logging.getLogger("surge")
 
@@ -50,7 +32,7 @@ DEFAULT_NOTES_ATTR = "_default_notes"
 #: given is not reported as chosen by the env's spaces: `surge.cfg.space_defaults.describe`)
 GIVEN_ATTR = "_given_fields"
 #: the attribute of a parsed `Config` that holds the defaults its parse used (`field_defaults` with
-#: the spaces' choices), against which `surge.cfg.validate` tells a flag set from one left out
+#: the spaces' choices), against which `surge.app.notes.config_notes` tells a flag set from one left out
 FIELD_DEFAULTS_ATTR = "_field_defaults"
 
 
@@ -66,11 +48,11 @@ def str2bool(v: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected True or False, got {v!r}")
 
 
-def _int(v: str) -> int:
+def int_flag(v: str) -> int:
     """Integers, also written as 1e9 or 4_000_000."""
     try:
         f = float(str(v).replace("_", ""))
-    except ValueError:  # argparse would say "invalid _int value"
+    except ValueError:  # argparse would say "invalid int_flag value"
         raise argparse.ArgumentTypeError(f"expected an integer, got {v!r}") from None
     if not f.is_integer():
         raise argparse.ArgumentTypeError(f"expected an integer, got {v!r}")
@@ -78,7 +60,7 @@ def _int(v: str) -> int:
 
 
 def _optional_int(v: str) -> int | None:
-    return None if str(v).lower() in ("none", "null", "") else _int(v)
+    return None if str(v).lower() in ("none", "null", "") else int_flag(v)
 
 
 def _optional_float(v: str) -> float | None:
@@ -89,11 +71,11 @@ def _optional_str(v: str) -> str | None:
     return None if str(v).lower() in ("none", "null", "") else str(v)
 
 
-def _converter(f: dataclasses.Field, default: Any):
+def flag_converter(f: dataclasses.Field, default: Any):
     if isinstance(default, bool):
         return str2bool
     if isinstance(default, int):
-        return _int
+        return int_flag
     if isinstance(default, float):
         return float
     if default is None:
@@ -103,7 +85,7 @@ def _converter(f: dataclasses.Field, default: Any):
     return str
 
 
-class _Parser(argparse.ArgumentParser):
+class FlagParser(argparse.ArgumentParser):
     def error(self, message: str):  # raise instead of exiting, so callers get a ConfigError
         field = ""
         if message.startswith("argument --"):
@@ -115,341 +97,12 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(field or "command line", message, "see `surge train --env=ENV --help`.")
 
 
-def _algo_section(algo: str | None) -> type | None:
-    """The `Algorithm.params` dataclass of `--algo=algo` (None: the algorithm declares none)."""
-    if algo is None:
-        return None
-    from surge.learning.algorithm import get_algorithm
-
-    return get_algorithm(algo).params
-
-
-def flag_fields(
-    family: EnvFamily | None, evaluation: bool = False, algo: str | None = None
-) -> list[dataclasses.Field]:
-    """Every flag of a run of `family`, in `--help` order: the core `Config` fields, the family's
-    (`EnvFamily.extra_params`, the section `cfg.env_params`), with `evaluation` enjoy's
-    (`EvalParams`, the section `cfg.eval_params`) and, with `algo`, the algorithm's
-    (`Algorithm.params`, the section `cfg.algo_params`). A name in two sections is one flag, with
-    the first one's help and default (the Doom family's `--fps` sets enjoy's too).
-
-    Raises:
-        ConfigError: `algo` is not a registered algorithm (or its module cannot be imported).
-    """
-    sources = [core_fields()]
-    if family and family.extra_params:
-        sources.append(dataclasses.fields(family.extra_params))
-    if evaluation:
-        sources.append(dataclasses.fields(EvalParams))
-    section = _algo_section(algo)
-    if section is not None:
-        sources.append(dataclasses.fields(section))
-    out: dict[str, dataclasses.Field] = {}
-    for src in sources:
-        for f in src:
-            out.setdefault(f.name, f)
-    return list(out.values())
-
-
-def field_defaults(
-    family: EnvFamily | None,
-    algo: str = "APPO",
-    evaluation: bool = False,
-    space_overrides: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Default value of every flag (`flag_fields`), with the env family's overrides (or, for an
-    env no family claims, the defaults its spaces chose: `space_overrides`, see
-    `env_space_defaults`) and then the algorithm's applied (`EnvFamily.default_overrides`,
-    `Algorithm.default_overrides`).
-
-    Raises:
-        ConfigError: `algo` is not a registered algorithm, or an override names no parameter.
-    """
-    from surge.learning.algorithm import get_algorithm
-
-    out: dict[str, Any] = {}
-    for f in flag_fields(family, evaluation, algo):
-        if f.default is not dataclasses.MISSING:
-            out[f.name] = f.default
-        else:
-            out[f.name] = f.default_factory()  # type: ignore[misc,operator]
-    if family:
-        unknown = set(family.default_overrides) - set(out)
-        if unknown:
-            raise ConfigError(
-                sorted(unknown)[0],
-                f"family {family.prefix!r} overrides an unknown parameter.",
-                "fix the family's default_overrides.",
-            )
-        out.update(family.default_overrides)
-    algorithm = get_algorithm(algo)
-    # no default is chosen for a parameter the algorithm ignores (it would be reported as idle)
-    chosen = {
-        k: v for k, v in (space_overrides or {}).items() if k in out and k not in algorithm.unused_params
-    }
-    # an algorithm's own rules for these spaces are its choice over its general defaults; the
-    # policy-gradient rules are below an algorithm's overrides (A2C's learning rate wins)
-    own = algorithm.space_defaults is not None
-    if not own:
-        out.update(chosen)
-    for name, value in algorithm.default_overrides.items():  # a callable chooses from the defaults so far
-        out[name] = value(out) if callable(value) else value
-    if own:
-        out.update(chosen)
-    return out
-
-
-def env_space_defaults(
-    family: EnvFamily | None, env: str, given: dict[str, Any], algo: str = "APPO"
-) -> list[SpaceDefault]:
-    """The defaults chosen by the spaces of `env` when no family claims it (a plain gymnasium id
-    or `package.module:EnvId`): the env is made once (`probe_spaces`, with the `env_wrappers` of
-    `given`) and the rules of `algo` applied (`chosen_space_defaults`). [] for an env of a family.
-
-    Args:
-        given: values from YAML and the command line so far (`env_wrappers`, `use_rnn`, `rollout`,
-            `train_for_seconds`).
-
-    Raises:
-        ConfigError, EnvError: the env cannot be made (unknown id, missing package, ...), or `algo`
-            is not registered.
-    """
-    if not uses_space_defaults(family):
-        return []
-    wrappers = tuple(given.get("env_wrappers") or ())
-    # before the cached probe hashes them: a YAML `env_wrappers: [[]]` is refused by name
-    for name in wrappers:
-        if not isinstance(name, str):
-            resolve_wrapper(name)
-    obs_space, action_space = probe_spaces(env, wrappers)
-    return chosen_space_defaults(algo, obs_space, action_space, {"rollout": Config.rollout, **given})
-
-
 def config_sections() -> dict[str, str]:
     """Field name -> its section of `Config` ("experiment", "sampling", ...; `SECTIONS`)."""
     return {f.name: title for title, cls in SECTIONS for f in dataclasses.fields(cls)}
 
 
-def _help_group(
-    name: str, family: EnvFamily | None, sections: dict[str, str], algo: str | None = None
-) -> str:
-    """The `--help` section of field `name`: its `Config` section, the family's, enjoy's, or the
-    algorithm's ("algorithm NAME")."""
-    if name in sections:
-        return sections[name]
-    if family and family.extra_params and name in {f.name for f in dataclasses.fields(family.extra_params)}:
-        return f"env family {family.prefix}"
-    section = _algo_section(algo)
-    if section is not None and name in {f.name for f in dataclasses.fields(section)}:
-        return f"algorithm {algo}"
-    if name in {f.name for f in dataclasses.fields(EvalParams)}:
-        return "enjoy"
-    return "other"
-
-
-def build_parser(
-    fields: list[dataclasses.Field],
-    defaults: dict[str, Any],
-    prog: str = "surge train",
-    family: EnvFamily | None = None,
-    algo: str | None = None,
-) -> argparse.ArgumentParser:
-    """An argparse parser with one `--flag` per field of `fields` (`flag_fields`); values not given stay absent (SUPPRESS).
-    Boolean flags take `--flag=True/False`, `--flag False` or the bare `--flag` (True). `--help`
-    lists the flags by section (`config_sections`), then the family's (`family`), enjoy's and
-    the algorithm's (`algo`, under "algorithm NAME")."""
-    p = _Parser(
-        prog=prog,
-        usage=f"{prog} --env=ENV [--experiment=NAME] [--flag=value ...]",
-        argument_default=argparse.SUPPRESS,
-        allow_abbrev=False,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="Flags take --name=value; booleans also the bare --name (True). --version prints the version.",
-    )
-    sections = config_sections()
-    groups: dict[str, argparse._ArgumentGroup] = {}
-    for f in fields:
-        title = _help_group(f.name, family, sections, algo)
-        if title not in groups:
-            groups[title] = p.add_argument_group(title)
-        d = defaults[f.name]
-        kw: dict[str, Any] = {"help": f"{f.metadata.get('help', '')} (default: {d!r})"}
-        if isinstance(d, list):
-            item = f.metadata.get("item_type", int)
-            kw.update(nargs="*", type=_int if item is int else item)
-        else:
-            kw["type"] = _converter(f, d)
-            if kw["type"] is str2bool:  # Sample Factory's bare form: --no_render means True
-                kw.update(nargs="?", const=True, metavar="True|False")
-        if "choices" in f.metadata:
-            kw["choices"] = f.metadata["choices"]
-        groups[title].add_argument(f"--{f.name}", **kw)
-    return p
-
-
-def read_yaml(path: str) -> Any:
-    """The parsed YAML file at `path` ({} for an empty file).
-
-    Raises:
-        ConfigError: the file is missing, or not UTF-8 YAML.
-    """
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise ConfigError(
-            "cfg", f"cannot read {path!r}: {e.strerror}.", "give the path of an existing YAML file."
-        ) from e
-    except UnicodeDecodeError as e:
-        raise ConfigError("cfg", f"{path!r} is not UTF-8 text ({e.reason}).", "give a YAML file.") from e
-    except yaml.YAMLError as e:
-        raise ConfigError("cfg", f"{path!r} is not valid YAML: {e}", "fix the file's syntax.") from e
-    return data
-
-
-#: rl_games notes already logged by this process (a parse that restarts logs them once)
-_LOGGED_NOTES: set[tuple[str, str]] = set()
-
-
-def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
-    """Reads a YAML file of `name: value` pairs (a top-level `params:` mapping is also accepted),
-    or an rl_games file as it ships (its nested `params: algo / model / network / config` schema,
-    translated by `surge.cfg.rl_games_yaml.translate`; with `evaluation`, its `player` block gives
-    enjoy's flags). What the rl_games file sets that has no effect, or only an approximate one, is
-    logged once as a warning: by a training run in its log file (`surge.cfg.validate.config_notes`),
-    by `surge enjoy` here (the `player` block's only).
-
-    Raises:
-        ConfigError: the file is missing, not UTF-8 YAML, not a mapping, or has a key that is not
-            a name; an rl_games key surge cannot honour (named by its full path).
-    """
-    data = read_yaml(path)
-    from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
-
-    if is_rl_games_yaml(data):
-        out = translate(data, path, evaluation)
-        if evaluation:  # a training run logs them in its log file (`validate.config_notes`)
-            for n in out.notes:
-                if n.startswith("params.config.player") and (path, n) not in _LOGGED_NOTES:
-                    _LOGGED_NOTES.add((path, n))
-                    log.warning("rl_games file %s: %s", path, n)
-        return out.values
-    if isinstance(data, dict) and isinstance(data.get("params"), dict):
-        data = data["params"]
-    if not isinstance(data, dict):
-        raise ConfigError("cfg", f"{path!r} must hold a mapping of parameter names to values.", "")
-    for k in data:
-        if not isinstance(k, str):
-            raise ConfigError(
-                "cfg", f"{path!r} has the key {k!r}, which is not a parameter name.", "write name: value."
-            )
-    return data
-
-
-def player_values(path: str) -> dict[str, Any]:
-    """`surge enjoy`'s flags from the `player` block of the rl_games file at `path` (the `--cfg`
-    a run was trained with); {} when the file is gone or is not an rl_games file.
-
-    Raises:
-        ConfigError: the file no longer translates (a key this surge refuses).
-    """
-    if not Path(path).is_file():
-        log.warning("The run was trained with --cfg %s, which is gone: its player block is not read.", path)
-        return {}
-    from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
-
-    data = read_yaml(path)
-    if not is_rl_games_yaml(data):
-        return {}
-    enjoy = {f.name for f in dataclasses.fields(EvalParams)}
-    return {k: v for k, v in translate(data, path, evaluation=True).values.items() if k in enjoy}
-
-
-def _saved_algo(pre_args: argparse.Namespace, yaml_values: dict[str, Any], evaluation: bool) -> str | None:
-    """The `--algo` saved in the cfg.json of the run this command resumes (or `surge enjoy`
-    plays), read before the parser exists so that the flags of that algorithm's section are
-    known; None when there is no such run or `--restart_behavior` does not resume."""
-    defaults = {f.name: f.default for f in core_fields()}
-
-    def given(key: str) -> Any:
-        value = getattr(pre_args, key)
-        return value if value is not None else yaml_values.get(key, defaults[key])
-
-    train_dir, experiment = given("train_dir"), given("experiment")
-    if not isinstance(train_dir, str) or not isinstance(experiment, str):
-        return None
-    check_experiment_name(train_dir, experiment)  # before a cfg.json outside --train_dir is read
-    path = experiment_path(train_dir, experiment) / "cfg.json"
-    if not path.is_file() or not (evaluation or given("restart_behavior") == "resume"):
-        return None
-    try:
-        saved = json.loads(path.read_text()).get("algo")
-    except (OSError, ValueError):
-        return None  # reported where the full parse reads it
-    if not isinstance(saved, str):
-        return None
-    refuse_code_from_saved_cfg({"algo": saved}, ["algo"], train_dir, path)  # before it is imported
-    return saved
-
-
-def _yaml_name(values: dict[str, Any], key: str, path: str) -> str | None:
-    """The `env` or `algo` of a YAML file, read before the parser exists: a string or absent.
-
-    Raises:
-        ConfigError: the value is not a string.
-    """
-    v = values.get(key)
-    if v is None or isinstance(v, str):
-        return v
-    raise ConfigError(
-        key, f"{v!r} in {path} is not a name.", f"write e.g. {key}: cartpole" if key == "env" else ""
-    )
-
-
-def _convert_yaml(
-    values: dict[str, Any], parser: argparse.ArgumentParser, path: str, defaults: dict[str, Any]
-) -> dict[str, Any]:
-    """Converts YAML values with the flags' own converters (PyYAML reads `1e-4` as a string): a
-    scalar for a flag of one value, a list (or one scalar) for a list flag, null only for a flag
-    whose default is None.
-
-    Raises:
-        ConfigError: a value the field's type does not accept.
-    """
-    actions = {a.dest: a for a in parser._actions}
-    out = {}
-    for k, v in values.items():
-        action = actions.get(k)
-        if action is None or action.type is None:
-            out[k] = v
-            continue
-        is_list = action.nargs == "*"
-        if v is None and defaults.get(k, 0) is None:
-            out[k] = None
-            continue
-        if v is None or isinstance(v, dict) or (isinstance(v, list) and not is_list):
-            kind = "null" if v is None else "a mapping" if isinstance(v, dict) else "a list"
-            raise ConfigError(
-                k,
-                f"{kind} in {path} where the flag takes {'a list of values' if is_list else 'one value'}.",
-                f"write e.g. {k}: {defaults[k]!r}"
-                if k in defaults and not isinstance(defaults[k], list)
-                else f"fix the value in {path}.",
-            )
-        convert: Callable[[Any], Any] = action.type  # type: ignore[assignment]
-        items = v if isinstance(v, list) else [v]
-        try:
-            converted = [convert(x if isinstance(x, bool) and convert is str2bool else str(x)) for x in items]
-        except (argparse.ArgumentTypeError, ValueError) as e:
-            raise ConfigError(
-                k, f"{v!r} in {path} is not a valid value: {e}.", "fix the value in the YAML file."
-            ) from e
-        out[k] = converted if is_list else converted[0]
-        if action.choices is not None and out[k] not in action.choices:
-            raise ConfigError(k, f"{v!r} in {path} is not one of {list(action.choices)}.", "")
-    return out
-
-
-def _check_known(values: Any, known: set[str], source: str) -> None:
+def check_known(values: Any, known: set[str], source: str) -> None:
     """Refuses the names in `values` (a dict's keys, or any iterable of names) that are not in
     `known`, naming every one of them (not just the first) with its close matches.
 
@@ -477,34 +130,6 @@ def _check_known(values: Any, known: set[str], source: str) -> None:
     )
 
 
-def refuse_other_algorithm_flags(unknown: list[str], algo: str, source: str) -> None:
-    """Refuses a flag that is not this run's but belongs to another registered algorithm's section
-    (`Algorithm.params`), saying whose it is.
-
-    Raises:
-        ConfigError: one of `unknown` (`--name` or `--name=value` tokens) is another algorithm's flag.
-    """
-    from surge.learning.algorithm import algorithm_names, algorithm_spec, get_algorithm
-
-    if not unknown:
-        return
-    owners: dict[str, list[str]] = {}
-    for name in algorithm_names():
-        section = get_algorithm(name).params
-        if name != algo and section is not None:
-            for f in dataclasses.fields(section):
-                owners.setdefault(f.name, []).append(name)
-    for token in unknown:
-        flag = token.split("=")[0][2:] if token.startswith("--") else ""
-        if flag in owners:
-            whose = " and ".join(owners[flag])
-            raise ConfigError(
-                flag,
-                f"is a flag of --algo={whose}'s section, not of --algo={algo}'s (in {source}).",
-                f"pass --algo={algorithm_spec(owners[flag][0])} to use it, or remove it.",
-            )
-
-
 def refuse_unknown_args(unknown: list[str], known: set[str], source: str = "the command line") -> None:
     """Refuses what argparse left over (`parse_known_args`): every unknown `--flag` is named with
     its close matches; a stray value (or a bare `--`) is named when no unknown flag explains it.
@@ -515,7 +140,7 @@ def refuse_unknown_args(unknown: list[str], known: set[str], source: str = "the 
     if not unknown:
         return
     flags = [t.split("=")[0][2:] for t in unknown if t.startswith("--") and t.split("=")[0][2:]]
-    _check_known(flags, known, source)
+    check_known(flags, known, source)
     flag = unknown[0].split("=")[0].lstrip("-")
     raise ConfigError(
         flag if flag in known else "command line",
@@ -526,167 +151,12 @@ def refuse_unknown_args(unknown: list[str], known: set[str], source: str = "the 
 
 def version_text() -> str:
     """`surge <version>`, what `--version` prints."""
-    from surge import __version__
-
     return f"surge {__version__}"
 
 
 def experiment_path(train_dir: str, experiment: str) -> Path:
     """`train_dir/experiment`."""
     return Path(train_dir) / experiment
-
-
-def _space_inputs(yaml_values: dict[str, Any], pre_args: argparse.Namespace) -> dict[str, Any]:
-    """`env_wrappers`, `use_rnn`, `rollout` and `train_for_seconds` as YAML and the command line give them (the flags
-    win), for `env_space_defaults`; a malformed value is left out here and reported by the full
-    parser with the flag's name."""
-    out: dict[str, Any] = {}
-    inputs = (("env_wrappers", list), ("use_rnn", str2bool), ("rollout", _int), ("train_for_seconds", _int))
-    for name, convert in inputs:
-        for value in (yaml_values.get(name), getattr(pre_args, name)):
-            if value is None:
-                continue
-            try:
-                out[name] = convert(value)
-            except (argparse.ArgumentTypeError, ValueError, TypeError):
-                pass
-    return out
-
-
-def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config:
-    """Parses and validates a full config from the command line (see the module docstring).
-
-    Raises:
-        ConfigError: unknown flags (all of them named), value of the wrong type or out of range,
-            unknown env (a family's mistyped name included: `check_env_name`), or an
-            inconsistent combination (e.g. rollout not a multiple of recurrence).
-        EnvError: an env without a family (a gymnasium id, `package.module:EnvId`) that cannot be
-            made, or whose spaces this config cannot train on (`check_env_spaces`, the message
-            gives the flags that fix it); a family's env that needs a missing package to check
-            its name (ale-py for `atari_`).
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # raises ConfigError too (a bare `--algo` or `--env` without a value is refused, not exited on)
-    pre = _Parser(add_help=False, allow_abbrev=False)
-    pre.add_argument("--env", default=None)
-    pre.add_argument("--algo", default=None)
-    pre.add_argument("--cfg", default="")
-    pre.add_argument("-h", "--help", action="store_true")
-    pre.add_argument("--version", action="store_true")
-    # what the spaces' defaults depend on (`env_space_defaults`), read before the full parser exists
-    pre.add_argument("--env_wrappers", nargs="*", default=None)
-    pre.add_argument("--use_rnn", nargs="?", const="True", default=None)
-    pre.add_argument("--rollout", default=None)
-    pre.add_argument("--train_for_seconds", default=None)
-    # where a saved run is, whose algorithm decides which section's flags exist (resume, enjoy)
-    pre.add_argument("--train_dir", default=None)
-    pre.add_argument("--experiment", default=None)
-    pre.add_argument("--restart_behavior", default=None)
-    pre_args, _ = pre.parse_known_args(argv)
-    if pre_args.version:
-        print(version_text())
-        raise SystemExit(0)
-    yaml_values = load_yaml(pre_args.cfg, evaluation) if pre_args.cfg else {}
-    env = pre_args.env or _yaml_name(yaml_values, "env", pre_args.cfg)
-    if not env and pre_args.help:
-        family = None
-    elif pre_args.help:
-        family = find_family(env or "")  # --help lists the family's flags even where its package is missing
-    else:
-        # a mistyped name of a family (atari_breakot) is refused here, before any file is written
-        family = check_env_name(env or "")
-    algo = (
-        pre_args.algo
-        or _yaml_name(yaml_values, "algo", pre_args.cfg)
-        or _saved_algo(pre_args, yaml_values, evaluation)
-        or "APPO"
-    )
-    fields = flag_fields(family, evaluation, algo)
-    given = _space_inputs(yaml_values, pre_args)
-    try:
-        rules = env_space_defaults(family, env or "", given, algo)
-    except SurgeError:
-        if not pre_args.help:
-            raise
-        rules = []  # --help works for an env that cannot be made here
-    defaults = field_defaults(family, algo, evaluation, as_overrides(rules))
-    prog = "surge enjoy" if evaluation else "surge train"
-    parser = build_parser(fields, defaults, prog, family, algo)
-    if pre_args.help:
-        parser.print_help()
-        raise SystemExit(0)
-    known = set(defaults)
-    explicit_ns, unknown = parser.parse_known_args(argv)
-    refuse_other_algorithm_flags(unknown, algo, "the command line")
-    refuse_unknown_args(unknown, known)
-    explicit = vars(explicit_ns)
-    for action in parser._actions:  # argparse turns `--flag=--` into [] even for a one-value flag
-        if action.nargs != "*" and isinstance(explicit.get(action.dest), list):
-            raise ConfigError(
-                action.dest, "expected one value, got '--'.", f"pass --{action.dest}=VALUE (see --help)."
-            )
-    refuse_other_algorithm_flags(
-        [f"--{k}" for k in yaml_values if k not in known], algo, f"--cfg {pre_args.cfg}"
-    )
-    _check_known(yaml_values, known, f"--cfg {pre_args.cfg}")
-    yaml_values = _convert_yaml(yaml_values, parser, pre_args.cfg, defaults)
-    if "num_workers" in explicit and pre_args.cfg:
-        from surge.cfg.rl_games_yaml import is_rl_games_yaml, keep_num_actors
-
-        if is_rl_games_yaml(read_yaml(pre_args.cfg)):  # --num_workers keeps the file's num_actors
-            keep_num_actors(yaml_values, explicit)
-    overrides = {**yaml_values, **explicit}
-
-    values = dict(defaults)
-    train_dir = overrides.get("train_dir", defaults["train_dir"])
-    experiment = overrides.get("experiment", defaults["experiment"])
-    check_experiment_name(train_dir, experiment)  # before a cfg.json outside --train_dir is read
-    saved_path = experiment_path(train_dir, experiment) / "cfg.json"
-    restart = overrides.get("restart_behavior", defaults["restart_behavior"])
-    changed_on_resume: list[str] = []
-    saved_keys: set[str] = set()
-    if saved_path.is_file() and (evaluation or restart == "resume"):
-        saved = {k: v for k, v in json.loads(saved_path.read_text()).items() if k not in COMMAND_ONLY}
-        saved_keys = set(saved)
-        # modules the saved values name are imported below: never one from inside --train_dir
-        refuse_code_from_saved_cfg(
-            saved, [f for f in MODULE_FLAGS if f not in overrides], train_dir, saved_path
-        )
-        saved_algo = saved.get("algo")
-        if "algo" not in overrides and isinstance(saved_algo, str) and saved_algo != algo:
-            # the saved run's algorithm decides its section's flags (resume, enjoy): parse again
-            # as if its --algo had been given
-            return parse_cfg([f"--algo={saved_algo}", *argv], evaluation)
-        for k, v in saved.items():
-            if k in values:
-                values[k] = v
-        if evaluation and not pre_args.cfg and isinstance(saved.get("cfg"), str) and saved["cfg"]:
-            # enjoy of a run trained from an rl_games file: its `player` block, below the flags
-            values.update({k: v for k, v in player_values(saved["cfg"]).items() if k not in overrides})
-        for k, v in overrides.items():
-            if k in saved and saved[k] != v and not evaluation:
-                source = "command line" if k in explicit else f"--cfg {pre_args.cfg}"
-                changed_on_resume.append(
-                    f"Parameter {k} changed on resume: {saved[k]!r} (saved) -> {v!r} ({source})"
-                )
-    values.update(overrides)
-    default_notes = acting_in_workers_splits(values, set(overrides) | saved_keys)
-    cfg = Config.from_flat(values, family.extra_params if family else None, evaluation, _algo_section(algo))
-    # the run logs them once its log file is open (`resume_notes`): logged here they would reach
-    # the console only, or a previous run's log in the same Python process
-    setattr(cfg, RESUME_NOTES_ATTR, changed_on_resume)
-    setattr(cfg, DEFAULT_NOTES_ATTR, default_notes)
-    setattr(cfg, GIVEN_ATTR, frozenset(overrides))
-    setattr(cfg, FIELD_DEFAULTS_ATTR, dict(defaults))
-    validate_cfg(cfg)
-    if uses_space_defaults(family):
-        # the env was made once for its spaces (`probe_spaces`, cached): spaces this config cannot
-        # train on are refused here, before the experiment folder and its log are written
-        from surge.envs.check import check_env_spaces
-
-        obs_space, action_space = probe_spaces(cfg.env, tuple(cfg.env_wrappers or ()))
-        check_env_spaces(cfg, obs_space, action_space, memory=False)
-    return cfg
 
 
 def save_cfg(cfg: Config, path: Path) -> None:
@@ -697,28 +167,6 @@ def save_cfg(cfg: Config, path: Path) -> None:
     values = {k: v for k, v in cfg.to_dict().items() if k not in COMMAND_ONLY}
     tmp.write_text(json.dumps(values, indent=2))
     tmp.replace(path)
-
-
-def rebuild_cfg(values: dict[str, Any], evaluation: bool = False) -> Config:
-    """The config object of `values` (a `to_dict()`), its family's section included: how child
-    processes get their config (a flat dict crosses the process boundary).
-
-    Raises:
-        ConfigError: the env's family is not registered in this process (register user families
-            at import time of a module, not inside `if __name__ == "__main__"`).
-    """
-    family = find_family(values["env"])
-    algo = values.get("algo", "APPO")
-    known = {f.name for f in flag_fields(family, evaluation, algo)}
-    missing = set(values) - known
-    if missing:
-        raise ConfigError(
-            sorted(missing)[0],
-            f"is not a parameter in this process: the family of {values['env']!r} is "
-            "registered differently here.",
-            "register custom env families at import time of your module.",
-        )
-    return Config.from_flat(values, family.extra_params, evaluation, _algo_section(algo))
 
 
 def acting_in_workers_splits(values: dict[str, Any], given: set[str]) -> list[str]:

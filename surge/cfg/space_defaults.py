@@ -11,14 +11,12 @@ cfg.json replaces all defaults, these included. The rules and their sources are 
 `space_defaults` holds the policy-gradient algorithms' rules (APPO, A2C). An algorithm that declares
 its own (`Algorithm.space_defaults`: DQN, R2D2, SAC, TD3, DDPG) gets those instead, applied over its
 `default_overrides` (they are its choice for these spaces), each logged with its own reason;
-`chosen_space_defaults` picks them and adds the training budget (`surge.cfg.budget`).
+`surge.app.space_defaults.chosen_space_defaults` picks them and adds the training budget (`surge.cfg.budget`).
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -157,69 +155,9 @@ def space_defaults(
     return out
 
 
-def chosen_space_defaults(
-    algo: str, observation_space: gym.Space, action_space: gym.Space, given: dict[str, Any]
-) -> list[SpaceDefault]:
-    """The defaults of `--algo=algo` for an env with these spaces: the algorithm's own rules
-    (`Algorithm.space_defaults`) or, when it declares none, the policy-gradient ones of
-    `space_defaults`; then, unless the rules chose one, the training budget of the observation
-    space (`surge.cfg.budget.budget_default`) for an algorithm that trains. A run given
-    `train_for_seconds` gets no step budget from either.
-
-    Args:
-        given: the values YAML and the command line give so far (`use_rnn`, `rollout`,
-            `train_for_seconds`; absent when not given).
-
-    Raises:
-        ConfigError: `algo` is not a registered algorithm.
-    """
-    from surge.cfg.budget import budget_default
-    from surge.learning.algorithm import get_algorithm
-
-    algorithm = get_algorithm(algo)
-    if algorithm.space_defaults is not None:
-        rules = list(algorithm.space_defaults(observation_space, action_space, given))
-    else:
-        rules = space_defaults(
-            observation_space, action_space, bool(given.get("use_rnn", False)), int(given.get("rollout", 32))
-        )
-    if "train_for_seconds" in given:  # the run stops by the clock the user set
-        return [r for r in rules if r.field != "train_for_env_steps"]
-    if algorithm.trains and not any(r.field == "train_for_env_steps" for r in rules):
-        rules.append(budget_default(observation_space))
-    return rules
-
-
 def as_overrides(rules: list[SpaceDefault]) -> dict[str, Any]:
     """`{field: value}` of `rules`, the form of `EnvFamily.default_overrides`."""
     return {r.field: r.value for r in rules}
-
-
-@functools.lru_cache(maxsize=16)
-def probe_spaces(env_name: str, env_wrappers: tuple[str, ...] = ()) -> tuple[gym.Space, gym.Space]:
-    """One agent's observation and action spaces of `env_name` (wrapped in `env_wrappers`): the
-    env is made once per process and closed; later calls return the cached spaces.
-
-    Raises:
-        ConfigError: unknown env (see `surge.envs.registry.find_family`).
-        EnvError: the env cannot be made, e.g. it needs a package that is not installed (the
-            message names the pip install).
-    """
-    from surge.envs.registry import find_family, make_single_env
-
-    family = find_family(env_name)
-    stub = SimpleNamespace(env=env_name, env_wrappers=list(env_wrappers))
-    env = make_single_env(family, env_name, stub, None)
-    try:
-        return env.observation_space, env.action_space
-    finally:
-        env.close()
-
-
-def uses_space_defaults(family: Any) -> bool:
-    """True for the generic family of plain gymnasium ids (and `package.module:EnvId` of one): no
-    family sets defaults for them, so the spaces do."""
-    return family is not None and family.prefix == "" and not family.exact
 
 
 def describe(rules: list[SpaceDefault], cfg: Any, given: frozenset[str] = frozenset()) -> list[str]:
@@ -237,20 +175,3 @@ def describe(rules: list[SpaceDefault], cfg: Any, given: frozenset[str] = frozen
 
 def _fmt(value: Any) -> str:
     return " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
-
-
-def space_default_notes(cfg: Any) -> list[str]:
-    """The run's log lines for the defaults its env's spaces chose (`describe`); [] for an env of
-    a family, or one that cannot be made here (the run's own env creation reports why)."""
-    from surge.envs.registry import find_family
-    from surge.errors import SurgeError
-
-    try:
-        if not uses_space_defaults(find_family(cfg.env)):
-            return []
-        obs_space, action_space = probe_spaces(cfg.env, tuple(getattr(cfg, "env_wrappers", None) or ()))
-    except SurgeError:
-        return []
-    given = {"use_rnn": bool(cfg.use_rnn), "rollout": int(cfg.rollout)}
-    named = frozenset(getattr(cfg, "_given_fields", ()))  # surge.cfg.cli.GIVEN_ATTR
-    return describe(chosen_space_defaults(cfg.algo, obs_space, action_space, given), cfg, named)

@@ -22,7 +22,7 @@ def route_block(
         slots: `[N]` int64, the rollout's slots.
         policy_id: `[N, T]` int8, the policy that acted at each step (`TrajectoryBuffers.policy_id`).
         is_active: `[N, T]` bool, whether the step is trained on.
-        learning: the learning policies (`surge.population.roles.learning_policies`).
+        learning: the learning policies (`surge.cfg.policy_roles.learning_policies`).
     Returns:
         `{policy: its slots}` for each learning policy with at least one active step in the
         rollout: None when that is every slot, else the slots (ascending as in `slots`).

@@ -18,7 +18,7 @@ RAY_ONLY = (
 
 
 def ray_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
-    """The run log's notes (`surge.cfg.validate.config_notes`): each `ray_*` flag set away from its
+    """The run log's notes (`surge.app.notes.config_notes`): each `ray_*` flag set away from its
     default in a run without `--distributed=ray`, where it has no effect."""
     if getattr(cfg, "distributed", "none") == "ray":
         return []

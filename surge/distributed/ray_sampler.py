@@ -104,7 +104,7 @@ class SamplerNode:
         return [] if self.placement is None else [p.pid for p in self.placement.procs.values()]
 
     def _start(self) -> None:
-        from surge.cfg.cli import rebuild_cfg
+        from surge.learning.run_flags import rebuild_cfg
         from surge.runtime.async_placement import AsyncPlacement
 
         cfg = rebuild_cfg(self.cfg_values)

@@ -123,16 +123,12 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Config:
         ConfigError: unknown env name, unknown flag or a value of the wrong type.
         EnvError: a plain gymnasium id that cannot be made (e.g. a missing package).
     """
-    from surge.cfg.cli import (
-        build_parser,
-        env_space_defaults,
-        field_defaults,
-        flag_fields,
-        refuse_unknown_args,
-    )
+    from surge.app.space_defaults import env_space_defaults
+    from surge.cfg.cli import refuse_unknown_args
     from surge.cfg.config import Config
     from surge.cfg.space_defaults import as_overrides
     from surge.envs.registry import check_env_name
+    from surge.learning.run_flags import build_parser, field_defaults, flag_fields
 
     family = check_env_name(env_name)
     defaults = field_defaults(family)

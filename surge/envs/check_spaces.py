@@ -156,7 +156,7 @@ def check_env_spaces(
     observation spaces the encoders do not take (a Dict entry that is not a Box is named), action
     spaces the policy heads do not output (Dict), images in height-width-channel order or too small
     for the conv encoder of `cfg.encoder_subtype`, and buffers and model larger than this machine's
-    memory (`surge.cfg.validate.estimate_memory` with the real observation size).
+    memory (`surge.app.memory_estimate.estimate_memory` with the real observation size).
 
     Args:
         cfg: the run's config (encoder_type, encoder_subtype, encoder_custom, sizes).
@@ -172,7 +172,7 @@ def check_env_spaces(
             says what to pass (a flag or a wrapper) to fix it.
         ConfigError: the run would need more memory than this machine has (see `check_memory`).
     """
-    from surge.cfg.validate import check_memory, estimate_memory
+    from surge.app.memory_estimate import check_memory, estimate_memory
     from surge.envs.action_masks import check_mask_space
     from surge.envs.wrappers import is_channels_last
     from surge.models.encoders import CONV_LAYERS

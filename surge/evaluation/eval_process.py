@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from queue import Empty
 from typing import Any
 
-from surge.cfg.cli import rebuild_cfg
 from surge.evaluation.best_by_eval import BestByEval
 from surge.evaluation.episodes import EpisodePlayer
 from surge.experiment.folder import ExperimentFolder, run_log_file
+from surge.learning.run_flags import rebuild_cfg
 from surge.runtime.process_context import SharedContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
 

@@ -8,7 +8,9 @@ import math
 from typing import Any
 
 from surge.cfg.config import Config
+from surge.envs.registry import check_env_name, find_family, same_family
 from surge.errors import ConfigError
+from surge.learning.algorithm import get_algorithm
 
 
 def check_train_eval(cfg: Config) -> None:
@@ -71,8 +73,6 @@ def check_train_eval(cfg: Config) -> None:
             f"must be at least 1, got {episodes!r}: an evaluation would play no episode.",
             "pass --eval_episodes=N with N >= 1 (default 10).",
         )
-    from surge.learning.algorithm import get_algorithm
-
     algo = get_algorithm(cfg.algo)
     if not algo.trains:
         raise ConfigError(
@@ -106,8 +106,6 @@ def check_train_eval(cfg: Config) -> None:
 def _check_eval_env(cfg: Config) -> None:
     """Refuses an `--eval_env` of another env family than `--env` (its family would read other
     flags; the spaces are compared once the eval env is made, `EpisodePlayer`)."""
-    from surge.envs.registry import check_env_name, find_family, same_family
-
     try:
         theirs = check_env_name(cfg.eval_env)
     except ConfigError as e:  # the same checks as --env's, under this flag's name
@@ -146,8 +144,6 @@ def train_eval_notes(cfg: Config, defaults: dict[str, Any]) -> list[str]:
                 "saved in cfg.json as `surge enjoy`'s default."
             )
         return notes
-    from surge.learning.algorithm import get_algorithm
-
     if cfg.save_best_by_eval:
         notes += [
             f"--{name} has no effect with --save_best_by_eval=True: every evaluation that beats the "

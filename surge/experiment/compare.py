@@ -27,7 +27,16 @@ from typing import Any
 import numpy as np
 
 from surge.errors import ConfigError
+from surge.experiment.curves import (
+    COMPARE_PANELS,
+    new_figure,
+    require_matplotlib,
+    save_figure,
+    seconds_unit,
+    style_axes,
+)
 from surge.experiment.events import RunScalars, read_scalars
+from surge.experiment.report import fmt, fmt_seconds, read_cfg, run_totals, write_atomic
 
 #: flags that differ between the runs of one group without making them different experiments
 NOT_A_SETTING = frozenset(
@@ -103,8 +112,6 @@ def find_runs(dirs: Sequence[Path | str]) -> list[Run]:
     Raises:
         ConfigError: a DIR does not exist, or no experiment folder is found.
     """
-    from surge.experiment.report import read_cfg
-
     folders: list[Path] = []
     for d in map(Path, dirs):
         if not d.exists():
@@ -225,8 +232,6 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
 def group_table(groups: list[Group]) -> list[str]:
     """The markdown table: per group its runs, and the mean ± std over them of env frames,
     training time, env frames / s, final and best return (and eval return when recorded)."""
-    from surge.experiment.report import fmt, fmt_seconds, run_totals
-
     totals = [[run_totals(r.scalars) for r in g.runs] for g in groups]
     with_eval = any(math.isfinite(t["final_eval_return"]) for ts in totals for t in ts)
     cols = ["env frames", "training time", "env frames / s", "final return", "best return"]
@@ -252,8 +257,6 @@ def group_table(groups: list[Group]) -> list[str]:
 def plot_groups(groups: list[Group], path: Path, x_axis: str, title: str) -> int:
     """Draws `COMPARE_PANELS` (those with data) into `path` (PNG): each group's mean line, shaded ±
     std. Returns the panels drawn (0: none, nothing written)."""
-    from surge.experiment.curves import save_figure
-
     fig, panels = draw_groups(groups, x_axis, title)
     if fig is not None:
         save_figure(fig, path)
@@ -265,8 +268,6 @@ def draw_groups(groups: list[Group], x_axis: str, title: str) -> tuple[Any, int]
     The x axis starts at 0 (env frames or seconds): the run's start, before its first summary,
     is on the figure. The legend below the panels is laid out in as many columns as fit the
     figure's width."""
-    from surge.experiment.curves import COMPARE_PANELS, new_figure, seconds_unit, style_axes
-
     tags = {t for g in groups for r in g.runs for t in r.scalars.get(0, {})}
     present = [(p, p.present(sorted(tags))) for p in COMPARE_PANELS]
     panels = [(p, t[0]) for p, t in present if t]
@@ -315,8 +316,6 @@ def write_comparison(
 ) -> list[Group]:
     """Writes `out/curves.png` and `out/report.md` (table, figure, the runs of each group); returns
     the groups."""
-    from surge.experiment.report import write_atomic
-
     groups = group_runs(runs, group_by)
     out.mkdir(parents=True, exist_ok=True)
     envs = sorted({str(r.cfg.get("env", "?")) for r in runs})
@@ -366,8 +365,6 @@ def main(argv: list[str] | None = None) -> int:
         "FLAG[,FLAG]: group by these flags' values",
     )
     args = p.parse_args(argv)
-    from surge.experiment.curves import require_matplotlib
-
     require_matplotlib("report")
     runs = find_runs(args.dirs)
     groups = write_comparison(runs, args.out, args.x, args.group_by)

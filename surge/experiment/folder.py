@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from surge.cfg.validate import check_experiment_name
+from surge.distributed.ranks import rank_info
+
 log = logging.getLogger("surge")
 
 
@@ -31,8 +34,6 @@ class ExperimentFolder:
     """
 
     def __init__(self, cfg: Any):
-        from surge.cfg.validate import check_experiment_name
-
         check_experiment_name(cfg.train_dir, cfg.experiment)
         self.root = Path(cfg.train_dir) / cfg.experiment
 
@@ -112,8 +113,6 @@ def run_log_file(cfg: Any) -> Path | None:
     the experiment folder: its log is `surge_log.txt` in the folder beside it, `<experiment>_rank<r>`."""
     if cfg.benchmark:
         return None
-    from surge.distributed.ranks import rank_info
-
     rank = rank_info().rank
     if rank > 0:
         return Path(cfg.train_dir) / f"{cfg.experiment.rstrip('/')}_rank{rank}" / "surge_log.txt"

@@ -65,9 +65,9 @@ def git_revision(directory: Path | str) -> GitRevision | None:
 
 
 def _surge_source() -> Path:
-    import surge
-
-    return Path(str(surge.__file__)).resolve().parent
+    # the package's folder, two up from this file (not `surge.__file__`: importing the package
+    # from here would reach its public API, the top layer)
+    return Path(__file__).resolve().parent.parent
 
 
 def code_revision() -> GitRevision | None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from surge.cfg.config import Config
+from surge.cfg.validate import check_experiment_name
 from surge.errors import ConfigError, SurgeError
 
 if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (bad input fails fast)
@@ -53,8 +54,6 @@ def saved_values(train_dir: str, experiment: str) -> dict[str, Any]:
         ConfigError: no such experiment (the message lists those in `train_dir`), or an
             experiment trained with an algorithm that is not exportable (`exportable_algorithms`).
     """
-    from surge.cfg.validate import check_experiment_name
-
     check_experiment_name(train_dir, experiment)
     path = Path(train_dir) / experiment / "cfg.json"
     if not path.is_file():
@@ -98,7 +97,7 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         CheckpointMismatch: its weights are of another network than the saved config builds.
     """
     values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.envs.registry import make_env
     from surge.experiment.checkpoint import CheckpointManager
     from surge.experiment.checkpoint_fit import check_fits

@@ -211,7 +211,7 @@ class Algorithm:
     #: logs; applied over `default_overrides`, below YAML and the command line. `given` holds what
     #: YAML and the flags set of `use_rnn`, `rollout`, `train_for_seconds`, `env_wrappers`. None:
     #: the policy-gradient rules (`surge.cfg.space_defaults.space_defaults`), below
-    #: `default_overrides` (`surge.cfg.space_defaults.chosen_space_defaults`)
+    #: `default_overrides` (`surge.app.space_defaults.chosen_space_defaults`)
     space_defaults: Callable[[gym.Space, gym.Space, dict[str, Any]], list[Any]] | None = None
     #: (cfg, agents per env) -> trajectories per batch, for an algorithm whose batch the sampling
     #: layout fixes (A2C: one rollout of every agent); None: `batch_size` x

@@ -14,13 +14,13 @@ import torch
 from torch import Tensor, nn
 
 from surge.cfg.config import Config
+from surge.cfg.policy_hyperparams import PolicyHyperparams
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.learning.popart import preserve_outputs
 from surge.learning.returns import bootstrap_truncated_rewards, gae
 from surge.models.actor_critic import ActorCritic
-from surge.population.hyperparams import PolicyHyperparams
 
 
 def _never() -> bool:

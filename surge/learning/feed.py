@@ -18,8 +18,8 @@ import enum
 import math
 
 from surge.cfg.config import Config, minibatches_to_accumulate
+from surge.cfg.policy_roles import learning_policies
 from surge.learning.batcher import Batcher, traj_per_iteration
-from surge.population.roles import learning_policies
 
 
 class Feed(enum.Enum):

@@ -5,7 +5,7 @@ flags with `--per_actor_eps=True`, the per-actor epsilon's with `--per_actor_eps
 clipped.
 
 A flag counts as set when its value differs from this run's default (after the env family's and
-the algorithm's overrides), as `surge.cfg.validate.config_notes` decides it: a flag passed with
+the algorithm's overrides), as `surge.app.notes.config_notes` decides it: a flag passed with
 its default value is indistinguishable from one left out, and acts the same.
 """
 
@@ -23,9 +23,9 @@ PER_ACTOR_FLAGS = ("per_actor_eps_base", "per_actor_eps_alpha")
 
 
 def _run_defaults(cfg: Config) -> dict[str, Any]:
-    from surge.cfg.validate import _field_defaults
+    from surge.learning.run_flags import run_field_defaults
 
-    return _field_defaults(cfg)
+    return run_field_defaults(cfg)
 
 
 def _set_flags(cfg: Config, params: Any, names: tuple[str, ...]) -> list[str]:

@@ -105,10 +105,10 @@ def check_box(action_space: gym.Space, algo: str) -> None:
 
 def validate_qpg(cfg: Config) -> None:
     """`Algorithm.validate` of SAC, TD3 and DDPG: a plain gymnasium id's spaces (made once per
-    process, cached: `surge.cfg.space_defaults.probe_spaces`) must have Box actions (`check_box`).
+    process, cached: `surge.envs.probe.probe_spaces`) must have Box actions (`check_box`).
     Envs of a family are checked when the run reads their spaces, before any process starts
     (`replay_bytes`)."""
-    from surge.cfg.space_defaults import probe_spaces, uses_space_defaults
+    from surge.envs.probe import probe_spaces, uses_space_defaults
     from surge.envs.registry import find_family
 
     check_replay_flags(cfg, cfg.algo)

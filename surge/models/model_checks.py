@@ -1,4 +1,4 @@
-"""Config-only checks of the actor-critic network flags (`surge.cfg.validate.validate_cfg` runs
+"""Config-only checks of the actor-critic network flags (`surge.app.preflight.validate_cfg` runs
 them before any process starts; checks that need the spaces run where the model is built, in
 `ActorCritic.__init__`, also before any process starts)."""
 

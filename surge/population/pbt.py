@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from surge.cfg.config import Config
+from surge.cfg.policy_hyperparams import PolicyHyperparams, parse_policy_hyperparams
+from surge.learning.algorithm import get_algorithm
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
-from surge.population.hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.population.objective import TRUE_REWARD
 from surge.population.shaping import default_reward_shaping
 
@@ -69,8 +70,6 @@ TUNED = (
 
 def tuned_names(cfg: Config) -> list[str]:
     """The hyper-parameters PBT perturbs for this run (module docstring)."""
-    from surge.learning.algorithm import get_algorithm
-
     unused = set(get_algorithm(cfg.algo).unused_params)
     names = [n for n in TUNED if n not in unused]
     if cfg.pbt_optimize_gamma:

@@ -55,7 +55,7 @@ def mark_runner_done(exp: PlannedExperiment, how: str) -> None:
 
 @functools.cache
 def _benchmark_flags(args: tuple[str, ...]) -> bool:
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
 
     try:
         cfg = parse_cfg(list(args))
@@ -86,7 +86,7 @@ def _sampler_only(algo: str) -> bool:
 
 def is_benchmark(tokens: Sequence[str]) -> bool:
     """True for a `surge.train` command that writes no `done` marker: `--benchmark=True` or a
-    sampler-only `--algo` (`Capabilities.sampler_only`, DUMMY_SAMPLER; decided from its parsed config, `surge.cfg.cli.parse_cfg`; from the
+    sampler-only `--algo` (`Capabilities.sampler_only`, DUMMY_SAMPLER; decided from its parsed config, `surge.app.resolve.parse_cfg`; from the
     flags as written when they do not parse). Such an experiment is done when it exits with 0
     without being stopped by the runner; the runner then writes `runner_done` in its folder."""
     args = surge_train_args(tokens)
@@ -119,7 +119,7 @@ def check_flags(experiments: Sequence[PlannedExperiment]) -> None:
     Raises:
         ConfigError, EnvError: of the first experiment whose flags are refused; the message names it.
     """
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.errors import ConfigError, EnvError
 
     for exp in experiments:

@@ -43,12 +43,12 @@ from typing import Any
 import torch
 
 from surge.cfg.config import Config
+from surge.cfg.policy_roles import learning_policies
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager, rng_state
 from surge.experiment.monitor import log_train_notes
 from surge.learning.algorithm import acting_state_size
 from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
-from surge.population.roles import learning_policies
 from surge.runtime.child_start import (
     ChildTask,
     child_exited,

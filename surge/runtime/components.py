@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from surge.cfg.config import Config, env_frameskip
-from surge.cfg.validate import check_policy_mapping
+from surge.cfg.policy_roles import learning_policies
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.envs.check import check_env_spaces
@@ -27,7 +27,7 @@ from surge.learning.algorithm import Algorithm, ModelParts, acting_state_size, g
 from surge.learning.amp import resolve_mixed_precision
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
-from surge.population.roles import learning_policies
+from surge.sampling.checks import check_policy_mapping
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
 from surge.sampling.rollout_worker import RolloutWorker
@@ -52,7 +52,7 @@ def env_info(cfg: Config, with_replay: bool = True) -> EnvInfo:
         EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
         ConfigError: buffers, model and the algorithm's replay (`Algorithm.replay_bytes`, per
             learning policy) would not fit in this machine's memory, or policies the mapping can
-            never pick (`surge.cfg.validate.check_policy_mapping`).
+            never pick (`surge.sampling.checks.check_policy_mapping`).
     """
     env = make_env(cfg)
     try:
@@ -263,7 +263,7 @@ def make_rollout_worker(layout: RunLayout, worker_idx: int) -> RolloutWorker:
 @dataclass
 class Components:
     """Every component of a run in one process (the serial placement): per policy a model and an
-    inference worker, and per learning policy (`surge.population.roles`) a learner, keyed by policy
+    inference worker, and per learning policy (`surge.cfg.policy_roles`) a learner, keyed by policy
     id (none for algorithms that do not train, nor for frozen policies)."""
 
     layout: RunLayout

@@ -17,11 +17,11 @@ from typing import Any, Protocol
 
 from torch import Tensor, nn
 
+from surge.cfg.policy_hyperparams import PolicyHyperparams, check_values
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.experiment.checkpoint_fit import check_fits
 from surge.learning.base import LearnerBase
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
-from surge.population.hyperparams import PolicyHyperparams, check_values
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
 
@@ -219,14 +219,14 @@ def check_command(cmd: Command, num_policies: int, learning: list[int] | None = 
     Args:
         cmd: the command.
         num_policies: `--num_policies`.
-        learning: the policies with a learner (`surge.population.roles.learning_policies`; None:
+        learning: the policies with a learner (`surge.cfg.policy_roles.learning_policies`; None:
             all). `SetHyperparams` and `ReplacePolicy` name learning policies only: a frozen
             policy has no learner to set or to export from.
 
     Raises:
         ValueError: an unknown policy id, a frozen policy in `SetHyperparams` / `ReplacePolicy`, a
             policy replaced by itself, or a bad hyper-parameter name or value
-            (`surge.population.hyperparams.check_values`).
+            (`surge.cfg.policy_hyperparams.check_values`).
     """
     ids = [cmd.policy_id] + ([cmd.source_policy_id] if isinstance(cmd, ReplacePolicy) else [])
     for p in ids:

@@ -9,10 +9,10 @@ from typing import Any
 
 from torch import Tensor
 
-from surge.cfg.cli import rebuild_cfg
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.learning.algorithm import get_algorithm
+from surge.learning.run_flags import rebuild_cfg
 from surge.runtime.components import EnvInfo, RunLayout
 from surge.runtime.shared_state import SharedWeights
 from surge.runtime.stop_flag import StopFlag

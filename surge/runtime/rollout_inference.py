@@ -26,7 +26,7 @@ from surge.sampling.rollout_worker import RolloutWorker
 
 class RolloutInference:
     """Every policy's acting module and `InferenceWorker`, in the rollout worker's process, on the
-    CPU (`surge.cfg.validate` refuses `--policy_workers_per_policy=0` with `--device=gpu`).
+    CPU (`surge.cfg.validate.check_core_fields` refuses `--policy_workers_per_policy=0` with `--device=gpu`).
 
     Args:
         shared: the run's shared objects (weights, the env frame counter, the actor offsets).

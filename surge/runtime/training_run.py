@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from surge.app.notes import config_notes
+from surge.app.space_defaults import space_default_notes
 from surge.cfg.budget import no_end_note
 from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
-from surge.cfg.space_defaults import space_default_notes
-from surge.cfg.validate import config_notes
+from surge.cfg.policy_roles import learning_policies
 from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
@@ -24,7 +25,7 @@ from surge.experiment.monitor import Monitor
 from surge.experiment.report import finish_report, update_report
 from surge.learning.algorithm import get_algorithm
 from surge.population.pbt import PopulationBasedTraining
-from surge.population.roles import apply_frozen_sources, learning_policies
+from surge.population.roles import apply_frozen_sources
 from surge.population.self_play import SelfPlayController
 from surge.runtime.best_checkpoint import BestCheckpoints
 from surge.runtime.placement import Placement

@@ -180,7 +180,7 @@ class RolloutWorker:
         policy_mapper: which policy acts for each agent (None: policy 0 for all).
         has_learners: False when nothing trains on the trajectories (the dummy sampler,
             `--sampler_only`): a finished block is free again at once.
-        learning: the policies that have a learner (`surge.population.roles.learning_policies`;
+        learning: the policies that have a learner (`surge.cfg.policy_roles.learning_policies`;
             None: all); a frozen policy's trajectories go to no learner (`surge.data.routing`).
         env_factory: builds a replacement env object for one that raised in `step` (None: such an
             exception propagates).

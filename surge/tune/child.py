@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
     """Runs the config of `argv[1:]` and writes `{"status": ..., "env_frames_per_sec": ..., ...}` to
     `argv[0]` (atomically: temp + rename); returns 0 done, 1 failed, 2 refused config."""
     # imported here, not at the top: the async placement's children re-import this module (see surge/train.py)
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.errors import ConfigError, EnvError
 
     _die_with_tune()

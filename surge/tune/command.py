@@ -159,7 +159,8 @@ def main(argv: list[str]) -> int:
         ConfigError: a bad flag of tune's or of the run's (refused before any run starts).
         EnvError: the env cannot be made.
     """
-    from surge.cfg.cli import load_yaml, parse_cfg
+    from surge.app.resolve import parse_cfg
+    from surge.cfg.yaml_files import load_yaml
 
     if any(t in ("-h", "--help") for t in argv):
         build_parser().print_help()

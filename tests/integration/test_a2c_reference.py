@@ -34,7 +34,7 @@ import pytest
 import torch
 
 from surge.algorithms.a2c.learner import A2CLearner
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.models.actor_critic import ActorCritic
 
 T, N, OBS, ACTS = 8, 6, 4, 3

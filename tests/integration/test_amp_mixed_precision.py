@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import surge.algorithms.appo.learner as learner_mod
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.distributed.ranks import RankInfo, check_data_parallel
 from surge.enjoy import enjoy
 from surge.errors import ConfigError

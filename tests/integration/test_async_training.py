@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.registry import make_env
 from surge.runtime.training_run import TrainingRun
 

@@ -5,7 +5,7 @@ level, as Sample Factory logs them."""
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment.checkpoint import CheckpointManager
 from surge.runtime.training_run import train
 

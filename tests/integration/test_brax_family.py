@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.registry import check_env_name, make_env
 from surge.errors import ConfigError, EnvError
 

@@ -14,8 +14,9 @@ import pytest
 import torch
 from serial_batches import first_batch
 
-from surge.cfg.cli import parse_cfg
-from surge.cfg.validate import config_notes, validate_cfg
+from surge.app.notes import config_notes
+from surge.app.preflight import validate_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.learning.central_value import CV_NAME, actor_obs, actor_observation_space
 from surge.runtime.components import build_components

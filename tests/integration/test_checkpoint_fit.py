@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cli import main as surge_main
 from surge.experiment.checkpoint_fit import CheckpointMismatch, check_fits, state_differences
 from surge.runtime.training_run import train

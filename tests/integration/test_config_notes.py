@@ -1,6 +1,6 @@
 """Accepted flags without effect are reported once, with the reason, in the run's surge_log.txt."""
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from surge.algorithms.appo.learner import Learner
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.models.actor_critic import ActorCritic
 from surge.runtime.training_run import train
 from tests.integration.test_learner_reference import (

@@ -28,7 +28,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from surge.algorithms.appo.learner import Learner
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.distributed.data_parallel import DataParallel, RanksDiverged
 from surge.distributed.ranks import RankInfo
 from surge.models.actor_critic import ActorCritic

@@ -6,7 +6,7 @@ could not be saved) are not the policy's, and an episode they began was reported
 import gymnasium as gym
 import numpy as np
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 
 EPISODE = 10  # env steps

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("vizdoom")
 pytest.importorskip("cv2")
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.envs.doom.scenarios import SCENARIOS  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
 from surge.errors import ConfigError, EnvError  # noqa: E402
@@ -219,7 +219,7 @@ def test_user_scenario_path_loads_a_cfg(tmp_path, no_leftovers):
 KILLED_CHILD = textwrap.dedent(
     """
     import sys, time
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.envs.registry import make_env
     if __name__ == "__main__":
         env = make_env(parse_cfg(["--env=" + sys.argv[1], "--experiment=x"]))

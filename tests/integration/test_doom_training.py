@@ -10,7 +10,7 @@ pytest.importorskip("cv2")
 
 from test_doom_env import doom_shm, engine_pids  # noqa: E402  (same folder, on sys.path)
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.runtime.training_run import train  # noqa: E402
 
 SMALL = [

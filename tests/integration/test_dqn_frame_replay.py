@@ -16,7 +16,7 @@ pytest.importorskip("cv2")
 from surge.algorithms.dqn.declaration import dqn_replay_bytes  # noqa: E402
 from surge.algorithms.dqn.learner import DQNLearner  # noqa: E402
 from surge.algorithms.dqn.model import make_dqn_parts  # noqa: E402
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
 from surge.replay.frames import FrameObs  # noqa: E402
 from surge.replay.obs_store import PlainObs  # noqa: E402

@@ -13,7 +13,7 @@ import torch
 from surge.algorithms.dqn.declaration import dqn_act
 from surge.algorithms.dqn.learner import DQNLearner
 from surge.algorithms.dqn.model import make_dqn_parts
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.algorithm import ActContext
 
 BUDGET = 10_000

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from surge.algorithms.dqn.learner import DQNLearner
 from surge.algorithms.dqn.model import make_dqn_parts
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 
 T, N_COLS, GAMMA = 12, 2, 0.9
 

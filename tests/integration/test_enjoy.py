@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import surge.enjoy
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cli import main as surge_main
 from surge.runtime.training_run import train
 

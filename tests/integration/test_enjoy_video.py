@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import surge.enjoy
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 

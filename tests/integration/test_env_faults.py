@@ -8,7 +8,7 @@ import flaky_envs  # noqa: F401  (the wrappers are named by module on the comman
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import EnvError
 from surge.runtime.components import build_components
 from surge.runtime.training_run import train

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `tests.replay_tiny_algo` as the command line names it
     sys.path.insert(0, str(ROOT))
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.runtime.training_run import train  # noqa: E402
 from tests.replay_tiny_algo import LinearQ, TinyLearner  # noqa: E402
 

@@ -9,7 +9,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cli import main as surge_main
 from surge.runtime.training_run import train
 

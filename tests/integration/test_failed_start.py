@@ -2,7 +2,7 @@
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.runtime.training_run import train
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment.monitor import Monitor
 
 ROOT = Path(__file__).resolve().parents[2]

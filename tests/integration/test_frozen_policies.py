@@ -5,7 +5,7 @@ reads any policy's weights through `set_policy_weights` / `policy_weights`."""
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment.checkpoint import CheckpointManager
 from surge.population.roles import apply_frozen_sources
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.registry import register_env
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler

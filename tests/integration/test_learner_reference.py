@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from surge.algorithms.appo.learner import Learner
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.models.actor_critic import ActorCritic
 
 T, N, OBS, ACTS = 8, 6, 4, 3

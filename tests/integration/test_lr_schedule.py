@@ -6,7 +6,7 @@ so under `--lr_schedule=linear_decay` the rate saved with the last checkpoint ha
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 LR, BUDGET = 1e-3, 4096

@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 from surge.runtime.training_run import train

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.registry import register_env
 from surge.experiment.checkpoint import CheckpointManager
 from surge.runtime.components import build_components
@@ -176,17 +176,17 @@ def test_a_run_whose_final_weights_are_not_finite_exits_non_zero_and_is_not_mark
     refuses that value, so the config is poisoned behind its back (as a config built by hand could
     be): the learners, in this process or in the async placement's learner process, build the
     model with log_std = -inf."""
-    import surge.cfg.cli
+    import surge.app.resolve
     from surge.cli import main
 
-    real_parse = surge.cfg.cli.parse_cfg  # surge.train imports it when it runs
+    real_parse = surge.app.resolve.parse_cfg  # surge.train imports it when it runs
 
     def poisoned(argv):
         cfg = real_parse(argv)
         cfg.initial_stddev = 0.0
         return cfg
 
-    monkeypatch.setattr(surge.cfg.cli, "parse_cfg", poisoned)
+    monkeypatch.setattr(surge.app.resolve, "parse_cfg", poisoned)
     argv = [
         "train",
         "--env=Pendulum-v1",  # the defaults its spaces choose: a state-independent log_std

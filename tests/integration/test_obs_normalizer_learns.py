@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.central_value import CV_NAME
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.experiment.checkpoint import CheckpointManager
 from surge.population.commands import ReplacePolicy, SetHyperparams

@@ -9,7 +9,7 @@ import pytest
 import torch
 from serial_batches import first_batch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.registry import register_env
 from surge.errors import ConfigError
 from surge.runtime.components import build_components

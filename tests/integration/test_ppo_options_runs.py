@@ -5,7 +5,7 @@ the learner process of the async placement and is saved with its checkpoint."""
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 BUDGET = 8192

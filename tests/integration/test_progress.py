@@ -10,7 +10,7 @@ import time
 import pytest
 
 from surge.algorithms.appo.learner import Learner
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import TrainingRun
 
 STEP_SEC = 0.25  # a slow optimizer step, so one batch takes longer than the report interval

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cli import main as surge_main
 from surge.experiment.checkpoint import CheckpointManager
 from surge.runtime.training_run import train

@@ -20,7 +20,7 @@ import torch
 
 from surge.algorithms.r2d2.learner import R2D2Learner
 from surge.algorithms.r2d2.model import make_r2d2_parts
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 
 T, N_COLS, GAMMA, BURN_IN, LEARN, N_STEP, ETA, EPS = 16, 2, 0.9, 2, 3, 2, 0.8, 1e-2
 

@@ -11,7 +11,7 @@ import torch
 
 from surge.algorithms.r2d2.learner import R2D2Learner
 from surge.algorithms.r2d2.model import make_r2d2_parts
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 
 T, N_COLS = 8, 2  # one block: 16 env steps
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from replay_algorithm import TEST_REPLAY  # noqa: F401  (registers --algo=TEST_REPLAY)
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.serial import SerialPlacement
 
 HERE = Path(__file__).resolve().parent

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `tests.replay_tiny_algo` as the command line names it
     sys.path.insert(0, str(ROOT))
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
 from surge.replay.prioritized import PrioritizedReplay  # noqa: E402
 from surge.runtime.serial import SerialPlacement  # noqa: E402

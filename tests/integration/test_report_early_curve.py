@@ -4,7 +4,7 @@ missing): the monitor writes a summary as soon as a policy's first episodes are 
 
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment.events import read_scalars
 from surge.runtime.training_run import train
 

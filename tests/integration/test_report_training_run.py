@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment import report as report_module
 from surge.runtime.training_run import train
 

@@ -6,7 +6,7 @@ checkpoint says that no checkpoint was found and the run starts from env frame 0
 import shutil
 from pathlib import Path
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.base import LearnerBase
 from surge.runtime.training_run import train
 

@@ -12,9 +12,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from surge.cfg.cli import parse_cfg
-from surge.cfg.space_defaults import probe_spaces
+from surge.app.resolve import parse_cfg
 from surge.cli import main as surge_main
+from surge.envs.probe import probe_spaces
 from surge.envs.registry import make_env
 from surge.runtime.training_run import train
 

@@ -10,7 +10,7 @@ import torch
 from serial_batches import first_batch
 
 from surge.algorithms.appo import learner as learner_module
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.runtime.components import build_components
 

@@ -8,7 +8,7 @@ between rollouts (`TrajectoryBuffers.start_next`), which a rollout-local check n
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 

@@ -7,7 +7,7 @@ rollout crosses several episode ends), then checked step by step against the mod
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment.checkpoint import CheckpointManager
 from surge.learning.batcher import traj_per_iteration
 from surge.runtime.async_placement import AsyncPlacement

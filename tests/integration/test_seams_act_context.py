@@ -8,7 +8,7 @@ import json
 import torch
 
 from surge.algorithms.appo.declaration import APPO
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.algorithm import ActContext, Algorithm, register_algorithm, sampled_act
 from surge.runtime.serial import SerialPlacement
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
 from surge.learning.algorithm import Algorithm, Feed, register_algorithm  # noqa: E402
 from surge.population.commands import ReplacePolicy  # noqa: E402

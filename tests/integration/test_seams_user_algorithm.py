@@ -17,7 +17,8 @@ if str(ROOT) not in sys.path:  # `tests.user_algo_example` as the command line n
     sys.path.insert(0, str(ROOT))
 
 import surge.enjoy  # noqa: E402
-from surge.cfg.cli import parse_cfg, save_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.cfg.cli import save_cfg  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
 from surge.experiment.checkpoint import CheckpointManager  # noqa: E402
 from surge.runtime.serial import SerialPlacement  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 import torch
 import two_player_toy  # noqa: F401  (registers --env=higher_number)
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 ARGS = [

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import SurgeError
 from surge.runtime.training_run import train
 

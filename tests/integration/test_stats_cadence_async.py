@@ -3,7 +3,7 @@ with its diagnostics, while it trains many batches in between."""
 
 import time
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.experiment.checkpoint import CheckpointManager
 from surge.runtime.async_placement import AsyncPlacement
 from surge.runtime.stats_cadence import DIAGNOSTICS_INTERVAL_SEC

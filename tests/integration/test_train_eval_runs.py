@@ -16,7 +16,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.algorithm import get_algorithm
 from surge.runtime.training_run import train
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cli import main as surge_main
 
 

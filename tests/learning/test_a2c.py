@@ -19,7 +19,7 @@ evaluated 254. Holding 475 after reaching it is A2C's stability question
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 from tests.play_checkpoint import play
 

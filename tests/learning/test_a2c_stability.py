@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from surge.algorithms.a2c.learner import A2CLearner
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 
 WORKERS, ENVS, ROLLOUT = 2, 8, 32  # the rollout is Config's default

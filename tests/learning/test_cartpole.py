@@ -14,7 +14,7 @@ policy the test plays, not the training return of sampled actions, decides when 
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 from tests.play_checkpoint import play
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
 
 ROOT = Path(__file__).parents[2]

@@ -40,7 +40,7 @@ transitions per env step taken as 0.25 updates of 128 instead of 0.5 of 64, half
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 from tests.play_checkpoint import play
 

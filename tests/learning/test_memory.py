@@ -14,7 +14,7 @@ even if the learner's model would answer right."""
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.memory import CHANCE_RETURN
 from surge.runtime.training_run import TrainingRun
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
 from surge.runtime.training_run import train
 

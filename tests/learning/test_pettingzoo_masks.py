@@ -8,7 +8,7 @@ pytest.importorskip("pettingzoo")
 
 import strict_masks  # noqa: E402
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.enjoy import enjoy  # noqa: E402
 from surge.runtime.training_run import train  # noqa: E402
 

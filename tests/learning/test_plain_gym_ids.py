@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
 from surge.runtime.training_run import TrainingRun
 

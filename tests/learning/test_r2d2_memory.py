@@ -17,7 +17,7 @@ docs/logs/r2d2_memory_2026-11-24.md)."""
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.memory import CHANCE_RETURN
 from surge.runtime.training_run import TrainingRun
 

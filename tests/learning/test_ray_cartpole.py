@@ -21,7 +21,7 @@ pytest.importorskip("ray")
 import ray_two_nodes  # noqa: E402
 from test_cartpole import HYPERPARAMS  # noqa: E402
 
-from surge.cfg.cli import parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.enjoy import enjoy  # noqa: E402
 from surge.experiment.checkpoint import CheckpointManager  # noqa: E402
 from surge.runtime.training_run import train  # noqa: E402

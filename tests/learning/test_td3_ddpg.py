@@ -18,7 +18,7 @@ episode 30, before two episodes of -1206 and -1453 at 42-43.
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.training_run import train
 from tests.play_checkpoint import play
 

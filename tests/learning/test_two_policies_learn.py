@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from test_cartpole import HYPERPARAMS, KIND, PLACEMENTS
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
 from surge.runtime.training_run import train
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from surge.cfg.cli import read_yaml
 from surge.cfg.rl_games_yaml import Translation, surge_fields, translate
+from surge.cfg.yaml_files import read_yaml
 
 rl_games = pytest.importorskip("rl_games")
 CONFIGS = Path(rl_games.__file__).parent / "configs"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning.base import make_adam
 from surge.models.actor_critic import make_actor_critic
 

@@ -96,7 +96,7 @@ def test_keyword_flags_become_command_line_flags():
 
 
 def test_keyword_flags_parse_like_the_command_line(tmp_path):
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
 
     flags = {
         "env": "CartPole-v1",

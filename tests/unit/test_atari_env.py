@@ -283,7 +283,7 @@ def test_atari_envs_pass_the_env_checker(capsys):
 
 @pytest.mark.parametrize("algo", ["DQN", "R2D2"])
 def test_q_learning_keeps_a_constant_rate_over_the_familys_ppo_decay(tmp_path, algo):
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
 
     base = [
         "--env=atari_breakout",

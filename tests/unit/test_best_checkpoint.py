@@ -6,7 +6,7 @@ best, then the saves at debug level)."""
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.experiment.monitor import PolicyStats
 from surge.runtime.best_checkpoint import BestCheckpoints

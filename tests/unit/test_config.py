@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from surge.cfg.cli import parse_cfg, save_cfg
+from surge.app.resolve import parse_cfg
+from surge.cfg.cli import save_cfg
 from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.envs.atari import AtariParams
 from surge.errors import ConfigError
@@ -282,16 +283,16 @@ def test_encoder_type_and_subtype_must_go_together(etype, subtype, ok, tmp_path)
     ],
 )
 def test_sizes_that_cannot_fit_in_memory_are_refused(argv, field, tmp_path, monkeypatch):
-    import surge.cfg.validate
+    import surge.app.memory_estimate
 
-    monkeypatch.setattr(surge.cfg.validate, "physical_memory_bytes", lambda: 64 * 10**9)
+    monkeypatch.setattr(surge.app.memory_estimate, "physical_memory_bytes", lambda: 64 * 10**9)
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", *argv])
     assert e.value.field == field and "GB" in e.value.problem and "memory" in e.value.problem
 
 
 def test_physical_memory_is_read_and_sizes_that_fit_are_accepted(tmp_path):
-    from surge.cfg.validate import physical_memory_bytes
+    from surge.app.memory_estimate import physical_memory_bytes
 
     with open("/proc/meminfo") as f:
         total_kb = int(next(line for line in f if line.startswith("MemTotal:")).split()[1])
@@ -438,7 +439,7 @@ def test_policies_the_mapping_can_never_pick_are_refused(argv, idle, tmp_path):
 
 
 def test_policies_every_agent_or_env_can_pick_are_accepted(tmp_path):
-    from surge.cfg.validate import check_policy_mapping
+    from surge.sampling.checks import check_policy_mapping
 
     base = ["--env=cartpole", f"--train_dir={tmp_path}", "--num_policies=2"]
     cfg = parse_cfg([*base, "--policy_mapping=env_index", "--num_workers=1", "--num_envs_per_worker=2"])

@@ -24,9 +24,11 @@ import yaml  # noqa: E402
 from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from surge.cfg.cli import EvalParams, field_defaults, parse_cfg  # noqa: E402
+from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.cfg.config import EvalParams  # noqa: E402
 from surge.envs.registry import find_family  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
+from surge.learning.run_flags import field_defaults  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -480,7 +482,7 @@ def test_accepted_random_configs_run_or_are_refused_and_leave_nothing(case, tmp_
 
 
 def test_the_memory_estimate_counts_the_batches_accumulation_holds(tmp_path):
-    from surge.cfg.validate import estimate_memory
+    from surge.app.memory_estimate import estimate_memory
 
     cfg = parse_cfg(["--env=cartpole", "--num_workers=1", f"--train_dir={tmp_path}"])
     base = estimate_memory(cfg)[0][1]

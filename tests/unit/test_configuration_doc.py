@@ -3,8 +3,8 @@
 import re
 from pathlib import Path
 
-from surge.cfg.cli import parse_cfg
-from surge.cfg.reference import reference
+from surge.app.reference import reference
+from surge.app.resolve import parse_cfg
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
@@ -15,7 +15,7 @@ def _row(doc: str, flag: str) -> str:
 
 
 def test_the_doc_is_the_generated_reference():
-    assert DOC.read_text() == reference(), "regenerate: python -m surge.cfg.reference > docs/configuration.md"
+    assert DOC.read_text() == reference(), "regenerate: python -m surge.app.reference > docs/configuration.md"
 
 
 def test_the_doc_says_which_flags_have_no_effect():

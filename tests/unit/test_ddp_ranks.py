@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.distributed.ranks import (
     RankInfo,
     check_data_parallel,

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.check import main as check_env_main
 from surge.envs.registry import make_env
 from surge.errors import ConfigError
@@ -116,7 +116,7 @@ def test_a_module_that_cannot_be_imported_or_registers_no_such_id_is_refused(toy
 def test_an_env_wrappers_entry_that_is_not_a_name_is_refused(tmp_path):
     """A YAML `env_wrappers: [null]` (found by tests/unit/test_config_fuzz.py) is refused naming the
     flag, not a TypeError from inside the wrapper lookup."""
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.errors import ConfigError
 
     path = tmp_path / "c.yaml"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.registry import make_env
 from surge.sampling.env_state import EnvStateRefused, EnvStateUnsupported, restore_env_state, save_env_state
 

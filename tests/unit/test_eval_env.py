@@ -8,8 +8,8 @@ import pytest
 import torch
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
-from surge.cfg.cli import parse_cfg
-from surge.cfg.validate import config_notes
+from surge.app.notes import config_notes
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.evaluation.episodes import EpisodePlayer
 

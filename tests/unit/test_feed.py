@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from surge.algorithms.appo.declaration import APPO
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.learning import algorithm as registry
 from surge.learning.algorithm import register_algorithm
 from surge.learning.feed import Feed

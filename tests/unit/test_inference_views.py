@@ -5,7 +5,7 @@ what the tensor path writes, at the same places, and nothing elsewhere."""
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 
 

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import surge.learning.amp as amp
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 
 CPU = torch.device("cpu")

@@ -13,8 +13,8 @@ from rl_games.algos_torch import torch_ext
 from rl_games.algos_torch.d2rl import D2RLNet
 from torch import nn
 
+from surge.app.memory_estimate import rnn_state_floats
 from surge.cfg.config import Config
-from surge.cfg.validate import rnn_state_floats
 from surge.errors import ConfigError
 from surge.models.actor_critic import ActorCritic
 from surge.models.d2rl import D2RLMlp
@@ -293,7 +293,7 @@ def test_variance_scaling_matches_rl_games():
     ],
 )
 def test_command_line_refuses_before_any_process_starts(tmp_path, flags, field):
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
 
     with pytest.raises(ConfigError) as err:
         parse_cfg(["--env=CartPole-v1", "--experiment=x", f"--train_dir={tmp_path}", *flags])

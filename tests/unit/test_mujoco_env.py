@@ -5,7 +5,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.envs.registry import make_env
 from surge.errors import ConfigError
 

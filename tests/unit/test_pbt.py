@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.population.commands import ReplacePolicy, SetHyperparams
 from surge.population.objective import episode_statistic
@@ -175,7 +175,8 @@ def test_pbt_flags_are_checked():
 def test_a_budget_too_short_for_any_update_is_reported(monkeypatch, start, period):
     """The note names the first frame at which the controller itself updates a policy: one frame
     fewer updates nothing, that frame updates (a policy playing one-frame episodes)."""
-    from surge.cfg.validate import config_notes, pbt_budget_notes
+    from surge.app.notes import config_notes
+    from surge.population.checks import pbt_budget_notes
 
     flags = [f"--pbt_start_mutation={start}", f"--pbt_period_env_steps={period}"]
     pbt, _ = _pbt([[1], [2]], *flags)

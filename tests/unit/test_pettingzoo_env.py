@@ -219,7 +219,7 @@ def test_an_agent_kept_after_it_ended_stays_inactive_and_ends_once():
 
 
 def test_an_argument_the_env_does_not_take_is_refused_naming_the_flag():
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
     from surge.runtime.components import env_info
 
     cfg = parse_cfg(["--env=pettingzoo_classic.tictactoe_v3", '--pettingzoo_kwargs={"n_pistons": 3}'])

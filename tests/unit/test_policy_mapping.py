@@ -52,7 +52,7 @@ def test_one_policy_maps_everything_to_policy_zero():
 @pytest.mark.parametrize("name", ["", "nope"])
 def test_an_unknown_mapping_is_refused_before_any_process_starts(name, tmp_path):
     # found by the config fuzzing: accepted, then every rollout worker failed in its first reset
-    from surge.cfg.cli import parse_cfg
+    from surge.app.resolve import parse_cfg
 
     with pytest.raises(ConfigError, match="unknown policy mapping"):
         parse_cfg(["--env=cartpole", f"--policy_mapping={name}", f"--train_dir={tmp_path}"])

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from surge.algorithms.appo.bounds_loss import action_bounds_loss
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 from surge.learning.base import shaped_rewards
 from surge.learning.kl_adaptive import KLAdaptiveLR, adaptive_lr_update
@@ -137,7 +137,7 @@ def test_defaults_are_todays_behaviour():
 
 
 def test_options_without_effect_are_reported():
-    from surge.cfg.validate import config_notes
+    from surge.app.notes import config_notes
 
     notes = " ".join(
         config_notes(

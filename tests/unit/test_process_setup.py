@@ -96,7 +96,7 @@ def test_retained_memory_spares_the_page_faults_of_large_tensors_unless_the_user
 
 _SERIAL_THREADS = """
 import sys, torch
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.serial import SerialPlacement
 torch.set_num_threads(2)
 cfg = parse_cfg(["--env=CartPole-v1", "--serial_mode=True", "--num_workers=1",

@@ -5,7 +5,7 @@ replay or with C51; the same flags are accepted where they act."""
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 
 DQN = ["--env=CartPole-v1", "--algo=DQN", "--train_for_env_steps=1000"]

@@ -25,7 +25,7 @@ import gymnasium as gym
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.data.trajectory import TrajectoryBuffers
 from surge.learning.algorithm import get_algorithm
 

@@ -3,8 +3,8 @@ field and the fix, and each sampler node's config (its own seed, no folder write
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
-from surge.cfg.validate import config_notes
+from surge.app.notes import config_notes
+from surge.app.resolve import parse_cfg
 from surge.distributed.ray_sampler import node_cfg_values
 from surge.errors import ConfigError
 

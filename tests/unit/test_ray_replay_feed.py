@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.distributed.ray_placement import RayPlacement
 from surge.distributed.ray_sampler import SamplerNode, Shipment
 from surge.learning.algorithm import acting_state_size

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import gymnasium as gym
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.distributed.ray_placement import RayPlacement
 from surge.distributed.ray_sampler import SamplerNode, Shipment
 from surge.runtime.components import EnvInfo, make_layout

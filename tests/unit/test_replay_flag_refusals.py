@@ -5,7 +5,7 @@ over an unset frame budget."""
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 
 

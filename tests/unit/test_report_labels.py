@@ -7,7 +7,8 @@ starts at 0."""
 import numpy as np
 from torch.utils.tensorboard import SummaryWriter
 
-from surge.cfg.cli import parse_cfg, save_cfg
+from surge.app.resolve import parse_cfg
+from surge.cfg.cli import save_cfg
 from surge.experiment.compare import LABEL_MAX, draw_groups, find_runs, group_runs, write_comparison
 
 ENVS = {"cartpole": "cartpole", "breakout": "atari_breakout", "pong": "atari_pong", "doom": "doom_basic"}

@@ -4,7 +4,7 @@ Doom's scheme as Sample Factory's `_perturb_reward` (the `delta` and `selected_w
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.population.commands import ReplacePolicy, SetRewardShaping
 from surge.population.pbt import PopulationBasedTraining
 from surge.population.shaping import WorkerShaping, default_reward_shaping

@@ -15,7 +15,7 @@ import pytest
 import torch
 from rl_games_yaml_support import CONFIGS, load
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cfg.rl_games_envs import RlGamesKeyError
 from surge.cfg.rl_games_yaml import translate
 from surge.errors import ConfigError

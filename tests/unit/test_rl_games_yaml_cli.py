@@ -10,11 +10,12 @@ import pytest
 import yaml
 from rl_games_yaml_support import load
 
-from surge.cfg.cli import parse_cfg, save_cfg
+from surge.app.notes import config_notes
+from surge.app.resolve import parse_cfg
+from surge.cfg.cli import save_cfg
 from surge.cfg.config import enjoy_params
 from surge.cfg.rl_games_envs import RlGamesKeyError
 from surge.cfg.rl_games_yaml import translate
-from surge.cfg.validate import config_notes
 from surge.errors import ConfigError
 
 

@@ -160,8 +160,8 @@ def test_every_shipped_file_translates_or_is_refused_by_name():
     """No shipped file crashes the translator: each translates, or is refused with an rl_games key."""
     from rl_games_yaml_support import CONFIGS
 
-    from surge.cfg.cli import read_yaml
     from surge.cfg.rl_games_yaml import is_rl_games_yaml
+    from surge.cfg.yaml_files import read_yaml
 
     for path in sorted(CONFIGS.rglob("*.yaml")):
         data = read_yaml(str(path))

@@ -5,10 +5,11 @@ import pytest
 import torch
 import two_player_toy  # noqa: F401  (registers --env=higher_number)
 
-from surge.cfg.cli import parse_cfg
-from surge.cfg.validate import validate_cfg
+from surge.app.preflight import validate_cfg
+from surge.app.resolve import parse_cfg
+from surge.cfg.policy_roles import frozen_sources, learning_policies
 from surge.errors import ConfigError
-from surge.population.roles import frozen_sources, learning_policies, source_weights
+from surge.population.roles import source_weights
 
 BASE = ["--env=CartPole-v1", "--num_workers=1"]
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
 
 

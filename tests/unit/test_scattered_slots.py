@@ -8,7 +8,7 @@ a doom_duel PBT run as a negative policy lag)."""
 
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 from surge.runtime.messages import request_slots, wire_slots
 

@@ -14,10 +14,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from surge.cfg.cli import parse_cfg
+from surge.app.notes import config_notes
+from surge.app.resolve import parse_cfg
+from surge.app.space_defaults import space_default_notes
 from surge.cfg.config import Config
-from surge.cfg.space_defaults import as_overrides, probe_spaces, space_default_notes, space_defaults
-from surge.cfg.validate import config_notes
+from surge.cfg.space_defaults import as_overrides, space_defaults
+from surge.envs.probe import probe_spaces
 from surge.errors import EnvError
 
 Box, Discrete, Dict = gym.spaces.Box, gym.spaces.Discrete, gym.spaces.Dict

@@ -12,9 +12,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from surge.app.resolve import parse_cfg
+from surge.app.space_defaults import chosen_space_defaults, space_default_notes
 from surge.cfg.budget import IMAGE_BUDGET, NO_BUDGET, VECTOR_BUDGET, no_end_note
-from surge.cfg.cli import parse_cfg
-from surge.cfg.space_defaults import as_overrides, chosen_space_defaults, space_default_notes
+from surge.cfg.space_defaults import as_overrides
 
 Box, Discrete = gym.spaces.Box, gym.spaces.Discrete
 IMAGE = Box(0, 255, (84, 84, 4), np.uint8)

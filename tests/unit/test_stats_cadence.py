@@ -5,7 +5,7 @@ import copy
 
 import torch
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 from surge.runtime.stats_cadence import StatsCadence

@@ -2,7 +2,7 @@
 than there are cores (docs/threads.md: `--num_torch_threads=2` on the 2-core machine ran the
 CartPole benchmark config at 1150 env frames/s against 12356 with the default)."""
 
-from surge.cfg.cli import parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.runtime.async_placement import thread_oversubscription
 
 

@@ -10,9 +10,10 @@ import math
 
 import pytest
 
-from surge.cfg.cli import flag_fields, parse_cfg
+from surge.app.resolve import parse_cfg
 from surge.cli import main as surge_main
 from surge.envs.registry import find_family
+from surge.learning.run_flags import flag_fields
 from surge.tune.command import _header, build_parser, table_rows, write_yaml
 from surge.tune.measure import Measurement
 from surge.tune.plan import plan_seconds

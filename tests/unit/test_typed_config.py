@@ -8,14 +8,16 @@ import json
 
 import pytest
 
+from surge.app.resolve import parse_cfg
 from surge.cfg import family_params
-from surge.cfg.cli import flag_fields, parse_cfg, rebuild_cfg, save_cfg
+from surge.cfg.cli import save_cfg
 from surge.cfg.config import SECTIONS, Config, EvalParams, OptimParams, SamplingParams
 from surge.envs.atari import AtariParams
 from surge.envs.doom.family import DoomParams
 from surge.envs.memory import MemoryParams
 from surge.envs.registry import find_family
 from surge.errors import ConfigError
+from surge.learning.run_flags import flag_fields, rebuild_cfg
 
 
 def test_config_is_composed_of_its_sections_and_every_flag_is_in_one():

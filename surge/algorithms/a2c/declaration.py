@@ -51,11 +51,11 @@ from torch import Tensor, nn
 from surge.algorithms.a2c.learner import A2CLearner
 from surge.algorithms.a2c.params import A2CParams
 from surge.cfg.config import Config, minibatches_to_accumulate
+from surge.cfg.policy_roles import learning_policies
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Capabilities, FieldSpec, Obs, register_algorithm
 from surge.learning.pg_checks import check_actor_critic_flags
 from surge.models.actor_critic import ActorCritic
-from surge.population.roles import learning_policies
 
 
 def a2c_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:

@@ -11,8 +11,8 @@ from torch import Tensor
 from surge.algorithms.a2c.loss import a2c_loss
 from surge.algorithms.a2c.params import A2CParams
 from surge.cfg.config import Config, algo_params
+from surge.cfg.policy_roles import learning_policies
 from surge.learning.base import LearnerBase
-from surge.population.roles import learning_policies
 
 log = logging.getLogger("surge")
 

@@ -23,12 +23,12 @@ from torch import Tensor
 
 from surge.algorithms.appo.bounds_loss import action_bounds_loss
 from surge.algorithms.appo.ppo_loss import PPOLossConfig, masked_mean, ppo_loss
+from surge.cfg.policy_roles import learning_policies
 from surge.data.trajectory import tree_map
 from surge.learning.amp import autocast, resolve_mixed_precision
 from surge.learning.base import LearnerBase, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 from surge.learning.returns import bootstrap_truncated_rewards, vtrace
-from surge.population.roles import learning_policies
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:

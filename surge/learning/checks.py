@@ -1,0 +1,55 @@
+"""The learning subsystem's checks of its flags, run by the preflight
+(`surge.app.preflight.validate_cfg`): the algorithm's (its declaration's `validate` and its
+section's ranges), rl_games' options, the central value, mixed precision, and `--device`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+
+from surge.errors import ConfigError
+from surge.learning.algorithm import get_algorithm
+from surge.learning.amp import check_mixed_precision
+from surge.learning.central_value import check_central_value_flags
+from surge.learning.pg_checks import check_rl_games_options
+
+
+def check_algorithm_flags(cfg: Any) -> None:
+    """rl_games' policy-gradient options (`check_rl_games_options`), the algorithm's own flags
+    (`Algorithm.validate`: APPO's PPO and V-trace ranges, `surge.learning.pg_checks`), the central
+    value's, mixed precision's and the algorithm's section's ranges (`cfg.algo_params.validate()`),
+    in that order.
+
+    Raises:
+        ConfigError: naming the first field out of range and how to fix it.
+    """
+    check_rl_games_options(cfg)
+    get_algorithm(cfg.algo).validate(cfg)
+    check_central_value_flags(cfg)
+    check_mixed_precision(cfg)
+    check_algo = getattr(cfg.algo_params, "validate", None)
+    if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
+        check_algo()
+
+
+def check_device(device: str) -> None:
+    """`--device`: cpu, gpu, cuda or cuda:K with a GPU K this process sees.
+
+    Raises:
+        ConfigError: another spelling, no CUDA device, or no GPU K.
+    """
+    m = re.fullmatch(r"cuda:(\d+)", device)
+    if device not in ("cpu", "gpu", "cuda") and m is None:
+        raise ConfigError("device", f"{device!r} is not a device.", "pass --device=cpu, gpu, cuda or cuda:K.")
+    if device == "cpu":
+        return
+    if not torch.cuda.is_available():
+        raise ConfigError("device", "no CUDA device is available to this process.", "pass --device=cpu.")
+    if m is not None and int(m[1]) >= torch.cuda.device_count():
+        raise ConfigError(
+            "device",
+            f"GPU {m[1]} does not exist: this process sees {torch.cuda.device_count()} GPU(s).",
+            f"pass --device=cuda:K with K < {torch.cuda.device_count()}, or --device=gpu.",
+        )
