@@ -11,6 +11,7 @@ Reports to the main process: `TrainStats` (of one batch per second, `surge.runti
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
@@ -32,6 +33,7 @@ from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.population.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
+from surge.runtime.learner_loop import LearnerLoop
 from surge.runtime.messages import (
     BlockReady,
     DataParallelStopped,
@@ -46,7 +48,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import checkpoint_state, copy_policy_state, policy_state, restore_policy
+from surge.runtime.placement import checkpoint_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
 from surge.runtime.stats_cadence import StatsCadence
@@ -95,6 +97,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
             dp.on_wait = lambda: beats.__setitem__(p, time.monotonic())  # waiting for a rank's batch
         weights = shared.weights[p]
         weights.publish(model, learner.policy_version)
+        loop = LearnerLoop(model, learner, p)  # no rollback: an async run does not resume exactly
         log.info(
             "Learner %d (pid %d) on %s, %d torch thread(s), starts at policy version %d",
             p, os.getpid(), device, torch.get_num_threads(), learner.policy_version,
@@ -120,18 +123,18 @@ def learner_process_main(ctx: LearnerContext) -> None:
 
         def run_item(item: tuple) -> None:
             if isinstance(item, SetHyperparams):
-                changed = learner.set_hyperparams(item.values)
+                changed = loop.set_hyperparams(item.values)
                 log.info("Learner %d: hyper-parameters set: %s", p, _changes(changed))
                 return
             if isinstance(item, ExportPolicy):
-                atomic_torch_save(policy_state(model, learner), Path(item.path))
+                atomic_torch_save(loop.export(), Path(item.path))
                 shared.report_queue.put(PolicyExported(p, item.path))
                 return
             if isinstance(item, ImportPolicy):
                 state = torch.load(item.path, map_location=device, weights_only=True)
                 # one import per export: kept, they would pile up over a long PBT run
                 Path(item.path).unlink(missing_ok=True)
-                copy_policy_state(state, model, learner)
+                loop.replace(state)
                 weights.publish(model, learner.policy_version)
                 log.info(
                     "Learner %d: replaced by policy %d's weights, optimizer and hyper-parameters "
@@ -157,29 +160,26 @@ def learner_process_main(ctx: LearnerContext) -> None:
             learner.diagnostics = with_diagnostics = cadence.due()
             env_frames = int(shared.env_frames[0])
             if kind == "observe":  # replay: copied out, released at once, trained at the replay ratio
-                learner.observe(batch)
-                pool.release(slots, p)
-                maybe_stats = learner.train_replay(env_frames=env_frames)
+                maybe_stats = loop.observe(batch, functools.partial(pool.release, slots, p), env_frames)
                 if maybe_stats is None:
                     return
                 stats = maybe_stats
             else:
                 local_frames = env_frames
-                if dp is not None:  # the ranks' round: all train this batch, or all stop
-                    round_frames = dp.begin_round(local_frames, model)
-                    if round_frames is None:
-                        pool.release(slots, p)
-                        shared.report_queue.put(DataParallelStopped(p))
-                        return
-                    env_frames = round_frames
-                stats = learner.train_batch(batch, env_frames=env_frames)
+                # the ranks' round: all train this batch, or all stop
+                round_frames = loop.begin_round(dp, local_frames, env_frames, model)
+                if round_frames is None:
+                    pool.release(slots, p)
+                    shared.report_queue.put(DataParallelStopped(p))
+                    return
+                stats = loop.train(batch, round_frames)
                 if dp is not None:  # the round's env frames: all ranks' and this one's
-                    stats.update(global_env_frames=float(env_frames), local_env_frames=float(local_frames))
+                    stats.update(global_env_frames=float(round_frames), local_env_frames=float(local_frames))
                 if synchronous:  # the rollouts these slots start act with the new weights: lag 0
                     weights.publish(model, learner.policy_version)
                 pool.release(slots, p)  # on-policy: trajectories come back only after training
             stats["train_seconds"] = time.monotonic() - t0
-            stats.update(learner.hp.stats())
+            loop.finish_stats(stats)
             if kind == "observe" or not synchronous:
                 weights.publish(model, learner.policy_version)
             sent = cadence.report(stats, with_diagnostics)

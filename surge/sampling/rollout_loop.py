@@ -82,11 +82,16 @@ class RolloutLoop:
 
     def step(self, act: Callable[[list[Split]], None]) -> int:
         """One env step of every split that has a block, acting in this process: restarts the
-        waiting splits that got a block, `act(splits)` writes the actions of all ready splits at
-        once (it must not keep or change the list), then each is advanced in turn. Returns the
-        number of splits stepped (0 when all wait for the learners)."""
+        waiting splits that got a block, then `step_ready(act)`. Returns the number of splits
+        stepped (0 when all wait for the learners)."""
         if self.waiting:
             self.resume_waiting()
+        return self.step_ready(act)
+
+    def step_ready(self, act: Callable[[list[Split]], None]) -> int:
+        """`act(splits)` writes the actions of every split not waiting, at once (it must not keep
+        or change the list), then each is advanced in turn; a split whose next rollout has no
+        block then waits. Returns the number of splits stepped."""
         active = self.ready()
         if not active:
             return 0
