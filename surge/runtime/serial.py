@@ -1,6 +1,7 @@
-"""The serial placement (`--serial_mode=True`): rollout workers, inference and learners of the
-async engine, called in turn in one process. Each policy's inference acts for every split at once in
-one batched forward pass; each learner trains once its batcher has a batch.
+"""The serial placement (`--serial_mode=True`): a small scheduler that calls the loops of the async
+engine's processes in turn, in one process: the `RolloutLoop` steps every worker's splits, acting
+through each policy's `InferenceLoop` (one batched forward pass over every split), then each
+policy's `LearnerLoop` trains the batches its batcher has (`SerialSampler`, `_train_ready`).
 
 Exact resume: at a stop (budget, Ctrl+C, SIGTERM) the placement also writes the sampler's state
 (`sampler_state.pth` in the experiment folder: trajectory buffers, who holds each block, the
@@ -20,16 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from surge.cfg.config import Config
-from surge.data.routing import OwnSlots, route_block
-from surge.data.trajectory import tree_assign
 from surge.distributed.data_parallel import DataParallel, join_data_parallel, leave_data_parallel
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 from surge.learning.algorithm import Feed
-from surge.learning.batcher import Batcher
 from surge.learning.replay_learner import ReplayLearnerBase
 from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.batch_snapshot import BatchSnapshot  # noqa: F401 - its old home (tests import it)
@@ -42,134 +39,11 @@ from surge.runtime.placement import (
     checkpoint_state,
     restore_policy,
 )
+from surge.runtime.serial_sampler import SerialSampler
 from surge.sampling.env_state import EnvStateUnsupported
-from surge.sampling.inference_loop import InferenceLoop, InProcessActing
 from surge.sampling.rollout_loop import RolloutLoop
 
 log = logging.getLogger("surge")
-
-
-class SerialSampler:
-    """Collects experience from all workers into trajectory slots, in one process, and groups the
-    finished blocks into each policy's batches."""
-
-    def __init__(self, c: Components, state: dict[str, Any] | None = None):
-        self.c = c
-        self.batchers = [c.layout.make_batcher() for _ in range(c.cfg.num_policies)]
-        self.loop = RolloutLoop(c.workers, self._deliver)
-        self.inference_loops = [InferenceLoop(inference) for inference in c.inferences]
-        self.acting = InProcessActing(c.workers, self.inference_loops)
-        if state is not None:
-            self.load_state_dict(state)
-        else:
-            for w in c.workers:
-                w.reset()
-
-    @property
-    def waiting(self) -> set[tuple[int, int]]:
-        """(worker, split) with no free block for its next rollout (`RolloutLoop.waiting`)."""
-        return self.loop.waiting
-
-    @waiting.setter
-    def waiting(self, value: set[tuple[int, int]]) -> None:
-        self.loop.waiting = value
-
-    def _deliver(self, policy_id: int, first: int, own: OwnSlots) -> None:
-        self.batchers[policy_id].add(first, own)
-
-    def state_dict(self) -> dict[str, Any]:
-        """The sampler's whole state between two steps: every trajectory buffer, the block pool's
-        holder flags, each policy's pending trajectories, the waiting splits and each worker's
-        `state_dict` (envs included). Tensors and plain values only.
-
-        "actor_ids" `[num_slots]` int64 is saved with the buffers: a trajectory a stop left pending
-        (finished, not yet given to its learner) keeps its agent's actor id, which a replay learner
-        needs (the actor is the trajectory's replay column); a worker's `load_state_dict` claims
-        only the slots its splits are filling now.
-
-        Raises:
-            EnvStateUnsupported: an env's state cannot be saved.
-        """
-        c = self.c
-        buffers = c.buffers
-        return {
-            "workers": [w.state_dict() for w in c.workers],
-            "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
-            "actor_ids": buffers.actor_ids.clone(),
-            "block_pool": c.block_pool.held.clone(),
-            "pending_slots": [[list(own) for own in b.pending] for b in self.batchers],
-            "waiting": sorted(self.waiting),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores `state_dict`'s state (instead of resetting the workers).
-
-        Raises:
-            ValueError: the state is of a run with other buffers, blocks or workers.
-        """
-        c = self.c
-        held = state["block_pool"]
-        if len(held) == c.block_pool.num_blocks and "pending_slots" not in state:
-            held = held.repeat_interleave(c.block_pool.block_size, dim=0)  # saved per block, not slot
-        if tuple(held.shape) != tuple(c.block_pool.held.shape) or len(state["workers"]) != len(c.workers):
-            raise ValueError(
-                f"sampler state has {len(state['workers'])} workers and block pool "
-                f"{tuple(held.shape)}, this run {len(c.workers)} and {tuple(c.block_pool.held.shape)}"
-            )
-        for name, saved in state["buffers"].items():
-            tree_assign(getattr(c.buffers, name), slice(None), saved)
-        if "actor_ids" in state:  # older states lack them: see `SerialPlacement._matching_sampler_state`
-            c.buffers.actor_ids.copy_(state["actor_ids"])
-        c.block_pool.held.copy_(held)
-        if "pending_slots" in state:
-            for b, pending in zip(self.batchers, state["pending_slots"], strict=True):
-                for own in pending:
-                    b.add(0, [int(s) for s in own])
-        else:  # saved before routing by trajectory: whole blocks, each policy's share of them
-            for p, (b, firsts) in enumerate(zip(self.batchers, state["pending"], strict=True)):
-                self._load_pending_blocks(p, b, [int(f) for f in firsts])
-        self.waiting = {(int(w), int(s)) for w, s in state["waiting"]}
-        for w, ws in zip(c.workers, state["workers"], strict=True):
-            w.load_state_dict(ws)
-
-    def _load_pending_blocks(self, policy_id: int, batcher: Batcher, firsts: list[int]) -> None:
-        """Pending blocks of a sampler state saved before routing by trajectory: each block's
-        trajectories policy `policy_id` acted in (from the restored buffers) go to its batcher."""
-        n, buffers, pool = self.c.block_pool.block_size, self.c.buffers, self.c.block_pool
-        for f in firsts:
-            slots = np.arange(f, f + n)
-            route = route_block(
-                slots, buffers.policy_id[f : f + n].numpy(), buffers.is_active[f : f + n].numpy(), [policy_id]
-            )
-            if policy_id not in route:  # nothing of it to learn from
-                pool.release(slots.tolist(), policy_id)
-                continue
-            own = route[policy_id]
-            batcher.add(f, own)
-            if own is not None:  # the other trajectories are not its own
-                pool.release(sorted(set(slots.tolist()) - set(own)), policy_id)
-
-    def step(self) -> None:
-        """One env step of every split that has slots: inference for all of them (one forward pass
-        per policy), then env stepping (`RolloutLoop.step`). A split whose blocks are all with the
-        learners waits until they release one."""
-        self.loop.step(self.acting)
-
-    def take(self, policy_id: int = 0) -> torch.Tensor | None:
-        """The slots `[N]` int64 of policy `policy_id`'s next batch (at least one iteration's worth
-        of its trajectories), or None; give them back with `release` after training, or with
-        `put_back` when the batch was not trained."""
-        slots = self.batchers[policy_id].take()
-        return None if slots is None else torch.tensor(slots, dtype=torch.int64)
-
-    def put_back(self, slots: torch.Tensor, policy_id: int = 0) -> None:
-        """Returns an untrained batch (as returned by `take`) to the front of the policy's queue: the
-        next `take` gives it again."""
-        self.batchers[policy_id].put_back(slots.tolist())
-
-    def release(self, slots: torch.Tensor, policy_id: int = 0) -> None:
-        """Policy `policy_id`'s learner is done with the trajectories `slots` (as returned by `take`)."""
-        self.c.block_pool.release(slots, policy_id)
 
 
 class SerialPlacement:
@@ -289,8 +163,7 @@ class SerialPlacement:
             )
             return None
         try:  # every env's state checked before any is restored: a refusal leaves them all fresh
-            for w, ws in zip(c.workers, state["workers"], strict=True):
-                w.check_state_dict(ws)
+            RolloutLoop.check_state_dict(c.workers, state)
         except ValueError as e:  # EnvStateRefused included (an older pickled env, another env)
             log.warning(
                 "Not resuming the envs from the sampler state %s (%s): the envs start from a reset and "

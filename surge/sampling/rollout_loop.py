@@ -64,6 +64,33 @@ class RolloutLoop:
         self.waiting: set[Split] = set()
         self.steps = 0  # env steps of single splits taken by this loop (`advance` calls)
 
+    def state_dict(self) -> dict[str, Any]:
+        """The loop's state between two steps, for exact resume: each worker's `state_dict` (its
+        envs included) under "workers", the waiting splits under "waiting" (sorted pairs).
+
+        Raises:
+            EnvStateUnsupported: an env's state cannot be saved.
+        """
+        return {"workers": [w.state_dict() for w in self.workers], "waiting": sorted(self.waiting)}
+
+    @staticmethod
+    def check_state_dict(workers: list[RolloutWorker], state: dict[str, Any]) -> None:
+        """Checks, before anything is restored (and before the loop is made), that every worker
+        of `workers` can load its part of `state` (a `state_dict`).
+
+        Raises:
+            ValueError: a worker's envs cannot take their saved state (`EnvStateRefused` included);
+                or `state` has another number of workers.
+        """
+        for w, ws in zip(workers, state["workers"], strict=True):
+            w.check_state_dict(ws)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores `state_dict`'s state (instead of resetting the workers)."""
+        self.waiting = {(int(w), int(s)) for w, s in state["waiting"]}
+        for w, ws in zip(self.workers, state["workers"], strict=True):
+            w.load_state_dict(ws)
+
     def resume_waiting(self) -> list[Split]:
         """The waiting splits whose next rollout now has a block (they wait no more)."""
         started = []
