@@ -44,6 +44,8 @@ from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
 from surge.runtime.main_module import children_skip_an_unreadable_main
 from surge.runtime.messages import (
+    REPLY_CODEC,
+    REQUEST_CODEC,
     ChildError,
     DataParallelStopped,
     EnvFaults,
@@ -197,8 +199,10 @@ class AsyncPlacement:
         self.learner_queues = [PipeQueue() for _ in range(P)]
         self.command_queues = [PipeQueue() for _ in range(P)]
         # inboxes of the processes that are replaced when they crash: a replacement reads on
-        self.request_queues = [[PipeQueue() for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)]
-        self.worker_queues = [PipeQueue() for _ in range(cfg.num_workers)]
+        self.request_queues = [
+            [PipeQueue(codec=REQUEST_CODEC) for _ in range(cfg.policy_workers_per_policy)] for _ in range(P)
+        ]
+        self.worker_queues = [PipeQueue(codec=REPLY_CODEC) for _ in range(cfg.num_workers)]
 
         self.learning = learning_policies(cfg) if self.algo.trains else []
         if self.learning and self.spawn_learners:

@@ -18,6 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -109,7 +110,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         synchronous = minibatches_to_accumulate(cfg) == 0
         cadence = StatsCadence()  # statistics of a batch per second, not of every batch
 
-        def do(item: tuple) -> None:
+        def do(item: TrainerItem) -> None:
             """Training and checkpoints touch the model, so they run in order on one thread. Its
             start, optimizer steps and end are the learner's heartbeats meanwhile (the main process
             kills a learner silent for --heartbeat_timeout_sec)."""
@@ -121,7 +122,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 beats[p] = time.monotonic()
                 in_item[0] = False
 
-        def run_item(item: tuple) -> None:
+        def run_item(item: TrainerItem) -> None:
             if isinstance(item, SetHyperparams):
                 changed = loop.set_hyperparams(item.values)
                 log.info("Learner %d: hyper-parameters set: %s", p, _changes(changed))
@@ -155,11 +156,12 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 else:
                     shared.report_queue.put(Saved(p, item.kind, str(path)))
                 return
-            kind, batch, slots = item
+            batch, slots = item.batch, item.slots
+            replay = type(item) is ReplayBlock
             t0 = time.monotonic()
             learner.diagnostics = with_diagnostics = cadence.due()
             env_frames = int(shared.env_frames[0])
-            if kind == "observe":  # replay: copied out, released at once, trained at the replay ratio
+            if replay:  # replay: copied out, released at once, trained at the replay ratio
                 maybe_stats = loop.observe(batch, functools.partial(pool.release, slots, p), env_frames)
                 if maybe_stats is None:
                     return
@@ -180,7 +182,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 pool.release(slots, p)  # on-policy: trajectories come back only after training
             stats["train_seconds"] = time.monotonic() - t0
             loop.finish_stats(stats)
-            if kind == "observe" or not synchronous:
+            if replay or not synchronous:
                 weights.publish(model, learner.policy_version)
             sent = cadence.report(stats, with_diagnostics)
             if sent is not None:
@@ -196,7 +198,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         try:
             replay = layout.algo.feed is Feed.REPLAY
             batcher = layout.make_batcher()
-            _collect(ctx, learner, batcher, "observe" if replay else "train", submit, drop, idle_beat)
+            _collect(ctx, learner, batcher, ReplayBlock if replay else OnPolicyBatch, submit, drop, idle_beat)
         finally:
             if trainer is not None:
                 trainer.finish()
@@ -206,8 +208,28 @@ def learner_process_main(ctx: LearnerContext) -> None:
     run_child(f"learner {p}", shared.report_queue, loop)
 
 
+@dataclass(frozen=True)
+class OnPolicyBatch:
+    """A batch for the training thread: `LearnerBase.prepare_batch`'s `batch` of the trajectories
+    `slots` `[N]` int64, trained once, its slots given back afterwards."""
+
+    batch: dict[str, Any]
+    slots: torch.Tensor
+
+
+@dataclass(frozen=True)
+class ReplayBlock:
+    """A replay learner's block for the training thread (`OnPolicyBatch`'s fields): observed into
+    the replay buffer, its slots given back at once, then the updates due are run."""
+
+    batch: dict[str, Any]
+    slots: torch.Tensor
+
+
 #: commands the learner runs in order with its batches (see the module docstring)
 POPULATION_ITEMS = (SetHyperparams, ExportPolicy, ImportPolicy)
+#: what the training thread runs, in order: batches and the commands that touch the model
+TrainerItem = OnPolicyBatch | ReplayBlock | SaveCommand | SetHyperparams | ExportPolicy | ImportPolicy
 
 
 def _changes(changed: dict[str, tuple[float, float]]) -> str:
@@ -271,7 +293,7 @@ def _collect(
     ctx: LearnerContext,
     learner: LearnerBase,
     batcher: Batcher,
-    kind: str,
+    item_type: type[OnPolicyBatch] | type[ReplayBlock],
     submit: Callable[[Any], None],
     drop: Callable[[], list[Any]],
     beat: Callable[[], None],
@@ -297,11 +319,9 @@ def _collect(
                 # stopping: skip batches not yet started
                 if isinstance(cmd, SaveCommand) and cmd.kind == "final":
                     pending = drop()
-                    dropped = [
-                        item for item in pending if not isinstance(item, (SaveCommand, *POPULATION_ITEMS))
-                    ]
-                    for _, _, slots in dropped:
-                        pool.release(slots, p)
+                    dropped = [item for item in pending if isinstance(item, (OnPolicyBatch, ReplayBlock))]
+                    for batch in dropped:
+                        pool.release(batch.slots, p)
                     if dropped:
                         log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
                     for item in pending:  # a population command still acts, before the final save
@@ -317,4 +337,4 @@ def _collect(
             continue
         while not ctx.shared.stop_flag.is_set() and (taken := batcher.take()) is not None:
             slots = torch.tensor(taken, dtype=torch.int64)
-            submit((kind, learner.prepare_batch(slots), slots))
+            submit(item_type(learner.prepare_batch(slots), slots))
