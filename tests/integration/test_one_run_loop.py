@@ -1,17 +1,21 @@
 """Every placement drives the same loop classes (issue 56, "one run loop"): a short cartpole run in
-the serial placement, the async one, and the async one acting in the rollout workers takes
-rollout, inference and training steps with `RolloutLoop`, `InferenceLoop` and `LearnerLoop`. Each
+the serial placement, the async one, the async one acting in the rollout workers, and with a Ray
+sampler node takes rollout, inference and training steps with `RolloutLoop`, `InferenceLoop` and `LearnerLoop`. Each
 loop logs its first step with its process id (`surge_log.txt`), which the test reads: in the serial
 placement all three run in the main process, in the async one each role in its own process."""
 
 import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from surge.cfg.cli import parse_cfg
 from surge.runtime.training_run import train
 
+ROOT = Path(__file__).resolve().parents[2]
 PLACEMENTS = {
     "serial": ["--serial_mode=True"],
     "async": [],
@@ -63,3 +67,33 @@ def test_each_placement_drives_the_same_loop_classes(tmp_path, placement):
         assert found["InferenceLoop"].isdisjoint(found["RolloutLoop"] | found["LearnerLoop"]), found
     else:  # acting in the rollout workers: their own InferenceLoops
         assert found["InferenceLoop"] == found["RolloutLoop"], found
+
+
+@pytest.mark.slow
+def test_the_ray_sampler_node_drives_the_same_loop_classes(tmp_path):
+    """A local Ray instance (one sampler node): the node's rollout and inference processes step
+    with `RolloutLoop` and `InferenceLoop` (their lines come through Ray's log forwarding, prefixed
+    with the `SamplerNode` actor), the head's learner process with `LearnerLoop`."""
+    pytest.importorskip("ray")
+    cmd = [
+        sys.executable,
+        "-m",
+        "surge.train",
+        "--env=cartpole",
+        "--experiment=loops",
+        f"--train_dir={tmp_path}",
+        "--distributed=ray",
+        "--num_workers=2",
+        "--num_envs_per_worker=2",
+        "--train_for_env_steps=3000",
+        "--decorrelate_experience_max_seconds=0",
+        "--set_workers_cpu_affinity=False",
+        "--num_torch_threads=1",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out[-3000:]
+    node = _first_steps("\n".join(line for line in out.splitlines() if "SamplerNode pid=" in line))
+    assert node["RolloutLoop"] and node["InferenceLoop"], out[-3000:]
+    assert _first_steps(out)["LearnerLoop"], out[-3000:]
