@@ -1,8 +1,9 @@
 """Every placement drives the same loop classes (issue 56, "one run loop"): a short cartpole run in
 the serial placement, the async one, the async one acting in the rollout workers, and with a Ray
-sampler node takes rollout, inference and training steps with `RolloutLoop`, `InferenceLoop` and `LearnerLoop`. Each
-loop logs its first step with its process id (`surge_log.txt`), which the test reads: in the serial
-placement all three run in the main process, in the async one each role in its own process."""
+sampler node takes rollout, inference and training steps with `RolloutLoop`, `InferenceLoop` and
+`LearnerLoop`. Each loop logs its first step with its process id (`surge_log.txt`), which the test
+reads: in the serial placement all three run in the main process, in the async one each role in
+its own process."""
 
 import os
 import re
