@@ -19,6 +19,7 @@ from surge.runtime.components import make_inference, make_model, torch_device
 from surge.runtime.messages import request_slots
 from surge.runtime.process_context import InferenceContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
+from surge.sampling.inference_loop import InferenceLoop
 
 
 def inference_process_main(ctx: InferenceContext) -> None:
@@ -41,9 +42,10 @@ def inference_process_main(ctx: InferenceContext) -> None:
         model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
         inference = make_inference(layout, model, device, p, shared.actor_offset, shared.run_actors)
-        weights, stop_flag, request_queue = shared.weights[p], shared.stop_flag, ctx.request_queue
-        env_frames = shared.env_frames.numpy()  # the run's env frames, as the main process counts them
-        seen = -1  # the weights' write counter when last loaded (moves with every publish)
+        # weights reloaded when the learner published (or the main process set) new ones; the
+        # run's env frames as the main process counts them
+        loop = InferenceLoop(inference, shared.weights[p], shared.env_frames.numpy())
+        stop_flag, request_queue = shared.stop_flag, ctx.request_queue
         beats = shared.heartbeats.numpy()
         answered: dict[int, tuple[int, int]] = {}  # first_slot -> (tag, t) of the latest request served
         while not stop_flag.is_set():
@@ -52,11 +54,6 @@ def inference_process_main(ctx: InferenceContext) -> None:
                 msgs = request_queue.get_many(timeout=0.1)
             except Empty:
                 continue
-            stamp = weights.read_seq()
-            if stamp != seen:
-                loaded = weights.load_into(model)
-                if loaded is not None:  # else the learner died mid-publish: the run is stopping
-                    inference.policy_version, seen = loaded, stamp
             # plain `PolicyRequest` tuples on the wire: (worker_idx, tag, first_slot, num_slots, t);
             # a request sent twice (to a replacement of this worker) is served once
             fresh, requests = [], []
@@ -66,9 +63,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
                 answered[first] = (tag, t)
                 fresh.append((worker_idx, tag))
                 requests.append((request_slots(first, n), t))
-            if requests:
-                inference.env_frames = int(env_frames[0])
-                inference.infer(requests)
+            loop.handle(requests)  # (an empty batch only reloads the weights)
             for worker_idx, tag in fresh:
                 ctx.worker_queues[worker_idx].put((tag, p))  # a plain `ActionsReady`
 

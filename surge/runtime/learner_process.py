@@ -11,12 +11,14 @@ Reports to the main process: `TrainStats` (of one batch per second, `surge.runti
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import queue
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -32,6 +34,7 @@ from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.population.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
+from surge.runtime.learner_loop import LearnerLoop
 from surge.runtime.messages import (
     BlockReady,
     DataParallelStopped,
@@ -46,7 +49,7 @@ from surge.runtime.messages import (
     StopCommand,
     TrainStats,
 )
-from surge.runtime.placement import checkpoint_state, copy_policy_state, policy_state, restore_policy
+from surge.runtime.placement import checkpoint_state, restore_policy
 from surge.runtime.process_context import LearnerContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
 from surge.runtime.stats_cadence import StatsCadence
@@ -95,6 +98,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
             dp.on_wait = lambda: beats.__setitem__(p, time.monotonic())  # waiting for a rank's batch
         weights = shared.weights[p]
         weights.publish(model, learner.policy_version)
+        loop = LearnerLoop(model, learner, p)  # no rollback: an async run does not resume exactly
         log.info(
             "Learner %d (pid %d) on %s, %d torch thread(s), starts at policy version %d",
             p, os.getpid(), device, torch.get_num_threads(), learner.policy_version,
@@ -106,7 +110,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         synchronous = minibatches_to_accumulate(cfg) == 0
         cadence = StatsCadence()  # statistics of a batch per second, not of every batch
 
-        def do(item: tuple) -> None:
+        def do(item: TrainerItem) -> None:
             """Training and checkpoints touch the model, so they run in order on one thread. Its
             start, optimizer steps and end are the learner's heartbeats meanwhile (the main process
             kills a learner silent for --heartbeat_timeout_sec)."""
@@ -118,20 +122,20 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 beats[p] = time.monotonic()
                 in_item[0] = False
 
-        def run_item(item: tuple) -> None:
+        def run_item(item: TrainerItem) -> None:
             if isinstance(item, SetHyperparams):
-                changed = learner.set_hyperparams(item.values)
+                changed = loop.set_hyperparams(item.values)
                 log.info("Learner %d: hyper-parameters set: %s", p, _changes(changed))
                 return
             if isinstance(item, ExportPolicy):
-                atomic_torch_save(policy_state(model, learner), Path(item.path))
+                atomic_torch_save(loop.export(), Path(item.path))
                 shared.report_queue.put(PolicyExported(p, item.path))
                 return
             if isinstance(item, ImportPolicy):
                 state = torch.load(item.path, map_location=device, weights_only=True)
                 # one import per export: kept, they would pile up over a long PBT run
                 Path(item.path).unlink(missing_ok=True)
-                copy_policy_state(state, model, learner)
+                loop.replace(state)
                 weights.publish(model, learner.policy_version)
                 log.info(
                     "Learner %d: replaced by policy %d's weights, optimizer and hyper-parameters "
@@ -152,35 +156,33 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 else:
                     shared.report_queue.put(Saved(p, item.kind, str(path)))
                 return
-            kind, batch, slots = item
+            batch, slots = item.batch, item.slots
+            replay = type(item) is ReplayBlock
             t0 = time.monotonic()
             learner.diagnostics = with_diagnostics = cadence.due()
             env_frames = int(shared.env_frames[0])
-            if kind == "observe":  # replay: copied out, released at once, trained at the replay ratio
-                learner.observe(batch)
-                pool.release(slots, p)
-                maybe_stats = learner.train_replay(env_frames=env_frames)
+            if replay:  # replay: copied out, released at once, trained at the replay ratio
+                maybe_stats = loop.observe(batch, functools.partial(pool.release, slots, p), env_frames)
                 if maybe_stats is None:
                     return
                 stats = maybe_stats
             else:
                 local_frames = env_frames
-                if dp is not None:  # the ranks' round: all train this batch, or all stop
-                    round_frames = dp.begin_round(local_frames, model)
-                    if round_frames is None:
-                        pool.release(slots, p)
-                        shared.report_queue.put(DataParallelStopped(p))
-                        return
-                    env_frames = round_frames
-                stats = learner.train_batch(batch, env_frames=env_frames)
+                # the ranks' round: all train this batch, or all stop
+                round_frames = loop.begin_round(dp, local_frames, env_frames, model)
+                if round_frames is None:
+                    pool.release(slots, p)
+                    shared.report_queue.put(DataParallelStopped(p))
+                    return
+                stats = loop.train(batch, round_frames)
                 if dp is not None:  # the round's env frames: all ranks' and this one's
-                    stats.update(global_env_frames=float(env_frames), local_env_frames=float(local_frames))
+                    stats.update(global_env_frames=float(round_frames), local_env_frames=float(local_frames))
                 if synchronous:  # the rollouts these slots start act with the new weights: lag 0
                     weights.publish(model, learner.policy_version)
                 pool.release(slots, p)  # on-policy: trajectories come back only after training
             stats["train_seconds"] = time.monotonic() - t0
-            stats.update(learner.hp.stats())
-            if kind == "observe" or not synchronous:
+            loop.finish_stats(stats)
+            if replay or not synchronous:
                 weights.publish(model, learner.policy_version)
             sent = cadence.report(stats, with_diagnostics)
             if sent is not None:
@@ -196,7 +198,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
         try:
             replay = layout.algo.feed is Feed.REPLAY
             batcher = layout.make_batcher()
-            _collect(ctx, learner, batcher, "observe" if replay else "train", submit, drop, idle_beat)
+            _collect(ctx, learner, batcher, ReplayBlock if replay else OnPolicyBatch, submit, drop, idle_beat)
         finally:
             if trainer is not None:
                 trainer.finish()
@@ -206,8 +208,28 @@ def learner_process_main(ctx: LearnerContext) -> None:
     run_child(f"learner {p}", shared.report_queue, loop)
 
 
+@dataclass(frozen=True)
+class OnPolicyBatch:
+    """A batch for the training thread: `LearnerBase.prepare_batch`'s `batch` of the trajectories
+    `slots` `[N]` int64, trained once, its slots given back afterwards."""
+
+    batch: dict[str, Any]
+    slots: torch.Tensor
+
+
+@dataclass(frozen=True)
+class ReplayBlock:
+    """A replay learner's block for the training thread (`OnPolicyBatch`'s fields): observed into
+    the replay buffer, its slots given back at once, then the updates due are run."""
+
+    batch: dict[str, Any]
+    slots: torch.Tensor
+
+
 #: commands the learner runs in order with its batches (see the module docstring)
 POPULATION_ITEMS = (SetHyperparams, ExportPolicy, ImportPolicy)
+#: what the training thread runs, in order: batches and the commands that touch the model
+TrainerItem = OnPolicyBatch | ReplayBlock | SaveCommand | SetHyperparams | ExportPolicy | ImportPolicy
 
 
 def _changes(changed: dict[str, tuple[float, float]]) -> str:
@@ -271,7 +293,7 @@ def _collect(
     ctx: LearnerContext,
     learner: LearnerBase,
     batcher: Batcher,
-    kind: str,
+    item_type: type[OnPolicyBatch] | type[ReplayBlock],
     submit: Callable[[Any], None],
     drop: Callable[[], list[Any]],
     beat: Callable[[], None],
@@ -297,11 +319,9 @@ def _collect(
                 # stopping: skip batches not yet started
                 if isinstance(cmd, SaveCommand) and cmd.kind == "final":
                     pending = drop()
-                    dropped = [
-                        item for item in pending if not isinstance(item, (SaveCommand, *POPULATION_ITEMS))
-                    ]
-                    for _, _, slots in dropped:
-                        pool.release(slots, p)
+                    dropped = [item for item in pending if isinstance(item, (OnPolicyBatch, ReplayBlock))]
+                    for batch in dropped:
+                        pool.release(batch.slots, p)
                     if dropped:
                         log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
                     for item in pending:  # a population command still acts, before the final save
@@ -317,4 +337,4 @@ def _collect(
             continue
         while not ctx.shared.stop_flag.is_set() and (taken := batcher.take()) is not None:
             slots = torch.tensor(taken, dtype=torch.int64)
-            submit((kind, learner.prepare_batch(slots), slots))
+            submit(item_type(learner.prepare_batch(slots), slots))

@@ -1,12 +1,15 @@
 """The typed messages between the processes of the async placement. Each is a small named tuple
-of ints, strings and plain values: data itself stays in shared memory, messages carry indices.
+(immutable) of ints, strings and plain values: data itself stays in shared memory, messages carry
+indices.
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
-Per rollout: `BlockReady` to each learner whose policy acted in the block, with its share. These three travel as
-plain tuples of their fields in order: the queue pickles what it carries, and a named tuple is
-pickled by class reference (5-8x the cost of a plain tuple's round trip). The two per-step ones
-are also built and unpacked without their class (a few microseconds per env step of a split);
-`BlockReady`, once per rollout, goes through it. The classes document the fields.
+Per rollout: `BlockReady` to each learner whose policy acted in the block, with its share. These
+three travel as plain tuples of their fields in order (a named tuple is pickled by class
+reference, 5-8x the cost of a plain tuple's round trip); the two per-step ones are built and
+unpacked without their class (a few microseconds per env step of a split), and their queues pack
+them with a `StructCodec` (`REQUEST_CODEC`, `REPLY_CODEC`: struct-packed int64s instead of
+pickle, `surge.runtime.pipe_queue`), so a queue carries one message type at both ends. The classes
+document the fields. `BlockReady`, once per rollout, goes through its class and pickle.
 Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `EnvFaults`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`, and the population
@@ -17,6 +20,7 @@ the source's learner, then `ImportPolicy` to the replaced one's). Their reports:
 
 from __future__ import annotations
 
+import struct
 from typing import Any, NamedTuple
 
 
@@ -57,6 +61,43 @@ class ActionsReady(NamedTuple):
 
     tag: int
     policy_id: int
+
+
+class StructCodec:
+    """Packs a queue's messages that are plain tuples of `fields` ints as little-endian int64s
+    (`struct`), for `surge.runtime.pipe_queue.PipeQueue`; anything else on the queue (another
+    message type, a `PolicyRequest` of scattered slots, whose `num_slots` is a tuple) is left to
+    pickle. Decoding gives the same plain tuple back.
+
+    Args:
+        fields: the number of int fields of the message (`PolicyRequest`: 5, `ActionsReady`: 2).
+    """
+
+    def __init__(self, fields: int):
+        self.fields = fields
+        self._struct = struct.Struct(f"<{fields}q")
+
+    def __reduce__(self) -> tuple[type[StructCodec], tuple[int]]:
+        return StructCodec, (self.fields,)  # a `struct.Struct` does not pickle (queues go to children)
+
+    def encode(self, msg: Any) -> bytes | None:
+        """`msg`'s `fields` int64s, or None when it is not a tuple of that many ints."""
+        if type(msg) is not tuple or len(msg) != self.fields:
+            return None
+        try:
+            return self._struct.pack(*msg)
+        except struct.error:  # a field that is not an int (scattered slots' tuple)
+            return None
+
+    def decode(self, frame: bytes) -> tuple[int, ...]:
+        """The plain tuple of a frame's body `frame` (one kind byte, then `encode`'s bytes)."""
+        return self._struct.unpack_from(frame, 1)
+
+
+#: the inference workers' request queues: `PolicyRequest` (contiguous slots) as 5 int64s
+REQUEST_CODEC = StructCodec(len(PolicyRequest._fields))
+#: the rollout workers' inboxes: `ActionsReady` as 2 int64s (`SetRewardShaping` is pickled)
+REPLY_CODEC = StructCodec(len(ActionsReady._fields))
 
 
 class BlockReady(NamedTuple):

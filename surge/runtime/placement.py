@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from torch import Tensor, nn
 
@@ -24,6 +24,11 @@ from surge.learning.base import LearnerBase
 from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
+
+if TYPE_CHECKING:  # types only
+    from surge.cfg.config import Config
+    from surge.experiment.checkpoint import CheckpointManager
+    from surge.runtime.shared_state import SharedWeights
 
 log = logging.getLogger("surge")
 
@@ -263,3 +268,46 @@ def restore_policy(
     load_policy_state(state, model, learner, what=what)
     if "rng" in state:  # a data-parallel rank > 0 keeps its own streams (seeded --seed + rank)
         set_rng_state(state["rng"])
+
+
+def save_published(
+    cfg: Config,
+    p: int,
+    weights: SharedWeights,
+    ckpt: CheckpointManager,
+    model: nn.Module,
+    counters: dict[str, Any],
+) -> bool | SaveRefused:
+    """The final checkpoint of policy `p` whose learner died: the weights it last published in
+    shared memory `weights` (what inference acted with; loaded into `model`, the acting module's
+    layout), with the learner state (optimizers, hyper-parameters) and learner modules of its
+    latest checkpoint in `ckpt` (none when there is none: a resumed learner then starts them
+    fresh). No learner is built, so no optimizer, learner module or replay buffer is allocated.
+    Logs what was written, or why nothing was. Returns True when written, False when there was
+    nothing to write, the `SaveRefused` when `ckpt` refused it (non-finite weights)."""
+    loaded = weights.load_into(model) if weights.read_version() > 0 else None
+    if loaded is None:
+        log.error(
+            "Learner %d died %s: no final checkpoint; %s stays the latest.",
+            p,
+            "before publishing any update" if weights.read_version() == 0 else "while publishing its weights",
+            ckpt.latest() or "none",
+        )
+        return False
+    previous = ckpt.load("latest")
+    state = published_policy_state(cfg, p, model.state_dict(), loaded, previous)
+    path = ckpt.save({**state, **counters, "rng": rng_state()}, loaded, counters["env_frames"])
+    if path is None:  # CheckpointManager logged why
+        return SaveRefused(p, "final", ckpt.last_refusal, int(counters["env_frames"]))
+    log.warning(
+        "Learner %d died: wrote the final checkpoint %s from the weights it last published "
+        "(policy version %d, env frame %d), with the optimizer state of %s.",
+        p,
+        path,
+        loaded,
+        counters["env_frames"],
+        f"policy version {int(previous['learner']['policy_version'])}'s checkpoint"
+        if previous is not None
+        else "a fresh optimizer (no earlier checkpoint)",
+    )
+    return True

@@ -194,3 +194,25 @@ def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:
         if isinstance(e, Exception):
             raise SystemExit(1) from None
         raise
+
+
+def thread_oversubscription(cfg: Config, num_learners: int, cores: int) -> str | None:
+    """The run's-log warning when the async placement's model processes together ask for more
+    torch threads than the machine has cores, else None. Each learner runs `--num_torch_threads`
+    threads (0: torch's count, one per core), each inference worker `--num_torch_threads` (0: 1);
+    an OpenMP thread that waits for a time slice stalls every small operation of its process
+    (docs/threads.md)."""
+    learner = cfg.num_torch_threads or cores
+    inference = cfg.num_torch_threads or 1
+    workers = cfg.num_policies * cfg.policy_workers_per_policy
+    if learner == 1 and inference == 1:  # one thread each never waits for a sibling thread
+        return None
+    total = num_learners * learner + workers * inference
+    if total <= cores:
+        return None
+    return (
+        f"--num_torch_threads={cfg.num_torch_threads}: {num_learners} learner(s) x {learner} + {workers} "
+        f"inference worker(s) x {inference} torch threads on {cores} cores, besides the rollout "
+        "workers; processes whose threads wait for each other's time slices can run many times "
+        "slower. Pass --num_torch_threads=1 (the default) unless docs/threads.md says otherwise."
+    )

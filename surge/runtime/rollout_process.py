@@ -19,6 +19,9 @@ import time
 from queue import Empty
 from typing import Any
 
+import torch
+
+from surge.data.routing import OwnSlots
 from surge.experiment.folder import run_log_file
 from surge.population.commands import SetRewardShaping
 from surge.runtime.components import make_rollout_worker
@@ -32,7 +35,9 @@ from surge.runtime.messages import (
 )
 from surge.runtime.process_context import RolloutContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
-from surge.runtime.rollout_inference import RolloutInference
+from surge.runtime.rollout_inference import acting_in_worker
+from surge.sampling.inference_loop import InProcessActing
+from surge.sampling.rollout_loop import RolloutLoop
 from surge.sampling.rollout_worker import RolloutWorker
 
 REPORT_INTERVAL_SEC = 0.5  # episodes and non-finite counts; env steps are counted in shared memory
@@ -70,10 +75,9 @@ def rollout_process_main(ctx: RolloutContext) -> None:
                     beats[w] = time.monotonic()
                     if time.monotonic() >= until:
                         break
-            if cfg.policy_workers_per_policy == 0:  # acting in this process
-                _run_acting_here(ctx, worker, RolloutInference(shared, layout))
-            else:
-                _run(ctx, worker)
+            # acting in this process or through inference processes: a choice of placement
+            acting = acting_in_worker(shared, layout, worker) if cfg.policy_workers_per_policy == 0 else None
+            _run(ctx, worker, acting)
         finally:
             worker.close()
 
@@ -147,13 +151,15 @@ class _Requester:
                     self.queues[p].put(self.sent[s])
 
 
-def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
-    """Steps ready splits until stopped. A split whose next rollout has no free block waits on its
-    own (back-pressure from the learners) while the other splits go on: blocking the whole worker
-    would keep the other split's finished block from a learner, which may be waiting for it.
+def _run(ctx: RolloutContext, worker: RolloutWorker, acting: InProcessActing | None = None) -> None:
+    """Drives the worker's `RolloutLoop` until stopped, acting through requests to the inference
+    processes or, with `acting` (`--policy_workers_per_policy=0`), in this process. A split whose
+    next rollout has no free block waits on its own (back-pressure from the learners) while the
+    other splits go on: blocking the whole worker would keep the other split's finished block from
+    a learner, which may be waiting for it.
 
-    After every step the worker adds its env steps to `shared.env_steps[worker_idx]`; once the
-    workers' total reaches `shared.env_steps_budget` it steps no more (the run is over: the main
+    After every step the loop adds the worker's env steps to `shared.env_steps[worker_idx]`; once
+    the workers' total reaches `shared.env_steps_budget` it steps no more (the run is over: the main
     process stops it), so a run overshoots its budget by at most one step of each split."""
     shared = ctx.shared
     stop_flag = shared.stop_flag
@@ -161,99 +167,84 @@ def _run(ctx: RolloutContext, worker: RolloutWorker) -> None:
     budget = shared.env_steps_budget.numpy()
     w_idx = ctx.worker_idx
     beats = shared.heartbeats.numpy()
-    requester = _Requester(ctx, worker)
-    for s in range(len(worker.splits)):
-        requester.request(s)
-    last_report = time.monotonic()
-    waiting: list[int] = []
+    learner_queues = ctx.learner_queues
+
+    def deliver(p: int, first: int, own: OwnSlots) -> None:
+        learner_queues[p].put(tuple(BlockReady(first, own)))  # any size: `PipeQueue` parts
+
+    loop = RolloutLoop([worker], deliver, counts, w_idx)
+    requester = None
+    if acting is None:
+        requester = _Requester(ctx, worker)
+        for s in range(len(worker.splits)):
+            requester.request(s)
+    else:
+        torch.set_grad_enabled(False)  # this process only acts and steps envs
+    last_report = last_poll = time.monotonic()
     while not stop_flag.is_set():
-        beats[w_idx] = time.monotonic()
-        requester.resend_if_replaced()
+        now = beats[w_idx] = time.monotonic()
+        if requester is not None:
+            requester.resend_if_replaced()
         # (a Python sum: numpy's costs a microsecond or two of dispatch on this tiny array)
         if sum(counts.tolist()) >= budget.item(0):  # reached: only report until the main process stops us
             stop_flag.wait(0.05)
             last_report = _report(ctx, worker, last_report)
             continue
-        for s in list(waiting):
-            if worker.start_next_rollout(s):
-                waiting.remove(s)
-                requester.request(s)
-        try:
-            ready = ctx.worker_queue.get_many(timeout=0.001 if waiting else 0.1)
-        except Empty:
-            ready = []
-        for raw in ready:
-            if type(raw) is SetRewardShaping:  # the only message that is not a plain tuple
-                worker.set_policy_reward_shaping(raw.policy_id, raw.scheme)
-                continue
-            answered = requester.answered(raw)  # a plain ActionsReady tuple
-            if answered is None:
-                continue
-            s = answered
-            if not _advance(ctx, worker, s, counts):
-                waiting.append(s)
-                continue
-            requester.request(s)
+        if requester is not None:
+            _on_replies(ctx, loop, requester)
+        else:
+            assert acting is not None
+            last_poll = _act_here(ctx, loop, acting, now, last_poll)
         last_report = _report(ctx, worker, last_report)
 
 
-def _run_acting_here(ctx: RolloutContext, worker: RolloutWorker, acting: RolloutInference) -> None:
-    """`_run` with inference in this process (`--policy_workers_per_policy=0`): the splits whose next
-    rollout has a block are acted on together (one forward pass per policy), then stepped in turn,
-    with no messages; the inbox only carries the main process's `SetRewardShaping`, looked at every
-    `INBOX_POLL_SEC`. Budget, back-pressure, hand-over and heartbeats as in `_run`."""
-    import torch
-
-    torch.set_grad_enabled(False)  # this process only acts and steps envs
-    shared = ctx.shared
-    stop_flag = shared.stop_flag
-    counts = shared.env_steps.numpy()
-    budget = shared.env_steps_budget.numpy()
-    w_idx = ctx.worker_idx
-    beats = shared.heartbeats.numpy()
-    ready = list(range(len(worker.splits)))  # splits holding a block for their current rollout
-    waiting: list[int] = []
-    last_report = last_poll = time.monotonic()
-    while not stop_flag.is_set():
-        now = beats[w_idx] = time.monotonic()
-        if sum(counts.tolist()) >= budget.item(0):
-            stop_flag.wait(0.05)
-            last_report = _report(ctx, worker, last_report)
+def _on_replies(ctx: RolloutContext, loop: RolloutLoop, requester: _Requester) -> None:
+    """Acting through inference processes: requests the splits that got a block, then advances
+    each split whose actions all arrived and requests its next step."""
+    worker = loop.workers[0]
+    if loop.waiting:
+        for _, waited in loop.resume_waiting():
+            requester.request(waited)
+    try:
+        ready = ctx.worker_queue.get_many(timeout=0.001 if loop.waiting else 0.1)
+    except Empty:
+        return
+    for raw in ready:
+        if type(raw) is SetRewardShaping:  # the only message that is not a plain tuple
+            worker.set_policy_reward_shaping(raw.policy_id, raw.scheme)
             continue
-        for s in list(waiting):
-            if worker.start_next_rollout(s):
-                waiting.remove(s)
-                ready.append(s)
-        if not ready or now - last_poll >= INBOX_POLL_SEC:
-            last_poll = now
-            try:  # sleeps a little only when every split waits for a free block
-                msgs = ctx.worker_queue.get_many(timeout=0.001 if not ready else 0.0, block=bool(not ready))
-            except Empty:
-                msgs = []
-            for msg in msgs:
-                if type(msg) is SetRewardShaping:
-                    worker.set_policy_reward_shaping(msg.policy_id, msg.scheme)
-        if ready:
-            acting.act(worker, ready)
-        for s in list(ready):
-            if not _advance(ctx, worker, s, counts):
-                ready.remove(s)
-                waiting.append(s)
-        last_report = _report(ctx, worker, last_report)
+        s = requester.answered(raw)  # a plain ActionsReady tuple
+        if s is None:
+            continue
+        if not loop.advance(0, s):
+            loop.waiting.add((0, s))
+            continue
+        requester.request(s)
 
 
-def _advance(ctx: RolloutContext, worker: RolloutWorker, s: int, counts: Any) -> bool:
-    """Steps split `s` (its actions written), adds the env steps to this worker's shared count
-    `counts[worker_idx]`, hands finished trajectories to their learners and starts the split's next
-    rollout. Returns False when that rollout has no free block yet (the split waits)."""
-    finished = worker.advance(s)
-    counts[ctx.worker_idx] += worker.pop_env_steps()
-    if finished is None:
-        return True
-    first = int(finished[0])
-    for p, own in worker.hand_over(s, finished).items():
-        ctx.learner_queues[p].put(tuple(BlockReady(first, own)))  # any size: `PipeQueue` parts
-    return worker.start_next_rollout(s)
+def _act_here(
+    ctx: RolloutContext, loop: RolloutLoop, acting: InProcessActing, now: float, last_poll: float
+) -> float:
+    """Acting in this process: the splits whose next rollout has a block are acted on together (one
+    forward pass per policy), then stepped in turn, with no messages; the inbox only carries the
+    main process's `SetRewardShaping`, looked at every `INBOX_POLL_SEC`. Returns the time of the
+    last look."""
+    if loop.waiting:
+        loop.resume_waiting()
+    idle = len(loop.waiting) == len(loop.splits)
+    if idle or now - last_poll >= INBOX_POLL_SEC:
+        last_poll = now
+        try:  # sleeps a little only when every split waits for a free block
+            msgs = ctx.worker_queue.get_many(timeout=0.001 if idle else 0.0, block=idle)
+        except Empty:
+            msgs = []
+        worker = loop.workers[0]
+        for msg in msgs:
+            if type(msg) is SetRewardShaping:
+                worker.set_policy_reward_shaping(msg.policy_id, msg.scheme)
+    if not idle:
+        loop.step_ready(acting)
+    return last_poll
 
 
 def _report(ctx: RolloutContext, worker: RolloutWorker, last_report: float) -> float:

@@ -1,6 +1,7 @@
-"""The serial placement (`--serial_mode=True`): rollout workers, inference and learners of the
-async engine, called in turn in one process. Each policy's inference acts for every split at once in
-one batched forward pass; each learner trains once its batcher has a batch.
+"""The serial placement (`--serial_mode=True`): a small scheduler that calls the loops of the async
+engine's processes in turn, in one process: the `RolloutLoop` steps every worker's splits, acting
+through each policy's `InferenceLoop` (one batched forward pass over every split), then each
+policy's `LearnerLoop` trains the batches its batcher has (`SerialSampler`, `_train_ready`).
 
 Exact resume: at a stop (budget, Ctrl+C, SIGTERM) the placement also writes the sampler's state
 (`sampler_state.pth` in the experiment folder: trajectory buffers, who holds each block, the
@@ -14,267 +15,35 @@ again by the resumed run. docs/reliability.md says what cannot be restored.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from surge.cfg.config import Config
-from surge.data.routing import route_block
-from surge.data.trajectory import tree_assign
 from surge.distributed.data_parallel import DataParallel, join_data_parallel, leave_data_parallel
 from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 from surge.learning.algorithm import Feed
-from surge.learning.base import LearnerBase
-from surge.learning.batcher import Batcher
 from surge.learning.replay_learner import ReplayLearnerBase
 from surge.population.commands import Command, SetHyperparams, SetRewardShaping
+from surge.runtime.batch_snapshot import BatchSnapshot  # noqa: F401 - its old home (tests import it)
 from surge.runtime.components import Components, build_components
+from surge.runtime.learner_loop import LearnerLoop
 from surge.runtime.messages import SaveRefused
 from surge.runtime.placement import (
     StepReport,
     check_command,
     checkpoint_state,
-    copy_policy_state,
-    policy_state,
     restore_policy,
 )
+from surge.runtime.serial_sampler import SerialSampler
 from surge.sampling.env_state import EnvStateUnsupported
+from surge.sampling.rollout_loop import RolloutLoop
 
 log = logging.getLogger("surge")
-
-
-class SerialSampler:
-    """Collects experience from all workers into trajectory slots, in one process, and groups the
-    finished blocks into each policy's batches."""
-
-    def __init__(self, c: Components, state: dict[str, Any] | None = None):
-        self.c = c
-        self.batchers = [c.layout.make_batcher() for _ in range(c.cfg.num_policies)]
-        self.waiting: set[tuple[int, int]] = set()  # (worker, split) with no free block for its next rollout
-        if state is not None:
-            self.load_state_dict(state)
-        else:
-            for w in c.workers:
-                w.reset()
-
-    def state_dict(self) -> dict[str, Any]:
-        """The sampler's whole state between two steps: every trajectory buffer, the block pool's
-        holder flags, each policy's pending trajectories, the waiting splits and each worker's
-        `state_dict` (envs included). Tensors and plain values only.
-
-        "actor_ids" `[num_slots]` int64 is saved with the buffers: a trajectory a stop left pending
-        (finished, not yet given to its learner) keeps its agent's actor id, which a replay learner
-        needs (the actor is the trajectory's replay column); a worker's `load_state_dict` claims
-        only the slots its splits are filling now.
-
-        Raises:
-            EnvStateUnsupported: an env's state cannot be saved.
-        """
-        c = self.c
-        buffers = c.buffers
-        return {
-            "workers": [w.state_dict() for w in c.workers],
-            "buffers": {name: getattr(buffers, name) for name in buffers.FIELDS},
-            "actor_ids": buffers.actor_ids.clone(),
-            "block_pool": c.block_pool.held.clone(),
-            "pending_slots": [[list(own) for own in b.pending] for b in self.batchers],
-            "waiting": sorted(self.waiting),
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores `state_dict`'s state (instead of resetting the workers).
-
-        Raises:
-            ValueError: the state is of a run with other buffers, blocks or workers.
-        """
-        c = self.c
-        held = state["block_pool"]
-        if len(held) == c.block_pool.num_blocks and "pending_slots" not in state:
-            held = held.repeat_interleave(c.block_pool.block_size, dim=0)  # saved per block, not slot
-        if tuple(held.shape) != tuple(c.block_pool.held.shape) or len(state["workers"]) != len(c.workers):
-            raise ValueError(
-                f"sampler state has {len(state['workers'])} workers and block pool "
-                f"{tuple(held.shape)}, this run {len(c.workers)} and {tuple(c.block_pool.held.shape)}"
-            )
-        for name, saved in state["buffers"].items():
-            tree_assign(getattr(c.buffers, name), slice(None), saved)
-        if "actor_ids" in state:  # older states lack them: see `SerialPlacement._matching_sampler_state`
-            c.buffers.actor_ids.copy_(state["actor_ids"])
-        c.block_pool.held.copy_(held)
-        if "pending_slots" in state:
-            for b, pending in zip(self.batchers, state["pending_slots"], strict=True):
-                for own in pending:
-                    b.add(0, [int(s) for s in own])
-        else:  # saved before routing by trajectory: whole blocks, each policy's share of them
-            for p, (b, firsts) in enumerate(zip(self.batchers, state["pending"], strict=True)):
-                self._load_pending_blocks(p, b, [int(f) for f in firsts])
-        self.waiting = {(int(w), int(s)) for w, s in state["waiting"]}
-        for w, ws in zip(c.workers, state["workers"], strict=True):
-            w.load_state_dict(ws)
-
-    def _load_pending_blocks(self, policy_id: int, batcher: Batcher, firsts: list[int]) -> None:
-        """Pending blocks of a sampler state saved before routing by trajectory: each block's
-        trajectories policy `policy_id` acted in (from the restored buffers) go to its batcher."""
-        n, buffers, pool = self.c.block_pool.block_size, self.c.buffers, self.c.block_pool
-        for f in firsts:
-            slots = np.arange(f, f + n)
-            route = route_block(
-                slots, buffers.policy_id[f : f + n].numpy(), buffers.is_active[f : f + n].numpy(), [policy_id]
-            )
-            if policy_id not in route:  # nothing of it to learn from
-                pool.release(slots.tolist(), policy_id)
-                continue
-            own = route[policy_id]
-            batcher.add(f, own)
-            if own is not None:  # the other trajectories are not its own
-                pool.release(sorted(set(slots.tolist()) - set(own)), policy_id)
-
-    def step(self) -> None:
-        """One env step of every split that has slots: inference for all of them, then env stepping.
-        A split whose blocks are all with the learners waits until they release one."""
-        c = self.c
-        for w_idx, s in list(self.waiting):
-            if c.workers[w_idx].start_next_rollout(s):
-                self.waiting.discard((w_idx, s))
-        active = [
-            (i, s)
-            for i, w in enumerate(c.workers)
-            for s in range(len(w.splits))
-            if (i, s) not in self.waiting
-        ]
-        if not active:
-            return
-        requests = [c.workers[i].policy_request(s) for i, s in active]
-        if len(c.inferences) == 1:
-            c.inferences[0].infer(requests)
-        else:
-            for p, inference in enumerate(c.inferences):
-                mine = [
-                    r
-                    for (i, s), r in zip(active, requests, strict=True)
-                    if p in c.workers[i].request_policies(s)
-                ]
-                if mine:
-                    inference.infer(mine)
-        for i, s in active:
-            w = c.workers[i]
-            finished = w.advance(s)
-            if finished is not None:
-                first = int(finished[0])
-                for p, own in w.hand_over(s, finished).items():
-                    self.batchers[p].add(first, own)
-                if not w.start_next_rollout(s):
-                    self.waiting.add((i, s))
-
-    def take(self, policy_id: int = 0) -> torch.Tensor | None:
-        """The slots `[N]` int64 of policy `policy_id`'s next batch (at least one iteration's worth
-        of its trajectories), or None; give them back with `release` after training, or with
-        `put_back` when the batch was not trained."""
-        slots = self.batchers[policy_id].take()
-        return None if slots is None else torch.tensor(slots, dtype=torch.int64)
-
-    def put_back(self, slots: torch.Tensor, policy_id: int = 0) -> None:
-        """Returns an untrained batch (as returned by `take`) to the front of the policy's queue: the
-        next `take` gives it again."""
-        self.batchers[policy_id].put_back(slots.tolist())
-
-    def release(self, slots: torch.Tensor, policy_id: int = 0) -> None:
-        """Policy `policy_id`'s learner is done with the trajectories `slots` (as returned by `take`)."""
-        self.c.block_pool.release(slots, policy_id)
-
-
-class _OptimizerSnapshot:
-    """One optimizer's per-parameter state and param groups, copied into tensors allocated once."""
-
-    def __init__(self) -> None:
-        self.state: list[dict[str, Any] | None] = []  # per parameter: its state (Adam's moments), or None
-        self.param_groups: list[dict[str, Any]] = []
-
-    def take(self, opt: torch.optim.Optimizer) -> None:
-        params = [p for g in opt.param_groups for p in g["params"]]
-        if len(self.state) != len(params):
-            self.state = [None] * len(params)
-        for i, p in enumerate(params):
-            state = opt.state.get(p)
-            if not state:
-                self.state[i] = None
-                continue
-            old = self.state[i] or {}
-            self.state[i] = {
-                k: BatchSnapshot._copy(old.get(k), v) if isinstance(v, torch.Tensor) else copy.deepcopy(v)
-                for k, v in state.items()
-            }
-        self.param_groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
-
-    def restore(self, opt: torch.optim.Optimizer) -> None:
-        params = [p for g in opt.param_groups for p in g["params"]]
-        for p, saved in zip(params, self.state, strict=True):
-            if saved is None:
-                opt.state.pop(p, None)
-                continue
-            state = opt.state[p]
-            for k, v in saved.items():
-                if isinstance(v, torch.Tensor) and isinstance(state.get(k), torch.Tensor):
-                    state[k].copy_(v)
-                else:
-                    state[k] = v.clone() if isinstance(v, torch.Tensor) else copy.deepcopy(v)
-        for g, saved_group in zip(opt.param_groups, self.param_groups, strict=True):
-            g.update(saved_group)
-
-
-class BatchSnapshot:
-    """What training one batch changes: the acting module's state (weights, normalisers), every
-    learner module's (critics, target networks), every optimizer's and scheduler's state
-    (`LearnerBase.optimizers`, `LearnerBase.schedulers`), the KL-adaptive learning rate,
-    `policy_version` and the RNG streams, copied into tensors allocated once (a copy per batch of
-    3x the parameters' bytes with Adam, no allocation), so a batch a stop interrupts can be undone."""
-
-    def __init__(self) -> None:
-        self.model: dict[str, torch.Tensor] = {}
-        self.modules: dict[str, dict[str, torch.Tensor]] = {}  # learner module -> its state
-        self.optimizers: dict[str, _OptimizerSnapshot] = {}
-        self.schedulers: dict[str, dict[str, Any]] = {}  # scheduler -> its state_dict (a few numbers)
-        self.policy_version = self.skipped_updates = 0
-        self.kl_lr: dict[str, Any] | None = None  # the KL-adaptive rate's state (`LearnerBase.kl_lr`)
-        self.rng: dict[str, Any] = {}
-
-    @staticmethod
-    def _copy(dst: torch.Tensor | None, src: torch.Tensor) -> torch.Tensor:
-        if dst is None or dst.shape != src.shape or dst.dtype != src.dtype:
-            return src.detach().clone()
-        return dst.copy_(src)
-
-    def _copy_state(self, dst: dict[str, torch.Tensor], module: torch.nn.Module) -> None:
-        for k, v in module.state_dict().items():
-            dst[k] = self._copy(dst.get(k), v)
-
-    def take(self, model: torch.nn.Module, learner: LearnerBase) -> None:
-        self._copy_state(self.model, model)
-        for name, module in learner.learner_modules.items():
-            self._copy_state(self.modules.setdefault(name, {}), module)
-        for name, opt in learner.optimizers.items():
-            self.optimizers.setdefault(name, _OptimizerSnapshot()).take(opt)
-        self.schedulers = {name: copy.deepcopy(s.state_dict()) for name, s in learner.schedulers.items()}
-        self.policy_version, self.skipped_updates = learner.policy_version, learner.skipped_updates
-        self.kl_lr = learner.kl_lr.state_dict() if learner.kl_lr is not None else None
-        self.rng = rng_state()
-
-    def restore(self, model: torch.nn.Module, learner: LearnerBase) -> None:
-        model.load_state_dict(self.model)
-        for name, module in learner.learner_modules.items():
-            module.load_state_dict(self.modules[name])
-        for name, opt in learner.optimizers.items():
-            self.optimizers[name].restore(opt)
-        for name, sched in learner.schedulers.items():
-            sched.load_state_dict(copy.deepcopy(self.schedulers[name]))
-        learner.policy_version, learner.skipped_updates = self.policy_version, self.skipped_updates
-        if learner.kl_lr is not None and self.kl_lr is not None:
-            learner.kl_lr.load_state_dict(self.kl_lr)  # the optimizer's lr came back with its groups
-        set_rng_state(self.rng)
 
 
 class SerialPlacement:
@@ -306,7 +75,7 @@ class SerialPlacement:
         self.resumed_step_frames: int | None = None
         self.interrupted = False  # Ctrl+C / SIGTERM: see `interrupt`
         self.stepping = False  # inside `step`: a save now (second Ctrl+C) cannot hold the sampler's state
-        self.snapshots: dict[int, BatchSnapshot] = {}  # per policy: its state before the batch in training
+        self.learner_loops: dict[int, LearnerLoop] = {}  # per learning policy (`start`)
         self.final_written: set[int] = set()  # see `Placement`
         self.save_refusals: list[SaveRefused] = []
         self.progress: Callable[[], None] = lambda: None  # see set_progress
@@ -334,6 +103,11 @@ class SerialPlacement:
             if self.data_parallel is not None:  # a batch is never left in the middle (see DataParallel)
                 learner.should_stop = self._progress_only
                 c.inferences[p].policy_version = learner.policy_version
+        # batches a stop cuts short are undone: the resumed run trains them whole (exact resume)
+        self.learner_loops = {
+            p: LearnerLoop(c.models[p], learner, p, rollback=c.layout.algo.feed is not Feed.REPLAY)
+            for p, learner in c.learners.items()
+        }
         sampler_state = self._matching_sampler_state()
         self.sampler = SerialSampler(c, sampler_state)
         if sampler_state is not None:
@@ -389,8 +163,7 @@ class SerialPlacement:
             )
             return None
         try:  # every env's state checked before any is restored: a refusal leaves them all fresh
-            for w, ws in zip(c.workers, state["workers"], strict=True):
-                w.check_state_dict(ws)
+            RolloutLoop.check_state_dict(c.workers, state)
         except ValueError as e:  # EnvStateRefused included (an older pickled env, another env)
             log.warning(
                 "Not resuming the envs from the sampler state %s (%s): the envs start from a reset and "
@@ -443,26 +216,25 @@ class SerialPlacement:
                 # resume stays exact
                 if learner.updates_due():
                     self._report(p, learner.train_replay(env_frames=env_frames), report)
+            loop = self.learner_loops[p]
             while not self.interrupted and (slots := self.sampler.take(p)) is not None:
-                batch_frames = env_frames
-                if dp is not None:  # the ranks' round: all train this batch, or all stop
-                    round_frames = dp.begin_round(self.env_frames, c.models[p])
-                    if round_frames is None:
-                        self.sampler.release(slots, p)
-                        report.data_parallel_stopped = True
-                        continue
-                    batch_frames = round_frames  # all ranks': the same learning rate on every rank
-                if self.replay:  # copied out, released at once, trained at the replay ratio
-                    learner.observe(learner.prepare_batch(slots))
+                # the ranks' round: all train this batch, or all stop (the round's frames: the
+                # same learning rate on every rank)
+                batch_frames = loop.begin_round(dp, self.env_frames, env_frames, c.models[p])
+                if batch_frames is None:
                     self.sampler.release(slots, p)
-                    stats = learner.train_replay(env_frames=env_frames)
+                    report.data_parallel_stopped = True
+                    continue
+                if self.replay:  # copied out, released at once, trained at the replay ratio
+                    stats = loop.observe(
+                        learner.prepare_batch(slots),
+                        functools.partial(self.sampler.release, slots, p),
+                        env_frames,
+                    )
                 else:
-                    before = self._snapshot(p)
-                    stats = learner.train(slots, env_frames=batch_frames)
-                    if stats.get("stopped_early"):  # undone: the resumed run trains it whole
-                        self._restore_snapshot(p, before)
+                    stats = loop.train(slots, batch_frames)
+                    if stats.get("rolled_back"):  # undone: the resumed run trains it whole
                         self.sampler.put_back(slots, p)
-                        stats["rolled_back"] = 1.0
                     else:
                         self.sampler.release(slots, p)
                 self._report(p, stats, report)
@@ -474,26 +246,10 @@ class SerialPlacement:
         assert c is not None
         learner = c.learners[policy_id]
         if stats is not None:
-            stats.update(learner.hp.stats())
-            if dp is not None:  # the round's env frames: all ranks' and this one's
-                stats["global_env_frames"] = float(dp.global_env_frames)
-                stats["local_env_frames"] = float(self.env_frames)
-            report.train_stats[policy_id] = stats
+            report.train_stats[policy_id] = self.learner_loops[policy_id].finish_stats(
+                stats, dp, self.env_frames
+            )
         c.inferences[policy_id].policy_version = learner.policy_version
-
-    def _snapshot(self, policy_id: int) -> BatchSnapshot:
-        c = self.c
-        assert c is not None
-        snap = self.snapshots.get(policy_id)
-        if snap is None:
-            snap = self.snapshots[policy_id] = BatchSnapshot()
-        snap.take(c.models[policy_id], c.learners[policy_id])
-        return snap
-
-    def _restore_snapshot(self, policy_id: int, snap: BatchSnapshot) -> None:
-        c = self.c
-        assert c is not None
-        snap.restore(c.models[policy_id], c.learners[policy_id])
 
     def set_env_frames(self, env_frames: int) -> None:
         self.env_frames = env_frames
@@ -517,15 +273,13 @@ class SerialPlacement:
             return
         if not c.learners:
             raise ValueError(f"{type(cmd).__name__}: --algo={self.cfg.algo} has no learners to command")
-        learner = c.learners[cmd.policy_id]
+        loop = self.learner_loops[cmd.policy_id]
         if isinstance(cmd, SetHyperparams):
-            learner.set_hyperparams(cmd.values)
+            loop.set_hyperparams(cmd.values)
             return
-        p, src = cmd.policy_id, cmd.source_policy_id
         # deep copies: the two policies must not share Adam's moment tensors
-        state = copy.deepcopy(policy_state(c.models[src], c.learners[src]))
-        copy_policy_state(state, c.models[p], learner)
-        c.inferences[p].policy_version = learner.policy_version
+        state = copy.deepcopy(self.learner_loops[cmd.source_policy_id].export())
+        c.inferences[cmd.policy_id].policy_version = loop.replace(state)
 
     def set_policy_weights(
         self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int

@@ -28,6 +28,7 @@ from surge.population.pbt import PopulationBasedTraining
 from surge.population.roles import apply_frozen_sources
 from surge.population.self_play import SelfPlayController
 from surge.runtime.best_checkpoint import BestCheckpoints
+from surge.runtime.final_checkpoints import final_checkpoints_written
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
 from surge.runtime.resume_line import resume_line
@@ -279,42 +280,8 @@ class TrainingRun:
         return "done"
 
     def _final_checkpoints_written(self) -> bool:
-        """True when every policy's final checkpoint was written; else logs, per policy, why not
-        and where its weights were first found non-finite (the first refused save names the
-        tensors that were non-finite then), and that the run is not marked done."""
-        p, folder = self.placement, self.folder
-        missing = [i for i in self.learning if i not in p.final_written]
-        for i in missing:
-            refusals = [r for r in p.save_refusals if r.policy_id == i]
-            final = next((r for r in refusals if r.kind == "final"), None)
-            if final is None:
-                why = "its learner stopped without writing it (see the errors above)"
-            else:
-                why = final.reason
-                first = refusals[0]
-                if first is not final:  # an earlier save saw the weights non-finite first
-                    why += (
-                        f"; they went non-finite by env frame {first.env_frames}, where the "
-                        f"{first.kind} save was refused: {first.reason}"
-                    )
-            latest = self.ckpts[i].latest()
-            log.error(
-                "Policy %d: the final checkpoint was not written: %s. %s",
-                i,
-                why,
-                f"The latest checkpoint is {latest.relative_to(folder.root)}."
-                if latest is not None
-                else "It has no checkpoint.",
-            )
-        if missing:
-            log.error(
-                "Training failed: the final weights of %s could not be saved, so the run is not "
-                "marked done. Lower --learning_rate or --max_grad_norm, check --reward_scale and the "
-                "env's rewards, and restart with --restart_behavior=restart (or resume from the "
-                "latest checkpoint).",
-                ", ".join(f"policy {i}" for i in missing),
-            )
-        return not missing
+        """`final_checkpoints_written` of this run's learning policies."""
+        return final_checkpoints_written(self.placement, self.learning, self.ckpts, self.folder.root)
 
     def _summarise(self) -> None:
         """Throughput from the first env steps to the end (start-up excluded), in `self.summary`;

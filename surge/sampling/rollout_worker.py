@@ -13,31 +13,15 @@ that acted in it (`surge.data.routing`).
 With several policies, each agent has a policy for its current episode (`PolicyMapper`), written
 into `policy_id[slot, t]` before inference reads the step, and re-drawn when its episode ends.
 
-Non-finite env outputs (NaN or ±inf rewards and floating-point observations) are caught here, where
-they enter: the value is replaced by 0 and the agent's step is marked inactive (`is_active=False`),
-so no learner trains on it, inference never sees a NaN, and the run goes on. Each is counted
-(`pop_nonfinite`) and the run's log reports the counts with the env's name. Sample Factory trains
-on them silently; SB3's `VecCheckNan` raises instead. A week-long run should not die of one bad
-step of one env among hundreds, nor carry a NaN into its weights and checkpoints, so this skips
-and reports rather than raising. The check is one `isfinite(...).all()` per split step on the
-rewards and one float64 sum per floating-point observation tensor already built (NaN and inf
-propagate into it; integer observations such as Atari frames cannot be non-finite and are not
-checked).
-
-An env that raises in `step` is a fault, not the end of the run: the exception is counted with
-its message (`pop_env_faults`), the env object is closed and rebuilt with `env_factory` and reset,
-and its agents' step is marked truncated and inactive (the episode ends there; the fake step is
-not trained on; the episode's statistics are lost). A week-long run should survive an emulator
-that crashes once in a million steps. An env that fails again right after being rebuilt
-(`MAX_CONSECUTIVE_ENV_FAULTS` times in a row, reset included) is broken, not flaky: `EnvError`.
+Non-finite env outputs are replaced by 0 and their agents' steps marked inactive
+(`surge.sampling.observations`); an env that raises in `step` is rebuilt (`surge.sampling.env_faults`).
+The worker's state for exact resume is `surge.sampling.worker_state`'s.
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -47,122 +31,18 @@ from torch import Tensor
 
 from surge.data.routing import OwnSlots, route_block
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
-from surge.envs.action_masks import MASK_KEY, has_action_mask, sample_legal
 from surge.envs.batched import BatchedInfo
 from surge.envs.multi_agent import SingleAgentAsMultiAgent
 from surge.errors import EnvError
-from surge.population.objective import TRUE_REWARD, episode_statistic
+from surge.population.objective import TRUE_REWARD
 from surge.population.shaping import WorkerShaping
 from surge.sampling.env_actions import BoxActionMap
-from surge.sampling.env_state import EnvStateRefused, check_env_state, restore_env_state, save_env_state
+from surge.sampling.env_faults import rebuild_env
+from surge.sampling.observations import as_array_tree, cat_obs, clean_obs, stack_obs
 from surge.sampling.policy_mapping import PolicyMapper
-
-#: an env that raises this many times in a row (its rebuilt copy failing again) stops the worker
-MAX_CONSECUTIVE_ENV_FAULTS = 3
-
-
-@dataclass
-class EpisodeStats:
-    """One finished episode: return in env reward units, length in env steps, and (with
-    `--with_pbt` and a `--pbt_target_objective` other than true_reward) that statistic as the env
-    reported it (`surge.population.objective`), in `extra` by name."""
-
-    episode_return: float
-    episode_length: int
-    policy_id: int = 0
-    extra: dict[str, float] | None = None
-
-
-@dataclass
-class SplitState:
-    """The agents of one split: their slots `[N]` int64 and the current step t in the rollout."""
-
-    envs: list[Any]
-    slots: Tensor
-    t: int = 0
-    index: slice | Tensor = field(init=False)  # `slots` as a slice when contiguous (cheap views)
-    np_index: slice | np.ndarray = field(init=False)  # the same, to index the buffers' numpy views
-    np_slots: np.ndarray = field(init=False)  # `slots` as numpy
-    n: int = field(init=False)  # len(slots): agents of the split
-    num_agents: int = 1
-    episodes: list[EpisodeStats] = field(default_factory=list)
-    first_env: int = 0  # run-wide index of the split's first env object (policy mapping)
-    agent_policy: Tensor = field(init=False)  # [N] int8: the policy acting for each agent
-    agent_episode: np.ndarray = field(init=False)  # [N]: episodes each agent started so far
-    policies: list[int] = field(init=False)  # the distinct policies in agent_policy
-    # [N] bool: agents whose latest observation was non-finite (replaced by 0): their next step
-    # is marked inactive
-    bad_obs: np.ndarray | None = None
-    # [N] bool: agents whose current episode began with the decorrelation's random actions: its
-    # return is not the policy's, so it is left out of the episode statistics
-    random_start: np.ndarray = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.set_slots(self.slots)
-        n = len(self.slots)
-        self.agent_policy = torch.zeros(n, dtype=torch.int8)
-        self.agent_episode = np.zeros(n, dtype=np.int64)
-        self.policies = [0]
-        self.random_start = np.zeros(n, dtype=bool)
-
-    def set_slots(self, slots: Tensor) -> None:
-        self.slots = slots
-        first, n = int(slots[0]), len(slots)
-        self.n = n
-        contiguous = int(slots[-1]) - first == n - 1 and bool((slots.diff() == 1).all())
-        self.index = slice(first, first + n) if contiguous else slots
-        self.np_slots = slots.numpy()
-        self.np_index = self.index if contiguous else self.np_slots
-
-
-def _stack_obs(obs_list: list, space: gym.Space):
-    """The agents' observations stacked `[N, ...]` in the space's dtype: a numpy array, or a dict
-    of them."""
-    if isinstance(space, gym.spaces.Dict):
-        return {k: _stack_obs([o[k] for o in obs_list], s) for k, s in space.spaces.items()}
-    # one conversion into the space's dtype, where np.stack then astype made two passes (the cost:
-    # docs/benchmarks.md); observations of different shapes raise ValueError either way
-    return np.asarray(obs_list, dtype=space.dtype)
-
-
-def _clean_obs(obs: Any, n: int) -> tuple[Any, np.ndarray | None]:
-    """Finds NaN and ±inf in observations `[n, ...]` (a numpy array or a dict of them).
-
-    Returns:
-        `(obs, None)` when every value is finite (the common case: one float64 sum per
-        floating-point array; integer arrays are not checked), else `(a copy of obs with the
-        non-finite values replaced by 0, [n] bool of the agents that had one)`. `obs` itself is
-        never modified (it may be the env's own array).
-    """
-    if isinstance(obs, dict):
-        out, bad = dict(obs), None
-        for k, v in obs.items():
-            out[k], sub = _clean_obs(v, n)
-            if sub is not None:
-                bad = sub if bad is None else bad | sub
-        return out, bad
-    # one pass without a temporary: NaN and inf propagate into the sum, and float64 does not
-    # overflow on float32 values (6x cheaper than isfinite(...).all() on [64, 4, 84, 84])
-    if obs.dtype.kind != "f" or math.isfinite(obs.sum(dtype=np.float64)):
-        return obs, None
-    finite = np.isfinite(obs)
-    bad = ~finite.reshape(n, -1).all(axis=1)
-    if not bad.any():  # float64 values whose sum overflowed: all finite
-        return obs, None
-    return np.where(finite, obs, 0).astype(obs.dtype, copy=False), bad
-
-
-def _as_array_tree(obs):
-    """Batched envs' observations as numpy arrays (or a dict of them)."""
-    if isinstance(obs, dict):
-        return {k: _as_array_tree(v) for k, v in obs.items()}
-    return np.asarray(obs)
-
-
-def _cat_obs(parts: list):
-    if isinstance(parts[0], dict):
-        return {k: _cat_obs([p[k] for p in parts]) for k in parts[0]}
-    return np.concatenate(parts)
+from surge.sampling.split_state import EpisodeStats, SplitState, note_episode
+from surge.sampling.worker_reset import reset_worker
+from surge.sampling.worker_state import check_worker_state, load_worker_state, worker_state_dict
 
 
 class RolloutWorker:
@@ -248,59 +128,9 @@ class RolloutWorker:
 
     # ---------------------------------------------------------------------------------------
     def reset(self) -> None:
-        """Resets every env and writes the first observations at t = 0. With `cfg.seed`, env object k
-        (counted over workers, splits and envs) gets seed `seed·100003 + k·num_agents`, so the
-        sub-envs of batched envs (seeded `s, s+1, ...` by gymnasium) never share a seed.
-
-        With `decorrelate_envs_on_one_worker` each env first takes a random number (< rollout) of
-        uniformly random actions; the episode they leave unfinished is not reported in the episode
-        statistics (its return is partly the random actions', e.g. Breakout lives lost before the
-        policy played)."""
-        seed = self.cfg.seed
-        if seed is not None:  # the decorrelation steps' random actions repeat with the seed
-            self.action_space.seed(seed * 100003 + self.worker_idx)
-        envs_per_split = len(self.splits[0].envs)
-        for s_idx, split in enumerate(self.splits):
-            if self.mapper is not None:
-                self._map_policies(split, np.ones(len(split.slots), dtype=bool))
-            obs_all: list = []
-            for e_idx, env in enumerate(split.envs):
-                env_seed = None
-                if seed is not None:
-                    flat = (self.worker_idx * len(self.splits) + s_idx) * envs_per_split + e_idx
-                    env_seed = seed * 100003 + flat * self.num_agents
-                obs, _ = env.reset(seed=env_seed)
-                if self.cfg.decorrelate_envs_on_one_worker and not self.is_batched:
-                    n_random = random.randrange(self.rollout)
-                    obs = self._random_steps(split, e_idx, obs, n_random)
-                    lo = e_idx * self.num_agents
-                    split.random_start[lo : lo + self.num_agents] = n_random > 0
-                if self.is_batched:
-                    obs_all.append(obs)
-                else:
-                    obs_all.extend(obs)
-            split.bad_obs = None
-            if self.is_batched:
-                self._put_obs(split, 0, _as_array_tree(_cat_obs(obs_all)))
-            else:
-                self._write_obs(split, 0, obs_all)
-            self.buffers.rnn_states[split.index, 0] = 0.0
-
-    def _random_steps(self, split: SplitState, e_idx: int, obs: list, n: int) -> list:
-        """Steps env `e_idx` of `split` `n` times with random actions (decorrelation), legal ones
-        under the observations' action masks; a fault rebuilds the env, whose first observations
-        are returned then."""
-        masked = has_action_mask(self.obs_space)
-        for _ in range(n):
-            if masked:
-                actions = [sample_legal(self.action_space, o[MASK_KEY]) for o in obs]
-            else:
-                actions = [self.action_space.sample() for _ in range(self.num_agents)]
-            try:
-                obs, *_ = split.envs[e_idx].step(actions)
-            except Exception as e:  # noqa: BLE001 - a fault, as in `advance`
-                return self._replace_env(split, e_idx, e)
-        return obs
+        """Resets every env and writes the first observations at t = 0 (`surge.sampling.worker_reset`:
+        seeds, decorrelation)."""
+        reset_worker(self)
 
     def _write_obs(self, split: SplitState, t: int, obs_list: list) -> None:
         """Stacks the agents' observations and writes them at `(split.slots, t)` (see `_put_obs`).
@@ -309,7 +139,7 @@ class RolloutWorker:
             EnvError: they do not match the observation space.
         """
         try:
-            stacked = _stack_obs(obs_list, self.obs_space)
+            stacked = stack_obs(obs_list, self.obs_space)
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             raise self._obs_error(e) from e
         self._put_obs(split, t, stacked)
@@ -329,7 +159,7 @@ class RolloutWorker:
             EnvError: they do not match the observation space.
         """
         try:
-            obs, bad = _clean_obs(obs, split.n)
+            obs, bad = clean_obs(obs, split.n)
             tree_assign(self._np["obs"], (split.np_index, t), obs)
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             raise self._obs_error(e) from e
@@ -442,7 +272,7 @@ class RolloutWorker:
         buf["truncated"][idx, t] = truncated
         buf["is_active"][idx, t] = active
         if self.is_batched:
-            self._put_obs(split, t + 1, _as_array_tree(obs_all))
+            self._put_obs(split, t + 1, as_array_tree(obs_all))
         else:
             self._write_obs(split, t + 1, obs_all)
         done = terminated | truncated
@@ -493,7 +323,7 @@ class RolloutWorker:
                     continue
                 if info.get("is_active", True) is False:
                     active[lo + a] = False
-                self._note_episode(split, lo + a, info)
+                note_episode(split, lo + a, info, self.mapper is not None, self.objective_name)
         self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
 
@@ -533,69 +363,18 @@ class RolloutWorker:
             if info:
                 if info.get("is_active", True) is False:
                     active[e] = False
-                self._note_episode(split, e, info)
+                note_episode(split, e, info, self.mapper is not None, self.objective_name)
         self.env_steps += len(split.envs)
         return obs_all, rewards, terminated, truncated, active
 
-    def _note_episode(self, split: SplitState, j: int, info: dict[str, Any]) -> None:
-        """Records the episode that agent `j` of `split` ended, when `info` marks one (a true
-        episode's `info["episode"]`) and it did not begin with decorrelation's random actions."""
-        ep = info.get("episode")
-        if ep is not None and not split.random_start[j]:
-            split.episodes.append(
-                EpisodeStats(
-                    float(np.asarray(ep["r"])),
-                    int(np.asarray(ep["l"])),
-                    int(split.agent_policy[j]) if self.mapper is not None else 0,
-                    self._objective(info),
-                )
-            )
-
-    def _objective(self, info: dict[str, Any]) -> dict[str, float] | None:
-        """PBT's objective statistic of an episode-ending step's `info`, when PBT selects on one
-        other than the return (`surge.population.objective`); None otherwise or when absent."""
-        name = self.objective_name
-        if name is None:
-            return None
-        value = episode_statistic(info, name)
-        return None if value is None else {name: value}
-
     def _replace_env(self, split: SplitState, e_idx: int, error: Exception) -> Any:
-        """Counts the fault `error` of env `e_idx` of `split`, closes it, builds and resets a new one
-        in its place; returns the new env's first observations (a list with one per agent; a
-        batched env's own `[n, ...]` array or dict of them).
+        """`surge.sampling.env_faults.rebuild_env` of env `e_idx` of `split`, which raised `error`:
+        the new env's first observations.
 
         Raises:
-            EnvError: no `env_factory`, or the env failed `MAX_CONSECUTIVE_ENV_FAULTS` times in a row.
+            EnvError: see there.
         """
-        key = (self.splits.index(split), e_idx)
-        while True:
-            self.env_faults += 1
-            # one line: a multi-line message (a Doom match's players, each on its line) joined by " | "
-            lines = [x.strip() for x in f"{type(error).__name__}: {error}".splitlines() if x.strip()]
-            self.last_env_fault = " | ".join(lines)[:300]
-            streak = self.fault_streaks[key] = self.fault_streaks.get(key, 0) + 1
-            if self.env_factory is None or streak >= MAX_CONSECUTIVE_ENV_FAULTS:
-                raise EnvError(
-                    f"env {self.cfg.env!r} (worker {self.worker_idx}, env {e_idx} of split {key[0]}) "
-                    f"raised {streak} time(s) in a row{' after being rebuilt' if streak > 1 else ''}; "
-                    f"last: {self.last_env_fault}. Run `surge check-env --env={self.cfg.env}` to see "
-                    "what is wrong with it."
-                ) from error
-            try:
-                split.envs[e_idx].close()
-            except Exception:  # noqa: BLE001 - a crashed env may not close cleanly
-                pass
-            self.rebuilds += 1
-            try:
-                env = split.envs[e_idx] = self.env_factory()
-                seed = None
-                if self.cfg.seed is not None:  # a new, repeatable seed per rebuild
-                    seed = (self.cfg.seed * 100003 + 7919 * self.rebuilds + self.worker_idx) % 2**32
-                obs, _ = env.reset(seed=seed)
-                return obs if self.is_batched else list(obs)
-            except Exception as e:  # noqa: BLE001 - the rebuilt env failed too: another fault
-                error = e
+        return rebuild_env(self, split, e_idx, error)
 
     def pop_env_faults(self) -> tuple[int, str]:
         """`(count, last)`: env.step calls that raised since the last call (each env rebuilt and
@@ -612,7 +391,7 @@ class RolloutWorker:
             try:
                 parts.append(env.step(actions[e * n_ag : (e + 1) * n_ag]))
             except Exception as err:  # noqa: BLE001 - a fault: every sub-env's episode ends here
-                obs = _as_array_tree(self._replace_env(split, e, err))
+                obs = as_array_tree(self._replace_env(split, e, err))
                 zeros = np.zeros(n_ag, dtype=np.float32)
                 inactive = np.ones(n_ag, dtype=bool)
                 parts.append((obs, zeros, ~inactive, inactive, BatchedInfo(inactive=inactive)))
@@ -631,7 +410,7 @@ class RolloutWorker:
             obs, rew, term, trunc, info = parts[0]
             active = ~info.inactive if info.inactive is not None else np.ones(n_ag, dtype=bool)
             return obs, rew, term, trunc, active
-        obs = _cat_obs([p[0] for p in parts])
+        obs = cat_obs([p[0] for p in parts])
         active = cat(
             [~p[4].inactive if p[4].inactive is not None else np.ones(n_ag, dtype=bool) for p in parts]
         )
@@ -673,85 +452,30 @@ class RolloutWorker:
         return total
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything of this worker that a resumed run needs to continue exactly where it stopped
-        (the serial placement saves it at a stop): per split its slots, step t, the policy of each
-        agent and the envs' whole state (`surge.sampling.env_state`), the policy mapping's random
-        stream, and the env rebuild count and fault streaks (rebuilt envs' seeds). Tensors and plain
-        values only: it loads with `weights_only=True` and loading it runs no code.
-        Call it between steps (no env step half done). The trajectory buffers are not in it.
+        """`surge.sampling.worker_state.worker_state_dict` of this worker (for exact resume).
 
         Raises:
             EnvStateUnsupported: an env's state cannot be saved (the message says which and why).
         """
-        splits = []
-        for split in self.splits:
-            envs = [save_env_state(env) for env in split.envs]
-            splits.append(
-                {
-                    "slots": split.slots.clone(),
-                    "t": split.t,
-                    "agent_policy": split.agent_policy.clone(),
-                    "agent_episode": torch.from_numpy(split.agent_episode.copy()),
-                    "bad_obs": None if split.bad_obs is None else torch.from_numpy(split.bad_obs.copy()),
-                    "random_start": torch.from_numpy(split.random_start.copy()),
-                    "envs": envs,
-                }
-            )
-        mapper = None
-        if self.mapper is not None:
-            version, internal, gauss = self.mapper.rng.getstate()
-            mapper = {"rng": [version, list(internal), gauss], "env_draw": dict(self.mapper._env_draw)}
-        streaks = [[s, e, n] for (s, e), n in self.fault_streaks.items()]
-        return {"splits": splits, "mapper": mapper, "rebuilds": self.rebuilds, "fault_streaks": streaks}
+        return worker_state_dict(self)
 
     def check_state_dict(self, state: dict[str, Any]) -> None:
-        """Checks that `load_state_dict(state)` would restore this worker's envs, changing nothing.
+        """`surge.sampling.worker_state.check_worker_state`: would `load_state_dict(state)` restore
+        this worker's envs (changing nothing)?
 
         Raises:
-            ValueError: the state is of a worker with other splits or envs per split.
-            EnvStateRefused (a ValueError): an env's saved state is not loaded (an older pickled
-                format, or a state that does not fit this run's env); the message says which.
+            ValueError, EnvStateRefused: see there.
         """
-        saved = state["splits"]
-        if len(saved) != len(self.splits) or any(
-            len(s["envs"]) != len(split.envs) for s, split in zip(saved, self.splits, strict=True)
-        ):
-            raise ValueError(
-                f"sampler state of worker {self.worker_idx} has {[len(s['envs']) for s in saved]} envs per "
-                f"split, this run {[len(split.envs) for split in self.splits]}"
-            )
-        for s_idx, (s, split) in enumerate(zip(saved, self.splits, strict=True)):
-            for e_idx, (env_state, env) in enumerate(zip(s["envs"], split.envs, strict=True)):
-                try:
-                    check_env_state(env, env_state)
-                except EnvStateRefused as e:
-                    raise EnvStateRefused(f"worker {self.worker_idx} split {s_idx} env {e_idx}: {e}") from e
+        check_worker_state(self, state)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores what `state_dict` saved, instead of `reset()`: the envs made for this worker are
-        put in the saved envs' state (`surge.sampling.env_state.restore_env_state`).
+        """`surge.sampling.worker_state.load_worker_state`: restores what `state_dict` saved,
+        instead of `reset()`.
 
         Raises:
             ValueError, EnvStateRefused: as `check_state_dict` (checked before anything changes).
         """
-        self.check_state_dict(state)
-        for s, split in zip(state["splits"], self.splits, strict=True):
-            for env, env_state in zip(split.envs, s["envs"], strict=True):
-                restore_env_state(env, env_state)
-            split.set_slots(s["slots"].clone())
-            self._claim_slots(split)
-            split.t = int(s["t"])
-            split.agent_policy = s["agent_policy"].clone()
-            split.agent_episode = s["agent_episode"].numpy().copy()
-            split.policies = sorted(set(split.agent_policy.tolist()))
-            split.bad_obs = None if s["bad_obs"] is None else s["bad_obs"].numpy().copy()
-            split.random_start = s["random_start"].numpy().copy()
-        self.rebuilds = int(state["rebuilds"])  # rebuilt envs' seeds count on from it
-        self.fault_streaks = {(int(s), int(e)): int(n) for s, e, n in state["fault_streaks"]}
-        if self.mapper is not None and state["mapper"] is not None:
-            version, internal, gauss = state["mapper"]["rng"]
-            self.mapper.rng.setstate((version, tuple(internal), gauss))
-            self.mapper._env_draw = {int(k): tuple(v) for k, v in state["mapper"]["env_draw"].items()}
+        load_worker_state(self, state)
 
     def _claim_slots(self, split: SplitState) -> None:
         """Writes the global actor id of each agent of `split` at its slot (`buffers.actor_ids`, what
