@@ -27,7 +27,7 @@ from surge.data.trajectory import tree_map
 from surge.learning.amp import autocast, resolve_mixed_precision
 from surge.learning.base import LearnerBase, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
-from surge.learning.returns import bootstrap_truncated_rewards, vtrace
+from surge.learning.returns import vtrace
 from surge.population.roles import learning_policies
 
 
@@ -158,8 +158,12 @@ class Learner(LearnerBase):
         cfg = self.cfg
         lr = self.set_learning_rate(env_frames)
         kl_lr = self.kl_lr
-        if not cfg.zero_rnn_on_done:  # the recurrent state carries over episode ends (acting did too)
-            b["dones_rnn"] = torch.zeros_like(b["dones"])
+        # where the core resets its state `[T, N]`: after an episode end (terminated or truncated),
+        # or nowhere with --zero_rnn_on_done=False (the state carries over, as acting did)
+        if cfg.zero_rnn_on_done:
+            b["rnn_resets"] = torch.maximum(b["terminated"], b["truncated"])
+        else:
+            b["rnn_resets"] = torch.zeros_like(b["terminated"])
         self._mask_stale(b)
         if cfg.obs_normalizer_update == "batch":  # else at each minibatch (`_step`)
             self._update_obs_normalizer(b)
@@ -256,15 +260,22 @@ class Learner(LearnerBase):
         batch (`b["cv_values"]`, as the policy's minibatches used them), normalised with the returns
         statistics as they are (the minibatches already folded their targets in)."""
         cfg, model, T = self.cfg, self.model, b["rewards"].shape[0]
-        rnn_dones = b.get("dones_rnn", b["dones"])  # as `_step` (`--zero_rnn_on_done`)
-        dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
-        logits, _ = model.evaluate(b["obs"], b["rnn_states"], dones_in, cfg.recurrence)
+        resets = b["rnn_resets"]  # as `_step` (`--zero_rnn_on_done`)
+        resets_in = torch.cat([resets, torch.zeros_like(resets[:1])], dim=0)
+        logits, _ = model.evaluate(b["obs"], b["rnn_states"], resets_in, cfg.recurrence)
         log_rhos = model.distribution(logits[:T]).log_prob(b["actions"]) - b["behavior_log_probs"]
         v = self._denormalized(b["cv_values"])
-        rewards = b["rewards"]
-        if cfg.value_bootstrap:
-            rewards = bootstrap_truncated_rewards(rewards, v[:T], b["trunc"], self.hp.gamma)
-        targets, _ = vtrace(rewards, v, b["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c)
+        targets, _ = vtrace(
+            b["rewards"],
+            v,
+            b["terminated"],
+            log_rhos,
+            self.hp.gamma,
+            cfg.vtrace_rho,
+            cfg.vtrace_c,
+            truncated=b["truncated"],
+            truncation_values=v[:T] if cfg.value_bootstrap else None,
+        )
         norm = getattr(model, "returns_normalizer", None)
         if norm is None:
             return targets
@@ -279,13 +290,12 @@ class Learner(LearnerBase):
             "old_values",
             "logits",
             "rewards",
-            "dones",
-            "trunc",
+            "terminated",
+            "truncated",
+            "rnn_resets",
             "valids",
         )
         out = {k: b[k] for k in keys}
-        if "dones_rnn" in b:
-            out["dones_rnn"] = b["dones_rnn"]
         if "cv_values" in b:
             out["cv_values"] = b["cv_values"]  # `[T+1, N]`
         return out
@@ -297,9 +307,7 @@ class Learner(LearnerBase):
             adv = self.normalize_advantages(adv, b["valids"])  # rl_games' prepare_dataset: once per batch
         T, L = b["rewards"].shape[0], self.cfg.recurrence
         out = {"advantages": to_chunks(adv, L), "targets": to_chunks(targets, L)}
-        keys = ["actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"]
-        if "dones_rnn" in b:
-            keys.append("dones_rnn")
+        keys = ["actions", "behavior_log_probs", "old_values", "logits", "rnn_resets", "valids"]
         for k in keys:
             out[k] = to_chunks(b[k], L)
         out["obs"] = tree_map(lambda x: to_chunks(x[:T], L), b["obs"])
@@ -321,17 +329,17 @@ class Learner(LearnerBase):
         cfg, model = self.cfg, self.model
         L = mb["valids"].shape[0]
         # where the core resets its state: episode ends, or nowhere with --zero_rnn_on_done=False
-        rnn_dones = mb.get("dones_rnn", mb["dones"])
+        resets = mb["rnn_resets"]
         if cfg.obs_normalizer_update == "minibatch":
             self._update_obs_normalizer_minibatch(mb, L)
         # --mixed_precision: the forward pass under autocast; the logits and values the loss reads
         # are cast back to float32 (V-trace, the targets and the loss's reductions stay float32)
         with self._autocast():
             if vtrace_mode:
-                dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
-                logits, values_all = model.evaluate(mb["obs"], mb["rnn_states"], dones_in, cfg.recurrence)
+                resets_in = torch.cat([resets, torch.zeros_like(resets[:1])], dim=0)
+                logits, values_all = model.evaluate(mb["obs"], mb["rnn_states"], resets_in, cfg.recurrence)
             else:
-                logits, values = model.evaluate(mb["obs"], mb["rnn_states"], rnn_dones, cfg.recurrence)
+                logits, values = model.evaluate(mb["obs"], mb["rnn_states"], resets, cfg.recurrence)
         if vtrace_mode:
             logits, values_all = logits.float(), values_all.float()
             logits, values = logits[:L], values_all[:L]
@@ -341,12 +349,17 @@ class Learner(LearnerBase):
             with torch.no_grad():
                 # the central value's values when it is on (`[T+1, units]`), else the critic's own
                 v = self._denormalized(mb["cv_values"] if "cv_values" in mb else values_all.detach())
-                rewards = mb["rewards"]
-                if cfg.value_bootstrap:
-                    rewards = bootstrap_truncated_rewards(rewards, v[:L], mb["trunc"], self.hp.gamma)
                 log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]
                 targets, adv = vtrace(
-                    rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c
+                    mb["rewards"],
+                    v,
+                    mb["terminated"],
+                    log_rhos,
+                    self.hp.gamma,
+                    cfg.vtrace_rho,
+                    cfg.vtrace_c,
+                    truncated=mb["truncated"],
+                    truncation_values=v[:L] if cfg.value_bootstrap else None,
                 )
                 targets = self._normalized_targets(targets, mb["valids"])
         else:
