@@ -76,9 +76,13 @@ BREAKAGES = [
         "V-trace without importance weights: log-ratios zeroed where the learner computes them",
         [
             (
+                "log_rhos = model.distribution(logits).log_prob(mb.actions) - mb.behavior_log_probs",
+                "log_rhos = torch.zeros_like(mb.behavior_log_probs)",
+            ),
+            (
                 'log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]',
                 'log_rhos = torch.zeros_like(mb["behavior_log_probs"])',
-            )
+            ),
         ],
     ),
     Breakage(
@@ -86,8 +90,8 @@ BREAKAGES = [
         "V-trace without traces: c-bar = 0 where the learner calls vtrace",
         [
             (  # the minibatch's call in `_step` (not the central value's `_cv_vtrace_targets`)
-                'cfg.vtrace_c,\n                    truncated=mb["truncated"],',
-                '0.0,\n                    truncated=mb["truncated"],',
+                "cfg.vtrace_c,\n                    truncated=mb.truncated,",
+                "0.0,\n                    truncated=mb.truncated,",
             ),
             (
                 'rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c',
@@ -162,9 +166,13 @@ BREAKAGES = [
         "with --obs_normalizer_update=minibatch, the observation normaliser never learns",
         [
             (
+                "norm.update(tree_map(lambda x: x[:L][mask], mb.obs))",
+                "pass  # broken: normaliser not updated",
+            ),
+            (
                 'norm.update(tree_map(lambda x: x[:L][mask], mb["obs"]))',
                 "pass  # broken: normaliser not updated",
-            )
+            ),
         ],
     ),
     Breakage(
