@@ -21,7 +21,7 @@ import torch
 
 from surge.algorithms.a2c.loss import a2c_loss
 from surge.app.resolve import parse_cfg
-from surge.learning.returns import bootstrap_truncated_rewards, gae
+from surge.learning.returns import gae
 from surge.models.actor_critic import make_actor_critic
 
 
@@ -62,9 +62,14 @@ def main() -> None:
     norm = model.returns_normalizer  # None unless --normalize_returns: values in normalised units
     raw = (lambda v: v) if norm is None else norm.denormalize
     old_values = raw(b["values"])
-    rewards = bootstrap_truncated_rewards(b["rewards"], old_values, b["trunc"], cfg.gamma)
     adv, targets = gae(
-        rewards, torch.cat([old_values, raw(boot)[None]]), b["dones"], cfg.gamma, cfg.gae_lambda
+        b["rewards"],
+        torch.cat([old_values, raw(boot)[None]]),
+        b["dones"] - b["trunc"],  # terminated
+        cfg.gamma,
+        cfg.gae_lambda,
+        truncated=b["trunc"],
+        truncation_values=old_values,
     )
     if norm is not None:  # the learner regresses the normalised critic on normalised targets
         targets = (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()

@@ -76,30 +76,44 @@ BREAKAGES = [
         "V-trace without importance weights: log-ratios zeroed where the learner computes them",
         [
             (
+                "log_rhos = model.distribution(logits).log_prob(mb.actions) - mb.behavior_log_probs",
+                "log_rhos = torch.zeros_like(mb.behavior_log_probs)",
+            ),
+            (
                 'log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]',
                 'log_rhos = torch.zeros_like(mb["behavior_log_probs"])',
-            )
+            ),
         ],
     ),
     Breakage(
         "vtrace_no_traces",
         "V-trace without traces: c-bar = 0 where the learner calls vtrace",
         [
+            (  # the minibatch's call in `_step` (not the central value's `_cv_vtrace_targets`)
+                "cfg.vtrace_c,\n                    truncated=mb.truncated,",
+                "0.0,\n                    truncated=mb.truncated,",
+            ),
             (
                 'rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c',
                 'rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, 0.0',
-            )
+            ),
         ],
     ),
     Breakage(
         "gae_lambda_is_1",
         "GAE with lambda ignored: lambda = 1 where the learner calls gae",
-        [("hp.gamma, hp.gae_lambda)", "hp.gamma, 1.0)")],
+        [
+            ("hp.gamma,\n            hp.gae_lambda,\n", "hp.gamma,\n            1.0,\n"),
+            ("hp.gamma, hp.gae_lambda)", "hp.gamma, 1.0)"),
+        ],
     ),
     Breakage(
         "gae_lambda_is_0",
         "GAE with lambda ignored: lambda = 0 where the learner calls gae",
-        [("hp.gamma, hp.gae_lambda)", "hp.gamma, 0.0)")],
+        [
+            ("hp.gamma,\n            hp.gae_lambda,\n", "hp.gamma,\n            0.0,\n"),
+            ("hp.gamma, hp.gae_lambda)", "hp.gamma, 0.0)"),
+        ],
     ),
     Breakage(
         "rnn_state_not_carried",
@@ -152,9 +166,13 @@ BREAKAGES = [
         "with --obs_normalizer_update=minibatch, the observation normaliser never learns",
         [
             (
+                "norm.update(tree_map(lambda x: x[:L][mask], mb.obs))",
+                "pass  # broken: normaliser not updated",
+            ),
+            (
                 'norm.update(tree_map(lambda x: x[:L][mask], mb["obs"]))',
                 "pass  # broken: normaliser not updated",
-            )
+            ),
         ],
     ),
     Breakage(
@@ -194,8 +212,12 @@ BREAKAGES = [
     ),
     Breakage(
         "truncation_as_termination",
-        "truncation treated as termination: no bootstrap on time-outs (trunc mask zeroed in prepare_batch)",
+        "truncation treated as termination: no bootstrap on time-outs (prepare_batch marks every end terminated)",
         [
+            (
+                'd["terminated"], d["truncated"] = d["terminated"].float(), d["truncated"].float()',
+                'd["terminated"], d["truncated"] = (d["terminated"] | d["truncated"]).float(), d["truncated"].float()',
+            ),
             (
                 'd["trunc"] = (truncated & ~terminated).float()',
                 'd["trunc"] = torch.zeros_like(truncated).float()',
@@ -326,7 +348,13 @@ BREAKAGES = [
     Breakage(
         "replay_truncation_as_termination",
         "the replay learner stores truncated steps as terminated (no bootstrap at time limits)",
-        [('"trunc": b["trunc"].cpu(),', '"trunc": torch.zeros_like(b["trunc"]).cpu(),')],
+        [
+            (
+                '"terminated": term.cpu(),\n            "truncated": trunc.cpu(),',
+                '"terminated": (term | trunc).cpu(),\n            "truncated": torch.zeros_like(trunc).cpu(),',
+            ),
+            ('"trunc": b["trunc"].cpu(),', '"trunc": torch.zeros_like(b["trunc"]).cpu(),'),
+        ],
     ),
     # --- R2D2 (surge/algorithms/r2d2/declaration.py); fast guard in tests/integration/test_r2d2_reference.py
     Breakage(

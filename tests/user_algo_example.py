@@ -115,7 +115,7 @@ class UserACLearner(LearnerBase):
         critic, target = self.learner_modules["critic"], self.learner_modules["target"]
         T = b["rewards"].shape[0]
         obs = b["obs"].float()
-        terminated = b["dones"] - b["trunc"]  # dones = terminated or truncated
+        terminated = b["terminated"]  # `[T, N]` 0/1 float32, truncations apart
         with torch.no_grad():
             next_v = target(obs[1:]).squeeze(-1)
             targets = b["rewards"] + self.hp.gamma * (1.0 - terminated) * next_v

@@ -19,7 +19,7 @@ from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.learning.popart import preserve_outputs
-from surge.learning.returns import bootstrap_truncated_rewards, gae
+from surge.learning.returns import gae
 from surge.models.actor_critic import ActorCritic
 
 
@@ -261,18 +261,17 @@ class LearnerBase:
 
         Returns the algorithm's own fields under their buffer names, and: obs `[T+1, N, ...]`,
         rnn_states `[T+1, N, state]`, actions `[T, N, ...]`, rewards `[T, N]` float32 (scaled by
-        `reward_scale` after `reward_shift`, clipped to `reward_clip`: `shaped_rewards`), dones `[T, N]` float32 (terminated or
-        truncated), trunc `[T, N]` float32 (truncated and not terminated), is_active `[T, N]` bool,
+        `reward_scale` after `reward_shift`, clipped to `reward_clip`: `shaped_rewards`), terminated `[T, N]` float32 and truncated
+        `[T, N]` float32 (the env's flags, 0/1, kept apart: `surge.learning.returns` reads both,
+        a recurrent core resets on either), is_active `[T, N]` bool,
         behavior_version `[T, N]` int64 and, with several policies, acting_policy `[T, N]` int8.
         """
         cfg, dev = self.cfg, self.device
         data = self.buffers.gather(slots, pin_memory=dev.type == "cuda")
         # `.to` keeps the strides, so the time-major view is taken on the device (a view either way)
         d = {k: tree_map(lambda x: x.to(dev, non_blocking=True).transpose(0, 1), v) for k, v in data.items()}
-        terminated, truncated = d.pop("terminated"), d.pop("truncated")
         d["rewards"] = shaped_rewards(d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip)
-        d["dones"] = (terminated | truncated).float()
-        d["trunc"] = (truncated & ~terminated).float()
+        d["terminated"], d["truncated"] = d["terminated"].float(), d["truncated"].float()
         d["behavior_version"] = d.pop("policy_version")
         acting = d.pop("policy_id")
         if cfg.num_policies > 1:
@@ -337,20 +336,25 @@ class LearnerBase:
     def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
         """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value
         (GAE, Schulman et al. 2016, eq. 16; a truncated step is bootstrapped with its own value
-        under `value_bootstrap`, else it ends the episode as a termination would).
+        under `value_bootstrap`, else with 0 as a terminated one).
         `b["boot_values"]` `[1, N]`, when set, is the bootstrap value (the central value's)."""
         hp, T = self.hp, b["rewards"].shape[0]
         last_obs = tree_map(lambda x: x[T : T + 1], b["obs"])
-        zeros = torch.zeros_like(b["dones"][:1])
+        zeros = torch.zeros_like(b["terminated"][:1])
         boot = b.pop("boot_values", None)  # `[1, N]`, set by a learner whose values come from elsewhere
         if boot is None:
             _, boot = self.model.evaluate(last_obs, b["rnn_states"][T : T + 1], zeros, 1)
         old = self._denormalized(b["old_values"])
         values = torch.cat([old, self._denormalized(boot)], dim=0)
-        rewards = b["rewards"]
-        if self.cfg.value_bootstrap:
-            rewards = bootstrap_truncated_rewards(rewards, old, b["trunc"], hp.gamma)
-        adv, targets = gae(rewards, values, b["dones"], hp.gamma, hp.gae_lambda)
+        adv, targets = gae(
+            b["rewards"],
+            values,
+            b["terminated"],
+            hp.gamma,
+            hp.gae_lambda,
+            truncated=b["truncated"],
+            truncation_values=old if self.cfg.value_bootstrap else None,
+        )
         return adv, self._normalized_targets(targets, b["valids"])
 
     def _update_obs_normalizer(self, b: dict[str, Any]) -> None:

@@ -59,6 +59,7 @@ from surge.learning.feed import Feed
 from surge.replay.obs_store import leaves
 from surge.replay.persist import ReplayFileRefused, load_replay, replay_file_in, save_replay
 from surge.replay.prioritized import PrioritizedReplay
+from surge.replay.ring import step_flags
 from surge.replay.uniform import UniformReplay
 
 log = logging.getLogger("surge")
@@ -263,7 +264,9 @@ class ReplayLearnerBase(LearnerBase):
 
     def observe(self, b: dict[str, Any]) -> None:
         """Appends a block of `prepare_batch` (`[T, N]`, obs `[T+1, N, ...]`, actor_ids `[N]`) to
-        the replay, one column per actor; another policy's steps are stored inactive.
+        the replay, one column per actor; another policy's steps are stored inactive. The block's
+        terminated and truncated flags (or the earlier dones/trunc spelling: `step_flags`) are
+        stored apart: a truncated step is bootstrapped at sampling, a terminated one is not.
 
         Raises:
             ValueError: an actor id outside [0, num_columns); non-finite rewards (`RingStore`).
@@ -274,12 +277,13 @@ class ReplayLearnerBase(LearnerBase):
         own = b["is_active"]
         if "acting_policy" in b:
             own = own & (b["acting_policy"] == self.policy_id)
+        term, trunc = step_flags(b)  # `[T, N]` bool, truncated and not terminated
         block = {
             "obs": tree_map(lambda x: x.cpu(), b["obs"]),
             "actions": b["actions"].cpu(),
             "rewards": b["rewards"].cpu(),
-            "dones": b["dones"].cpu(),
-            "trunc": b["trunc"].cpu(),
+            "terminated": term.cpu(),
+            "truncated": trunc.cpu(),
             "is_active": own.cpu(),
         }
         if self.stores_rnn_states:

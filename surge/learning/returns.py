@@ -1,11 +1,19 @@
 """Return and advantage estimators: pure functions on time-major `[T, B]` float32 tensors.
 
 Conventions shared by all of them:
-- `rewards[t]`, `dones[t]` belong to the transition from step t to t+1; `dones[t] = 1` when the
-  episode ended there (terminated or truncated), so nothing is bootstrapped across it.
+- `rewards[t]`, `terminated[t]`, `truncated[t]` belong to the transition from step t to t+1.
 - `values` has T+1 rows: `values[T]` is the bootstrap value of the observation after the last step.
-- Time-outs: before calling these, fold the bootstrap of a truncated step into its reward with
-  `bootstrap_truncated_rewards` (the "value bootstrap" of rl_games), and mark it done.
+- An episode ends at t when it terminated or was truncated there (`ended_t = terminated_t or
+  truncated_t`); the recursion never crosses an end (`values[t+1]` then belongs to the next
+  episode). The two ends differ in what follows the step:
+  - terminated: the true return after it is 0, so nothing is bootstrapped;
+  - truncated (a time limit, the env did not terminate): the return after it is unknown and is
+    bootstrapped with `truncation_values[t]`, the value of the last observation acted on standing
+    in for that of the final observation, which the rollout does not keep (rl_games'
+    `value_bootstrap`); with `truncation_values=None` a truncation bootstraps 0, as a termination.
+  A step both terminated and truncated counts as terminated.
+- `truncated=None` means no step was truncated: a caller with a single `dones` mask passes it as
+  `terminated` (every end zeroes the bootstrap).
 """
 
 from __future__ import annotations
@@ -65,31 +73,80 @@ def bootstrap_truncated_rewards(rewards: Tensor, values: Tensor, truncated: Tens
     return rewards + gamma * values * truncated
 
 
-def discounted_returns(rewards: Tensor, dones: Tensor, bootstrap: Tensor, gamma: float) -> Tensor:
-    """n-step discounted returns `G_t = r_t + γ (1 - d_t) G_{t+1}`, with `G_T = bootstrap`.
+def _episode_ends(
+    rewards: Tensor,
+    terminated: Tensor,
+    truncated: Tensor | None,
+    truncation_values: Tensor | None,
+    gamma: float,
+) -> tuple[Tensor, Tensor]:
+    """The rewards with the truncated steps' bootstrap folded in
+    (`r_t + γ·truncation_values_t·[truncated_t and not terminated_t]`) and `ended` `[T, B]` float32
+    (1 where the episode terminated or was truncated). The same float operations in the same order
+    as folding with `bootstrap_truncated_rewards` before the estimator, so the results are
+    bit-identical to that spelling."""
+    if truncated is None:
+        return rewards, terminated
+    ended = torch.maximum(terminated, truncated)
+    if truncation_values is not None:
+        # ended - terminated: 1 exactly where truncated and not terminated (0/1 masks)
+        rewards = bootstrap_truncated_rewards(rewards, truncation_values, ended - terminated, gamma)
+    return rewards, ended
+
+
+def discounted_returns(
+    rewards: Tensor,
+    terminated: Tensor,
+    bootstrap: Tensor,
+    gamma: float,
+    *,
+    truncated: Tensor | None = None,
+    truncation_values: Tensor | None = None,
+) -> Tensor:
+    """n-step discounted returns `G_t = r'_t + γ (1 - e_t) G_{t+1}`, with `G_T = bootstrap`,
+    `e_t = terminated_t or truncated_t` and `r'_t = r_t + γ·truncation_values_t` on a step truncated
+    and not terminated (`r_t` elsewhere; module docstring).
 
     Args:
-        rewards, dones: `[T, B]` float32.
+        rewards, terminated: `[T, B]` float32 (`terminated` 0/1).
         bootstrap: `[B]` float32 value of the observation after the last step.
+        truncated: `[T, B]` float32 0/1, or None (no truncation).
+        truncation_values: `[T, B]` float32 bootstrap value of a truncated step, or None (0).
     Returns:
         `[T, B]` float32 returns.
     """
-    return reverse_scan(rewards, gamma * (1.0 - dones), bootstrap)
+    rewards, ended = _episode_ends(rewards, terminated, truncated, truncation_values, gamma)
+    return reverse_scan(rewards, gamma * (1.0 - ended), bootstrap)
 
 
-def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
-    """Generalized Advantage Estimation (Schulman et al. 2016, eq. 16).
+def gae(
+    rewards: Tensor,
+    values: Tensor,
+    terminated: Tensor,
+    gamma: float,
+    lam: float,
+    *,
+    truncated: Tensor | None = None,
+    truncation_values: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Generalized Advantage Estimation (Schulman et al. 2016, eq. 16), episode ends kept apart.
 
-    `δ_t = r_t + γ (1 - d_t) V_{t+1} - V_t`, `A_t = δ_t + γ λ (1 - d_t) A_{t+1}`, returns `A_t + V_t`.
+    `δ_t = r'_t + γ (1 - e_t) V_{t+1} - V_t`, `A_t = δ_t + γ λ (1 - e_t) A_{t+1}`, returns `A_t + V_t`,
+    with `e_t = terminated_t or truncated_t` (the recursion stops at either end) and
+    `r'_t = r_t + γ·truncation_values_t` on a step truncated and not terminated, `r_t` elsewhere:
+    a termination bootstraps 0, a truncation the value it is given (module docstring).
 
     Args:
-        rewards, dones: `[T, B]` float32.
+        rewards, terminated: `[T, B]` float32 (`terminated` 0/1).
         values: `[T+1, B]` float32.
         gamma, lam: discount γ and GAE λ.
+        truncated: `[T, B]` float32 0/1, or None (no truncation).
+        truncation_values: `[T, B]` float32 bootstrap value of a truncated step, or None (0).
     Returns:
         advantages and value targets, both `[T, B]` float32.
     """
-    not_done = 1.0 - dones
+    rewards, ended = _episode_ends(rewards, terminated, truncated, truncation_values, gamma)
+    not_done = 1.0 - ended
     deltas = rewards + gamma * not_done * values[1:] - values[:-1]
     adv = reverse_scan(deltas, gamma * lam * not_done, torch.zeros_like(rewards[0]))
     return adv, adv + values[:-1]
@@ -98,30 +155,38 @@ def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float
 def vtrace(
     rewards: Tensor,
     values: Tensor,
-    dones: Tensor,
+    terminated: Tensor,
     log_rhos: Tensor,
     gamma: float,
     rho_bar: float = 1.0,
     c_bar: float = 1.0,
+    *,
+    truncated: Tensor | None = None,
+    truncation_values: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """V-trace targets and policy-gradient advantages (Espeholt et al. 2018, IMPALA, eq. 1 and sec. 4.2).
 
-    `ρ_t = min(ρ̄, π/μ)`, `c_t = min(c̄, π/μ)`, `δ_t = ρ_t (r_t + γ_t V_{t+1} - V_t)` with
-    `γ_t = γ (1 - d_t)`; targets `v_t = V_t + δ_t + γ_t c_t (v_{t+1} - V_{t+1})`, `v_T = V_T`;
-    advantages `ρ_t (r_t + γ_t v_{t+1} - V_t)`. With ρ̄ = c̄ = 1 and on-policy data (log_rhos = 0)
-    the targets equal the λ = 1 returns.
+    `ρ_t = min(ρ̄, π/μ)`, `c_t = min(c̄, π/μ)`, `δ_t = ρ_t (r'_t + γ_t V_{t+1} - V_t)` with
+    `γ_t = γ (1 - e_t)`; targets `v_t = V_t + δ_t + γ_t c_t (v_{t+1} - V_{t+1})`, `v_T = V_T`;
+    advantages `ρ_t (r'_t + γ_t v_{t+1} - V_t)`. `e_t = terminated_t or truncated_t` and
+    `r'_t = r_t + γ·truncation_values_t` on a step truncated and not terminated, `r_t` elsewhere
+    (module docstring). With ρ̄ = c̄ = 1 and on-policy data (log_rhos = 0) the targets equal the
+    λ = 1 returns.
 
     Args:
-        rewards, dones: `[T, B]` float32.
+        rewards, terminated: `[T, B]` float32 (`terminated` 0/1).
         values: `[T+1, B]` float32 (detached) value estimates of the target policy.
         log_rhos: `[T, B]` float32 `log π(a_t|s_t) - log μ(a_t|s_t)` (target minus behavior).
+        truncated: `[T, B]` float32 0/1, or None (no truncation).
+        truncation_values: `[T, B]` float32 bootstrap value of a truncated step, or None (0).
     Returns:
         targets `v_t` and advantages, both `[T, B]` float32.
     """
+    rewards, ended = _episode_ends(rewards, terminated, truncated, truncation_values, gamma)
     rhos = log_rhos.exp()
     clipped_rhos = rhos.clamp(max=rho_bar)
     cs = rhos.clamp(max=c_bar)
-    discounts = gamma * (1.0 - dones)
+    discounts = gamma * (1.0 - ended)
     deltas = clipped_rhos * (rewards + discounts * values[1:] - values[:-1])
     vs_minus_v = reverse_scan(deltas, discounts * cs, torch.zeros_like(rewards[0]))
     vs = vs_minus_v + values[:-1]

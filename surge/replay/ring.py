@@ -56,9 +56,9 @@ class Appended:
 
 
 def step_flags(block: dict[str, Any]) -> tuple[Tensor, Tensor]:
-    """(terminated, truncated) `[T, N]` bool of a block: its `terminated`/`truncated` fields, or
-    those of `prepare_batch` (`dones` = terminated or truncated, `trunc` = truncated and not
-    terminated, float32).
+    """(terminated, truncated and not terminated) `[T, N]` bool of a block: its
+    `terminated`/`truncated` fields (bool or 0/1 float32, as `prepare_batch` gives them), or the
+    earlier `dones` (terminated or truncated) and `trunc` (truncated and not terminated) float32.
 
     Raises:
         KeyError: the block has neither pair.

@@ -104,6 +104,11 @@ def test_actor_space_keeps_the_other_entries():
     assert set(actor_obs(obs, "state")) == {"obs", "action_mask"}
 
 
+def _ended(b):
+    """`[T, N]` float32: 1 where the episode terminated or was truncated (prepare_batch keeps them apart)."""
+    return torch.maximum(b["terminated"], b["truncated"])
+
+
 def _naive_gae(rewards, values, dones, gamma, lam):
     """`rewards`, `dones` `[T, N]`, `values` `[T+1, N]` -> targets `[T, N]` (GAE's returns)."""
     T, N = rewards.shape
@@ -144,7 +149,7 @@ def test_targets_and_central_value_update_match_a_naive_computation(tmp_path):
         values = torch.stack(
             [torch.stack([cv0(states[t, n][None])[0] for n in range(N)]) for t in range(T + 1)]
         )
-    targets = _naive_gae(ref["rewards"], values, ref["dones"], GAMMA, LAMBDA)
+    targets = _naive_gae(ref["rewards"], values, _ended(ref), GAMMA, LAMBDA)
     torch.testing.assert_close(b["targets"], targets, atol=1e-5, rtol=1e-5)
 
     # one plain-Adam step on rl_games' clipped critic loss (v == v_old at the first step), masked mean
@@ -214,11 +219,11 @@ def test_vtrace_central_value_trains_on_the_updated_policys_targets(tmp_path):
     N = ref["rewards"].shape[1]
     with torch.no_grad():
         values = cv0(states.reshape((T + 1) * N, -1)).reshape(T + 1, N)
-        dones_in = torch.cat([ref["dones"], torch.zeros(1, N)])
+        dones_in = torch.cat([_ended(ref), torch.zeros(1, N)])
         logits, _ = c.model.evaluate(ref["obs"], ref["rnn_states"], dones_in, 8)  # the updated policy
         log_rhos = c.model.distribution(logits[:T]).log_prob(ref["actions"]) - ref["behavior_log_probs"]
     assert float(log_rhos.abs().max()) > 1e-3  # the policy moved: the ratios matter
-    targets = _naive_vtrace(ref["rewards"], values, ref["dones"], log_rhos, GAMMA, 1.2, 0.9)
+    targets = _naive_vtrace(ref["rewards"], values, _ended(ref), log_rhos, GAMMA, 1.2, 0.9)
     opt = torch.optim.Adam(
         cv0.parameters(), lr=0.01, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps
     )

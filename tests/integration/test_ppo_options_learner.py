@@ -168,7 +168,7 @@ def test_value_bootstrap_under_gae(tmp_path, bootstrap):
     _, c = _components(tmp_path, *FF, "--gamma=0.9", f"--value_bootstrap={bootstrap}", env="ppo_opts_trunc")
     sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
-    assert bool((b["trunc"] == 1).all())
+    assert bool(((b["truncated"] == 1) & (b["terminated"] == 0)).all())
     c.learner._mask_stale(b)
     _, targets = c.learner._gae_targets(b)
     expected = b["rewards"] + (0.9 * b["old_values"] if bootstrap else 0.0)
@@ -194,7 +194,9 @@ def test_value_bootstrap_under_vtrace(tmp_path, bootstrap):
     sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     with torch.no_grad():
-        _, v = c.model.evaluate(b["obs"][:-1], b["rnn_states"][:-1], b["dones"], 8)
+        _, v = c.model.evaluate(
+            b["obs"][:-1], b["rnn_states"][:-1], torch.maximum(b["terminated"], b["truncated"]), 8
+        )
     expected = b["rewards"] + (0.9 * v if bootstrap else 0.0)
     stats = c.learner.train_batch(b)
     assert stats["target_mean"] == pytest.approx(float(expected.mean()), rel=1e-5)
@@ -259,7 +261,9 @@ def test_bounds_loss_enters_the_loss_with_its_coefficient(tmp_path, kind):
     sampler, slots = first_batch(c)
     b = c.learner.prepare_batch(slots)
     with torch.no_grad():
-        logits, _ = c.model.evaluate(b["obs"][:-1], b["rnn_states"][:-1], b["dones"], 1)
+        logits, _ = c.model.evaluate(
+            b["obs"][:-1], b["rnn_states"][:-1], torch.maximum(b["terminated"], b["truncated"]), 1
+        )
     # rl_games' mu: the Gaussian head's mean, the first half of the logits; scaled x 3 to leave [-1.1, 1.1]
     mu = logits[..., :2].reshape(-1, 2)
     expected = 0.5 * float(action_bounds_loss(mu, kind).mean())

@@ -46,8 +46,9 @@ class A2CLearner(LearnerBase):
         adv, targets = self._gae_targets(b)  # gae_lambda = 1: n-step returns, bootstrapped
         obs = {k: v[:T] for k, v in b["obs"].items()} if isinstance(b["obs"], dict) else b["obs"][:T]
         # the core resets its state at episode ends, or nowhere with --zero_rnn_on_done=False
-        rnn_dones = b["dones"] if cfg.zero_rnn_on_done else torch.zeros_like(b["dones"])
-        logits, values = model.evaluate(obs, b["rnn_states"][:T], rnn_dones, cfg.recurrence)
+        ended = torch.maximum(b["terminated"], b["truncated"]) if cfg.zero_rnn_on_done else None
+        resets = torch.zeros_like(b["terminated"]) if ended is None else ended
+        logits, values = model.evaluate(obs, b["rnn_states"][:T], resets, cfg.recurrence)
         valids = b["valids"]
         if cfg.normalize_advantage:
             adv = self.normalize_advantages(adv, valids)

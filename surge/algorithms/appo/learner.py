@@ -23,12 +23,13 @@ from torch import Tensor
 
 from surge.algorithms.appo.bounds_loss import action_bounds_loss
 from surge.algorithms.appo.ppo_loss import PPOLossConfig, masked_mean, ppo_loss
+from surge.algorithms.appo.units import PPOUnits
 from surge.cfg.policy_roles import learning_policies
 from surge.data.trajectory import tree_map
 from surge.learning.amp import autocast, resolve_mixed_precision
 from surge.learning.base import LearnerBase, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
-from surge.learning.returns import bootstrap_truncated_rewards, vtrace
+from surge.learning.returns import vtrace
 
 
 def to_chunks(x: Tensor, length: int) -> Tensor:
@@ -158,8 +159,12 @@ class Learner(LearnerBase):
         cfg = self.cfg
         lr = self.set_learning_rate(env_frames)
         kl_lr = self.kl_lr
-        if not cfg.zero_rnn_on_done:  # the recurrent state carries over episode ends (acting did too)
-            b["dones_rnn"] = torch.zeros_like(b["dones"])
+        # where the core resets its state `[T, N]`: after an episode end (terminated or truncated),
+        # or nowhere with --zero_rnn_on_done=False (the state carries over, as acting did)
+        if cfg.zero_rnn_on_done:
+            b["rnn_resets"] = torch.maximum(b["terminated"], b["truncated"])
+        else:
+            b["rnn_resets"] = torch.zeros_like(b["terminated"])
         self._mask_stale(b)
         if cfg.obs_normalizer_update == "batch":  # else at each minibatch (`_step`)
             self._update_obs_normalizer(b)
@@ -181,18 +186,18 @@ class Learner(LearnerBase):
         # step to learn from, e.g. another policy's part of a trajectory that changed policy at an
         # episode boundary, are left out: their loss terms are zero, and passes over them would make
         # a population's learners cost more than their own samples
-        keep = units["valids"].any(dim=0)
+        keep = units.valids.any(dim=0)
         # data-parallel ranks must take the same number of optimizer steps: all units are kept
         if self.data_parallel is None and not bool(keep.all()) and bool(keep.any()):
-            units = {k: tree_map(_columns(keep.nonzero().flatten()), v) for k, v in units.items()}
-        num_units = units["valids"].shape[1]
+            units = units.map(_columns(keep.nonzero().flatten()))
+        num_units = units.valids.shape[1]
         if kl_lr is not None and getattr(self.model, "is_gaussian", False):
             # rl_games' continuous agent (a2c_common.py ContinuousA2CBase.train_epoch,
             # dataset.update_mu_sigma) measures each minibatch's KL against the mean and sigma that
             # minibatch had at its previous pass (the behavior policy's at the first), not against
             # the behavior policy: the reference logits `[L, num_units, num_logits]` are overwritten
             # after every step. A discrete head keeps the behavior policy (its old log-probs never change)
-            units["kl_ref_logits"] = units["logits"].clone()
+            units = units.replace(kl_ref_logits=units.logits.clone())
         per_mb = max(1, cfg.batch_size // unit_len)
         stats: list[dict[str, Tensor]] = []
         skipped: list[dict[str, Tensor]] = []  # of steps skipped for a non-finite loss or gradient
@@ -208,14 +213,14 @@ class Learner(LearnerBase):
                     break
                 if perm is None:
                     idx: Tensor | slice = slice(None)
-                    mb = dict(units)
+                    mb = units
                 else:
                     idx = perm[start : start + per_mb]
-                    mb = {k: tree_map(_columns(idx), v) for k, v in units.items()}
+                    mb = units.map(_columns(idx))
                 step_stats = self._step(mb, vtrace_mode=cfg.with_vtrace)
                 (skipped if self.last_step_skipped else stats).append(step_stats)
-                if kl_lr is not None and "kl_ref_logits" in units and self._kl_ref_update is not None:
-                    units["kl_ref_logits"][:, idx] = self._kl_ref_update
+                if kl_lr is not None and units.kl_ref_logits is not None and self._kl_ref_update is not None:
+                    units.kl_ref_logits[:, idx] = self._kl_ref_update
                 if kl_lr is not None and not self.last_step_skipped:  # rl_games' adaptive rule
                     if kl_lr.per_epoch:
                         epoch_kls.append(step_stats["kl"])
@@ -256,57 +261,66 @@ class Learner(LearnerBase):
         batch (`b["cv_values"]`, as the policy's minibatches used them), normalised with the returns
         statistics as they are (the minibatches already folded their targets in)."""
         cfg, model, T = self.cfg, self.model, b["rewards"].shape[0]
-        rnn_dones = b.get("dones_rnn", b["dones"])  # as `_step` (`--zero_rnn_on_done`)
-        dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
-        logits, _ = model.evaluate(b["obs"], b["rnn_states"], dones_in, cfg.recurrence)
+        resets = b["rnn_resets"]  # as `_step` (`--zero_rnn_on_done`)
+        resets_in = torch.cat([resets, torch.zeros_like(resets[:1])], dim=0)
+        logits, _ = model.evaluate(b["obs"], b["rnn_states"], resets_in, cfg.recurrence)
         log_rhos = model.distribution(logits[:T]).log_prob(b["actions"]) - b["behavior_log_probs"]
         v = self._denormalized(b["cv_values"])
-        rewards = b["rewards"]
-        if cfg.value_bootstrap:
-            rewards = bootstrap_truncated_rewards(rewards, v[:T], b["trunc"], self.hp.gamma)
-        targets, _ = vtrace(rewards, v, b["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c)
+        targets, _ = vtrace(
+            b["rewards"],
+            v,
+            b["terminated"],
+            log_rhos,
+            self.hp.gamma,
+            cfg.vtrace_rho,
+            cfg.vtrace_c,
+            truncated=b["truncated"],
+            truncation_values=v[:T] if cfg.value_bootstrap else None,
+        )
         norm = getattr(model, "returns_normalizer", None)
         if norm is None:
             return targets
         return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
 
-    def _vtrace_units(self, b: dict[str, Any]) -> dict[str, Any]:
-        keys = (
-            "obs",
-            "rnn_states",
-            "actions",
-            "behavior_log_probs",
-            "old_values",
-            "logits",
-            "rewards",
-            "dones",
-            "trunc",
-            "valids",
+    def _vtrace_units(self, b: dict[str, Any]) -> PPOUnits:
+        """The batch's trajectories as V-trace's units (`PPOUnits`, `L = T`)."""
+        return PPOUnits(
+            obs=b["obs"],
+            rnn_states=b["rnn_states"],
+            actions=b["actions"],
+            behavior_log_probs=b["behavior_log_probs"],
+            old_values=b["old_values"],
+            logits=b["logits"],
+            rnn_resets=b["rnn_resets"],
+            valids=b["valids"],
+            rewards=b["rewards"],
+            terminated=b["terminated"],
+            truncated=b["truncated"],
+            cv_values=b.get("cv_values"),  # `[T+1, N]`, with a central value
         )
-        out = {k: b[k] for k in keys}
-        if "dones_rnn" in b:
-            out["dones_rnn"] = b["dones_rnn"]
-        if "cv_values" in b:
-            out["cv_values"] = b["cv_values"]  # `[T+1, N]`
-        return out
 
-    def _gae_units(self, b: dict[str, Any]) -> dict[str, Any]:
+    def _gae_units(self, b: dict[str, Any]) -> PPOUnits:
+        """GAE's advantages and targets over the batch, then the batch in chunks of `recurrence`
+        steps (`PPOUnits`, `L = recurrence`); sets `b["targets"]` `[T, N]` (the central value's)."""
         adv, targets = self._gae_targets(b)
         b["targets"] = targets  # `[T, N]` (the central value trains on them)
         if self.cfg.normalize_advantage and self.cfg.normalize_advantage_over == "batch":
             adv = self.normalize_advantages(adv, b["valids"])  # rl_games' prepare_dataset: once per batch
         T, L = b["rewards"].shape[0], self.cfg.recurrence
-        out = {"advantages": to_chunks(adv, L), "targets": to_chunks(targets, L)}
-        keys = ["actions", "behavior_log_probs", "old_values", "logits", "dones", "valids"]
-        if "dones_rnn" in b:
-            keys.append("dones_rnn")
-        for k in keys:
-            out[k] = to_chunks(b[k], L)
-        out["obs"] = tree_map(lambda x: to_chunks(x[:T], L), b["obs"])
-        out["rnn_states"] = to_chunks(b["rnn_states"][:T], L)
-        return out
+        return PPOUnits(
+            obs=tree_map(lambda x: to_chunks(x[:T], L), b["obs"]),
+            rnn_states=to_chunks(b["rnn_states"][:T], L),
+            actions=to_chunks(b["actions"], L),
+            behavior_log_probs=to_chunks(b["behavior_log_probs"], L),
+            old_values=to_chunks(b["old_values"], L),
+            logits=to_chunks(b["logits"], L),
+            rnn_resets=to_chunks(b["rnn_resets"], L),
+            valids=to_chunks(b["valids"], L),
+            advantages=to_chunks(adv, L),
+            targets=to_chunks(targets, L),
+        )
 
-    def _update_obs_normalizer_minibatch(self, mb: dict[str, Any], L: int) -> None:
+    def _update_obs_normalizer_minibatch(self, mb: PPOUnits, L: int) -> None:
         """`--obs_normalizer_update=minibatch`: folds the minibatch's valid observations (its first
         `L` steps `[L, n, ...]`, not V-trace's bootstrap step) into the observation normaliser before
         its forward pass, as rl_games' `RunningMeanStd` does in training mode (running_mean_std.py
@@ -314,24 +328,24 @@ class Learner(LearnerBase):
         norm: Any = getattr(self.model, "obs_normalizer", None)
         if norm is None:
             return
-        mask = mb["valids"] > 0  # [L, n]
-        norm.update(tree_map(lambda x: x[:L][mask], mb["obs"]))
+        mask = mb.valids > 0  # [L, n]
+        norm.update(tree_map(lambda x: x[:L][mask], mb.obs))
 
-    def _step(self, mb: dict[str, Any], vtrace_mode: bool) -> dict[str, Tensor]:
+    def _step(self, mb: PPOUnits, vtrace_mode: bool) -> dict[str, Tensor]:
         cfg, model = self.cfg, self.model
-        L = mb["valids"].shape[0]
+        L = mb.valids.shape[0]
         # where the core resets its state: episode ends, or nowhere with --zero_rnn_on_done=False
-        rnn_dones = mb.get("dones_rnn", mb["dones"])
+        resets = mb.rnn_resets
         if cfg.obs_normalizer_update == "minibatch":
             self._update_obs_normalizer_minibatch(mb, L)
         # --mixed_precision: the forward pass under autocast; the logits and values the loss reads
         # are cast back to float32 (V-trace, the targets and the loss's reductions stay float32)
         with self._autocast():
             if vtrace_mode:
-                dones_in = torch.cat([rnn_dones, torch.zeros_like(rnn_dones[:1])], dim=0)
-                logits, values_all = model.evaluate(mb["obs"], mb["rnn_states"], dones_in, cfg.recurrence)
+                resets_in = torch.cat([resets, torch.zeros_like(resets[:1])], dim=0)
+                logits, values_all = model.evaluate(mb.obs, mb.rnn_states, resets_in, cfg.recurrence)
             else:
-                logits, values = model.evaluate(mb["obs"], mb["rnn_states"], rnn_dones, cfg.recurrence)
+                logits, values = model.evaluate(mb.obs, mb.rnn_states, resets, cfg.recurrence)
         if vtrace_mode:
             logits, values_all = logits.float(), values_all.float()
             logits, values = logits[:L], values_all[:L]
@@ -340,31 +354,38 @@ class Learner(LearnerBase):
         if vtrace_mode:
             with torch.no_grad():
                 # the central value's values when it is on (`[T+1, units]`), else the critic's own
-                v = self._denormalized(mb["cv_values"] if "cv_values" in mb else values_all.detach())
-                rewards = mb["rewards"]
-                if cfg.value_bootstrap:
-                    rewards = bootstrap_truncated_rewards(rewards, v[:L], mb["trunc"], self.hp.gamma)
-                log_rhos = model.distribution(logits).log_prob(mb["actions"]) - mb["behavior_log_probs"]
+                v = self._denormalized(values_all.detach() if mb.cv_values is None else mb.cv_values)
+                assert mb.rewards is not None and mb.terminated is not None  # V-trace's units
+                log_rhos = model.distribution(logits).log_prob(mb.actions) - mb.behavior_log_probs
                 targets, adv = vtrace(
-                    rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c
+                    mb.rewards,
+                    v,
+                    mb.terminated,
+                    log_rhos,
+                    self.hp.gamma,
+                    cfg.vtrace_rho,
+                    cfg.vtrace_c,
+                    truncated=mb.truncated,
+                    truncation_values=v[:L] if cfg.value_bootstrap else None,
                 )
-                targets = self._normalized_targets(targets, mb["valids"])
+                targets = self._normalized_targets(targets, mb.valids)
         else:
-            targets, adv = mb["targets"], mb["advantages"]
-        valids = mb["valids"]
+            assert mb.targets is not None and mb.advantages is not None  # GAE's units
+            targets, adv = mb.targets, mb.advantages
+        valids = mb.valids
         if cfg.normalize_advantage and (vtrace_mode or cfg.normalize_advantage_over == "minibatch"):
             adv = self.normalize_advantages(adv, valids)
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
-        dist, behavior_dist = model.distribution(flat(logits)), model.distribution(flat(mb["logits"]))
+        dist, behavior_dist = model.distribution(flat(logits)), model.distribution(flat(mb.logits))
         flat_valids = flat(valids)
         loss, stats = ppo_loss(
             dist,
             behavior_dist,
-            flat(mb["actions"]),
-            flat(mb["behavior_log_probs"]),
+            flat(mb.actions),
+            flat(mb.behavior_log_probs),
             flat(adv),
             flat(values),
-            flat(mb["old_values"]),
+            flat(mb.old_values),
             flat(targets),
             flat_valids,
             self.loss_cfg,
@@ -379,7 +400,7 @@ class Learner(LearnerBase):
         if self.kl_lr is not None:
             with torch.no_grad():  # KL(current || reference) as rl_games' policy_kl (kl_adaptive)
                 count = flat_valids.sum().clamp(min=1.0)
-                ref = mb.get("kl_ref_logits")
+                ref = mb.kl_ref_logits
                 ref_dist = behavior_dist if ref is None else model.distribution(flat(ref))
                 stats["kl"] = masked_mean(dist.kl(ref_dist), flat_valids, count)
                 self._kl_ref_update = None if ref is None else logits.detach()
