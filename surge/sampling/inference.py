@@ -19,6 +19,10 @@ from surge.learning.algorithm import ActContext
 from surge.learning.amp import autocast, to_float32
 from surge.learning.central_value import actor_obs
 
+#: numpy views of the buffers (`_numpy_views`): the non-Dict fields by name, the observations
+#: inference reads (a tree of arrays), `rnn_states`
+_NumpyViews = tuple[dict[str, np.ndarray], Any, np.ndarray]
+
 
 class InferenceWorker:
     """Acts for batches of agents of one policy.
@@ -106,7 +110,8 @@ class InferenceWorker:
     def _infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         buf, dev = self.buffers, self.device
         if self._np is not None and self.num_policies == 1 and _all_views(requests):
-            return self._infer_views(requests)  # type: ignore[arg-type]
+            # _all_views found every request (slice, int), which mypy cannot narrow a Sequence to
+            return self._infer_views(requests, self._np)  # type: ignore[arg-type]
         slots: Tensor | slice
         ts: Tensor | int
         if len(requests) == 1:
@@ -144,6 +149,7 @@ class InferenceWorker:
             obs = {MASK_KEY: read(buf.obs[MASK_KEY])}
         else:
             obs = None
+        rnn_states: Tensor | None
         if buf.rnn_states.shape[-1]:
             rnn_states = read(buf.rnn_states)
         else:  # no recurrent state: spare the gather
@@ -168,11 +174,12 @@ class InferenceWorker:
         buf.policy_version[slots, ts] = self.policy_version
         self.samples += n
 
-    def _infer_views(self, requests: Sequence[tuple[slice, int]]) -> None:
+    def _infer_views(self, requests: Sequence[tuple[slice, int]], views: _NumpyViews) -> None:
         """`_infer` for requests of contiguous slots at one t each, on the CPU, through the buffers'
-        numpy views: the same reads (copies the model owns; several requests' rows concatenated
-        into one batch) and writes (each request's rows of the outputs at its own place)."""
-        fields, obs_np, rnn_np = self._np
+        numpy views `views` (`self._np`, passed in as known to be there): the same reads (copies
+        the model owns; several requests' rows concatenated into one batch) and writes (each
+        request's rows of the outputs at its own place)."""
+        fields, obs_np, rnn_np = views
         if len(requests) == 1:
             ((slots, t),) = requests
 
@@ -188,11 +195,13 @@ class InferenceWorker:
             ids = torch.cat([self.buffers.actor_ids[s] for s, _ in requests])
         n = len(ids)
         if self.reads_obs:
-            obs = tree_map(read, obs_np)
+            # a tree of numpy views: tree_map's leaves are typed as the tensors of its other callers
+            obs = tree_map(read, obs_np)  # type: ignore[arg-type]
         elif self._masked:
             obs = {MASK_KEY: read(obs_np[MASK_KEY])}
         else:
             obs = None
+        rnn_states: Tensor | None
         if rnn_np.shape[-1]:
             rnn_states = read(rnn_np)
         else:
@@ -230,9 +239,7 @@ class InferenceWorker:
             self.buffers.rnn_states[slots, ts + 1] = value if self._on_cpu else value.cpu()
 
 
-def _numpy_views(
-    fields: dict[str, Tensor], obs: Any, buffers: TrajectoryBuffers
-) -> tuple[dict[str, np.ndarray], Any, np.ndarray] | None:
+def _numpy_views(fields: dict[str, Tensor], obs: Any, buffers: TrajectoryBuffers) -> _NumpyViews | None:
     """(numpy views of the buffers' non-Dict fields by name, of the observations inference reads
     (a tree like `obs`), of `rnn_states`), or None when a tensor has no numpy dtype (bfloat16)."""
     try:
@@ -271,7 +278,9 @@ def random_actions(space: gym.Space, n: int, action_mask: Tensor | None = None) 
     if isinstance(space, gym.spaces.MultiDiscrete):
         return torch.stack([torch.randint(int(k), (n,)) for k in space.nvec.reshape(-1)], dim=1)
     if isinstance(space, gym.spaces.Tuple):
-        return torch.stack([torch.randint(int(s.n), (n,)) for s in space.spaces], dim=1)
-    low = torch.as_tensor(space.low, dtype=torch.float32).reshape(-1)
-    high = torch.as_tensor(space.high, dtype=torch.float32).reshape(-1)
+        # its sub-spaces read as Discrete (mypy sees `Space`, without `n`); no cast() per step
+        return torch.stack([torch.randint(int(s.n), (n,)) for s in space.spaces], dim=1)  # type: ignore[attr-defined]
+    # a Box (mypy sees `Space`): the other spaces returned above
+    low = torch.as_tensor(space.low, dtype=torch.float32).reshape(-1)  # type: ignore[attr-defined]
+    high = torch.as_tensor(space.high, dtype=torch.float32).reshape(-1)  # type: ignore[attr-defined]
     return low + torch.rand(n, low.numel()) * (high - low)

@@ -62,9 +62,11 @@ class SplitState:
         first, n = int(slots[0]), len(slots)
         self.n = n
         contiguous = int(slots[-1]) - first == n - 1 and bool((slots.diff() == 1).all())
-        self.index = slice(first, first + n) if contiguous else slots
         self.np_slots = slots.numpy()
-        self.np_index = self.index if contiguous else self.np_slots
+        if contiguous:
+            self.index = self.np_index = slice(first, first + n)
+        else:
+            self.index, self.np_index = slots, self.np_slots
 
 
 def note_episode(
