@@ -5,9 +5,8 @@ pool, the model), so it sits in the composition root."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
-from surge.cfg.config import minibatches_to_accumulate
+from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
 from surge.runtime.components import blocks_per_split
@@ -34,7 +33,7 @@ def physical_memory_bytes() -> int | None:
     return None
 
 
-def rnn_state_floats(cfg: Any) -> int:
+def rnn_state_floats(cfg: Config) -> int:
     """Floats of one agent's recurrent state (0 without an RNN; the actor's and the critic's with
     `--actor_critic_share_weights=False`)."""
     if not cfg.use_rnn:
@@ -44,7 +43,7 @@ def rnn_state_floats(cfg: Any) -> int:
 
 
 def estimate_memory(
-    cfg: Any, obs_bytes: int = 1, obs_floats: int | None = None, num_agents: int = 1
+    cfg: Config, obs_bytes: int = 1, obs_floats: int | None = None, num_agents: int = 1
 ) -> list[tuple[str, int, str]]:
     """A lower bound of the memory a run of `cfg` allocates, in parts: [(field to blame, bytes,
     what it is)]. Without the env's spaces an observation counts as 1 byte and the encoder's input

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
-from surge.cfg.config import CentralValueParams
+from surge.cfg.config import CentralValueParams, Config
 from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT, PBT_ONLY
 from surge.cfg.yaml_files import read_yaml
@@ -33,7 +32,7 @@ def rl_games_notes(path: str) -> list[str]:
     return [f"rl_games file {path}: {n}." for n in translate(data, path).notes]
 
 
-def config_notes(cfg: Any) -> list[str]:
+def config_notes(cfg: Config) -> list[str]:
     """Flags that are accepted but have no effect in this run, one sentence each with the reason:
     Sample Factory parameters surge does not use (`NO_EFFECT`) and, with --serial_mode=True, flags
     only the multi-process placement reads (`ASYNC_ONLY`). A flag is named only when its value

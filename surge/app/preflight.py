@@ -4,9 +4,8 @@ first, then policies and algorithms, then the run's outputs, the machine's memor
 
 from __future__ import annotations
 
-from typing import Any
-
 from surge.app.memory_estimate import check_memory, estimate_memory
+from surge.cfg.config import Config
 from surge.cfg.validate import (
     check_budgets,
     check_core_fields,
@@ -28,7 +27,7 @@ from surge.population.checks import check_population, check_roles
 from surge.sampling.checks import check_mapping_name, check_policy_mapping
 
 
-def validate_cfg(cfg: Any) -> None:
+def validate_cfg(cfg: Config) -> None:
     """Raises `ConfigError` naming the first invalid field and how to fix it. Accepted flags
     without effect are not errors: `surge.app.notes.config_notes` lists them for the run's log.
 

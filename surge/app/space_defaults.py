@@ -47,7 +47,7 @@ def chosen_space_defaults(
     return rules
 
 
-def space_default_notes(cfg: Any) -> list[str]:
+def space_default_notes(cfg: Config) -> list[str]:
     """The run's log lines for the defaults its env's spaces chose (`describe`); [] for an env of
     a family, or one that cannot be made here (the run's own env creation reports why)."""
     try:

@@ -12,10 +12,9 @@ wins, and so does a given `--train_for_seconds`: no step budget is chosen then.
 
 from __future__ import annotations
 
-from typing import Any
-
 import gymnasium as gym
 
+from surge.cfg.config import Config
 from surge.cfg.space_defaults import SpaceDefault, is_vector_observation
 
 #: `Config.train_for_env_steps` and `train_for_seconds` default (Sample Factory's): no limit
@@ -45,7 +44,7 @@ def budget_default(observation_space: gym.Space) -> SpaceDefault:
     )
 
 
-def no_end_note(cfg: Any) -> str | None:
+def no_end_note(cfg: Config) -> str | None:
     """The log line of a run with neither an env-step nor a time budget (an env family's run
     without `--train_for_env_steps`), or None when the run has an end."""
     if cfg.train_for_env_steps < NO_BUDGET or cfg.train_for_seconds < NO_BUDGET:

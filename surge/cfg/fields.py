@@ -102,14 +102,16 @@ def _ranged(fields: tuple[dataclasses.Field, ...], count: bool) -> tuple[tuple[s
     return tuple((f.name, r) for f in fields if (r := range_of(f)) is not None and r.count == count)
 
 
-def check_ranges(cfg: Any, fields: tuple[dataclasses.Field, ...], count: bool) -> None:
+def check_ranges(values: object, fields: tuple[dataclasses.Field, ...], count: bool) -> None:
     """Checks every field of `fields` that declares a range, in their declaration order: the counts
     (`count=True`) or the other ranges (`count=False`), which the preflight checks at two points.
+    `values` holds the fields' values as attributes: the `Config` for its core fields, or any object
+    with those attributes (a section dataclass of `fields`).
 
     Raises:
         ConfigError: on the first field out of its range, with the generated message.
     """
     for name, r in _ranged(fields, count):
-        e = r.error(name, getattr(cfg, name))
+        e = r.error(name, getattr(values, name))
         if e is not None:
             raise e

@@ -8,8 +8,8 @@ population's (`surge.population.roles`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 #: the weight sources of `--frozen_policies` other than a checkpoint file
@@ -58,7 +58,7 @@ def parse_frozen_policies(items: list[str], num_policies: int) -> dict[int, str]
     return out
 
 
-def frozen_sources(cfg: Any) -> dict[int, str]:
+def frozen_sources(cfg: Config) -> dict[int, str]:
     """{policy id: weight source} of the frozen policies; source `self_play` for the opponent slots
     of `--self_play=True` (their weights come from the pool)."""
     if getattr(cfg, "self_play", False):
@@ -66,12 +66,12 @@ def frozen_sources(cfg: Any) -> dict[int, str]:
     return parse_frozen_policies(list(getattr(cfg, "frozen_policies", []) or []), cfg.num_policies)
 
 
-def learning_policies(cfg: Any) -> list[int]:
+def learning_policies(cfg: Config) -> list[int]:
     """The ids of the policies that learn, ascending (all of them unless some are frozen)."""
     frozen = frozen_sources(cfg)
     return [p for p in range(cfg.num_policies) if p not in frozen]
 
 
-def is_learning(cfg: Any, policy_id: int) -> bool:
+def is_learning(cfg: Config, policy_id: int) -> bool:
     """True when policy `policy_id` learns (`learning_policies`)."""
     return policy_id in learning_policies(cfg)

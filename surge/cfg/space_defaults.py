@@ -21,6 +21,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from surge.cfg.config import Config
+
 
 @dataclass(frozen=True)
 class SpaceDefault:
@@ -160,7 +162,7 @@ def as_overrides(rules: list[SpaceDefault]) -> dict[str, Any]:
     return {r.field: r.value for r in rules}
 
 
-def describe(rules: list[SpaceDefault], cfg: Any, given: frozenset[str] = frozenset()) -> list[str]:
+def describe(rules: list[SpaceDefault], cfg: Config, given: frozenset[str] = frozenset()) -> list[str]:
     """One log line per rule whose value `cfg` still holds (YAML and flags win over the rules), in
     its core fields or its algorithm's section, and whose field is not in `given` (the names YAML
     and the command line set: a value given is the user's, even when it equals the rule's)."""

@@ -9,9 +9,8 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Any
 
-from surge.cfg.config import core_fields, env_frameskip
+from surge.cfg.config import Config, core_fields, env_frameskip
 from surge.cfg.fields import check_ranges
 from surge.errors import ConfigError
 
@@ -56,7 +55,7 @@ ASYNC_ONLY = {
 }
 
 
-def check_core_fields(cfg: Any) -> None:
+def check_core_fields(cfg: Config) -> None:
     """The core sections' sizes and how they fit together: positive sizes, the inference placement
     (`--policy_workers_per_policy`), envs split evenly, the accumulation limit, the evaluation
     frameskip, rollout a multiple of recurrence, the discount, positive rates, at most 127
@@ -102,13 +101,13 @@ def check_core_fields(cfg: Any) -> None:
         )
 
 
-def check_budgets(cfg: Any) -> None:
+def check_budgets(cfg: Config) -> None:
     """`--train_for_env_steps` and `--train_for_seconds` are not negative (ConfigError otherwise)."""
     if cfg.train_for_env_steps < 0 or cfg.train_for_seconds < 0:
         raise ConfigError("train_for_env_steps", "budgets must be >= 0.", "")
 
 
-def _check_policy_workers(cfg: Any) -> None:
+def _check_policy_workers(cfg: Config) -> None:
     """`--policy_workers_per_policy`: N >= 1 inference processes per policy, or 0 for inference in
     the rollout workers' processes (`surge.runtime.rollout_inference`), which act on the CPU.
 
@@ -172,7 +171,7 @@ def check_experiment_name(train_dir: str, experiment: str) -> None:
         )
 
 
-def _check_accumulation(cfg: Any) -> None:
+def _check_accumulation(cfg: Config) -> None:
     """The back-pressure limit: the seed's `num_minibatches_to_accumulate` (>= -1) or Sample Factory
     2's `num_batches_to_accumulate` (>= 0 iterations), not both with different values."""
     mini, iters = cfg.num_minibatches_to_accumulate, cfg.num_batches_to_accumulate
@@ -208,7 +207,7 @@ def _check_accumulation(cfg: Any) -> None:
 # ------------------------------------------------------------------------------- value ranges
 
 
-def check_numbers(cfg: Any) -> None:
+def check_numbers(cfg: Config) -> None:
     """Non-finite floats anywhere, and the ranges of single fields.
 
     Raises:
@@ -310,7 +309,7 @@ ENCODER_SUBTYPES = {
 }
 
 
-def check_encoder(cfg: Any) -> None:
+def check_encoder(cfg: Config) -> None:
     """An encoder_subtype that belongs to another encoder_type would be ignored in silence
     (`--encoder_type=conv --encoder_subtype=resnet_impala` builds convnet_simple). The default
     subtype, convnet_simple, goes with every type, so `--encoder_type=resnet` (or mlp) alone works."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 #: the flags only `--distributed=ray` reads
@@ -17,7 +18,7 @@ RAY_ONLY = (
 )
 
 
-def ray_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
+def ray_notes(cfg: Config, defaults: dict[str, Any]) -> list[str]:
     """The run log's notes (`surge.app.notes.config_notes`): each `ray_*` flag set away from its
     default in a run without `--distributed=ray`, where it has no effect."""
     if getattr(cfg, "distributed", "none") == "ray":
@@ -29,7 +30,7 @@ def ray_notes(cfg: Any, defaults: dict[str, Any]) -> list[str]:
     ]
 
 
-def check_ray_flags(cfg: Any) -> None:
+def check_ray_flags(cfg: Config) -> None:
     """Refuses `--distributed=ray` settings this path cannot run, and the `ray_*` flags out of range.
 
     Raises:

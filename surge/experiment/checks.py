@@ -8,8 +8,8 @@ import netrc
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 
 
@@ -85,7 +85,7 @@ def wandb_login_problem() -> str | None:
     return f"no W&B login: no API key in WANDB_API_KEY, the netrc file or wandb's settings (host {host})."
 
 
-def check_wandb(cfg: Any) -> None:
+def check_wandb(cfg: Config) -> None:
     """With `--with_wandb=True`, W&B is installed and can log in (`wandb_login_problem`).
 
     Raises:

@@ -16,8 +16,8 @@ import logging
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
+from surge.cfg.config import Config
 from surge.cfg.validate import check_experiment_name
 from surge.distributed.ranks import rank_info
 
@@ -33,7 +33,7 @@ class ExperimentFolder:
             for configs that did not come through `parse_cfg`.
     """
 
-    def __init__(self, cfg: Any):
+    def __init__(self, cfg: Config):
         check_experiment_name(cfg.train_dir, cfg.experiment)
         self.root = Path(cfg.train_dir) / cfg.experiment
 
@@ -107,7 +107,7 @@ class ExperimentFolder:
         return removed
 
 
-def run_log_file(cfg: Any) -> Path | None:
+def run_log_file(cfg: Config) -> Path | None:
     """The run's log file, `surge_log.txt` in its experiment folder; None with `--benchmark` (which
     writes nothing to the folder). In a data-parallel run (torchrun) rank r > 0 writes nothing in
     the experiment folder: its log is `surge_log.txt` in the folder beside it, `<experiment>_rank<r>`."""

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import algorithm_names, get_algorithm
 
@@ -133,7 +134,7 @@ def to_float32(x: Any) -> Any:
     return x
 
 
-def check_mixed_precision(cfg: Any) -> None:
+def check_mixed_precision(cfg: Config) -> None:
     """Refuses `--mixed_precision` values the run cannot use.
 
     Raises:

@@ -27,6 +27,7 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts, algorithm_names, get_algorithm
 
@@ -35,7 +36,7 @@ Obs = Tensor | dict[str, Tensor]
 CV_NAME = "central_value"
 
 
-def check_state_space(cfg: Any, obs_space: gym.Space) -> None:
+def check_state_space(cfg: Config, obs_space: gym.Space) -> None:
     """Raises `ConfigError` (field central_value) unless `obs_space` is a Dict with a Box entry
     `cfg.central_value_state_key` and at least one other entry."""
     key = cfg.central_value_state_key
@@ -83,7 +84,7 @@ class CentralValue(nn.Module):
     (`central_value_use_rnn` is refused).
     """
 
-    def __init__(self, cfg: Any, state_space: gym.spaces.Box):
+    def __init__(self, cfg: Config, state_space: gym.spaces.Box):
         super().__init__()
         from surge.models.encoders import ACTIVATIONS
         from surge.models.normalization import RunningMeanStd
@@ -107,7 +108,7 @@ class CentralValue(nn.Module):
         return self.value_head(self.mlp(x.flatten(1))).squeeze(-1)
 
 
-def central_value_parts(cfg: Any, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
+def central_value_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
     """APPO's `make_model`: the env's actor-critic, and with `--central_value` the actor-critic on
     `actor_observation_space` plus the `CentralValue` of the state as the learner module
     "central_value".
@@ -133,7 +134,7 @@ def _central_value_algorithms() -> list[str]:
     return [n for n in algorithm_names() if get_algorithm(n).capabilities.central_value]
 
 
-def check_central_value_flags(cfg: Any) -> None:
+def check_central_value_flags(cfg: Config) -> None:
     """Refuses what the central value does not support and its flags' ranges.
 
     Raises:
@@ -173,7 +174,7 @@ def check_central_value_flags(cfg: Any) -> None:
         )
 
 
-def check_env_state(cfg: Any) -> None:
+def check_env_state(cfg: Config) -> None:
     """With `--central_value`: makes the env once (then closes it) and checks its observation has
     the state entry (`check_state_space`); an env that cannot be made here is left to the run's
     start (its own error comes from there).
@@ -218,7 +219,7 @@ class CentralValueTrainer:
         adam_eps, betas: Adam's settings (the run's).
     """
 
-    def __init__(self, cfg: Any, module: CentralValue, device: torch.device, betas: tuple[float, float]):
+    def __init__(self, cfg: Config, module: CentralValue, device: torch.device, betas: tuple[float, float]):
         from surge.learning.base import _adam_impl
 
         self.cfg, self.module = cfg, module

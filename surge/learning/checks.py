@@ -5,10 +5,10 @@ section's ranges), rl_games' options, the central value, mixed precision, and `-
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import torch
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
 from surge.learning.amp import check_mixed_precision
@@ -16,7 +16,7 @@ from surge.learning.central_value import check_central_value_flags
 from surge.learning.pg_checks import check_rl_games_options
 
 
-def check_algorithm_flags(cfg: Any) -> None:
+def check_algorithm_flags(cfg: Config) -> None:
     """rl_games' policy-gradient options (`check_rl_games_options`), the algorithm's own flags
     (`Algorithm.validate`: APPO's PPO and V-trace ranges, `surge.learning.pg_checks`), the central
     value's, mixed precision's and the algorithm's section's ranges (`cfg.algo_params.validate()`),

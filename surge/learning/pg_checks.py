@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import algorithm_names, get_algorithm
 from surge.models.model_checks import ACTOR_CRITIC_MODEL_PARAMS
@@ -50,7 +51,7 @@ _NON_NEGATIVE = {
 }
 
 
-def check_actor_critic_flags(cfg: Any) -> None:
+def check_actor_critic_flags(cfg: Config) -> None:
     """The flags APPO and A2C share: `gae_lambda` in [0, 1], the critic and exploration loss
     coefficients >= 0.
 
@@ -67,7 +68,7 @@ def check_actor_critic_flags(cfg: Any) -> None:
             raise ConfigError(name, f"must be >= 0, got {v} ({why}).", f"pass --{name} >= 0.")
 
 
-def check_ppo_flags(cfg: Any) -> None:
+def check_ppo_flags(cfg: Config) -> None:
     """APPO's own ranges: `check_actor_critic_flags`, `ppo_epochs` >= 1, `ppo_clip_ratio` and
     `ppo_clip_value` > 0, `kl_loss_coeff` >= 0, V-trace's rho-bar > 0 and c-bar >= 0 (Espeholt et
     al. 2018, eq. 1: rho_t = min(rho-bar, pi/mu), c_i = min(c-bar, pi/mu)).
@@ -107,7 +108,7 @@ def check_ppo_flags(cfg: Any) -> None:
         )
 
 
-def check_rl_games_options(cfg: Any) -> None:
+def check_rl_games_options(cfg: Config) -> None:
     """rl_games' PPO options (docs/ppo_options.md), for every algorithm: the KL-adaptive schedule's
     threshold > 0 and 0 < lr_adaptive_min <= lr_adaptive_max, and only with an algorithm that
     measures the KL (`Capabilities.kl_adaptive_rate`); `bounds_loss_coef` >= 0; `reward_shift` and
@@ -172,7 +173,7 @@ def check_rl_games_options(cfg: Any) -> None:
         )
 
 
-def check_action_options(cfg: Any, action_space: Any) -> None:
+def check_action_options(cfg: Config, action_space: Any) -> None:
     """The options that need a Box action space (a Gaussian head): `bounds_loss_coef` > 0, and
     `rescale_actions` (finite bounds too). Run with the env's action space before any process
     starts (`surge.envs.check.check_env_spaces`).

@@ -98,7 +98,7 @@ def field_defaults(
     return out
 
 
-def run_field_defaults(cfg: Any) -> dict[str, Any]:
+def run_field_defaults(cfg: Config) -> dict[str, Any]:
     """This run's default of every flag: those `surge.app.resolve.parse_cfg` used (the defaults the
     env's spaces chose included), else `field_defaults` for its env family and
     algorithm; the dataclasses' own defaults for a config of an env not registered here."""

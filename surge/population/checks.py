@@ -4,15 +4,14 @@ short to act (`pbt_budget_notes`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from surge.cfg.config import Config
 from surge.cfg.policy_hyperparams import parse_policy_hyperparams
 from surge.cfg.policy_roles import learning_policies, parse_frozen_policies
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
 
 
-def check_roles(cfg: Any) -> None:
+def check_roles(cfg: Config) -> None:
     """Refuses `--frozen_policies` and `--self_play` settings that cannot run: see
     `surge.cfg.policy_roles.parse_frozen_policies`; self-play needs at least one opponent slot
     (`--num_policies` >= 2), no `--frozen_policies` of its own (its slots are the frozen ones), the
@@ -66,7 +65,7 @@ def check_roles(cfg: Any) -> None:
         raise ConfigError("self_play", f"--algo={cfg.algo} does not learn: no snapshots to play.", "")
 
 
-def check_population(cfg: Any) -> None:
+def check_population(cfg: Config) -> None:
     """Per-policy hyper-parameters and PBT's flags (docs/population.md).
 
     Raises:
@@ -133,7 +132,7 @@ def check_population(cfg: Any) -> None:
         )
 
 
-def pbt_budget_notes(cfg: Any) -> list[str]:
+def pbt_budget_notes(cfg: Config) -> list[str]:
     """With --with_pbt=True, a sentence when the run's budget is too short for PBT to update any
     policy: a policy is first updated once it played more than --pbt_period_env_steps and at
     least --pbt_start_mutation env frames (`surge.population.pbt`), and the policies share

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from surge.cfg.config import Config
 from surge.cfg.policy_roles import BUILT_IN_SOURCES, frozen_sources
 
 
@@ -59,7 +60,7 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
     return {k: v.to(state[k].dtype) for k, v in weights.items()}
 
 
-def apply_frozen_sources(cfg: Any, placement: Any) -> None:
+def apply_frozen_sources(cfg: Config, placement: Any) -> None:
     """Sets each `--frozen_policies` policy's weights from its source through the placement's
     `set_policy_weights` (at the start of a run, fresh or resumed: frozen policies have no
     checkpoints) and logs what each one plays with. Self-play slots are left to the pool.

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from surge.cfg.config import Config
 from surge.experiment.monitor import PolicyStats
 
 log = logging.getLogger("surge")
@@ -46,7 +47,7 @@ class BestCheckpoints:
         num_policies: policies of the run.
     """
 
-    def __init__(self, cfg: Any, num_policies: int):
+    def __init__(self, cfg: Config, num_policies: int):
         self.cfg = cfg
         self.best = [float("-inf")] * num_policies
         self.last_save = 0.0  # time.time() of the last best checkpoint

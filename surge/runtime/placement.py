@@ -190,7 +190,7 @@ def check_policy_state_fits(
 
 
 def published_policy_state(
-    cfg: Any,
+    cfg: Config,
     policy_id: int,
     model_state: dict[str, Tensor],
     policy_version: int,

@@ -496,6 +496,6 @@ class TrainingRun:
             p.save("best", self._counters(i), policy_id=i)
 
 
-def train(cfg: Any) -> str:
+def train(cfg: Config) -> str:
     """Trains `cfg` (see `TrainingRun`) and returns its final status."""
     return TrainingRun(cfg).run()

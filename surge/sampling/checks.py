@@ -3,14 +3,13 @@ agents and envs that act), run by the preflight (`surge.app.preflight.validate_c
 
 from __future__ import annotations
 
-from typing import Any
-
+from surge.cfg.config import Config
 from surge.envs.registry import make_env
 from surge.errors import ConfigError
 from surge.sampling.policy_mapping import mapping_names
 
 
-def check_mapping_name(cfg: Any) -> None:
+def check_mapping_name(cfg: Config) -> None:
     """`--policy_mapping` names a built-in or registered mapping; else every rollout worker would
     fail to start.
 
@@ -26,7 +25,7 @@ def check_mapping_name(cfg: Any) -> None:
         )
 
 
-def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
+def check_policy_mapping(cfg: Config, num_agents: int | None = None) -> None:
     """Refuses policies that the built-in mappings can never pick, whose learners would idle for
     the whole run and whose checkpoints would stay untrained: with `agent_index`, policies
     `num_agents`..`num_policies-1` (agent i acts as policy i mod num_policies); with `env_index`,
@@ -89,7 +88,7 @@ def check_policy_mapping(cfg: Any, num_agents: int | None = None) -> None:
     )
 
 
-def _count_agents(cfg: Any) -> int | None:
+def _count_agents(cfg: Config) -> int | None:
     """Agents of one env object of `cfg` (makes the env once, then closes it); None when the env
     cannot be made here."""
     try:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from surge.cfg.config import Config
 from surge.data.routing import OwnSlots, route_block
 from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.batched import BatchedInfo
@@ -70,7 +71,7 @@ class RolloutWorker:
 
     def __init__(
         self,
-        cfg: Any,
+        cfg: Config,
         worker_idx: int,
         env_splits: list[list[Any]],
         buffers: TrajectoryBuffers,
