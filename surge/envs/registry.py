@@ -111,7 +111,7 @@ def register_env_family(
     return fam
 
 
-def register_env(name: str, make_env: EnvFactory, **kwargs) -> EnvFamily:
+def register_env(name: str, make_env: EnvFactory, **kwargs: Any) -> EnvFamily:
     """Registers a single env by exact name (a family of one)."""
     return register_env_family(name, make_env, exact=True, names=(name,), **kwargs)
 
@@ -146,7 +146,7 @@ def _make_gym_env(full_env_name: str, cfg: Config, render_mode: str | None = Non
 
 def _make_with_family(
     make: EnvFactory, env_id: str, full_env_name: str, cfg: Config, render_mode: str | None
-):
+) -> Any:
     return make(env_id, cfg, render_mode)
 
 

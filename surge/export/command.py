@@ -13,6 +13,7 @@ import argparse
 import logging
 import math
 from pathlib import Path
+from typing import NoReturn
 
 from surge.cfg.cli import str2bool
 from surge.errors import ConfigError
@@ -22,7 +23,7 @@ log = logging.getLogger("surge")
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # a ConfigError naming the flag, not argparse's exit
+    def error(self, message: str) -> NoReturn:  # a ConfigError naming the flag, not argparse's exit
         words = message.replace(",", " ").split()
         flags = [w for w in words if w.startswith("--")]
         field = flags[0].lstrip("-").split("=")[0].rstrip(":").split("/")[0] if flags else "command line"
