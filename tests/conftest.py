@@ -7,6 +7,10 @@ import logging  # noqa: E402
 
 import pytest  # noqa: E402
 
+# the test session is an entry point: tests use the registries (algorithms, env families) directly,
+# and the registries import no plug-in themselves (surge/app/builtins.py)
+import surge.app.builtins  # noqa: E402, F401
+
 
 @pytest.fixture(autouse=True)
 def _surge_logger_propagates():

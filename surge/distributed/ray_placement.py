@@ -49,6 +49,7 @@ from surge.distributed.ray_sampler import NODE_BLOCKS_PER_SPLIT, SamplerNode, Sh
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.population.commands import Command, SetRewardShaping
+from surge.runtime.child_start import STARTUP_MODULES
 from surge.runtime.components import num_actors
 from surge.runtime.messages import BlockReady, SaveRefused
 from surge.runtime.placement import StepReport
@@ -145,7 +146,8 @@ class RayPlacement:
         actor = ray.remote(SamplerNode).options(**options)
         values = cfg.to_dict()
         self.nodes = [
-            actor.remote(node_cfg_values(values, i), i, per_node) for i in range(cfg.ray_sampler_nodes)
+            actor.remote(node_cfg_values(values, i), i, per_node, tuple(STARTUP_MODULES))
+            for i in range(cfg.ray_sampler_nodes)
         ]
         for i in range(len(self.nodes)):
             self._pull(i)

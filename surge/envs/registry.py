@@ -71,7 +71,6 @@ class EnvFamily:
 
 
 _FAMILIES: list[EnvFamily] = []
-_BUILTINS_LOADED = False
 
 
 def register_env_family(
@@ -114,23 +113,6 @@ def register_env_family(
 def register_env(name: str, make_env: EnvFactory, **kwargs) -> EnvFamily:
     """Registers a single env by exact name (a family of one)."""
     return register_env_family(name, make_env, exact=True, names=(name,), **kwargs)
-
-
-def _load_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        from surge.envs import (  # noqa: F401  (they register themselves)
-            atari,
-            brax_family,  # noqa: F401  (imports brax only when an env is made)
-            classic,
-            envpool_family,
-            memory,  # noqa: F401  (the memory_cue task)
-            mujoco_family,
-            occluded_payout,  # noqa: F401  (the central value test bed)
-            pettingzoo_family,
-        )
-        from surge.envs.doom import family as _doom  # noqa: F401
 
 
 def _gym_family() -> EnvFamily:
@@ -192,7 +174,6 @@ def find_family(env_name: str) -> EnvFamily:
             module of `package.module:EnvId` cannot be imported.
         EnvError: importing that module raised something other than ImportError.
     """
-    _load_builtins()
     if not env_name:
         raise ConfigError(
             "env", "no env given.", "pass --env=NAME, e.g. --env=atari_breakout or --env=CartPole-v1."

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, ExperimentParams
 from surge.cfg.validate import check_experiment_name
 from surge.errors import ConfigError, SurgeError
 
@@ -21,8 +21,8 @@ if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (ba
 def exportable_algorithms() -> list[str]:
     """The registered algorithms whose acting module is an actor-critic with `act` (what
     `ExportablePolicy` wraps): those declaring `Capabilities.exportable`."""
-    from surge.cfg.config import ExperimentParams
-    from surge.learning.algorithm import algorithm_names, get_algorithm  # torch: as in saved_values
+    import surge.app.builtins  # noqa: F401  (torch, as in saved_values: the built-in algorithms)
+    from surge.learning.algorithm import algorithm_names, get_algorithm
 
     default = ExperimentParams().algo
     names = [n for n in algorithm_names() if get_algorithm(n).capabilities.exportable]
@@ -72,6 +72,7 @@ def saved_values(train_dir: str, experiment: str) -> dict[str, Any]:
     algo = values.get("algo", "APPO")
     # a name read from the saved file: looked up among the registered algorithms, never imported
     # (surge.cfg.saved_code); the registry (torch) once the experiment is known to exist
+    import surge.app.builtins  # noqa: F401  (the built-in algorithms, registered)
     from surge.learning.algorithm import registered_algorithm
 
     found = registered_algorithm(algo) if isinstance(algo, str) else None

@@ -78,6 +78,7 @@ def _benchmark_flags(args: tuple[str, ...]) -> bool:
 def _sampler_only(algo: str) -> bool:
     """Whether `--algo=algo` names a registered sampler-only algorithm (`Capabilities.sampler_only`,
     a benchmark); an unknown name is not one."""
+    import surge.app.builtins  # noqa: F401  (torch: the built-in algorithms, only when a sweep asks)
     from surge.learning.algorithm import registered_algorithm
 
     found = registered_algorithm(algo)
