@@ -29,7 +29,7 @@ def run_config(cfg: Config) -> tuple[Any, str]:
     status ("done", "interrupted", "already_done" or "failed": `TrainingRun`'s doc). With
     `--algo=DUMMY_SAMPLER`, samples random actions with no learning and no checkpoints, at most
     `--sample_env_frames` env frames. `surge train` and `surge.train(...)` both run through here."""
-    from surge.runtime.training_run import TrainingRun
+    from surge.app.training_run import TrainingRun
 
     if _sampler_only(cfg):  # random actions through the same sampling machinery, no learning
         cfg.sampler_only, cfg.benchmark = True, True

@@ -1,5 +1,5 @@
 """The end of a training run: whether every learning policy's final checkpoint was written, and
-why not when one was not (`surge.runtime.training_run`)."""
+why not when one was not (`surge.app.training_run`)."""
 
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ def main(argv: list[str]) -> int:
         print(f"surge tune: error: {e}", file=sys.stderr)
         _write(out, {"status": "refused", "error": str(e)})
         return 2
+    from surge.app.training_run import TrainingRun
     from surge.learning.algorithm import get_algorithm
-    from surge.runtime.training_run import TrainingRun
 
     if get_algorithm(cfg.algo).capabilities.sampler_only:  # as `surge bench` (surge/train.py)
         cfg.sampler_only, cfg.benchmark = True, True

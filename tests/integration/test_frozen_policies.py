@@ -118,7 +118,7 @@ def test_synchronous_learning_beside_a_frozen_policy_does_not_stall(tmp_path):
     frozen policy's trajectories are freed at hand-over, so the learner's held trajectories grow by
     less than a block and the pool needs one block more per owner, as with two learners; without
     it this run waits forever for a batch (one worker, one block per owner)."""
-    from surge.runtime.training_run import train
+    from surge.app.training_run import train
 
     args = [
         "--env=CartPole-v1",
