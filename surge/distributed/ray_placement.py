@@ -48,8 +48,8 @@ from surge.data.trajectory import tree_assign, tree_map
 from surge.distributed.ray_sampler import NODE_BLOCKS_PER_SPLIT, SamplerNode, Shipment, node_cfg_values
 from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
-from surge.population.commands import Command, SetRewardShaping
 from surge.runtime.child_start import STARTUP_MODULES
+from surge.runtime.commands import Command, SetRewardShaping
 from surge.runtime.components import num_actors
 from surge.runtime.messages import BlockReady, SaveRefused
 from surge.runtime.placement import StepReport

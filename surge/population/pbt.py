@@ -48,9 +48,9 @@ from typing import Any
 from surge.cfg.config import Config
 from surge.cfg.policy_hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.learning.algorithm import get_algorithm
-from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.population.objective import TRUE_REWARD
 from surge.population.shaping import default_reward_shaping
+from surge.runtime.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 
 log = logging.getLogger("surge")
 

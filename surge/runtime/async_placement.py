@@ -29,7 +29,6 @@ from surge.errors import ChildProcessFailed
 from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
 from surge.learning.algorithm import acting_state_size
-from surge.population.commands import Command
 from surge.runtime.async_commands import CommandRelay
 from surge.runtime.child_start import (
     ChildTask,
@@ -39,6 +38,7 @@ from surge.runtime.child_start import (
     process_context,
     start_fork_server,
 )
+from surge.runtime.commands import Command
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main

@@ -32,7 +32,7 @@ from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
-from surge.population.commands import SetHyperparams
+from surge.runtime.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
 from surge.runtime.learner_loop import LearnerLoop
 from surge.runtime.messages import (

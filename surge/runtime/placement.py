@@ -21,7 +21,7 @@ from surge.cfg.policy_hyperparams import PolicyHyperparams, check_values
 from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.experiment.checkpoint_fit import check_fits
 from surge.learning.base import LearnerBase
-from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
+from surge.runtime.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
 
@@ -112,7 +112,7 @@ class Placement(Protocol):
         ...
 
     def send_command(self, cmd: Command) -> None:
-        """Sends a command (`surge.population.commands`: `SetHyperparams`, `ReplacePolicy`) to a
+        """Sends a command (`surge.runtime.commands`: `SetHyperparams`, `ReplacePolicy`) to a
         policy's learner, or `SetRewardShaping` to every rollout worker. The serial placement applies it at once (the run calls this between
         steps, so between batches); the async placement sends it to the learner process, which
         applies it in order with its batches and checkpoints.

@@ -98,7 +98,7 @@ def test_async_frozen_policy_acts_but_never_learns(tmp_path):
 def test_commands_to_a_frozen_policy_are_refused_with_value_error(tmp_path):
     """SetHyperparams / ReplacePolicy name learners: a frozen policy has none (serial: a KeyError
     before, async: a command queue nobody reads)."""
-    from surge.population.commands import ReplacePolicy, SetHyperparams
+    from surge.runtime.commands import ReplacePolicy, SetHyperparams
 
     placement = _placement(tmp_path, serial=True)
     placement.start()

@@ -5,9 +5,9 @@ Doom's scheme as Sample Factory's `_perturb_reward` (the `delta` and `selected_w
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.population.commands import ReplacePolicy, SetRewardShaping
 from surge.population.pbt import PopulationBasedTraining
 from surge.population.shaping import WorkerShaping, default_reward_shaping
+from surge.runtime.commands import ReplacePolicy, SetRewardShaping
 
 
 class _SingleAgent:
