@@ -47,7 +47,7 @@ from surge.cfg.config import Config
 from surge.data.trajectory import tree_assign, tree_map
 from surge.distributed.ray_sampler import NODE_BLOCKS_PER_SPLIT, SamplerNode, Shipment, node_cfg_values
 from surge.errors import ChildProcessFailed
-from surge.experiment.checkpoint import CheckpointManager
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.child_start import STARTUP_MODULES
 from surge.runtime.commands import Command, SetRewardShaping
 from surge.runtime.components import num_actors

@@ -26,10 +26,10 @@ import torch
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
 from surge.errors import ChildProcessFailed
-from surge.experiment.checkpoint import CheckpointManager
 from surge.experiment.monitor import log_train_notes
 from surge.learning.algorithm import acting_state_size
 from surge.runtime.async_commands import CommandRelay
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.child_start import (
     ChildTask,
     child_main,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from surge.experiment.checkpoint import CheckpointManager
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.placement import Placement
 
 log = logging.getLogger("surge")

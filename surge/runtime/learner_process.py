@@ -27,11 +27,11 @@ import torch
 
 from surge.cfg.config import minibatches_to_accumulate
 from surge.distributed.data_parallel import join_data_parallel, leave_data_parallel
-from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save
 from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.runtime.checkpoint import CheckpointManager, atomic_torch_save
 from surge.runtime.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
 from surge.runtime.learner_loop import LearnerLoop

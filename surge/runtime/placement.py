@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from torch import Tensor, nn
 
 from surge.cfg.policy_hyperparams import PolicyHyperparams, check_values
-from surge.experiment.checkpoint import rng_state, set_rng_state
-from surge.experiment.checkpoint_fit import check_fits
 from surge.learning.base import LearnerBase
+from surge.runtime.checkpoint import rng_state, set_rng_state
+from surge.runtime.checkpoint_fit import check_fits
 from surge.runtime.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
 
 if TYPE_CHECKING:  # types only
     from surge.cfg.config import Config
-    from surge.experiment.checkpoint import CheckpointManager
+    from surge.runtime.checkpoint import CheckpointManager
     from surge.runtime.shared_state import SharedWeights
 
 log = logging.getLogger("surge")

@@ -7,7 +7,7 @@ import torch
 
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
-from surge.experiment.checkpoint import CheckpointManager
+from surge.runtime.checkpoint import CheckpointManager
 
 
 @pytest.mark.slow

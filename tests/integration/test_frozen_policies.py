@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.experiment.checkpoint import CheckpointManager
 from surge.population.roles import apply_frozen_sources
+from surge.runtime.checkpoint import CheckpointManager
 
 BASE = [
     "--env=CartPole-v1",

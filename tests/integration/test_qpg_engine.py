@@ -16,7 +16,7 @@ import torch
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
 from surge.cli import main as surge_main
-from surge.experiment.checkpoint import CheckpointManager
+from surge.runtime.checkpoint import CheckpointManager
 
 ALGOS = ["SAC", "TD3", "DDPG"]
 # fmt: off

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.experiment.checkpoint import CheckpointManager
 from surge.learning.batcher import traj_per_iteration
 from surge.runtime.async_placement import AsyncPlacement
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 

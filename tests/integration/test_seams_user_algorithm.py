@@ -21,7 +21,7 @@ from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.app.training_run import train  # noqa: E402
 from surge.cfg.cli import save_cfg  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
-from surge.experiment.checkpoint import CheckpointManager  # noqa: E402
+from surge.runtime.checkpoint import CheckpointManager  # noqa: E402
 from surge.runtime.serial import SerialPlacement  # noqa: E402
 
 ALGO = "--algo=tests.user_algo_example:USER_AC"
