@@ -15,7 +15,6 @@ from surge.cfg.budget import no_end_note
 from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
-from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
 from surge.experiment.folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
@@ -31,6 +30,7 @@ from surge.runtime.checkpoint import CheckpointManager, log_no_checkpoint
 from surge.runtime.final_checkpoints import final_checkpoints_written
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
+from surge.runtime.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.runtime.resume_line import resume_line
 from surge.runtime.serial import SerialPlacement
 from surge.runtime.stop_signals import SAME_STOP_SEC, STOP_SIGNALS, StopAborted, StopRequests

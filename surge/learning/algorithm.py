@@ -161,7 +161,7 @@ class Capabilities:
     Attributes:
         data_parallel: its learner takes every optimizer step through
             `LearnerBase.apply_gradients` with one optimizer (where gradients are all-reduced), so
-            it runs under torchrun with several ranks (`surge.distributed.ranks`).
+            it runs under torchrun with several ranks (`surge.runtime.ranks`).
         exportable: its acting module is an `ActorCritic` with `act` (what `surge export` wraps).
         autocast: its learner runs its forward pass under `--mixed_precision` (`surge.learning.amp`).
         kl_adaptive_rate: its learner measures the KL between the behavior and the current policy,

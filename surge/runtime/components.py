@@ -81,7 +81,7 @@ def torch_device(cfg: Config) -> torch.device:
         return torch.device("cpu")
     if cfg.device.startswith("cuda:"):
         return torch.device(cfg.device)
-    from surge.distributed.ranks import rank_info
+    from surge.runtime.ranks import rank_info
 
     info = rank_info()
     return torch.device("cuda", info.local_rank) if info.distributed else torch.device("cuda")

@@ -143,7 +143,7 @@ class EnvFaults(NamedTuple):
 
 
 class DataParallelStopped(NamedTuple):
-    """A data-parallel run's learner: a rank stopped training (`surge.distributed.data_parallel`);
+    """A data-parallel run's learner: a rank stopped training (`surge.runtime.data_parallel`);
     this rank stops too."""
 
     policy_id: int

@@ -49,7 +49,7 @@ class StepReport:
     env_faults: int = 0
     last_env_fault: str = ""
     worker_restarts: int = 0
-    #: a data-parallel run: a rank stopped training (`surge.distributed.data_parallel`), so this
+    #: a data-parallel run: a rank stopped training (`surge.runtime.data_parallel`), so this
     #: rank stops too
     data_parallel_stopped: bool = False
 

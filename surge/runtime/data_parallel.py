@@ -33,8 +33,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from surge.distributed.ranks import RankInfo
 from surge.models.normalization import RunningMeanStd
+from surge.runtime.ranks import RankInfo
 
 log = logging.getLogger("surge")
 
@@ -83,7 +83,7 @@ class DataParallel:
     """This rank's membership of the process group (see the module docstring).
 
     Args:
-        info: the rank (`surge.distributed.ranks.rank_info`).
+        info: the rank (`surge.runtime.ranks.rank_info`).
         device: the learning device: NCCL on CUDA, gloo on the CPU.
         init: initialise the process group from torchrun's environment (`MASTER_ADDR`,
             `MASTER_PORT`); False when the caller initialised it (tests).
@@ -251,7 +251,7 @@ def join_data_parallel(model: nn.Module, learner: Any, device: torch.device) -> 
     """In a run torchrun started with several ranks: joins the process group, takes rank 0's
     state (`broadcast_policy`) and makes `learner` average its gradients over the ranks; returns
     the group. None (and nothing changes) in a single-process run."""
-    from surge.distributed.ranks import rank_info
+    from surge.runtime.ranks import rank_info
 
     info = rank_info()
     if not info.distributed:
