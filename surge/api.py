@@ -123,7 +123,7 @@ def train(**flags: Any) -> Run:
             final weights could not be saved); `e.run` is its `Run`, the log file says why.
     """
     from surge.app.resolve import parse_cfg
-    from surge.experiment.folder import ExperimentFolder
+    from surge.runtime.experiment_folder import ExperimentFolder
     from surge.runtime.main_module import importing_main_in_a_child, unguarded_call_site
     from surge.train import run_config
 

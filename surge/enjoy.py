@@ -37,11 +37,11 @@ from surge.envs.action_masks import MASK_KEY, is_legal
 from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.evaluation.video import EpisodeVideo
-from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 from surge.learning.central_value import actor_obs
 from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.checkpoint_fit import CheckpointMismatch, check_fits
+from surge.runtime.experiment_folder import ExperimentFolder, setup_logging
 from surge.runtime.stop_signals import STOP_SIGNALS, StopRequests
 from surge.sampling.env_actions import BoxActionMap
 

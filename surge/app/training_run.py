@@ -17,7 +17,6 @@ from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
-from surge.experiment.folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
 from surge.experiment.git_info import record_code_revision
 from surge.experiment.monitor import Monitor
 from surge.experiment.report import finish_report, update_report
@@ -27,6 +26,7 @@ from surge.population.roles import apply_frozen_sources
 from surge.population.self_play import SelfPlayController
 from surge.runtime.best_checkpoint import BestCheckpoints
 from surge.runtime.checkpoint import CheckpointManager, log_no_checkpoint
+from surge.runtime.experiment_folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
 from surge.runtime.final_checkpoints import final_checkpoints_written
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory

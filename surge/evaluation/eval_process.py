@@ -21,8 +21,8 @@ from typing import Any
 
 from surge.evaluation.best_by_eval import BestByEval
 from surge.evaluation.episodes import EpisodePlayer
-from surge.experiment.folder import ExperimentFolder, run_log_file
 from surge.learning.run_flags import rebuild_cfg
+from surge.runtime.experiment_folder import ExperimentFolder, run_log_file
 from surge.runtime.process_context import SharedContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
 

@@ -73,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         EnvError: an observation space that cannot be exported.
         SurgeError: the checkpoint does not load.
     """
-    from surge.experiment.folder import setup_logging
     from surge.export.load import load_policy
+    from surge.runtime.experiment_folder import setup_logging
 
     args = build_parser().parse_args(argv)
     if args.format not in FORMATS:  # before anything is loaded

@@ -100,10 +100,10 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
     values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
     from surge.app.resolve import parse_cfg
     from surge.envs.registry import make_env
-    from surge.experiment.folder import ExperimentFolder
     from surge.learning.algorithm import get_algorithm
     from surge.runtime.checkpoint import CheckpointManager
     from surge.runtime.checkpoint_fit import check_fits
+    from surge.runtime.experiment_folder import ExperimentFolder
 
     num_policies = int(values.get("num_policies", 1))
     if not 0 <= policy_index < num_policies:

@@ -28,7 +28,7 @@ RUNNER_LOG = "runner_log.txt"
 
 def log_to_sweep_folder(train_dir: str | Path, run_name: str) -> Path:
     """The runner's log also goes to `train_dir/run_name/runner_log.txt` (appended); returns its path."""
-    from surge.experiment.folder import setup_logging
+    from surge.runtime.experiment_folder import setup_logging
 
     path = Path(train_dir) / run_name / RUNNER_LOG
     setup_logging(path)

@@ -152,8 +152,8 @@ def load_run_description(module: str) -> RunDescription:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the sweep; returns the exit code (see the module doc)."""
-    from surge.experiment.folder import setup_logging
     from surge.runner.outcome import check_flags, is_done
+    from surge.runtime.experiment_folder import setup_logging
 
     argv = list(sys.argv[1:] if argv is None else argv)
     setup_logging()

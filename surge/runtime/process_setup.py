@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from surge.experiment.folder import setup_logging
 from surge.runtime.child_start import die_with_parent
+from surge.runtime.experiment_folder import setup_logging
 
 if TYPE_CHECKING:
     from surge.cfg.config import Config
