@@ -26,7 +26,6 @@ import torch
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
 from surge.errors import ChildProcessFailed
-from surge.experiment.monitor import log_train_notes
 from surge.learning.algorithm import acting_state_size
 from surge.runtime.async_commands import CommandRelay
 from surge.runtime.checkpoint import CheckpointManager
@@ -62,6 +61,7 @@ from surge.runtime.messages import (
 )
 from surge.runtime.pipe_queue import PipeQueue
 from surge.runtime.placement import StepReport, check_policy_state_fits, save_published
+from surge.runtime.policy_stats import log_train_notes
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.process_setup import thread_oversubscription
 from surge.runtime.repeated_errors import RepeatedErrors, exception_text

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from surge.experiment.monitor import PolicyStats
+from surge.runtime.policy_stats import PolicyStats
 
 log = logging.getLogger("surge")
 
