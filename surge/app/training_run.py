@@ -15,6 +15,7 @@ from surge.cfg.budget import no_end_note
 from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
+from surge.distributed.ray_placement import RayPlacement
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
 from surge.experiment.git_info import record_code_revision
@@ -24,6 +25,7 @@ from surge.learning.algorithm import get_algorithm
 from surge.population.pbt import PopulationBasedTraining
 from surge.population.roles import apply_frozen_sources
 from surge.population.self_play import SelfPlayController
+from surge.runtime.async_placement import AsyncPlacement
 from surge.runtime.best_checkpoint import BestCheckpoints
 from surge.runtime.checkpoint import CheckpointManager, log_no_checkpoint
 from surge.runtime.experiment_folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
@@ -53,11 +55,7 @@ def make_placement(
         retain_freed_memory()  # this process samples and learns (the async children do it themselves)
         return SerialPlacement(cfg, ckpts, resume_states, sampler_state_file)
     if cfg.distributed == "ray":  # the learner here, sampler nodes on a Ray cluster
-        from surge.distributed.ray_placement import RayPlacement
-
         return RayPlacement(cfg, ckpts, resume_states)
-    from surge.runtime.async_placement import AsyncPlacement
-
     return AsyncPlacement(cfg, ckpts, resume_states)
 
 

@@ -47,6 +47,7 @@ from surge.cfg.config import Config
 from surge.data.trajectory import tree_assign, tree_map
 from surge.distributed.ray_sampler import NODE_BLOCKS_PER_SPLIT, SamplerNode, Shipment, node_cfg_values
 from surge.errors import ChildProcessFailed
+from surge.runtime.async_placement import AsyncPlacement
 from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.child_start import STARTUP_MODULES
 from surge.runtime.commands import Command, SetRewardShaping
@@ -71,8 +72,6 @@ class RayPlacement:
         ckpts: list[CheckpointManager],
         resume_states: list[dict[str, Any] | None],
     ):
-        from surge.runtime.async_placement import AsyncPlacement
-
         self.cfg = cfg
         n = cfg.ray_sampler_nodes
         # the head's buffers have an owner per (node, worker, split): node i's worker w is the

@@ -24,6 +24,8 @@ from typing import Any
 import torch
 
 from surge.data.trajectory import tree_map
+from surge.learning.run_flags import rebuild_cfg
+from surge.runtime.async_placement import AsyncPlacement
 from surge.runtime.child_start import import_in_children, import_startup_modules
 
 log = logging.getLogger("surge")
@@ -116,9 +118,6 @@ class SamplerNode:
         return [] if self.placement is None else [p.pid for p in self.placement.procs.values()]
 
     def _start(self) -> None:
-        from surge.learning.run_flags import rebuild_cfg
-        from surge.runtime.async_placement import AsyncPlacement
-
         cfg = rebuild_cfg(self.cfg_values)
         placement = AsyncPlacement(cfg, [], [None])
         placement.spawn_learners = False  # its blocks are shipped to the head's learner instead

@@ -19,6 +19,8 @@ from typing import Any
 import gymnasium as gym
 
 from surge.cfg.config import Config
+from surge.envs.action_masks import wrap_rl_games_mask
+from surge.envs.batched import GymVectorAsMultiAgent
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.envs.unknown_names import unknown_env_fix
 from surge.errors import ConfigError, EnvError, SurgeError
@@ -343,7 +345,6 @@ def make_single_env(
             f"env {name!r} needs a package that is not installed: {e}"
             + (f" Fix: pip install {missing}" if plain else "")
         ) from e
-    from surge.envs.action_masks import wrap_rl_games_mask
 
     return wrap_rl_games_mask(apply_env_wrappers(env, cfg))
 
@@ -358,8 +359,6 @@ def make_env(cfg: Config, render_mode: str | None = None, env_name: str | None =
     name = env_name or cfg.env
     family = find_family(name)
     if getattr(cfg, "batched_sampling", False) and not family.batched:
-        from surge.envs.batched import GymVectorAsMultiAgent
-
         return GymVectorAsMultiAgent(
             lambda: make_single_env(family, name, cfg, render_mode), int(cfg.env_agents)
         )

@@ -49,7 +49,7 @@ from torch import Tensor, nn
 
 from surge.errors import ConfigError
 from surge.learning.feed import Feed
-from surge.models.actor_critic import ActorCritic
+from surge.models.actor_critic import ActorCritic, make_actor_critic
 from surge.models.distributions import num_action_logits
 
 if TYPE_CHECKING:
@@ -132,8 +132,6 @@ class ModelParts:
 def actor_critic_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
     """The default `make_model`: the env's actor-critic (`surge.models.actor_critic.make_actor_critic`,
     a model registered for the env name if any) as the acting module, no learner-only modules."""
-    from surge.models.actor_critic import make_actor_critic
-
     return ModelParts(make_actor_critic(cfg, obs_space, action_space))
 
 
