@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from surge.errors import ConfigError
 from surge.experiment.events import EventReader, RunScalars, Series
 
 log = logging.getLogger("surge")
@@ -257,8 +258,6 @@ def write_run_report(
     Returns:
         {"seconds": time taken, "panels": panels drawn, "points": scalar points read}.
     """
-    from surge.errors import ConfigError
-
     t0 = time.perf_counter()
     folder = Path(folder)
     scalars = (reader or EventReader(folder)).read()

@@ -27,8 +27,13 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
+from surge.envs.registry import make_env
 from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts, algorithm_names, get_algorithm
+from surge.learning.base import _adam_impl
+from surge.models.actor_critic import make_actor_critic
+from surge.models.encoders import ACTIVATIONS
+from surge.models.normalization import RunningMeanStd
 
 Obs = Tensor | dict[str, Tensor]
 #: the name of the central value in `ModelParts.learner_modules` and in the learner's optimizers
@@ -85,9 +90,6 @@ class CentralValue(nn.Module):
 
     def __init__(self, cfg: Any, state_space: gym.spaces.Box):
         super().__init__()
-        from surge.models.encoders import ACTIVATIONS
-        from surge.models.normalization import RunningMeanStd
-
         shape = tuple(state_space.shape)
         self.normalizer = RunningMeanStd(shape) if cfg.central_value_normalize_input else None
         sizes = [int(s) for s in (cfg.central_value_mlp_layers or cfg.encoder_mlp_layers)]
@@ -115,8 +117,6 @@ def central_value_parts(cfg: Any, obs_space: gym.Space, action_space: gym.Space)
     Raises:
         ConfigError: `--central_value` on an env without the state entry (`check_state_space`).
     """
-    from surge.models.actor_critic import make_actor_critic
-
     if not getattr(cfg, "central_value", False):
         return ModelParts(make_actor_critic(cfg, obs_space, action_space))
     check_state_space(cfg, obs_space)
@@ -183,8 +183,6 @@ def check_env_state(cfg: Any) -> None:
     """
     if not cfg.central_value:
         return
-    from surge.envs.registry import make_env
-
     try:
         env = make_env(cfg)
     except Exception:  # noqa: BLE001 - the env's own error comes at the run's start
@@ -219,8 +217,6 @@ class CentralValueTrainer:
     """
 
     def __init__(self, cfg: Any, module: CentralValue, device: torch.device, betas: tuple[float, float]):
-        from surge.learning.base import _adam_impl
-
         self.cfg, self.module = cfg, module
         self.optimizer = torch.optim.Adam(
             module.parameters(),

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from surge.cfg.policy_roles import BUILT_IN_SOURCES, frozen_sources
+from surge.runtime.checkpoint_fit import state_differences
 
 
 def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -47,8 +48,6 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
         state["policy_head.weight"].zero_()
         state["policy_head.bias"].zero_()
         return state
-    from surge.runtime.checkpoint_fit import state_differences
-
     ckpt = torch.load(source, map_location="cpu", weights_only=True)
     weights = ckpt.get("model") if isinstance(ckpt, dict) else None
     if weights is None:
