@@ -25,6 +25,8 @@ from surge.errors import ConfigError, RunFailed
 
 if TYPE_CHECKING:
     from surge.cfg.config import Config
+
+    # torch: when a policy is loaded (see `train` above)
     from surge.export.acting import Policy
 
 #: keyword arguments that are not training flags: `surge train --help` / `--version` would print
@@ -122,6 +124,7 @@ def train(**flags: Any) -> Run:
         RunFailed: the run ended with status "failed" (a child process crashed or hung, or the
             final weights could not be saved); `e.run` is its `Run`, the log file says why.
     """
+    # the engine (torch) when a run is asked for: `import surge` binds this module cheaply
     from surge.app.resolve import parse_cfg
     from surge.runtime.experiment_folder import ExperimentFolder
     from surge.runtime.main_module import importing_main_in_a_child, unguarded_call_site

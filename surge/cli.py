@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     if argv[0] == "--version":
+        # each command's module only when that command runs: `surge --help` and a mistyped command import no torch
         from surge.cfg.cli import version_text
 
         print(version_text())

@@ -265,6 +265,7 @@ def write_run_report(
     panels = 0
     curves: str | None
     try:
+        # matplotlib (~1 CPU-s): only when a figure is drawn
         from surge.experiment.curves import plot_run
 
         title = f"{cfg.get('experiment') or folder.name}: {cfg.get('algo', '')} on {cfg.get('env', '?')}"

@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         EnvError: an observation space that cannot be exported.
         SurgeError: the checkpoint does not load.
     """
+    # torch only once the arguments are known to be good: bad input fails fast
     from surge.export.load import load_policy
     from surge.runtime.experiment_folder import setup_logging
 

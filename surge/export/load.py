@@ -98,6 +98,7 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         CheckpointMismatch: its weights are of another network than the saved config builds.
     """
     values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
+    # torch and the engine once the saved run is known to exist (saved_values above fails fast)
     from surge.app.resolve import parse_cfg
     from surge.envs.registry import make_env
     from surge.learning.algorithm import get_algorithm
@@ -151,6 +152,7 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         env.close()
     model = get_algorithm(cfg.algo).make_model(cfg, obs_space, action_space).acting
     if getattr(cfg, "central_value", False):  # the actor's inputs: the state is the critic's alone
+        # only for a run trained with a central value
         from surge.learning.central_value import actor_observation_space
 
         obs_space = actor_observation_space(obs_space, cfg.central_value_state_key)

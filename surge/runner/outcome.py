@@ -28,6 +28,7 @@ RUNNER_LOG = "runner_log.txt"
 
 def log_to_sweep_folder(train_dir: str | Path, run_name: str) -> Path:
     """The runner's log also goes to `train_dir/run_name/runner_log.txt` (appended); returns its path."""
+    # the runner imports the engine only where it needs it: a sweep's launcher stays torch-free
     from surge.runtime.experiment_folder import setup_logging
 
     path = Path(train_dir) / run_name / RUNNER_LOG
@@ -55,6 +56,7 @@ def mark_runner_done(exp: PlannedExperiment, how: str) -> None:
 
 @functools.cache
 def _benchmark_flags(args: tuple[str, ...]) -> bool:
+    # torch and the engine: only when a sweep's flags are checked (as below)
     from surge.app.resolve import parse_cfg
 
     try:
