@@ -25,8 +25,6 @@ from surge.errors import ConfigError, RunFailed
 
 if TYPE_CHECKING:
     from surge.cfg.config import Config
-
-    # torch: when a policy is loaded (see `train` above)
     from surge.export.acting import Policy
 
 #: keyword arguments that are not training flags: `surge train --help` / `--version` would print
@@ -158,6 +156,7 @@ def load_policy(
             `policy_index`, or no checkpoint of that kind (`surge.export.load.load_policy`).
         SurgeError: the checkpoint exists but does not load.
     """
+    # torch: when a policy is loaded (`import surge` binds this module cheaply)
     from surge.export.acting import Policy
     from surge.export.load import load_policy as load
 

@@ -55,12 +55,13 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     if argv[0] == "--version":
-        # each command's module only when that command runs: `surge --help` and a mistyped command import no torch
         from surge.cfg.cli import version_text
 
         print(version_text())
         return 0
     command, rest = argv[0], argv[1:]
+    # each command's module is imported only when that command runs (here and for --version above):
+    # `surge --help` and a mistyped command import no torch
     try:
         if command == "train":
             from surge.train import main as train_main

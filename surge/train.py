@@ -100,7 +100,8 @@ class _CallableModule(types.ModuleType):
     was imported first."""
 
     def __call__(self, **flags: Any) -> Any:
-        # import circle: surge.api imports this module's run_config
+        # on call, as surge/__init__.py binds the API (PEP 562): importing this module leaves
+        # surge.api unimported
         from surge.api import train
 
         return train(**flags)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from surge.errors import ConfigError
+from surge.experiment.curves import plot_run
 from surge.experiment.events import EventReader, RunScalars, Series
 
 log = logging.getLogger("surge")
@@ -265,9 +266,6 @@ def write_run_report(
     panels = 0
     curves: str | None
     try:
-        # matplotlib (~1 CPU-s): only when a figure is drawn
-        from surge.experiment.curves import plot_run
-
         title = f"{cfg.get('experiment') or folder.name}: {cfg.get('algo', '')} on {cfg.get('env', '?')}"
         panels = plot_run(scalars, folder / CURVES_FILE, title)
         curves = CURVES_FILE if panels else "no TensorBoard summaries yet"

@@ -122,6 +122,7 @@ def check_flags(experiments: Sequence[PlannedExperiment]) -> None:
     Raises:
         ConfigError, EnvError: of the first experiment whose flags are refused; the message names it.
     """
+    # torch and the engine: only when a sweep's flags are checked (a launcher stays torch-free)
     from surge.app.resolve import parse_cfg
     from surge.errors import ConfigError, EnvError
 
