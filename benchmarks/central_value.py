@@ -26,9 +26,9 @@ import numpy as np
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import TrainingRun
 from surge.experiment.monitor import Monitor
 from surge.learning.central_value import CentralValue
-from surge.runtime.training_run import TrainingRun
 
 # fmt: off
 BASE = [

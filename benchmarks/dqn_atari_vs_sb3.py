@@ -66,8 +66,8 @@ def _camel(game: str) -> str:
 
 def run_surge(a: argparse.Namespace) -> dict[str, float]:
     from surge.app.resolve import parse_cfg
+    from surge.app.training_run import train
     from surge.enjoy import enjoy
-    from surge.runtime.training_run import train
 
     z = {**ZOO, "learning_starts": a.learning_starts}
     with tempfile.TemporaryDirectory() as scratch:

@@ -54,8 +54,8 @@ ZOO = dict(
 
 def run_surge(budget: int, seed: int, placement: str) -> dict[str, float]:
     from surge.app.resolve import parse_cfg
+    from surge.app.training_run import train
     from surge.enjoy import enjoy
-    from surge.runtime.training_run import train
 
     z = ZOO
     with tempfile.TemporaryDirectory() as tmp:

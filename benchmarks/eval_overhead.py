@@ -13,7 +13,7 @@ import statistics
 import tempfile
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import TrainingRun
+from surge.app.training_run import TrainingRun
 
 
 def one_run(train_dir: str, name: str, frames: int, extra: list[str]) -> float:

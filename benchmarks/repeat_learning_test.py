@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 from tests.play_checkpoint import play
 
 

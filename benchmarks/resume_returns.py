@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.enjoy import enjoy
 from surge.experiment.monitor import Monitor
-from surge.runtime.training_run import train
 
 REPORT_AFTER = (1, 4, 14, 31, 60, 100)  # episodes after the resume (the counts and more)
 

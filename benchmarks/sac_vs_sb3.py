@@ -39,7 +39,7 @@ SURGE = """
 import json, sys, time, numpy as np, torch
 from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 steps, seed, tdir, episodes, extra = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5:]
 args = ["--env={env}", f"--train_dir={{tdir}}", "--experiment=sac"]
 cfg = parse_cfg([*args, "--algo=SAC", "--serial_mode=True", "--num_workers=1", "--num_envs_per_worker=1",

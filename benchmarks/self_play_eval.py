@@ -31,9 +31,9 @@ import torch
 from surge.app.resolve import parse_cfg
 from surge.envs.action_masks import MASK_KEY
 from surge.envs.registry import make_env
-from surge.experiment.checkpoint import CheckpointManager
-from surge.experiment.folder import ExperimentFolder
 from surge.models.actor_critic import make_actor_critic
+from surge.runtime.checkpoint import CheckpointManager
+from surge.runtime.experiment_folder import ExperimentFolder
 
 
 def _obs_tensor(o):

@@ -18,10 +18,10 @@ import numpy as np
 from torch import nn
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cfg import family_params, param
 from surge.envs.registry import register_env_family
 from surge.models import Encoder, register_encoder
-from surge.runtime.training_run import train
 
 
 class Corridor(gym.Env):

@@ -21,6 +21,7 @@ __all__ = ["Run", "__version__", "load_policy", "train"]
 
 def __getattr__(name: str) -> Any:
     if name in ("Run", "load_policy", "train"):
+        # PEP 562: the API (torch, gymnasium) bound on first use, so `import surge` stays cheap
         from surge import api
 
         return getattr(api, name)

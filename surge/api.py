@@ -122,8 +122,9 @@ def train(**flags: Any) -> Run:
         RunFailed: the run ended with status "failed" (a child process crashed or hung, or the
             final weights could not be saved); `e.run` is its `Run`, the log file says why.
     """
+    # the engine (torch) when a run is asked for: `import surge` binds this module cheaply
     from surge.app.resolve import parse_cfg
-    from surge.experiment.folder import ExperimentFolder
+    from surge.runtime.experiment_folder import ExperimentFolder
     from surge.runtime.main_module import importing_main_in_a_child, unguarded_call_site
     from surge.train import run_config
 
@@ -155,6 +156,7 @@ def load_policy(
             `policy_index`, or no checkpoint of that kind (`surge.export.load.load_policy`).
         SurgeError: the checkpoint exists but does not load.
     """
+    # torch: when a policy is loaded (`import surge` binds this module cheaply)
     from surge.export.acting import Policy
     from surge.export.load import load_policy as load
 

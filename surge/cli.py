@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         print(version_text())
         return 0
     command, rest = argv[0], argv[1:]
+    # each command's module is imported only when that command runs (here and for --version above):
+    # `surge --help` and a mistyped command import no torch
     try:
         if command == "train":
             from surge.train import main as train_main
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return tb_main(rest)
         if command == "check-env":
+            import surge.app.builtins  # noqa: F401  (the env families it checks by name)
             from surge.envs.check import main as check_main
 
             return check_main(rest)

@@ -37,11 +37,12 @@ from surge.envs.action_masks import MASK_KEY, is_legal
 from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.evaluation.video import EpisodeVideo
-from surge.experiment.checkpoint import CheckpointManager
-from surge.experiment.checkpoint_fit import CheckpointMismatch, check_fits
-from surge.experiment.folder import ExperimentFolder, setup_logging
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 from surge.learning.central_value import actor_obs
+from surge.runtime.checkpoint import CheckpointManager
+from surge.runtime.checkpoint_fit import CheckpointMismatch, check_fits
+from surge.runtime.components import torch_device
+from surge.runtime.experiment_folder import ExperimentFolder, setup_logging
 from surge.runtime.stop_signals import STOP_SIGNALS, StopRequests
 from surge.sampling.env_actions import BoxActionMap
 
@@ -229,8 +230,6 @@ def enjoy(cfg: Config) -> dict[str, Any]:
         action_repeat = env_frameskip(cfg) // cfg.eval_env_frameskip  # validate_cfg: a divisor
         set_env_frameskip(cfg, cfg.eval_env_frameskip)
     env = make_env(cfg, render_mode=mode, env_name=env_name)
-    from surge.runtime.components import torch_device
-
     device = torch_device(cfg)
     algo = get_algorithm(cfg.algo)
     # the acting module only: enjoy needs no critic, target network or optimizer

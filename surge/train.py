@@ -29,7 +29,8 @@ def run_config(cfg: Config) -> tuple[Any, str]:
     status ("done", "interrupted", "already_done" or "failed": `TrainingRun`'s doc). With
     `--algo=DUMMY_SAMPLER`, samples random actions with no learning and no checkpoints, at most
     `--sample_env_frames` env frames. `surge train` and `surge.train(...)` both run through here."""
-    from surge.runtime.training_run import TrainingRun
+    # the engine (torch) when a run starts: `import surge.train` and `--help` stay light
+    from surge.app.training_run import TrainingRun
 
     if _sampler_only(cfg):  # random actions through the same sampling machinery, no learning
         cfg.sampler_only, cfg.benchmark = True, True
@@ -99,6 +100,8 @@ class _CallableModule(types.ModuleType):
     was imported first."""
 
     def __call__(self, **flags: Any) -> Any:
+        # on call, as surge/__init__.py binds the API (PEP 562): importing this module leaves
+        # surge.api unimported
         from surge.api import train
 
         return train(**flags)

@@ -7,6 +7,10 @@ import logging  # noqa: E402
 
 import pytest  # noqa: E402
 
+# the test session is an entry point: tests use the registries (algorithms, env families) directly,
+# and the registries import no plug-in themselves (surge/app/builtins.py)
+import surge.app.builtins  # noqa: E402, F401
+
 
 @pytest.fixture(autouse=True)
 def _surge_logger_propagates():
@@ -23,7 +27,7 @@ def _no_run_reports_outside_report_tests(request, monkeypatch):
     the report's own test modules (`test_report_*`): the final report costs ~1.2 CPU-s per run
     (matplotlib's import and a figure), minutes over the suite's runs. Runs in subprocesses (`surge
     train` from the CLI tests) write theirs. Patched in `surge.experiment.report` (what an import
-    of the training run during the test binds) and in `surge.runtime.training_run` when imported;
+    of the training run during the test binds) and in `surge.app.training_run` when imported;
     a report test gets the real functions there, whichever test imported it first."""
     import sys
 
@@ -32,13 +36,13 @@ def _no_run_reports_outside_report_tests(request, monkeypatch):
     real = {"update_report": report.update_report, "finish_report": report.finish_report}
     test_module = getattr(request.node, "module", None)
     if test_module is None or test_module.__name__.rpartition(".")[2].startswith("test_report_"):
-        training_run = sys.modules.get("surge.runtime.training_run")
+        training_run = sys.modules.get("surge.app.training_run")
         if training_run is not None:  # imported by an earlier test while the names were patched
             for name, fn in real.items():
                 monkeypatch.setattr(training_run, name, fn)
         yield
         return
-    for module in [report, sys.modules.get("surge.runtime.training_run")]:
+    for module in [report, sys.modules.get("surge.app.training_run")]:
         if module is not None:
             monkeypatch.setattr(module, "update_report", lambda run, kind: None)
             monkeypatch.setattr(module, "finish_report", lambda run, status: None)

@@ -13,7 +13,6 @@ from surge.cfg.validate import (
     check_experiment_name,
     check_numbers,
 )
-from surge.distributed.ranks import check_data_parallel
 from surge.distributed.ray_checks import check_ray_flags
 from surge.envs.flag_checks import check_env_wrappers, check_family_section
 from surge.evaluation.train_eval_checks import check_train_eval
@@ -24,6 +23,7 @@ from surge.learning.central_value import check_env_state
 from surge.learning.checks import check_algorithm_flags, check_device
 from surge.models.model_checks import check_model_flags
 from surge.population.checks import check_population, check_roles
+from surge.runtime.ranks import check_data_parallel
 from surge.sampling.checks import check_mapping_name, check_policy_mapping
 
 

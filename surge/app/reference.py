@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 import sys
 
+import surge.app.builtins  # noqa: F401  (the families and algorithms the reference lists)
 from surge.cfg.cli import config_sections
 from surge.cfg.config import Config, EvalParams, core_fields
 from surge.cfg.validate import ASYNC_ONLY, ENCODER_SUBTYPES, NO_EFFECT
-from surge.envs.registry import _FAMILIES, _load_builtins
+from surge.envs.registry import _FAMILIES
 from surge.learning.algorithm import algorithm_names, get_algorithm
 
 
@@ -66,7 +67,6 @@ def _core_tables() -> list[str]:
 
 def reference() -> str:
     """The whole reference as Markdown."""
-    _load_builtins()
     lines = [
         "# Configuration reference",
         "",

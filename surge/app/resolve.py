@@ -18,6 +18,7 @@ import json
 import sys
 from typing import Any
 
+import surge.app.builtins  # noqa: F401  (the registries' built-in algorithms and env families)
 from surge.app.preflight import validate_cfg
 from surge.app.space_defaults import env_space_defaults
 from surge.cfg.cli import (

@@ -2,7 +2,7 @@
 
 A learner reads these from `learner.hp`, never from the shared `Config`: in the serial placement
 all learners share one `Config` object, and PBT changes one policy's values while the run goes on
-(`surge.population.commands.SetHyperparams`). They start from the run's flags (and
+(`surge.runtime.commands.SetHyperparams`). They start from the run's flags (and
 `--policy_hyperparams` per policy), are saved in the policy's checkpoint (`LearnerBase.state_dict`)
 and restored on resume, and are logged per policy on TensorBoard under `hyperparams/<name>`.
 """

@@ -197,6 +197,7 @@ def _separate_supported() -> bool:
     model accepts it."""
     import gymnasium as gym
 
+    # with the model below: only when parameters are counted (upward import listed in pyproject)
     from surge.cfg.config import Config
     from surge.models import make_actor_critic
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.errors import ConfigError
+from surge.learning.algorithm import Feed, get_algorithm
 
 #: the flags only `--distributed=ray` reads
 RAY_ONLY = (
@@ -60,9 +61,6 @@ def check_ray_flags(cfg: Config) -> None:
             "Ray is not installed.",
             "pip install 'surge-rl[ray]' (ray[default]), or --distributed=none.",
         )
-    from surge.cfg.config import minibatches_to_accumulate
-    from surge.learning.algorithm import Feed, get_algorithm
-
     algo = get_algorithm(cfg.algo)
     refused = [
         ("serial_mode", bool(cfg.serial_mode), "pass --serial_mode=False (sampler nodes are processes)"),

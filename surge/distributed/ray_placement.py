@@ -47,8 +47,10 @@ from surge.cfg.config import Config
 from surge.data.trajectory import tree_assign, tree_map
 from surge.distributed.ray_sampler import NODE_BLOCKS_PER_SPLIT, SamplerNode, Shipment, node_cfg_values
 from surge.errors import ChildProcessFailed
-from surge.experiment.checkpoint import CheckpointManager
-from surge.population.commands import Command, SetRewardShaping
+from surge.runtime.async_placement import AsyncPlacement
+from surge.runtime.checkpoint import CheckpointManager
+from surge.runtime.child_start import STARTUP_MODULES
+from surge.runtime.commands import Command, SetRewardShaping
 from surge.runtime.components import num_actors
 from surge.runtime.messages import BlockReady, SaveRefused
 from surge.runtime.placement import StepReport
@@ -70,8 +72,6 @@ class RayPlacement:
         ckpts: list[CheckpointManager],
         resume_states: list[dict[str, Any] | None],
     ):
-        from surge.runtime.async_placement import AsyncPlacement
-
         self.cfg = cfg
         n = cfg.ray_sampler_nodes
         # the head's buffers have an owner per (node, worker, split): node i's worker w is the
@@ -145,7 +145,8 @@ class RayPlacement:
         actor = ray.remote(SamplerNode).options(**options)
         values = cfg.to_dict()
         self.nodes = [
-            actor.remote(node_cfg_values(values, i), i, per_node) for i in range(cfg.ray_sampler_nodes)
+            actor.remote(node_cfg_values(values, i), i, per_node, tuple(STARTUP_MODULES))
+            for i in range(cfg.ray_sampler_nodes)
         ]
         for i in range(len(self.nodes)):
             self._pull(i)

@@ -24,6 +24,9 @@ from typing import Any
 import torch
 
 from surge.data.trajectory import tree_map
+from surge.learning.run_flags import rebuild_cfg
+from surge.runtime.async_placement import AsyncPlacement
+from surge.runtime.child_start import import_in_children, import_startup_modules
 
 log = logging.getLogger("surge")
 
@@ -87,7 +90,18 @@ class SamplerNode:
     head, so this module imports no Ray. Its processes start at the first `pull`, with the weights
     that call brings: also after Ray restarted the actor, whose `__init__` then runs again."""
 
-    def __init__(self, cfg_values: dict[str, Any], node: int, actors_per_node: int):
+    def __init__(
+        self,
+        cfg_values: dict[str, Any],
+        node: int,
+        actors_per_node: int,
+        startup_modules: tuple[str, ...] = (),
+    ):
+        # the head's plug-ins (`child_start.STARTUP_MODULES`), registered here before the config
+        # is rebuilt, and passed on to the node's own children
+        for module in startup_modules:
+            import_in_children(module)
+        import_startup_modules(startup_modules)
         self.cfg_values, self.node = cfg_values, node
         self.actor_offset = node * actors_per_node
         self.actors_per_node = actors_per_node
@@ -104,9 +118,6 @@ class SamplerNode:
         return [] if self.placement is None else [p.pid for p in self.placement.procs.values()]
 
     def _start(self) -> None:
-        from surge.learning.run_flags import rebuild_cfg
-        from surge.runtime.async_placement import AsyncPlacement
-
         cfg = rebuild_cfg(self.cfg_values)
         placement = AsyncPlacement(cfg, [], [None])
         placement.spawn_learners = False  # its blocks are shipped to the head's learner instead

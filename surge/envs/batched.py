@@ -21,6 +21,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from surge.envs.multi_agent import has_wrapper
+
 
 @dataclass
 class BatchedInfo:
@@ -48,8 +50,6 @@ class GymVectorAsMultiAgent:
 
     def __init__(self, make_one, num_envs: int, asynchronous: bool = False):
         from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
-
-        from surge.envs.multi_agent import has_wrapper
 
         def thunk():
             env = make_one()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from surge.cfg.config import Config, family_params, param
+from surge.envs.brax_batched import BraxAsMultiAgent
 from surge.envs.registry import register_env_family
 from surge.errors import ConfigError, EnvError
 
@@ -111,8 +112,6 @@ def make_brax_env(full_env_name: str, cfg: Config, render_mode: str | None = Non
             f"env {full_env_name!r} needs brax and jax, which are not installed ({e}). "
             'Fix: pip install "surge-rl[brax]" (in a checkout of surge: pip install -e ".[brax]")'
         ) from e
-    from surge.envs.brax_batched import BraxAsMultiAgent
-
     p = family_params(cfg, BraxParams)
     seed = int(cfg.seed) if cfg.seed is not None else random.randrange(2**31)
     return BraxAsMultiAgent(

@@ -22,12 +22,15 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import RecordEpisodeStatistics
 
+from surge.cfg.cli import refuse_unknown_args, version_text
 from surge.cfg.config import Config
+from surge.cfg.space_defaults import as_overrides
 from surge.envs.action_masks import MASK_KEY, has_action_mask
 from surge.envs.check_findings import Findings, clean_gymnasium_text
 from surge.envs.check_spaces import check_env_spaces
 from surge.envs.check_steps import check_multi_agent, check_single_agent
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
+from surge.envs.registry import check_env_name, find_family, make_single_env
 from surge.errors import EnvError, SurgeError
 
 # `check_env_spaces` is imported from here by `surge train`'s components and `parse_cfg`
@@ -123,11 +126,9 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Config:
         ConfigError: unknown env name, unknown flag or a value of the wrong type.
         EnvError: a plain gymnasium id that cannot be made (e.g. a missing package).
     """
+    # upward imports (listed in pyproject's ignore_imports): `surge check-env` resolves a config
+    # with the run's flags and the space defaults of app/
     from surge.app.space_defaults import env_space_defaults
-    from surge.cfg.cli import refuse_unknown_args
-    from surge.cfg.config import Config
-    from surge.cfg.space_defaults import as_overrides
-    from surge.envs.registry import check_env_name
     from surge.learning.run_flags import build_parser, field_defaults, flag_fields
 
     family = check_env_name(env_name)
@@ -149,8 +150,6 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Config:
 
 
 def _make_named_env(env_name: str, cfg: Config | None) -> tuple[Any, Config]:
-    from surge.envs.registry import find_family, make_single_env
-
     if cfg is None:
         cfg = config_for_env(env_name)
     family = find_family(env_name)  # ConfigError for unknown names
@@ -168,6 +167,7 @@ def _make_named_env(env_name: str, cfg: Config | None) -> tuple[Any, Config]:
 def _env_notes(env: Any, legal_counts: list[int]) -> list[str]:
     """What `surge check-env` reports of an env besides problems: its PettingZoo API and agents,
     and its action masks with the legal actions per acting agent step seen (`legal_counts`)."""
+    # pettingzoo's adapter only for a PettingZoo env
     from surge.envs.pettingzoo_family import PettingZooAsMultiAgent
 
     out = []
@@ -210,8 +210,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", required=True, help="Env name (atari_breakout, cartpole, a gymnasium id).")
     parser.add_argument("--num_steps", type=int, default=50, help="Random steps to take (default 50).")
     if "--version" in (argv if argv is not None else sys.argv[1:]):
-        from surge.cfg.cli import version_text
-
         print(version_text())
         return 0
     args, rest = parser.parse_known_args(argv)

@@ -138,6 +138,7 @@ def _conv_out(size: int, layers: list[tuple[int, int, int]]) -> int:
 def _too_small(shape: tuple[int, ...], subtype: str) -> bool:
     """True when a (C, H, W) image leaves nothing after the conv layers of `subtype` (an unknown
     subtype counts as convnet_simple, the encoder's fallback)."""
+    # torch (models) only when an image space is checked
     from surge.models.encoders import CONV_LAYERS
 
     layers = CONV_LAYERS.get(subtype, CONV_LAYERS["convnet_simple"])
@@ -172,6 +173,7 @@ def check_env_spaces(
             says what to pass (a flag or a wrapper) to fix it.
         ConfigError: the run would need more memory than this machine has (see `check_memory`).
     """
+    # upward imports (listed in pyproject's ignore_imports): the run's preflight checks
     from surge.app.memory_estimate import check_memory, estimate_memory
     from surge.envs.action_masks import check_mask_space
     from surge.envs.wrappers import is_channels_last
@@ -181,6 +183,7 @@ def check_env_spaces(
     if not custom:
         _refuse_unsupported_obs(observation_space, cfg)
     _check_action_space(action_space)
+    # upward import (listed in pyproject's ignore_imports), as above
     from surge.learning.pg_checks import check_action_options
 
     check_action_options(cfg, action_space)

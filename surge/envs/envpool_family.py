@@ -9,7 +9,7 @@ import random
 from dataclasses import dataclass
 
 from surge.cfg.config import Config, family_params, param
-from surge.envs.atari import ATARI_DEFAULTS
+from surge.envs.atari import ATARI_DEFAULTS, atari_env_id, check_atari_params
 from surge.envs.batched import EnvPoolAsMultiAgent
 from surge.envs.registry import register_env_family
 from surge.errors import ConfigError, EnvError
@@ -29,8 +29,6 @@ class EnvPoolParams:
 
     def validate(self) -> None:
         """Raises `ConfigError` for a flag out of range (the Atari family's checks)."""
-        from surge.envs.atari import check_atari_params
-
         check_atari_params(self)
 
 
@@ -45,8 +43,6 @@ def check_envpool_name(full_env_name: str) -> None:
         ConfigError: unknown game, with the closest `envpool_` names.
         EnvError: ale-py, which lists the games, is not installed.
     """
-    from surge.envs.atari import atari_env_id
-
     try:
         atari_env_id("atari_" + full_env_name[len("envpool_") :])
     except ConfigError as e:
@@ -59,8 +55,6 @@ def check_envpool_name(full_env_name: str) -> None:
 
 def _task_id(full_env_name: str) -> str:
     import envpool
-
-    from surge.envs.atari import atari_env_id
 
     gym_id = atari_env_id("atari_" + full_env_name[len("envpool_") :])  # e.g. BreakoutNoFrameskip-v4
     task = gym_id.split("NoFrameskip")[0].split("/")[-1].split("-")[0] + "-v5"

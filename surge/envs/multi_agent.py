@@ -23,6 +23,8 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.wrappers import RecordEpisodeStatistics
 
+from surge.envs.action_masks import wrap_rl_games_mask
+
 #: info key of an ended episode's last frame (HxWx3 uint8, `env.render()` before the auto-reset)
 FINAL_FRAME_KEY = "final_frame"
 
@@ -61,8 +63,6 @@ class SingleAgentAsMultiAgent:
     is_multiagent = False
 
     def __init__(self, env: gym.Env):
-        from surge.envs.action_masks import wrap_rl_games_mask
-
         env = wrap_rl_games_mask(env)  # rl_games' has_action_mask()/get_action_mask(): into the obs
         if not has_wrapper(env, RecordEpisodeStatistics):
             env = RecordEpisodeStatistics(env)

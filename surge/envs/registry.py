@@ -19,6 +19,8 @@ from typing import Any
 import gymnasium as gym
 
 from surge.cfg.config import Config
+from surge.envs.action_masks import wrap_rl_games_mask
+from surge.envs.batched import GymVectorAsMultiAgent
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.envs.unknown_names import unknown_env_fix
 from surge.errors import ConfigError, EnvError, SurgeError
@@ -71,7 +73,6 @@ class EnvFamily:
 
 
 _FAMILIES: list[EnvFamily] = []
-_BUILTINS_LOADED = False
 
 
 def register_env_family(
@@ -114,23 +115,6 @@ def register_env_family(
 def register_env(name: str, make_env: EnvFactory, **kwargs: Any) -> EnvFamily:
     """Registers a single env by exact name (a family of one)."""
     return register_env_family(name, make_env, exact=True, names=(name,), **kwargs)
-
-
-def _load_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        from surge.envs import (  # noqa: F401  (they register themselves)
-            atari,
-            brax_family,  # noqa: F401  (imports brax only when an env is made)
-            classic,
-            envpool_family,
-            memory,  # noqa: F401  (the memory_cue task)
-            mujoco_family,
-            occluded_payout,  # noqa: F401  (the central value test bed)
-            pettingzoo_family,
-        )
-        from surge.envs.doom import family as _doom  # noqa: F401
 
 
 def _gym_family() -> EnvFamily:
@@ -192,7 +176,6 @@ def find_family(env_name: str) -> EnvFamily:
             module of `package.module:EnvId` cannot be imported.
         EnvError: importing that module raised something other than ImportError.
     """
-    _load_builtins()
     if not env_name:
         raise ConfigError(
             "env", "no env given.", "pass --env=NAME, e.g. --env=atari_breakout or --env=CartPole-v1."
@@ -362,7 +345,6 @@ def make_single_env(
             f"env {name!r} needs a package that is not installed: {e}"
             + (f" Fix: pip install {missing}" if plain else "")
         ) from e
-    from surge.envs.action_masks import wrap_rl_games_mask
 
     return wrap_rl_games_mask(apply_env_wrappers(env, cfg))
 
@@ -377,8 +359,6 @@ def make_env(cfg: Config, render_mode: str | None = None, env_name: str | None =
     name = env_name or cfg.env
     family = find_family(name)
     if getattr(cfg, "batched_sampling", False) and not family.batched:
-        from surge.envs.batched import GymVectorAsMultiAgent
-
         return GymVectorAsMultiAgent(
             lambda: make_single_env(family, name, cfg, render_mode), int(cfg.env_agents)
         )

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from surge.cfg.config import Config
-from surge.experiment.checkpoint import CheckpointManager, rng_state
+from surge.runtime.checkpoint import CheckpointManager, rng_state
 from surge.runtime.placement import published_policy_state
 
 log = logging.getLogger("surge")

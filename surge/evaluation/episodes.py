@@ -31,8 +31,8 @@ from surge.envs.registry import find_family, make_env
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 from surge.learning.central_value import actor_obs
-from surge.population.objective import episode_statistic
 from surge.sampling.env_actions import BoxActionMap
+from surge.sampling.objective import episode_statistic
 
 #: added to `seed * 100003` for eval seeds: far from the training envs' `seed * 100003 + k`
 EVAL_SEED_OFFSET = 2**31

@@ -21,8 +21,9 @@ from typing import Any
 
 from surge.evaluation.best_by_eval import BestByEval
 from surge.evaluation.episodes import EpisodePlayer
-from surge.experiment.folder import ExperimentFolder, run_log_file
 from surge.learning.run_flags import rebuild_cfg
+from surge.runtime.components import torch_device
+from surge.runtime.experiment_folder import ExperimentFolder, run_log_file
 from surge.runtime.process_context import SharedContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
 
@@ -55,8 +56,6 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
 
     def loop() -> None:
         import torch
-
-        from surge.runtime.components import torch_device
 
         torch.set_grad_enabled(False)
         player = EpisodePlayer(cfg, torch_device(cfg))

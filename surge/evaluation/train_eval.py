@@ -29,7 +29,12 @@ from pathlib import Path
 from queue import Empty
 from typing import Any
 
+from surge.evaluation.best_by_eval import BestByEval
+from surge.evaluation.episodes import EpisodePlayer
+from surge.evaluation.eval_process import EvaluatorContext, evaluator_process_main
 from surge.learning.algorithm import get_algorithm
+from surge.runtime.components import torch_device
+from surge.runtime.pipe_queue import PipeQueue
 
 log = logging.getLogger("surge")
 
@@ -68,10 +73,6 @@ class TrainEvaluator:
             self._start_process()
 
     def _start_inline(self) -> None:
-        from surge.evaluation.best_by_eval import BestByEval
-        from surge.evaluation.episodes import EpisodePlayer
-        from surge.runtime.components import torch_device
-
         cfg = self.cfg
         self.player = EpisodePlayer(cfg, torch_device(cfg))
         if cfg.save_best_by_eval:
@@ -79,9 +80,6 @@ class TrainEvaluator:
             self.best = BestByEval(cfg, {p: folder.checkpoints(p) for p in self.policies}, self.resume)
 
     def _start_process(self) -> None:
-        from surge.evaluation.eval_process import EvaluatorContext, evaluator_process_main
-        from surge.runtime.pipe_queue import PipeQueue
-
         placement = self.run.placement
         self.requests, self.results = PipeQueue(), PipeQueue()  # kill-safe (surge.runtime.pipe_queue)
         ctx = EvaluatorContext(placement.shared, self.requests, self.results, self.resume)
@@ -154,10 +152,6 @@ class TrainEvaluator:
             todo = self._final_todo()
             if not todo:
                 return
-            from surge.evaluation.best_by_eval import BestByEval
-            from surge.evaluation.episodes import EpisodePlayer
-            from surge.runtime.components import torch_device
-
             run = self.run
             player = EpisodePlayer(self.cfg, torch_device(self.cfg))
             # async: the evaluator process wrote the best so far; its eval return is on disk

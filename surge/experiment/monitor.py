@@ -23,6 +23,7 @@ import numpy as np
 
 from surge.cfg.config import Config
 from surge.experiment.progress import PROGRESS_LINE, REFRESH_SEC, ProgressBar, bar_wanted
+from surge.runtime.policy_stats import PolicyStats, log_train_notes
 
 log = logging.getLogger("surge")
 
@@ -39,46 +40,6 @@ def format_duration(seconds: float) -> str:
     if s < 86400:
         return f"{s // 3600}h {s % 3600 // 60:02d}m"
     return f"{s // 86400}d {s % 86400 // 3600:02d}h"
-
-
-def log_train_notes(policy_id: int, stats: dict[str, float]) -> None:
-    """Logs what a learner's batch statistics tell that the run's log must say: optimizer steps
-    skipped for a non-finite loss or gradient (`skipped_updates`), and a batch left unfinished
-    because the run was stopping (`stopped_early`)."""
-    skipped = int(stats.get("skipped_updates", 0))
-    if skipped:
-        log.warning(
-            "Policy %d: skipped %d optimizer step(s) of its last batch: the loss or gradient was "
-            "not finite (NaN or inf); the weights were left as they were (%d skipped so far). "
-            "Lower --learning_rate or --max_grad_norm, or check --reward_scale and the env's rewards.",
-            policy_id,
-            skipped,
-            int(stats.get("skipped_updates_total", skipped)),
-        )
-    if stats.get("stopped_early"):
-        log.warning(
-            "Policy %d: stopping in the middle of a batch: %d of its %d optimizer steps taken; %s",
-            policy_id,
-            int(stats.get("steps_taken", 0)),
-            int(stats.get("steps_planned", 0)),
-            "they are undone: the final checkpoint holds the weights from before the batch, and the "
-            "resumed run trains the whole batch."
-            if stats.get("rolled_back")
-            else "the final checkpoint holds the weights after them.",
-        )
-
-
-class PolicyStats:
-    """One policy's recent episodes (the last `stats_avg`) and its learner's last statistics."""
-
-    def __init__(self, stats_avg: int):
-        self.returns: deque[float] = deque(maxlen=stats_avg)
-        self.lengths: deque[int] = deque(maxlen=stats_avg)
-        self.episodes = 0
-        self.train_stats: dict[str, float] = {}
-
-    def mean_return(self) -> float:
-        return float(np.mean(self.returns)) if self.returns else float("nan")
 
 
 class Monitor:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from surge.errors import ConfigError
+from surge.experiment.curves import plot_run
 from surge.experiment.events import EventReader, RunScalars, Series
 
 log = logging.getLogger("surge")
@@ -257,8 +259,6 @@ def write_run_report(
     Returns:
         {"seconds": time taken, "panels": panels drawn, "points": scalar points read}.
     """
-    from surge.errors import ConfigError
-
     t0 = time.perf_counter()
     folder = Path(folder)
     scalars = (reader or EventReader(folder)).read()
@@ -266,8 +266,6 @@ def write_run_report(
     panels = 0
     curves: str | None
     try:
-        from surge.experiment.curves import plot_run
-
         title = f"{cfg.get('experiment') or folder.name}: {cfg.get('algo', '')} on {cfg.get('env', '?')}"
         panels = plot_run(scalars, folder / CURVES_FILE, title)
         curves = CURVES_FILE if panels else "no TensorBoard summaries yet"

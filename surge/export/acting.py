@@ -10,6 +10,9 @@ import torch
 
 from surge.errors import EnvError
 from surge.export.load import LoadedPolicy
+from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
+from surge.learning.central_value import actor_obs
+from surge.sampling.env_actions import BoxActionMap
 
 
 class Policy:
@@ -25,9 +28,6 @@ class Policy:
     """
 
     def __init__(self, loaded: LoadedPolicy, device: str = "cpu"):
-        from surge.learning.algorithm import acting_state_size, get_algorithm
-        from surge.sampling.env_actions import BoxActionMap
-
         self.cfg = loaded.cfg
         self.obs_space, self.action_space = loaded.obs_space, loaded.action_space
         self.checkpoint = loaded.checkpoint
@@ -93,16 +93,12 @@ class Policy:
         Raises:
             EnvError: an observation whose shape is neither one nor a batch of `obs_space`'s.
         """
-        from surge.learning.algorithm import ActContext
-
         batch, single = self._batched(obs)
         with torch.no_grad():
             if isinstance(batch, dict):
                 obs_t: Any = {k: torch.as_tensor(v, device=self.device) for k, v in batch.items()}
                 n = len(next(iter(batch.values())))
                 if self.cfg.central_value:  # the actor never sees the central value's state
-                    from surge.learning.central_value import actor_obs
-
                     obs_t = actor_obs(obs_t, self.cfg.central_value_state_key)
             else:
                 obs_t, n = torch.as_tensor(batch, device=self.device), len(batch)

@@ -74,8 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         EnvError: an observation space that cannot be exported.
         SurgeError: the checkpoint does not load.
     """
-    from surge.experiment.folder import setup_logging
+    # torch only once the arguments are known to be good: bad input fails fast
     from surge.export.load import load_policy
+    from surge.runtime.experiment_folder import setup_logging
 
     args = build_parser().parse_args(argv)
     if args.format not in FORMATS:  # before anything is loaded

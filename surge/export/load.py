@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, ExperimentParams
 from surge.cfg.validate import check_experiment_name
 from surge.errors import ConfigError, SurgeError
 
@@ -21,8 +21,8 @@ if TYPE_CHECKING:  # torch is imported once the experiment is known to exist (ba
 def exportable_algorithms() -> list[str]:
     """The registered algorithms whose acting module is an actor-critic with `act` (what
     `ExportablePolicy` wraps): those declaring `Capabilities.exportable`."""
-    from surge.cfg.config import ExperimentParams
-    from surge.learning.algorithm import algorithm_names, get_algorithm  # torch: as in saved_values
+    import surge.app.builtins  # noqa: F401  (torch, as in saved_values: the built-in algorithms)
+    from surge.learning.algorithm import algorithm_names, get_algorithm
 
     default = ExperimentParams().algo
     names = [n for n in algorithm_names() if get_algorithm(n).capabilities.exportable]
@@ -72,6 +72,7 @@ def saved_values(train_dir: str, experiment: str) -> dict[str, Any]:
     algo = values.get("algo", "APPO")
     # a name read from the saved file: looked up among the registered algorithms, never imported
     # (surge.cfg.saved_code); the registry (torch) once the experiment is known to exist
+    import surge.app.builtins  # noqa: F401  (the built-in algorithms, registered)
     from surge.learning.algorithm import registered_algorithm
 
     found = registered_algorithm(algo) if isinstance(algo, str) else None
@@ -97,12 +98,13 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         CheckpointMismatch: its weights are of another network than the saved config builds.
     """
     values = saved_values(train_dir, experiment)  # before torch is imported: bad input fails fast
+    # torch and the engine once the saved run is known to exist (saved_values above fails fast)
     from surge.app.resolve import parse_cfg
     from surge.envs.registry import make_env
-    from surge.experiment.checkpoint import CheckpointManager
-    from surge.experiment.checkpoint_fit import check_fits
-    from surge.experiment.folder import ExperimentFolder
     from surge.learning.algorithm import get_algorithm
+    from surge.runtime.checkpoint import CheckpointManager
+    from surge.runtime.checkpoint_fit import check_fits
+    from surge.runtime.experiment_folder import ExperimentFolder
 
     num_policies = int(values.get("num_policies", 1))
     if not 0 <= policy_index < num_policies:
@@ -150,6 +152,7 @@ def load_policy(train_dir: str, experiment: str, policy_index: int = 0, kind: st
         env.close()
     model = get_algorithm(cfg.algo).make_model(cfg, obs_space, action_space).acting
     if getattr(cfg, "central_value", False):  # the actor's inputs: the state is the critic's alone
+        # only for a run trained with a central value
         from surge.learning.central_value import actor_observation_space
 
         obs_space = actor_observation_space(obs_space, cfg.central_value_state_key)

@@ -40,10 +40,12 @@ def export_model(
     meta = dict(metadata or {})
     with torch.no_grad():
         if fmt == "onnx":
+            # onnx (optional, heavy): only when that format is written
             from surge.export.onnx_file import write_onnx
 
             write_onnx(policy, example, Path(path), meta)
         else:
+            # only when that format is written (as onnx above)
             from surge.export.torchscript_file import write_torchscript
 
             write_torchscript(policy, example, Path(path), meta)

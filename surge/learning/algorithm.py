@@ -49,7 +49,7 @@ from torch import Tensor, nn
 
 from surge.errors import ConfigError
 from surge.learning.feed import Feed
-from surge.models.actor_critic import ActorCritic
+from surge.models.actor_critic import ActorCritic, make_actor_critic
 from surge.models.distributions import num_action_logits
 
 if TYPE_CHECKING:
@@ -132,8 +132,6 @@ class ModelParts:
 def actor_critic_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Space) -> ModelParts:
     """The default `make_model`: the env's actor-critic (`surge.models.actor_critic.make_actor_critic`,
     a model registered for the env name if any) as the acting module, no learner-only modules."""
-    from surge.models.actor_critic import make_actor_critic
-
     return ModelParts(make_actor_critic(cfg, obs_space, action_space))
 
 
@@ -161,7 +159,7 @@ class Capabilities:
     Attributes:
         data_parallel: its learner takes every optimizer step through
             `LearnerBase.apply_gradients` with one optimizer (where gradients are all-reduced), so
-            it runs under torchrun with several ranks (`surge.distributed.ranks`).
+            it runs under torchrun with several ranks (`surge.runtime.ranks`).
         exportable: its acting module is an `ActorCritic` with `act` (what `surge export` wraps).
         autocast: its learner runs its forward pass under `--mixed_precision` (`surge.learning.amp`).
         kl_adaptive_rate: its learner measures the KL between the behavior and the current policy,
@@ -232,7 +230,6 @@ class Algorithm:
 
 
 _ALGORITHMS: dict[str, Algorithm] = {}
-_BUILTINS_LOADED = False
 
 
 def register_algorithm(algo: Algorithm) -> Algorithm:
@@ -241,24 +238,8 @@ def register_algorithm(algo: Algorithm) -> Algorithm:
     return algo
 
 
-def _load_builtins() -> None:
-    global _BUILTINS_LOADED
-    if not _BUILTINS_LOADED:
-        _BUILTINS_LOADED = True
-        # they register themselves when imported
-        from surge.algorithms.a2c import declaration as _a2c  # noqa: F401
-        from surge.algorithms.appo import declaration as _appo  # noqa: F401
-        from surge.algorithms.ddpg_td3 import ddpg as _ddpg  # noqa: F401
-        from surge.algorithms.ddpg_td3 import td3 as _td3  # noqa: F401
-        from surge.algorithms.dqn import declaration as _dqn  # noqa: F401
-        from surge.algorithms.dummy_sampler import declaration as _dummy_sampler  # noqa: F401
-        from surge.algorithms.r2d2 import declaration as _r2d2  # noqa: F401
-        from surge.algorithms.sac import declaration as _sac  # noqa: F401
-
-
 def algorithm_names() -> list[str]:
     """Names of every registered algorithm."""
-    _load_builtins()
     return sorted(_ALGORITHMS)
 
 
@@ -276,7 +257,6 @@ def registered_algorithm(name: str) -> Algorithm | None:
     """The algorithm registered as `name` (a built-in, or a `module:NAME` this process already
     loaded), without importing anything else; None if there is none. For names read from a
     saved file, where importing a module named there would run code (`surge.cfg.saved_code`)."""
-    _load_builtins()
     if name in _ALGORITHMS:
         return _ALGORITHMS[name]
     _, _, algo_name = name.partition(":")
@@ -289,13 +269,13 @@ def get_algorithm(name: str) -> Algorithm:
     """The algorithm registered as `name`; `module:NAME` (as `--env` takes `package.module:EnvId`)
     first imports `module`, which registers NAME when imported (`register_algorithm` at its top
     level). Every process resolves `--algo` through here (the spawned children too), so a user's
-    algorithm is loaded wherever the config is rebuilt.
+    algorithm is loaded wherever the config is rebuilt. The built-in algorithms are registered by
+    `surge.app.builtins`, which the entry points import: this registry imports none itself.
 
     Raises:
         ConfigError: no algorithm of that name (the message lists the registered ones), or
             `module` cannot be imported, or it registers no NAME.
     """
-    _load_builtins()
     if ":" in name and name not in _ALGORITHMS:
         module, _, algo_name = name.partition(":")
         if not module or not algo_name:

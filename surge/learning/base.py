@@ -141,7 +141,7 @@ class LearnerBase:
         self.last_step_skipped = False  # whether the last `apply_gradients` skipped its step
         #: `--mixed_precision=fp16`: dynamic loss scaling (`surge.learning.amp`), None otherwise
         self.grad_scaler = make_grad_scaler(getattr(cfg, "mixed_precision", "none"), device)
-        #: the process group of a data-parallel run (`surge.distributed.data_parallel.DataParallel`,
+        #: the process group of a data-parallel run (`surge.runtime.data_parallel.DataParallel`,
         #: set by the placement): gradients are averaged over the ranks; None: a single learner
         self.data_parallel: Any = None
         # polled between optimizer steps: True = the run is stopping, leave the batch in training

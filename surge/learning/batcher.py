@@ -25,6 +25,7 @@ def traj_per_iteration(cfg: Config, agents_per_env: int = 1) -> int:
     `batch_size x num_batches_per_iteration / rollout`, or what the algorithm's
     `batch_trajectories` says for envs of `agents_per_env` agents (A2C: one rollout of every
     agent, so that it takes one gradient step per collection round)."""
+    # import circle: algorithm.py imports feed.py, which imports this module
     from surge.learning.algorithm import get_algorithm
 
     per_batch = get_algorithm(cfg.algo).batch_trajectories

@@ -28,8 +28,13 @@ import torch
 from torch import Tensor, nn
 
 from surge.cfg.config import Config
+from surge.envs.registry import make_env
 from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts, algorithm_names, get_algorithm
+from surge.learning.base import _adam_impl
+from surge.models.actor_critic import make_actor_critic
+from surge.models.encoders import ACTIVATIONS
+from surge.models.normalization import RunningMeanStd
 
 Obs = Tensor | dict[str, Tensor]
 #: the name of the central value in `ModelParts.learner_modules` and in the learner's optimizers
@@ -86,9 +91,6 @@ class CentralValue(nn.Module):
 
     def __init__(self, cfg: Config, state_space: gym.spaces.Box):
         super().__init__()
-        from surge.models.encoders import ACTIVATIONS
-        from surge.models.normalization import RunningMeanStd
-
         shape = tuple(state_space.shape)
         self.normalizer = RunningMeanStd(shape) if cfg.central_value_normalize_input else None
         sizes = [int(s) for s in (cfg.central_value_mlp_layers or cfg.encoder_mlp_layers)]
@@ -116,8 +118,6 @@ def central_value_parts(cfg: Config, obs_space: gym.Space, action_space: gym.Spa
     Raises:
         ConfigError: `--central_value` on an env without the state entry (`check_state_space`).
     """
-    from surge.models.actor_critic import make_actor_critic
-
     if not getattr(cfg, "central_value", False):
         return ModelParts(make_actor_critic(cfg, obs_space, action_space))
     check_state_space(cfg, obs_space)
@@ -184,8 +184,6 @@ def check_env_state(cfg: Config) -> None:
     """
     if not cfg.central_value:
         return
-    from surge.envs.registry import make_env
-
     try:
         env = make_env(cfg)
     except Exception:  # noqa: BLE001 - the env's own error comes at the run's start
@@ -220,8 +218,6 @@ class CentralValueTrainer:
     """
 
     def __init__(self, cfg: Config, module: CentralValue, device: torch.device, betas: tuple[float, float]):
-        from surge.learning.base import _adam_impl
-
         self.cfg, self.module = cfg, module
         self.optimizer = torch.optim.Adam(
             module.parameters(),

@@ -15,6 +15,7 @@ from typing import Any
 
 from surge.cfg.config import Config
 from surge.errors import ConfigError
+from surge.learning.run_flags import run_field_defaults
 
 #: the linear schedule's flags (read only with --per_actor_eps=False)
 SCHEDULE_FLAGS = ("exploration_initial_eps", "exploration_final_eps", "exploration_fraction")
@@ -23,8 +24,6 @@ PER_ACTOR_FLAGS = ("per_actor_eps_base", "per_actor_eps_alpha")
 
 
 def _run_defaults(cfg: Config) -> dict[str, Any]:
-    from surge.learning.run_flags import run_field_defaults
-
     return run_field_defaults(cfg)
 
 

@@ -28,6 +28,8 @@ import torch
 from torch import Tensor, nn
 
 from surge.cfg.config import Config, algo_params, env_frameskip, param
+from surge.envs.probe import probe_spaces, uses_space_defaults
+from surge.envs.registry import find_family
 from surge.errors import ConfigError
 from surge.learning.algorithm import ActContext, Algorithm, Feed, Obs, register_algorithm
 from surge.learning.base import LearnerBase
@@ -108,9 +110,6 @@ def validate_qpg(cfg: Config) -> None:
     process, cached: `surge.envs.probe.probe_spaces`) must have Box actions (`check_box`).
     Envs of a family are checked when the run reads their spaces, before any process starts
     (`replay_bytes`)."""
-    from surge.envs.probe import probe_spaces, uses_space_defaults
-    from surge.envs.registry import find_family
-
     check_replay_flags(cfg, cfg.algo)
     if algo_params(cfg, QPGParams).prioritized_replay:
         raise ConfigError(

@@ -365,3 +365,25 @@ def make_distribution(
     if mixed is not None:
         return MixedDistribution(logits, mixed)
     return GaussianDistribution(logits)
+
+
+def random_actions(space: gym.Space, n: int, action_mask: Tensor | None = None) -> Tensor:
+    """`n` uniformly random actions of `space` in the buffers' layout (the dummy sampler's policy);
+    with `action_mask` `[n, num_logits]` bool (Discrete, MultiDiscrete), uniform over the legal
+    actions of each row (each head), every action where a head's row has none."""
+    if action_mask is not None:
+        logits = apply_action_mask(space, torch.zeros(action_mask.shape), action_mask)
+        actions = make_distribution(space, logits).sample()
+        return actions + int(space.start) if isinstance(space, gym.spaces.Discrete) else actions
+    if isinstance(space, gym.spaces.Discrete):
+        return torch.randint(int(space.n), (n,)) + int(space.start)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return torch.stack([torch.randint(int(k), (n,)) for k in space.nvec.reshape(-1)], dim=1)
+    if isinstance(space, gym.spaces.Tuple):
+        return torch.stack(
+            [torch.randint(int(cast(gym.spaces.Discrete, s).n), (n,)) for s in space.spaces], dim=1
+        )
+    box = cast(gym.spaces.Box, space)  # the remaining kind the buffers' layout knows
+    low = torch.as_tensor(box.low, dtype=torch.float32).reshape(-1)
+    high = torch.as_tensor(box.high, dtype=torch.float32).reshape(-1)
+    return low + torch.rand(n, low.numel()) * (high - low)

@@ -25,7 +25,7 @@ class RunningMeanStd(nn.Module):
 
     #: a data-parallel run's combination of a batch's moments over the ranks,
     #: `(n, mean, var) -> (n, mean, var)` of all ranks' batches together (set by
-    #: `surge.distributed.data_parallel.DataParallel` in the learning process; None: one process)
+    #: `surge.runtime.data_parallel.DataParallel` in the learning process; None: one process)
     reduce_moments: ClassVar[Callable[[int, Tensor, Tensor], tuple[int, Tensor, Tensor]] | None] = None
 
     # the buffers registered in __init__ (float64; `mean` and `var` of `shape`, `count` a scalar)

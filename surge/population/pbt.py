@@ -8,7 +8,7 @@ Rules (the flags are in docs/population.md):
   `--pbt_period_env_steps` more (strictly more) env frames it played. A policy's env frames are
   the lengths of the episodes it played times the frameskip.
 - The objective of a policy is the mean of its last `--stats_avg` episodes' `--pbt_target_objective`
-  (`surge.population.objective`). No update happens until every policy has one.
+  (`surge.sampling.objective`). No update happens until every policy has one.
 - Policies are sorted by objective, best first (ties: the higher id first); the first and the last
   `ceil(pbt_replace_fraction * num_policies)` are the best and the worst. A best policy is left alone.
 - Exploit: a worst policy picks one of the best at random and copies its weights, optimizer and
@@ -48,9 +48,9 @@ from typing import Any
 from surge.cfg.config import Config
 from surge.cfg.policy_hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.learning.algorithm import get_algorithm
-from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
-from surge.population.objective import TRUE_REWARD
-from surge.population.shaping import default_reward_shaping
+from surge.runtime.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
+from surge.sampling.objective import TRUE_REWARD
+from surge.sampling.shaping import default_reward_shaping
 
 log = logging.getLogger("surge")
 

@@ -24,6 +24,7 @@ import torch
 
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import BUILT_IN_SOURCES, frozen_sources
+from surge.runtime.checkpoint_fit import state_differences
 
 
 def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -36,7 +37,7 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
         a state dict of `initial`'s layout.
     Raises:
         ValueError: the checkpoint holds no `model` weights, or weights of another layout (names
-            or shapes: `surge.experiment.checkpoint_fit.state_differences`).
+            or shapes: `surge.runtime.checkpoint_fit.state_differences`).
     """
     state = {k: v.detach().clone() for k, v in initial.items()}
     if source == "random":
@@ -48,8 +49,6 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
         state["policy_head.weight"].zero_()
         state["policy_head.bias"].zero_()
         return state
-    from surge.experiment.checkpoint_fit import state_differences
-
     ckpt = torch.load(source, map_location="cpu", weights_only=True)
     weights = ckpt.get("model") if isinstance(ckpt, dict) else None
     if weights is None:

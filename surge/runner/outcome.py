@@ -28,7 +28,8 @@ RUNNER_LOG = "runner_log.txt"
 
 def log_to_sweep_folder(train_dir: str | Path, run_name: str) -> Path:
     """The runner's log also goes to `train_dir/run_name/runner_log.txt` (appended); returns its path."""
-    from surge.experiment.folder import setup_logging
+    # the runner imports the engine only where it needs it: a sweep's launcher stays torch-free
+    from surge.runtime.experiment_folder import setup_logging
 
     path = Path(train_dir) / run_name / RUNNER_LOG
     setup_logging(path)
@@ -55,6 +56,7 @@ def mark_runner_done(exp: PlannedExperiment, how: str) -> None:
 
 @functools.cache
 def _benchmark_flags(args: tuple[str, ...]) -> bool:
+    # torch and the engine: only when a sweep's flags are checked (as below)
     from surge.app.resolve import parse_cfg
 
     try:
@@ -78,6 +80,7 @@ def _benchmark_flags(args: tuple[str, ...]) -> bool:
 def _sampler_only(algo: str) -> bool:
     """Whether `--algo=algo` names a registered sampler-only algorithm (`Capabilities.sampler_only`,
     a benchmark); an unknown name is not one."""
+    import surge.app.builtins  # noqa: F401  (torch: the built-in algorithms, only when a sweep asks)
     from surge.learning.algorithm import registered_algorithm
 
     found = registered_algorithm(algo)
@@ -119,6 +122,7 @@ def check_flags(experiments: Sequence[PlannedExperiment]) -> None:
     Raises:
         ConfigError, EnvError: of the first experiment whose flags are refused; the message names it.
     """
+    # torch and the engine: only when a sweep's flags are checked (a launcher stays torch-free)
     from surge.app.resolve import parse_cfg
     from surge.errors import ConfigError, EnvError
 

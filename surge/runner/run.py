@@ -32,6 +32,7 @@ NGC_REFUSAL = (
 
 def launcher_argparser(argv: list[str]) -> argparse.ArgumentParser:
     """The runner's flags: the common ones, then those of the chosen `--runner`."""
+    # the launcher imports what each option needs when it is used: `--help` and a sweep stay light
     from surge.cfg.cli import str2bool
 
     parser = argparse.ArgumentParser(
@@ -69,10 +70,12 @@ def launcher_argparser(argv: list[str]) -> argparse.ArgumentParser:
     pre_parser.add_argument("--runner", "--backend", dest="runner", default="processes")
     pre, _ = pre_parser.parse_known_args(argv)
     if pre.runner == "processes":
+        # the backend's module only for that backend
         from surge.runner.run_processes import add_os_parallelism_args
 
         add_os_parallelism_args(parser)
     elif pre.runner == "slurm":
+        # the backend's module only for that backend
         from surge.runner.run_slurm import add_slurm_args
 
         add_slurm_args(parser)
@@ -106,6 +109,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             raise ConfigError("slurm_cpus_per_gpu", f"must be >= 1, got {args.slurm_cpus_per_gpu}.")
         import shutil
 
+        # the backend's module only for that backend
         from surge.runner.run_slurm import load_template
 
         missing = [c for c in ("sbatch", "squeue", "scancel") if shutil.which(c) is None]
@@ -152,8 +156,9 @@ def load_run_description(module: str) -> RunDescription:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the sweep; returns the exit code (see the module doc)."""
-    from surge.experiment.folder import setup_logging
+    # after the arguments parsed: `--help` stays light
     from surge.runner.outcome import check_flags, is_done
+    from surge.runtime.experiment_folder import setup_logging
 
     argv = list(sys.argv[1:] if argv is None else argv)
     setup_logging()
@@ -171,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"surge.runner: error: {e}", file=sys.stderr)
         return 2
     if args.runner == "slurm":
+        # the backend's module only for that backend
         from surge.runner.run_slurm import SlurmError, run_slurm
 
         try:
@@ -178,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         except SlurmError as e:
             print(f"surge.runner: error: {e} (is slurmctld running? SLURM_CONF?)", file=sys.stderr)
             return 2
+    # the backend's module only for that backend
     from surge.runner.run_processes import run
 
     return run(rd, args)

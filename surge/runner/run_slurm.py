@@ -69,6 +69,7 @@ _ACTIVE = {
 
 
 def add_slurm_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    # the config's modules only when the Slurm options are built
     from surge.cfg.cli import str2bool
 
     parser.add_argument(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from surge.errors import ChildProcessFailed
-from surge.population.commands import Command, ReplacePolicy, SetRewardShaping
+from surge.runtime.commands import Command, ReplacePolicy, SetRewardShaping
 from surge.runtime.messages import ExportPolicy, ImportPolicy, PolicyExported, PolicyImported
 from surge.runtime.placement import check_command
 

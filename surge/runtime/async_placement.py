@@ -26,11 +26,9 @@ import torch
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
 from surge.errors import ChildProcessFailed
-from surge.experiment.checkpoint import CheckpointManager
-from surge.experiment.monitor import log_train_notes
 from surge.learning.algorithm import acting_state_size
-from surge.population.commands import Command
 from surge.runtime.async_commands import CommandRelay
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.child_start import (
     ChildTask,
     child_main,
@@ -39,6 +37,7 @@ from surge.runtime.child_start import (
     process_context,
     start_fork_server,
 )
+from surge.runtime.commands import Command
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
@@ -62,6 +61,7 @@ from surge.runtime.messages import (
 )
 from surge.runtime.pipe_queue import PipeQueue
 from surge.runtime.placement import StepReport, check_policy_state_fits, save_published
+from surge.runtime.policy_stats import log_train_notes
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.process_setup import thread_oversubscription
 from surge.runtime.repeated_errors import RepeatedErrors, exception_text

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from surge.experiment.checkpoint import rng_state, set_rng_state
 from surge.learning.base import LearnerBase
+from surge.runtime.checkpoint import rng_state, set_rng_state
 
 
 class _OptimizerSnapshot:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from surge.cfg.config import Config
-from surge.experiment.monitor import PolicyStats
+from surge.runtime.policy_stats import PolicyStats
 
 log = logging.getLogger("surge")
 

@@ -28,6 +28,7 @@ multiprocessing itself, its working directory and `sys.path`.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import multiprocessing
 import os
 import signal
@@ -50,6 +51,29 @@ PRELOAD_MODULES = (
     "surge.runtime.learner_process",
 )
 
+#: modules a child imports before it runs its role, named by the process that starts it: what
+#: registers the plug-ins its config names (the entry points' built-ins, `surge.app.builtins`, add
+#: themselves with `import_in_children`). Names, not imports: the registering modules sit above
+#: this layer, and a child rebuilds its config from flat values through the registries.
+STARTUP_MODULES: list[str] = []
+
+
+def import_in_children(module: str) -> None:
+    """Makes every child started after this call import `module` (a dotted name) before its role:
+    the fork server preloads it, a spawned child or a Ray sampler node imports it at its start."""
+    if module not in STARTUP_MODULES:
+        STARTUP_MODULES.append(module)
+
+
+def import_startup_modules(modules: list[str] | tuple[str, ...]) -> None:
+    """Imports `modules` (`STARTUP_MODULES` as the parent had them) in this child.
+
+    Raises:
+        ImportError: a module cannot be imported here.
+    """
+    for module in modules:
+        importlib.import_module(module)
+
 
 def process_context() -> ForkServerContext | SpawnContext:
     """The multiprocessing context surge's async placement starts its children with:
@@ -62,7 +86,7 @@ def process_context() -> ForkServerContext | SpawnContext:
         return tmp.get_context("spawn")
     os.environ[FORK_SERVER_PARENT_ENV] = str(os.getpid())  # read by the server (fork_server_init)
     ctx = tmp.get_context("forkserver")
-    ctx.set_forkserver_preload(list(PRELOAD_MODULES))  # no effect once the server runs
+    ctx.set_forkserver_preload(list(PRELOAD_MODULES) + STARTUP_MODULES)  # no effect once the server runs
     return ctx
 
 
@@ -162,7 +186,8 @@ class ChildTask:
 
     It also carries the parent's environment variables as they are at the start, which a child of
     the fork server takes on in `child_main` (it would otherwise have the server's, as they were
-    when the server started).
+    when the server started), and the parent's `STARTUP_MODULES`, which the child imports before
+    it unpickles its role.
     """
 
     def __init__(self, fn: Callable[[Any], None], context: Any):
@@ -170,15 +195,19 @@ class ChildTask:
         self._context = context
         self._blob: bytes | None = None
         self.environ: dict[str, str] | None = None
+        self.startup_modules: tuple[str, ...] = ()
 
     def __reduce__(self) -> tuple[Any, ...]:
         blob = bytes(ForkingPickler.dumps((self._fn, self._context)))
-        return (ChildTask._from_blob, (blob, dict(os.environ)))
+        return (ChildTask._from_blob, (blob, dict(os.environ), tuple(STARTUP_MODULES)))
 
     @classmethod
-    def _from_blob(cls, blob: bytes, environ: dict[str, str]) -> ChildTask:
+    def _from_blob(
+        cls, blob: bytes, environ: dict[str, str], startup_modules: tuple[str, ...] = ()
+    ) -> ChildTask:
         task = cls.__new__(cls)
         task._fn, task._context, task._blob, task.environ = None, None, blob, environ
+        task.startup_modules = startup_modules
         return task
 
     def take_environment(self) -> None:
@@ -188,7 +217,9 @@ class ChildTask:
             os.environ.update(self.environ)
 
     def run(self) -> None:
-        """Unpickles `(fn, context)` (imports `fn`'s module) and calls `fn(context)`."""
+        """Imports the parent's `STARTUP_MODULES`, unpickles `(fn, context)` (imports `fn`'s
+        module) and calls `fn(context)`."""
+        import_startup_modules(self.startup_modules)
         if self._blob is not None:
             self._fn, self._context = ForkingPickler.loads(self._blob)
             self._blob = None

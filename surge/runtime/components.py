@@ -27,6 +27,7 @@ from surge.learning.algorithm import Algorithm, ModelParts, acting_state_size, g
 from surge.learning.amp import resolve_mixed_precision
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
+from surge.runtime.ranks import rank_info
 from surge.sampling.checks import check_policy_mapping
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
@@ -81,8 +82,6 @@ def torch_device(cfg: Config) -> torch.device:
         return torch.device("cpu")
     if cfg.device.startswith("cuda:"):
         return torch.device(cfg.device)
-    from surge.distributed.ranks import rank_info
-
     info = rank_info()
     return torch.device("cuda", info.local_rank) if info.distributed else torch.device("cuda")
 

@@ -1,12 +1,12 @@
 """The end of a training run: whether every learning policy's final checkpoint was written, and
-why not when one was not (`surge.runtime.training_run`)."""
+why not when one was not (`surge.app.training_run`)."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
-from surge.experiment.checkpoint import CheckpointManager
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.placement import Placement
 
 log = logging.getLogger("surge")

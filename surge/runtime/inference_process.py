@@ -14,8 +14,8 @@ from queue import Empty
 
 import torch
 
-from surge.experiment.folder import run_log_file
 from surge.runtime.components import make_inference, make_model, torch_device
+from surge.runtime.experiment_folder import run_log_file
 from surge.runtime.messages import request_slots
 from surge.runtime.process_context import InferenceContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child

@@ -22,7 +22,7 @@ from surge.runtime.batch_snapshot import BatchSnapshot
 from surge.runtime.placement import copy_policy_state, policy_state
 
 if TYPE_CHECKING:  # a type only: runtime sits below distributed in the layer order
-    from surge.distributed.data_parallel import DataParallel
+    from surge.runtime.data_parallel import DataParallel
 
 log = logging.getLogger("surge")
 

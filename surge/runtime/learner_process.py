@@ -26,14 +26,14 @@ from typing import Any
 import torch
 
 from surge.cfg.config import minibatches_to_accumulate
-from surge.distributed.data_parallel import join_data_parallel, leave_data_parallel
-from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save
-from surge.experiment.folder import run_log_file
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
-from surge.population.commands import SetHyperparams
+from surge.runtime.checkpoint import CheckpointManager, atomic_torch_save
+from surge.runtime.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
+from surge.runtime.data_parallel import join_data_parallel, leave_data_parallel
+from surge.runtime.experiment_folder import run_log_file
 from surge.runtime.learner_loop import LearnerLoop
 from surge.runtime.messages import (
     BlockReady,

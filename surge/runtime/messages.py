@@ -13,7 +13,7 @@ document the fields. `BlockReady`, once per rollout, goes through its class and 
 Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `EnvFaults`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`, and the population
-commands (`surge.population.commands.SetHyperparams`; `ReplacePolicy` travels as `ExportPolicy` to
+commands (`surge.runtime.commands.SetHyperparams`; `ReplacePolicy` travels as `ExportPolicy` to
 the source's learner, then `ImportPolicy` to the replaced one's). Their reports: `PolicyExported`,
 `PolicyImported`.
 """
@@ -143,7 +143,7 @@ class EnvFaults(NamedTuple):
 
 
 class DataParallelStopped(NamedTuple):
-    """A data-parallel run's learner: a rank stopped training (`surge.distributed.data_parallel`);
+    """A data-parallel run's learner: a rank stopped training (`surge.runtime.data_parallel`);
     this rank stops too."""
 
     policy_id: int

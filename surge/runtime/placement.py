@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 from torch import Tensor, nn
 
 from surge.cfg.policy_hyperparams import PolicyHyperparams, check_values
-from surge.experiment.checkpoint import rng_state, set_rng_state
-from surge.experiment.checkpoint_fit import check_fits
 from surge.learning.base import LearnerBase
-from surge.population.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
+from surge.runtime.checkpoint import rng_state, set_rng_state
+from surge.runtime.checkpoint_fit import check_fits
+from surge.runtime.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
 from surge.runtime.messages import SaveRefused
 from surge.sampling.rollout_worker import EpisodeStats
 
 if TYPE_CHECKING:  # types only
     from surge.cfg.config import Config
-    from surge.experiment.checkpoint import CheckpointManager
+    from surge.runtime.checkpoint import CheckpointManager
     from surge.runtime.shared_state import SharedWeights
 
 log = logging.getLogger("surge")
@@ -49,7 +49,7 @@ class StepReport:
     env_faults: int = 0
     last_env_fault: str = ""
     worker_restarts: int = 0
-    #: a data-parallel run: a rank stopped training (`surge.distributed.data_parallel`), so this
+    #: a data-parallel run: a rank stopped training (`surge.runtime.data_parallel`), so this
     #: rank stops too
     data_parallel_stopped: bool = False
 
@@ -112,7 +112,7 @@ class Placement(Protocol):
         ...
 
     def send_command(self, cmd: Command) -> None:
-        """Sends a command (`surge.population.commands`: `SetHyperparams`, `ReplacePolicy`) to a
+        """Sends a command (`surge.runtime.commands`: `SetHyperparams`, `ReplacePolicy`) to a
         policy's learner, or `SetRewardShaping` to every rollout worker. The serial placement applies it at once (the run calls this between
         steps, so between batches); the async placement sends it to the learner process, which
         applies it in order with its batches and checkpoints.

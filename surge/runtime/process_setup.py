@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from surge.experiment.folder import setup_logging
 from surge.runtime.child_start import die_with_parent
+from surge.runtime.experiment_folder import setup_logging
+from surge.runtime.messages import ChildError
 
 if TYPE_CHECKING:
     from surge.cfg.config import Config
@@ -182,8 +183,6 @@ def run_child(name: str, report_queue: Any, fn: Callable[[], None]) -> None:
     An `Exception` so reported ends the process with exit code 1 (SystemExit), not by propagating:
     multiprocessing would print the same traceback again on stderr, which the main process logs.
     """
-    from surge.runtime.messages import ChildError
-
     try:
         fn()
     except BaseException as e:  # noqa: BLE001 - everything is reported to the main process

@@ -22,9 +22,9 @@ from typing import Any
 import torch
 
 from surge.data.routing import OwnSlots
-from surge.experiment.folder import run_log_file
-from surge.population.commands import SetRewardShaping
+from surge.runtime.commands import SetRewardShaping
 from surge.runtime.components import make_rollout_worker
+from surge.runtime.experiment_folder import run_log_file
 from surge.runtime.messages import (
     BlockReady,
     EnvFaults,

@@ -24,13 +24,13 @@ from typing import Any
 import torch
 
 from surge.cfg.config import Config
-from surge.distributed.data_parallel import DataParallel, join_data_parallel, leave_data_parallel
-from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 from surge.learning.algorithm import Feed
 from surge.learning.replay_learner import ReplayLearnerBase
-from surge.population.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.batch_snapshot import BatchSnapshot  # noqa: F401 - its old home (tests import it)
+from surge.runtime.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
+from surge.runtime.commands import Command, SetHyperparams, SetRewardShaping
 from surge.runtime.components import Components, build_components
+from surge.runtime.data_parallel import DataParallel, join_data_parallel, leave_data_parallel
 from surge.runtime.learner_loop import LearnerLoop
 from surge.runtime.messages import SaveRefused
 from surge.runtime.placement import (

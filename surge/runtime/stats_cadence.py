@@ -19,7 +19,7 @@ from collections.abc import Callable
 #: default `--report_interval_sec` (5 s), so a progress line shows statistics at most this old
 DIAGNOSTICS_INTERVAL_SEC = 1.0
 
-#: statistics a batch reports at once, whatever the cadence (`surge.experiment.monitor.log_train_notes`
+#: statistics a batch reports at once, whatever the cadence (`surge.runtime.policy_stats.log_train_notes`
 #: logs the first two; a data-parallel round's counts drive the run's global frame count)
 URGENT_KEYS = ("skipped_updates", "stopped_early", "global_env_frames")
 

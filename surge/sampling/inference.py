@@ -8,7 +8,6 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import Tensor, nn
@@ -261,26 +260,3 @@ def _as_index(slots: Tensor | slice) -> Tensor:
 
 def _count(slots: Tensor | slice) -> int:
     return slots.stop - slots.start if isinstance(slots, slice) else len(slots)
-
-
-def random_actions(space: gym.Space, n: int, action_mask: Tensor | None = None) -> Tensor:
-    """`n` uniformly random actions of `space` in the buffers' layout (the dummy sampler's policy);
-    with `action_mask` `[n, num_logits]` bool (Discrete, MultiDiscrete), uniform over the legal
-    actions of each row (each head), every action where a head's row has none."""
-    if action_mask is not None:
-        from surge.models.distributions import apply_action_mask, make_distribution
-
-        logits = apply_action_mask(space, torch.zeros(action_mask.shape), action_mask)
-        actions = make_distribution(space, logits).sample()
-        return actions + int(space.start) if isinstance(space, gym.spaces.Discrete) else actions
-    if isinstance(space, gym.spaces.Discrete):
-        return torch.randint(int(space.n), (n,)) + int(space.start)
-    if isinstance(space, gym.spaces.MultiDiscrete):
-        return torch.stack([torch.randint(int(k), (n,)) for k in space.nvec.reshape(-1)], dim=1)
-    if isinstance(space, gym.spaces.Tuple):
-        # its sub-spaces read as Discrete (mypy sees `Space`, without `n`); no cast() per step
-        return torch.stack([torch.randint(int(s.n), (n,)) for s in space.spaces], dim=1)  # type: ignore[attr-defined]
-    # a Box (mypy sees `Space`): the other spaces returned above
-    low = torch.as_tensor(space.low, dtype=torch.float32).reshape(-1)  # type: ignore[attr-defined]
-    high = torch.as_tensor(space.high, dtype=torch.float32).reshape(-1)  # type: ignore[attr-defined]
-    return low + torch.rand(n, low.numel()) * (high - low)

@@ -35,12 +35,12 @@ from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
 from surge.envs.batched import BatchedInfo
 from surge.envs.multi_agent import SingleAgentAsMultiAgent
 from surge.errors import EnvError
-from surge.population.objective import TRUE_REWARD
-from surge.population.shaping import WorkerShaping
 from surge.sampling.env_actions import BoxActionMap
 from surge.sampling.env_faults import rebuild_env
+from surge.sampling.objective import TRUE_REWARD
 from surge.sampling.observations import as_array_tree, cat_obs, clean_obs, stack_obs
 from surge.sampling.policy_mapping import PolicyMapper
+from surge.sampling.shaping import WorkerShaping
 from surge.sampling.split_state import EpisodeStats, SplitState, note_episode
 from surge.sampling.worker_reset import reset_worker
 from surge.sampling.worker_state import check_worker_state, load_worker_state, worker_state_dict
@@ -182,7 +182,7 @@ class RolloutWorker:
                 self._shape(split, j)
 
     def set_policy_reward_shaping(self, policy_id: int, scheme: dict) -> None:
-        """Policy `policy_id`'s reward-shaping scheme from now on (`surge.population.shaping`):
+        """Policy `policy_id`'s reward-shaping scheme from now on (`surge.sampling.shaping`):
         set at once on the envs of the agents playing it, and on each agent's env when it starts
         an episode for it."""
         self.shaping.set(policy_id, scheme)

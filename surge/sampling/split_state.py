@@ -10,14 +10,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from surge.population.objective import episode_statistic
+from surge.sampling.objective import episode_statistic
 
 
 @dataclass
 class EpisodeStats:
     """One finished episode: return in env reward units, length in env steps, and (with
     `--with_pbt` and a `--pbt_target_objective` other than true_reward) that statistic as the env
-    reported it (`surge.population.objective`), in `extra` by name."""
+    reported it (`surge.sampling.objective`), in `extra` by name."""
 
     episode_return: float
     episode_length: int
@@ -75,7 +75,7 @@ def note_episode(
     """Records the episode that agent `j` of `split` ended, when `info` marks one (a true
     episode's `info["episode"]`) and it did not begin with decorrelation's random actions: its
     policy (`mapped`: several policies, else 0) and, with `objective_name` (PBT selecting on a
-    statistic other than the return, `surge.population.objective`), that statistic when present."""
+    statistic other than the return, `surge.sampling.objective`), that statistic when present."""
     ep = info.get("episode")
     if ep is not None and not split.random_start[j]:
         extra = None

@@ -9,13 +9,14 @@ import json
 import sys
 from pathlib import Path
 
+from surge.errors import ConfigError, EnvError
+
 
 def main(argv: list[str]) -> int:
     """Runs the config of `argv[1:]` and writes `{"status": ..., "env_frames_per_sec": ..., ...}` to
     `argv[0]` (atomically: temp + rename); returns 0 done, 1 failed, 2 refused config."""
     # imported here, not at the top: the async placement's children re-import this module (see surge/train.py)
     from surge.app.resolve import parse_cfg
-    from surge.errors import ConfigError, EnvError
 
     _die_with_tune()
     out = Path(argv[0])
@@ -25,8 +26,9 @@ def main(argv: list[str]) -> int:
         print(f"surge tune: error: {e}", file=sys.stderr)
         _write(out, {"status": "refused", "error": str(e)})
         return 2
+    # the engine after the config is accepted: a refused one is reported without it
+    from surge.app.training_run import TrainingRun
     from surge.learning.algorithm import get_algorithm
-    from surge.runtime.training_run import TrainingRun
 
     if get_algorithm(cfg.algo).capabilities.sampler_only:  # as `surge bench` (surge/train.py)
         cfg.sampler_only, cfg.benchmark = True, True

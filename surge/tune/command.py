@@ -44,6 +44,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _bool(v: str) -> bool:
+    # `surge tune --help` imports no config machinery
     from surge.cfg.cli import str2bool
 
     return str2bool(v)
@@ -159,6 +160,7 @@ def main(argv: list[str]) -> int:
         ConfigError: a bad flag of tune's or of the run's (refused before any run starts).
         EnvError: the env cannot be made.
     """
+    # torch and the engine after the arguments parsed
     from surge.app.resolve import parse_cfg
     from surge.cfg.yaml_files import load_yaml
 

@@ -13,13 +13,13 @@ import torch
 
 import surge.algorithms.appo.learner as learner_mod
 from surge.app.resolve import parse_cfg
-from surge.distributed.ranks import RankInfo, check_data_parallel
+from surge.app.training_run import train
 from surge.enjoy import enjoy
 from surge.errors import ConfigError
 from surge.learning.amp import check_mixed_precision
 from surge.runtime.components import build_components
+from surge.runtime.ranks import RankInfo, check_data_parallel
 from surge.runtime.serial import SerialSampler
-from surge.runtime.training_run import train
 
 # fmt: off
 ARGS = [

@@ -14,7 +14,7 @@ import torch
 from shm_leftovers import shm_entries, shm_left_since
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 ROOT = Path(__file__).resolve().parents[2]
 # The lag of a sample is bounded by the iterations its block can wait: the two the learner may hold

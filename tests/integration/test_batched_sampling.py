@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import TrainingRun
 from surge.envs.registry import make_env
-from surge.runtime.training_run import TrainingRun
 
 HAS_ENVPOOL = importlib.util.find_spec("envpool") is not None
 

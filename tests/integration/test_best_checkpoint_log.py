@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.experiment.checkpoint import CheckpointManager
-from surge.runtime.training_run import train
+from surge.app.training_run import train
+from surge.runtime.checkpoint import CheckpointManager
 
 
 @pytest.mark.slow

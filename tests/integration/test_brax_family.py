@@ -97,7 +97,7 @@ def test_dlpack_shares_memory_on_cpu():
 @needs_brax
 @pytest.mark.slow
 def test_surge_trains_on_brax_ant(tmp_path):
-    from surge.runtime.training_run import TrainingRun
+    from surge.app.training_run import TrainingRun
 
     cfg = parse_cfg(
         [

@@ -290,10 +290,10 @@ def test_a_trained_checkpoint_resumes_and_plays_with_surge_enjoy(tmp_path, monke
     """End to end: the checkpoint of a run holds the central value and its optimizer, a resumed run
     loads them, `surge enjoy` plays the actor on the env's Dict observation (state dropped) and
     `surge export` writes the actor with the actor's observation as its only input."""
+    from surge.app.training_run import train
     from surge.cli import main as surge_main
-    from surge.experiment.checkpoint import CheckpointManager
-    from surge.experiment.folder import ExperimentFolder
-    from surge.runtime.training_run import train
+    from surge.runtime.checkpoint import CheckpointManager
+    from surge.runtime.experiment_folder import ExperimentFolder
 
     flags = ["--env=occluded_payout", f"--train_dir={tmp_path}", "--experiment=cv", "--serial_mode=True"]
     flags += ["--num_workers=1", "--num_torch_threads=1", "--central_value=True", "--seed=0"]

@@ -12,9 +12,9 @@ import torch
 from torch import nn
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cli import main as surge_main
-from surge.experiment.checkpoint_fit import CheckpointMismatch, check_fits, state_differences
-from surge.runtime.training_run import train
+from surge.runtime.checkpoint_fit import CheckpointMismatch, check_fits, state_differences
 
 
 def _strict_load_fails(module: nn.Module, state: dict) -> bool:

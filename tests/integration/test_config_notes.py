@@ -1,7 +1,7 @@
 """Accepted flags without effect are reported once, with the reason, in the run's surge_log.txt."""
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 
 def test_flags_without_effect_are_reported_once_in_the_log_file(tmp_path):

@@ -20,8 +20,8 @@ import torch
 
 from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.models.actor_critic import ActorCritic
-from surge.runtime.training_run import train
 from tests.integration.test_learner_reference import (
     ACTION_SPACE,
     GAE,

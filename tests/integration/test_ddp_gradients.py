@@ -1,4 +1,4 @@
-"""Data-parallel learners (`surge.distributed.data_parallel`) in two gloo processes spawned with
+"""Data-parallel learners (`surge.runtime.data_parallel`) in two gloo processes spawned with
 torch.multiprocessing, on fixed data, through surge's APPO learner (`Learner.train` ->
 `train_batch` -> `_step` -> `apply_gradients`):
 
@@ -29,9 +29,9 @@ import torch.multiprocessing as mp
 
 from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
-from surge.distributed.data_parallel import DataParallel, RanksDiverged
-from surge.distributed.ranks import RankInfo
 from surge.models.actor_critic import ActorCritic
+from surge.runtime.data_parallel import DataParallel, RanksDiverged
+from surge.runtime.ranks import RankInfo
 
 T, N, OBS, ACTS = 8, 4, 4, 3  # N agents per rank
 OBS_SPACE = gym.spaces.Box(-5.0, 5.0, (OBS,), np.float32)

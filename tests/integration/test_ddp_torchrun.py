@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from surge.distributed.data_parallel import weights_checksum
+from surge.runtime.data_parallel import weights_checksum
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
 CHECKSUM = re.compile(r"rank (\d+) stopped after (\d+) round\(s\).*final weights checksum ([-0-9.e+]+)")

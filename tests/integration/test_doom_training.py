@@ -11,7 +11,7 @@ pytest.importorskip("cv2")
 from test_doom_env import doom_shm, engine_pids  # noqa: E402  (same folder, on sys.path)
 
 from surge.app.resolve import parse_cfg  # noqa: E402
-from surge.runtime.training_run import train  # noqa: E402
+from surge.app.training_run import train  # noqa: E402
 
 SMALL = [
     "--decorrelate_experience_max_seconds=0",

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cli import main as surge_main
-from surge.runtime.training_run import train
 
 N = 3000  # env frames of the whole run; blocks of 4 envs x 16 steps
 

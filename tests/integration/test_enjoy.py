@@ -12,8 +12,8 @@ import torch
 
 import surge.enjoy
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cli import main as surge_main
-from surge.runtime.training_run import train
 
 
 @pytest.fixture(scope="module")

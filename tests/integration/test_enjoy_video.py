@@ -14,7 +14,7 @@ import torch
 
 import surge.enjoy
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.errors import EnvError
 from surge.runtime.components import build_components
-from surge.runtime.training_run import train
 
 SMALL = [
     "--env=CartPole-v1",

@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:  # `tests.replay_tiny_algo` as the command line na
     sys.path.insert(0, str(ROOT))
 
 from surge.app.resolve import parse_cfg  # noqa: E402
-from surge.runtime.training_run import train  # noqa: E402
+from surge.app.training_run import train  # noqa: E402
 from tests.replay_tiny_algo import LinearQ, TinyLearner  # noqa: E402
 
 

@@ -10,8 +10,8 @@ import onnxruntime as ort
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cli import main as surge_main
-from surge.runtime.training_run import train
 
 
 @pytest.mark.slow

@@ -3,8 +3,8 @@
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.errors import ConfigError
-from surge.runtime.training_run import train
 
 
 def _args(tmp_path, *extra):

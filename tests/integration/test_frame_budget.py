@@ -64,8 +64,8 @@ def test_a_limit_set_before_the_start_holds_however_late_the_main_process_steps(
     """The budget reaches the workers with their first step: a main process that is slow to go on
     after the start (a loaded machine) cannot let them sample past it (CI once ended a 2000-frame
     run at 2348 when the limit was set only after the start)."""
-    from surge.experiment.checkpoint import CheckpointManager
     from surge.runtime.async_placement import AsyncPlacement
+    from surge.runtime.checkpoint import CheckpointManager
 
     cfg = parse_cfg(
         [

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.experiment.checkpoint import CheckpointManager
 from surge.population.roles import apply_frozen_sources
+from surge.runtime.checkpoint import CheckpointManager
 
 BASE = [
     "--env=CartPole-v1",
@@ -98,7 +98,7 @@ def test_async_frozen_policy_acts_but_never_learns(tmp_path):
 def test_commands_to_a_frozen_policy_are_refused_with_value_error(tmp_path):
     """SetHyperparams / ReplacePolicy name learners: a frozen policy has none (serial: a KeyError
     before, async: a command queue nobody reads)."""
-    from surge.population.commands import ReplacePolicy, SetHyperparams
+    from surge.runtime.commands import ReplacePolicy, SetHyperparams
 
     placement = _placement(tmp_path, serial=True)
     placement.start()
@@ -118,7 +118,7 @@ def test_synchronous_learning_beside_a_frozen_policy_does_not_stall(tmp_path):
     frozen policy's trajectories are freed at hand-over, so the learner's held trajectories grow by
     less than a block and the pool needs one block more per owner, as with two learners; without
     it this run waits forever for a batch (one worker, one block per owner)."""
-    from surge.runtime.training_run import train
+    from surge.app.training_run import train
 
     args = [
         "--env=CartPole-v1",

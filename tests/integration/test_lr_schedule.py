@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 LR, BUDGET = 1e-3, 4096
 

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
-from surge.runtime.training_run import train
 
 BASE = [
     "--env=CartPole-v1",

@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.envs.registry import register_env
-from surge.experiment.checkpoint import CheckpointManager
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
-from surge.runtime.training_run import train
 
 NAN_REWARD_EVERY, INF_OBS_EVERY = 5, 7
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 ROOT = Path(__file__).resolve().parents[2]
 PLACEMENTS = {

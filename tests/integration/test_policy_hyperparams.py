@@ -10,9 +10,9 @@ import torch
 
 from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
-from surge.experiment.checkpoint import CheckpointManager
-from surge.population.commands import ReplacePolicy, SetHyperparams
 from surge.runtime.async_placement import AsyncPlacement
+from surge.runtime.checkpoint import CheckpointManager
+from surge.runtime.commands import ReplacePolicy, SetHyperparams
 from surge.runtime.serial import SerialPlacement
 
 BASE = [

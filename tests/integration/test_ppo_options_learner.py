@@ -10,11 +10,11 @@ import torch
 from serial_batches import first_batch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.envs.registry import register_env
 from surge.errors import ConfigError
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
-from surge.runtime.training_run import train
 
 
 class _OneStep(gym.Env):

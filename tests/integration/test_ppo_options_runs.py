@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 BUDGET = 8192
 # the score_to_win runs' budget: far beyond where they stop. The async placement's stop comes

@@ -11,7 +11,7 @@ import pytest
 
 from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import TrainingRun
+from surge.app.training_run import TrainingRun
 
 STEP_SEC = 0.25  # a slow optimizer step, so one batch takes longer than the report interval
 

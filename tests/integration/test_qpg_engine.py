@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cli import main as surge_main
-from surge.experiment.checkpoint import CheckpointManager
-from surge.runtime.training_run import train
+from surge.runtime.checkpoint import CheckpointManager
 
 ALGOS = ["SAC", "TD3", "DDPG"]
 # fmt: off

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cli import main as surge_main
 from surge.errors import ConfigError
-from surge.runtime.training_run import train
 
 N = 896  # env frames of the whole run: 8 blocks of 4 envs x 28 steps
 

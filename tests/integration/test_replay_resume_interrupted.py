@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.learning.replay_learner import ReplayLearnerBase
-from surge.runtime.training_run import train
 from surge.sampling.rollout_worker import RolloutWorker
 
 # one worker, 2 splits of 2 envs: every 8 env steps both splits finish a block in the same step, so a

@@ -5,8 +5,8 @@ missing): the monitor writes a summary as soon as a policy's first episodes are 
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.experiment.events import read_scalars
-from surge.runtime.training_run import train
 
 
 def test_the_return_curve_starts_at_the_first_episodes(tmp_path):

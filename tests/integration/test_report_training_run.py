@@ -10,8 +10,8 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.experiment import report as report_module
-from surge.runtime.training_run import train
 
 
 def _cfg(tmp_path, *extra):

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 
 def _cfg(tmp_path: Path, budget: int):

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.learning.base import LearnerBase
-from surge.runtime.training_run import train
 
 N = 3000  # env frames of the whole run; batches of 512 samples, rollouts of 8 envs x 32 steps
 

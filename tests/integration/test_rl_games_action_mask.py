@@ -13,10 +13,10 @@ import onnxruntime as ort
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.cli import main as surge_main
 from surge.envs.probe import probe_spaces
 from surge.envs.registry import make_env
-from surge.runtime.training_run import train
 
 LENGTH = 8  # cells of the corridor
 MAX_STEPS = 40

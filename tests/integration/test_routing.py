@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.experiment.checkpoint import CheckpointManager
 from surge.learning.batcher import traj_per_iteration
 from surge.runtime.async_placement import AsyncPlacement
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.components import build_components
 from surge.runtime.serial import SerialSampler
 
@@ -203,7 +203,7 @@ def test_two_policies_stopped_mid_run_and_resumed_end_as_the_uninterrupted_run(t
     """The sampler state holds each learner's pending trajectories and the per-slot holders: a
     serial run stopped by its budget mid-way and resumed ends with the uninterrupted run's weights,
     normalisers and optimizer state for both policies, bit for bit."""
-    from surge.runtime.training_run import train
+    from surge.app.training_run import train
 
     n = 3000
     assert train(_resume_cfg(tmp_path, "whole", n)) == "done"

@@ -105,7 +105,7 @@ def test_deterministic_context_acts_with_the_distribution_mode(tmp_path):
 def test_a_resumed_run_acts_from_its_env_frame_not_from_zero(tmp_path):
     """The review of the seams: `ActContext.env_frames` was 0 for a resumed run until its first
     report, so an exploration schedule (DQN's epsilon) restarted from its initial value."""
-    from surge.runtime.training_run import train
+    from surge.app.training_run import train
 
     def argv(budget: int) -> list[str]:
         return [

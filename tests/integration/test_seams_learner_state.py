@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
 from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
 from surge.learning.algorithm import Algorithm, Feed, register_algorithm  # noqa: E402
-from surge.population.commands import ReplacePolicy  # noqa: E402
+from surge.runtime.commands import ReplacePolicy  # noqa: E402
 from surge.runtime.components import blocks_per_split, build_components, env_info  # noqa: E402
 from surge.runtime.placement import load_policy_state, policy_state, published_policy_state  # noqa: E402
 from surge.runtime.serial import BatchSnapshot, SerialPlacement  # noqa: E402

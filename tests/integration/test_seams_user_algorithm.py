@@ -18,11 +18,11 @@ if str(ROOT) not in sys.path:  # `tests.user_algo_example` as the command line n
 
 import surge.enjoy  # noqa: E402
 from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.app.training_run import train  # noqa: E402
 from surge.cfg.cli import save_cfg  # noqa: E402
 from surge.errors import ConfigError  # noqa: E402
-from surge.experiment.checkpoint import CheckpointManager  # noqa: E402
+from surge.runtime.checkpoint import CheckpointManager  # noqa: E402
 from surge.runtime.serial import SerialPlacement  # noqa: E402
-from surge.runtime.training_run import train  # noqa: E402
 
 ALGO = "--algo=tests.user_algo_example:USER_AC"
 ARGS = [

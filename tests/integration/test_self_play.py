@@ -9,7 +9,7 @@ import torch
 import two_player_toy  # noqa: F401  (registers --env=higher_number)
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 ARGS = [
     "--env=higher_number",

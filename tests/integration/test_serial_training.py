@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 
 def _cfg(tmp_path, *extra, env="cartpole"):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.errors import SurgeError
-from surge.runtime.training_run import train
 
 MINIGRID = "minigrid:MiniGrid-Empty-5x5-v0"
 

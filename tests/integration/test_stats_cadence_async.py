@@ -4,8 +4,8 @@ with its diagnostics, while it trains many batches in between."""
 import time
 
 from surge.app.resolve import parse_cfg
-from surge.experiment.checkpoint import CheckpointManager
 from surge.runtime.async_placement import AsyncPlacement
+from surge.runtime.checkpoint import CheckpointManager
 from surge.runtime.stats_cadence import DIAGNOSTICS_INTERVAL_SEC
 
 

@@ -17,8 +17,8 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.learning.algorithm import get_algorithm
-from surge.runtime.training_run import train
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 4

@@ -6,7 +6,7 @@ import time
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import torch
 
 from surge.algorithms.a2c.learner import A2CLearner
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 
 WORKERS, ENVS, ROLLOUT = 2, 8, 32  # the rollout is Config's default
 ROUND = WORKERS * ENVS * ROLLOUT  # samples collected per round

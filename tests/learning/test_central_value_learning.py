@@ -10,7 +10,7 @@ fails then (seeds 1-3 in docs/central_value.md)."""
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import TrainingRun
+from surge.app.training_run import TrainingRun
 
 # fmt: off
 FLAGS = [

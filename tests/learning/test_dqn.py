@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 from tests.play_checkpoint import play
 
 BUDGET = 100_000  # env steps (CartPole: frameskip 1); at zoo's 50k, seed 1 evaluated 301

@@ -15,8 +15,8 @@ even if the learner's model would answer right."""
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import TrainingRun
 from surge.envs.memory import CHANCE_RETURN
-from surge.runtime.training_run import TrainingRun
 
 # fmt: off
 # rollout = recurrence = episode length (5 + 2) and no decorrelation: each trajectory is one episode.

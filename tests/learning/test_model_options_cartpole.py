@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.enjoy import enjoy
-from surge.runtime.training_run import train
 
 # fmt: off
 HYPERPARAMS = [

@@ -9,8 +9,8 @@ pytest.importorskip("pettingzoo")
 import strict_masks  # noqa: E402
 
 from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.app.training_run import train  # noqa: E402
 from surge.enjoy import enjoy  # noqa: E402
-from surge.runtime.training_run import train  # noqa: E402
 
 PLACEMENTS = {
     "serial": ["--serial_mode=True"],

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import TrainingRun
 from surge.enjoy import enjoy
-from surge.runtime.training_run import TrainingRun
 
 PLACEMENT = ["--serial_mode=True", "--num_workers=2"]
 

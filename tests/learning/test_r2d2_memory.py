@@ -18,8 +18,8 @@ docs/logs/r2d2_memory_2026-11-24.md)."""
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import TrainingRun
 from surge.envs.memory import CHANCE_RETURN
-from surge.runtime.training_run import TrainingRun
 
 # fmt: off
 COMMON = [

@@ -22,9 +22,9 @@ import ray_two_nodes  # noqa: E402
 from test_cartpole import HYPERPARAMS  # noqa: E402
 
 from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.app.training_run import train  # noqa: E402
 from surge.enjoy import enjoy  # noqa: E402
-from surge.experiment.checkpoint import CheckpointManager  # noqa: E402
-from surge.runtime.training_run import train  # noqa: E402
+from surge.runtime.checkpoint import CheckpointManager  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.runtime.training_run import train
+from surge.app.training_run import train
 from tests.play_checkpoint import play
 
 # fmt: off

@@ -14,8 +14,8 @@ import pytest
 from test_cartpole import HYPERPARAMS, KIND, PLACEMENTS
 
 from surge.app.resolve import parse_cfg
+from surge.app.training_run import train
 from surge.enjoy import enjoy
-from surge.runtime.training_run import train
 
 
 @pytest.mark.slow

@@ -21,8 +21,7 @@ from surge.envs.action_masks import (
 )
 from surge.envs.multi_agent import SingleAgentAsMultiAgent
 from surge.models.actor_critic import ActorCritic
-from surge.models.distributions import make_distribution
-from surge.sampling.inference import random_actions
+from surge.models.distributions import make_distribution, random_actions
 
 D7 = gym.spaces.Discrete(7)
 

@@ -13,7 +13,6 @@ import torch
 from torch import nn
 
 from surge.algorithms.appo.declaration import APPO
-from surge.distributed.ranks import RankInfo, check_data_parallel
 from surge.errors import ConfigError
 from surge.export.load import saved_values
 from surge.learning import algorithm as registry
@@ -21,6 +20,7 @@ from surge.learning.algorithm import Capabilities, get_algorithm, register_algor
 from surge.learning.amp import check_mixed_precision, resolve_mixed_precision
 from surge.learning.central_value import check_central_value_flags
 from surge.runner.outcome import is_benchmark
+from surge.runtime.ranks import RankInfo, check_data_parallel
 
 ALL = Capabilities(**{f.name: True for f in dataclasses.fields(Capabilities)})
 ON, OFF = "TOY_CAPABLE", "TOY_INCAPABLE"

@@ -156,8 +156,8 @@ def test_a_finished_run_closes_its_log_file_so_a_later_run_does_not_write_into_i
     import logging
     from types import SimpleNamespace
 
-    import surge.runtime.training_run as training_run
-    from surge.experiment.folder import setup_logging
+    import surge.app.training_run as training_run
+    from surge.runtime.experiment_folder import setup_logging
 
     log_file = tmp_path / "surge_log.txt"
     run = training_run.TrainingRun.__new__(training_run.TrainingRun)  # no cfg: only run()'s wrapper

@@ -8,8 +8,8 @@ import pytest
 
 from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
-from surge.experiment.monitor import PolicyStats
 from surge.runtime.best_checkpoint import BestCheckpoints
+from surge.runtime.policy_stats import PolicyStats
 
 
 def _cfg(*extra, root="/tmp/unused"):

@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from surge.experiment.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
+from surge.runtime.checkpoint import CheckpointManager, atomic_torch_save, rng_state, set_rng_state
 
 
 def test_keeps_latest_n_and_one_best(tmp_path):

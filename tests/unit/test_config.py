@@ -356,14 +356,14 @@ def test_an_empty_experiment_name_is_refused(experiment, tmp_path):
 def test_experiment_names_inside_the_train_dir_are_accepted(tmp_path):
     for name in ("run", "group/run", "./run", "a/../run"):
         cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", f"--experiment={name}"])
-        from surge.experiment.folder import ExperimentFolder
+        from surge.runtime.experiment_folder import ExperimentFolder
 
         root = ExperimentFolder(cfg).root.resolve()
         assert tmp_path.resolve() in root.parents, name
 
 
 def test_experiment_folder_refuses_a_name_outside_the_train_dir_of_a_hand_built_config(tmp_path):
-    from surge.experiment.folder import ExperimentFolder
+    from surge.runtime.experiment_folder import ExperimentFolder
 
     cfg = parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}"])
     cfg.experiment = "../outside"

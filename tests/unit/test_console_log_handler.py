@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from surge.experiment.folder import setup_logging
+from surge.runtime.experiment_folder import setup_logging
 
 
 @pytest.fixture

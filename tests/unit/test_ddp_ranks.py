@@ -1,5 +1,5 @@
 """torchrun's environment read as a rank, the budget split, per-rank seeds, the device each rank
-uses, and the settings a data-parallel run refuses (`surge.distributed.ranks`)."""
+uses, and the settings a data-parallel run refuses (`surge.runtime.ranks`)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import pytest
 import torch
 
 from surge.app.resolve import parse_cfg
-from surge.distributed.ranks import (
+from surge.errors import ConfigError
+from surge.runtime.components import torch_device
+from surge.runtime.ranks import (
     RankInfo,
     check_data_parallel,
     local_env_step_budget,
     rank_info,
     rank_seed,
 )
-from surge.errors import ConfigError
-from surge.runtime.components import torch_device
 
 
 def _cfg(tmp_path, *extra):

@@ -80,7 +80,7 @@ def test_module_env_id_is_imported_and_wrappers_apply(toy_module, tmp_path):
 
 
 def test_a_third_party_dict_env_trains_without_a_script(toy_module, tmp_path):
-    from surge.runtime.training_run import train
+    from surge.app.training_run import train
 
     extra = ["--serial_mode=True", "--num_workers=1", "--num_envs_per_worker=2", "--train_for_env_steps=300"]
     extra += ["--use_rnn=False", "--recurrence=1", "--with_vtrace=False", "--hidden_size=16"]

@@ -5,7 +5,7 @@ arrives unchanged, in order with the packed ones."""
 
 import pickle
 
-from surge.population.commands import SetRewardShaping
+from surge.runtime.commands import SetRewardShaping
 from surge.runtime.messages import REPLY_CODEC, REQUEST_CODEC, ActionsReady, PolicyRequest
 from surge.runtime.pipe_queue import PipeQueue
 

@@ -8,9 +8,9 @@ import pytest
 
 from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
-from surge.population.commands import ReplacePolicy, SetHyperparams
-from surge.population.objective import episode_statistic
 from surge.population.pbt import PopulationBasedTraining, tuned_names
+from surge.runtime.commands import ReplacePolicy, SetHyperparams
+from surge.sampling.objective import episode_statistic
 from surge.sampling.rollout_worker import EpisodeStats
 
 

@@ -18,13 +18,13 @@ def test_reports_are_off_outside_report_tests_even_when_the_test_imports_the_run
     # the first test imports the training run itself (nothing imported it before the fixture ran)
     (tmp_path / "test_a_plain.py").write_text(
         "def test_off():\n"
-        "    import surge.runtime.training_run as t\n"
+        "    import surge.app.training_run as t\n"
         "    assert t.finish_report.__name__ == '<lambda>' and t.update_report.__name__ == '<lambda>'\n"
     )
     (tmp_path / "test_report_b.py").write_text(
         "def test_on():\n"
         "    import surge.experiment.report as r\n"
-        "    import surge.runtime.training_run as t\n"
+        "    import surge.app.training_run as t\n"
         "    assert t.finish_report is r.finish_report and t.update_report is r.update_report\n"
         "    assert r.finish_report.__name__ == 'finish_report'\n"
     )

@@ -1,13 +1,13 @@
-"""Each policy's reward shaping (surge.population.shaping): the rollout worker's copy sets a
+"""Each policy's reward shaping (surge.sampling.shaping): the rollout worker's copy sets a
 policy's scheme on an agent's env once per change, single- and multi-agent; PBT copies and perturbs
 Doom's scheme as Sample Factory's `_perturb_reward` (the `delta` and `selected_weapon` sections)."""
 
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.population.commands import ReplacePolicy, SetRewardShaping
 from surge.population.pbt import PopulationBasedTraining
-from surge.population.shaping import WorkerShaping, default_reward_shaping
+from surge.runtime.commands import ReplacePolicy, SetRewardShaping
+from surge.sampling.shaping import WorkerShaping, default_reward_shaping
 
 
 class _SingleAgent:

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from surge.envs.action_masks import MASK_KEY
 from surge.learning.algorithm import ActContext, Algorithm, Capabilities, Obs, register_algorithm
-from surge.sampling.inference import random_actions
+from surge.models.distributions import random_actions
 
 
 def random_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: ActContext) -> dict[str, Tensor]:

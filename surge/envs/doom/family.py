@@ -208,6 +208,7 @@ def make_doom_env(full_env_name: str, cfg: Config, render_mode: str | None = Non
             "num_agents", f"{full_env_name} is a single-player scenario.", "leave --num_agents at -1."
         )
     if num_agents > 1:
+        # import circle: multiplayer's host process imports this family (kept lazy there and here)
         from surge.envs.doom.multiplayer import DoomMultiAgentEnv
 
         net = NetGame(0, num_agents, 0, num_bots, s.respawn_delay, timelimit)

@@ -174,6 +174,7 @@ class DoomGameEnv(gym.Env):
         n = self.net
         assert n is not None
         if n.port == 0:  # a hosting game with no one joining: take a free port now, at init
+            # import circle: multiplayer imports this module at its top
             from surge.envs.doom.multiplayer import free_udp_port
 
             n.port = free_udp_port()

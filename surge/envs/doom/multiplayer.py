@@ -53,12 +53,14 @@ def free_udp_port() -> int:
 
 def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_barrier: Any) -> None:
     """Child process: makes one player's env and serves reset / step / set_reward_shaping / close."""
+    # upward import (listed in pyproject's ignore_imports): the host process's helpers live in runtime/
     from surge.runtime.process_setup import STACK_SIGNAL, die_with_parent
 
     die_with_parent()
     faulthandler.register(STACK_SIGNAL, all_threads=True)  # to stderr, when its match stops answering
     env = None
     try:
+        # import circle: the family imports this module (for its multi-agent env)
         from surge.envs.doom.family import DoomParams, make_player_env
         from surge.envs.doom.game import DoomGameEnv
         from surge.envs.doom.scenarios import SCENARIOS
@@ -95,6 +97,7 @@ def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_b
 def _dump_stacks(procs: list) -> None:
     """Asks each live player process for its Python stack (`_player_main` registers faulthandler
     on `STACK_SIGNAL`; it writes to the inherited stderr) and gives them a moment to write it."""
+    # upward import (listed in pyproject's ignore_imports), as in `_host_main`
     from surge.runtime.process_setup import STACK_SIGNAL
 
     sent = False

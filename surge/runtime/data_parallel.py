@@ -33,8 +33,9 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from surge.distributed.ranks import RankInfo
 from surge.models.normalization import RunningMeanStd
+from surge.runtime.placement import load_policy_state, policy_state
+from surge.runtime.ranks import RankInfo, rank_info
 
 log = logging.getLogger("surge")
 
@@ -83,7 +84,7 @@ class DataParallel:
     """This rank's membership of the process group (see the module docstring).
 
     Args:
-        info: the rank (`surge.distributed.ranks.rank_info`).
+        info: the rank (`surge.runtime.ranks.rank_info`).
         device: the learning device: NCCL on CUDA, gloo on the CPU.
         init: initialise the process group from torchrun's environment (`MASTER_ADDR`,
             `MASTER_PORT`); False when the caller initialised it (tests).
@@ -124,8 +125,6 @@ class DataParallel:
         """Replaces this rank's model and learner state (optimizers, policy_version,
         hyper-parameters) by rank 0's: every rank starts from the same point, fresh (their seeds
         differ) or resumed (rank 0 read the checkpoint)."""
-        from surge.runtime.placement import load_policy_state, policy_state
-
         obj: list[Any] = [_to_cpu(policy_state(model, learner)) if self.info.is_main else None]
         dist.broadcast_object_list(obj, src=0, device=self.comm_device if self.backend == "nccl" else None)
         if not self.info.is_main:
@@ -251,8 +250,6 @@ def join_data_parallel(model: nn.Module, learner: Any, device: torch.device) -> 
     """In a run torchrun started with several ranks: joins the process group, takes rank 0's
     state (`broadcast_policy`) and makes `learner` average its gradients over the ranks; returns
     the group. None (and nothing changes) in a single-process run."""
-    from surge.distributed.ranks import rank_info
-
     info = rank_info()
     if not info.distributed:
         return None

@@ -7,6 +7,7 @@ import logging
 import signal
 import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from surge.app.notes import config_notes
@@ -15,11 +16,9 @@ from surge.cfg.budget import no_end_note
 from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
-from surge.distributed.ranks import local_env_step_budget, rank_info, rank_seed
+from surge.distributed.ray_placement import RayPlacement
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
-from surge.experiment.checkpoint import CheckpointManager, log_no_checkpoint
-from surge.experiment.folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
 from surge.experiment.git_info import record_code_revision
 from surge.experiment.monitor import Monitor
 from surge.experiment.report import finish_report, update_report
@@ -27,10 +26,14 @@ from surge.learning.algorithm import get_algorithm
 from surge.population.pbt import PopulationBasedTraining
 from surge.population.roles import apply_frozen_sources
 from surge.population.self_play import SelfPlayController
+from surge.runtime.async_placement import AsyncPlacement
 from surge.runtime.best_checkpoint import BestCheckpoints
+from surge.runtime.checkpoint import CheckpointManager, log_no_checkpoint
+from surge.runtime.experiment_folder import ExperimentFolder, close_log_files, run_log_file, setup_logging
 from surge.runtime.final_checkpoints import final_checkpoints_written
 from surge.runtime.placement import Placement
 from surge.runtime.process_setup import retain_freed_memory
+from surge.runtime.ranks import local_env_step_budget, rank_info, rank_seed
 from surge.runtime.resume_line import resume_line
 from surge.runtime.serial import SerialPlacement
 from surge.runtime.stop_signals import SAME_STOP_SEC, STOP_SIGNALS, StopAborted, StopRequests
@@ -53,11 +56,7 @@ def make_placement(
         retain_freed_memory()  # this process samples and learns (the async children do it themselves)
         return SerialPlacement(cfg, ckpts, resume_states, sampler_state_file)
     if cfg.distributed == "ray":  # the learner here, sampler nodes on a Ray cluster
-        from surge.distributed.ray_placement import RayPlacement
-
         return RayPlacement(cfg, ckpts, resume_states)
-    from surge.runtime.async_placement import AsyncPlacement
-
     return AsyncPlacement(cfg, ckpts, resume_states)
 
 
@@ -336,7 +335,7 @@ class TrainingRun:
         """Whether a Ctrl+C or SIGTERM asked this run to stop."""
         return self.stops.requested
 
-    def _on_signal(self, signum, frame) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         meaning = self.stops.note(signum)
         if meaning == "same":  # GNU timeout's second signal (to the group), a repeated kill: one stop
             return

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from surge.cfg.config import Config
 from surge.cfg.validate import check_experiment_name
-from surge.distributed.ranks import rank_info
+from surge.runtime.ranks import rank_info
 
 log = logging.getLogger("surge")
 

@@ -11,14 +11,13 @@ import copy
 from typing import Any
 
 from surge.cfg.config import Config
+from surge.envs.doom.family import default_reward_shaping as doom_default
 
 
 def default_reward_shaping(cfg: Config) -> dict | None:
     """The scheme the run's envs start with (Doom scenarios with shaping), else None."""
     if not str(cfg.env).startswith("doom_"):
         return None
-    from surge.envs.doom.family import default_reward_shaping as doom_default
-
     return doom_default(cfg)
 
 
