@@ -92,8 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return tb_main(rest)
         if command == "check-env":
-            import surge.app.builtins  # noqa: F401  (the env families it checks by name)
-            from surge.envs.check import main as check_main
+            from surge.app.check_env import main as check_main  # it loads the built-in families
 
             return check_main(rest)
     except SurgeError as e:

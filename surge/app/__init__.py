@@ -7,7 +7,7 @@ config) and runs the preflight, each subsystem's own checks in turn, before a ru
 - `preflight`: `validate_cfg`, every subsystem's checks in one fixed order;
 - `notes`: the run log's notes on flags without effect;
 - `space_defaults`: the defaults an env's spaces choose (the env made once);
-- `memory_estimate`: the memory a run allocates, against this machine's;
+- `check_env`: `surge check-env`, what keeps a user's env from running (with the run's flags);
 - `reference`: docs/configuration.md, every flag of every family and algorithm.
 
 Nothing below `surge.app` should import it (the import contract in pyproject.toml,

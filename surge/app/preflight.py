@@ -4,7 +4,6 @@ first, then policies and algorithms, then the run's outputs, the machine's memor
 
 from __future__ import annotations
 
-from surge.app.memory_estimate import check_memory, estimate_memory
 from surge.cfg.config import Config
 from surge.cfg.validate import (
     check_budgets,
@@ -23,6 +22,7 @@ from surge.learning.central_value import check_env_state
 from surge.learning.checks import check_algorithm_flags, check_device
 from surge.models.model_checks import check_model_flags
 from surge.population.checks import check_population, check_roles
+from surge.runtime.memory_estimate import check_memory, estimate_memory
 from surge.runtime.ranks import check_data_parallel
 from surge.sampling.checks import check_mapping_name, check_policy_mapping
 

@@ -42,7 +42,6 @@ from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
 from surge.cfg.space_defaults import as_overrides
 from surge.cfg.validate import check_experiment_name
 from surge.cfg.yaml_files import convert_yaml, load_yaml, player_values, read_yaml, yaml_name
-from surge.envs.check import check_env_spaces
 from surge.envs.probe import probe_spaces, uses_space_defaults
 from surge.envs.registry import check_env_name, find_family
 from surge.errors import ConfigError, SurgeError
@@ -53,6 +52,7 @@ from surge.learning.run_flags import (
     flag_fields,
     refuse_other_algorithm_flags,
 )
+from surge.runtime.env_checks import check_env_spaces
 
 
 def _saved_algo(pre_args: argparse.Namespace, yaml_values: dict[str, Any], evaluation: bool) -> str | None:

@@ -1,6 +1,6 @@
 """The spaces half of `surge check-env`: observation and action spaces that surge's encoders and
-policy heads take, and `check_env_spaces`, which `surge train` also runs before allocating anything
-(images in the wrong order or too small for the conv encoder, memory).
+policy heads take, and `check_space_support`, which `surge train` also runs before allocating
+anything (`surge.runtime.env_checks`: images in the wrong order or too small for the conv encoder).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import gymnasium as gym
 import numpy as np
 
 from surge.cfg.config import Config
+from surge.envs.action_masks import check_mask_space
 from surge.envs.check_findings import Findings
-from surge.envs.wrappers import is_flattenable, unflattenable_entries
+from surge.envs.wrappers import is_channels_last, is_flattenable, unflattenable_entries
 from surge.errors import EnvError
 
 SUPPORTED_OBS = "a Box (vector or image), or a Dict of Box"
@@ -145,48 +146,34 @@ def _too_small(shape: tuple[int, ...], subtype: str) -> bool:
     return min(_conv_out(shape[1], layers), _conv_out(shape[2], layers)) < 1
 
 
-def check_env_spaces(
-    cfg: Config,
-    observation_space: gym.Space,
-    action_space: gym.Space,
-    num_agents: int = 1,
-    memory: bool = True,
-    replay_bytes: int = 0,
-) -> None:
-    """Refuses, before anything is allocated, an env whose spaces this config cannot train on:
+def check_space_support(
+    cfg: Config, observation_space: gym.Space, action_space: gym.Space
+) -> list[tuple[str, gym.spaces.Box]]:
+    """Refuses an env whose spaces the encoders and policy heads of this config cannot take:
     observation spaces the encoders do not take (a Dict entry that is not a Box is named), action
-    spaces the policy heads do not output (Dict), images in height-width-channel order or too small
-    for the conv encoder of `cfg.encoder_subtype`, and buffers and model larger than this machine's
-    memory (`surge.app.memory_estimate.estimate_memory` with the real observation size).
+    spaces the policy heads do not output (Dict), action masks that do not fit the action space,
+    images in height-width-channel order or too small for the conv encoder of
+    `cfg.encoder_subtype`. What the run refuses besides (action options, memory) is checked by
+    `surge.runtime.env_checks.check_env_spaces`, which calls this first.
 
     Args:
-        cfg: the run's config (encoder_type, encoder_subtype, encoder_custom, sizes).
+        cfg: the run's config (encoder_type, encoder_subtype, encoder_custom, env_wrappers).
         observation_space, action_space: one agent's spaces, as the env reports them.
-        num_agents: agents per env object.
-        memory: also check the memory estimate (False: the spaces only, as `parse_cfg` does for
-            an env whose spaces it read, before the number of agents is known).
-        replay_bytes: what the algorithm's replay buffers hold (`Algorithm.replay_bytes`), added to
-            the estimate.
+
+    Returns:
+        The observation's Box entries, `(path, box)` each (path `""` for a plain Box).
 
     Raises:
         EnvError: a space this config cannot handle; the message names the observation key and
             says what to pass (a flag or a wrapper) to fix it.
-        ConfigError: the run would need more memory than this machine has (see `check_memory`).
     """
-    # upward imports (listed in pyproject's ignore_imports): the run's preflight checks
-    from surge.app.memory_estimate import check_memory, estimate_memory
-    from surge.envs.action_masks import check_mask_space
-    from surge.envs.wrappers import is_channels_last
+    # torch (models) only when spaces are checked, as in `_too_small`
     from surge.models.encoders import CONV_LAYERS
 
     custom = bool(getattr(cfg, "encoder_custom", ""))
     if not custom:
         _refuse_unsupported_obs(observation_space, cfg)
     _check_action_space(action_space)
-    # upward import (listed in pyproject's ignore_imports), as above
-    from surge.learning.pg_checks import check_action_options
-
-    check_action_options(cfg, action_space)
     check_mask_space(observation_space, action_space)
     boxes = _boxes(observation_space)
     images = cfg.encoder_type != "mlp" and not custom
@@ -225,17 +212,7 @@ def check_env_spaces(
                     + ", `--encoder_type=mlp` (flattens the image), or a larger image (e.g. gymnasium's "
                     "ResizeObservation in a wrapper of yours)."
                 )
-    if not memory:
-        return
-    obs_bytes = sum(int(np.prod(b.shape)) * np.dtype(b.dtype).itemsize for _, b in boxes) or 1
-    vector = boxes and all(len(b.shape) <= 1 for _, b in boxes) and len(boxes) == 1
-    obs_floats = int(np.prod(boxes[0][1].shape)) if vector else None
-    if cfg.encoder_type == "mlp" and len(boxes) == 1 and not custom:
-        obs_floats = int(np.prod(boxes[0][1].shape))
-    parts = estimate_memory(cfg, obs_bytes=obs_bytes, obs_floats=obs_floats, num_agents=num_agents)
-    if replay_bytes:
-        parts.append(("algo", replay_bytes, f"the replay buffer(s) of --algo={cfg.algo}"))
-    check_memory(parts)
+    return boxes
 
 
 def _with_wrappers(cfg: Config | None, *added: str) -> str:

@@ -176,7 +176,7 @@ def check_rl_games_options(cfg: Config) -> None:
 def check_action_options(cfg: Config, action_space: Any) -> None:
     """The options that need a Box action space (a Gaussian head): `bounds_loss_coef` > 0, and
     `rescale_actions` (finite bounds too). Run with the env's action space before any process
-    starts (`surge.envs.check.check_env_spaces`).
+    starts (`surge.runtime.env_checks.check_env_spaces`).
 
     Raises:
         ConfigError: naming the flag and the fix.

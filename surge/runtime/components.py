@@ -21,12 +21,12 @@ from surge.cfg.config import Config, env_frameskip
 from surge.cfg.policy_roles import learning_policies
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
-from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
 from surge.learning.algorithm import Algorithm, ModelParts, acting_state_size, get_algorithm
 from surge.learning.amp import resolve_mixed_precision
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
+from surge.runtime.env_checks import check_env_spaces
 from surge.runtime.ranks import rank_info
 from surge.sampling.checks import check_policy_mapping
 from surge.sampling.inference import InferenceWorker
@@ -50,7 +50,7 @@ def env_info(cfg: Config, with_replay: bool = True) -> EnvInfo:
     leaves the replay out of the memory check (a Ray sampler node: the replay is on the head).
 
     Raises:
-        EnvError: spaces this config cannot train on (`surge.envs.check.check_env_spaces`).
+        EnvError: spaces this config cannot train on (`surge.runtime.env_checks.check_env_spaces`).
         ConfigError: buffers, model and the algorithm's replay (`Algorithm.replay_bytes`, per
             learning policy) would not fit in this machine's memory, or policies the mapping can
             never pick (`surge.sampling.checks.check_policy_mapping`).

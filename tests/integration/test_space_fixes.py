@@ -112,7 +112,7 @@ def test_a_small_channels_last_image_fixes_train(tmp_path):
 
 def test_check_env_refuses_what_train_refuses_with_the_same_fix(tmp_path):
     pytest.importorskip("minigrid")
-    from surge.envs.check import check_env, config_for_env
+    from surge.app.check_env import check_env, config_for_env
 
     flags = ["--env_wrappers", "minigrid.wrappers:ImgObsWrapper"]
     train_msg = _start(_argv(tmp_path, MINIGRID, *flags))

@@ -253,7 +253,7 @@ class _LenientInfoMaskEnv(_InfoMaskEnv):
 
 
 def test_check_env_points_to_the_wrapper_for_info_masks_and_keeps_to_them():
-    from surge.envs.check import check_env
+    from surge.app.check_env import check_env
 
     found = check_env(_LenientInfoMaskEnv(), num_steps=20)
     assert any("surge.envs.action_masks:InfoActionMask" in w for w in found)

@@ -14,9 +14,9 @@ pytest.importorskip("cv2")
 
 from gymnasium.wrappers import RecordEpisodeStatistics  # noqa: E402
 
+from surge.app.check_env import check_env, main  # noqa: E402
 from surge.cfg.config import Config  # noqa: E402
 from surge.envs.atari import ATARI_DEFAULTS, AtariParams, atari_env_id, atari_params, make_atari_env  # noqa: E402
-from surge.envs.check import check_env, main  # noqa: E402
 from surge.envs.multi_agent import has_wrapper  # noqa: E402
 from surge.envs.registry import find_family, make_env  # noqa: E402
 from surge.envs.wrappers import EpisodicLifeEnv, FireResetEnv, sign_reward  # noqa: E402

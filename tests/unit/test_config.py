@@ -283,16 +283,16 @@ def test_encoder_type_and_subtype_must_go_together(etype, subtype, ok, tmp_path)
     ],
 )
 def test_sizes_that_cannot_fit_in_memory_are_refused(argv, field, tmp_path, monkeypatch):
-    import surge.app.memory_estimate
+    import surge.runtime.memory_estimate
 
-    monkeypatch.setattr(surge.app.memory_estimate, "physical_memory_bytes", lambda: 64 * 10**9)
+    monkeypatch.setattr(surge.runtime.memory_estimate, "physical_memory_bytes", lambda: 64 * 10**9)
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=cartpole", f"--train_dir={tmp_path}", *argv])
     assert e.value.field == field and "GB" in e.value.problem and "memory" in e.value.problem
 
 
 def test_physical_memory_is_read_and_sizes_that_fit_are_accepted(tmp_path):
-    from surge.app.memory_estimate import physical_memory_bytes
+    from surge.runtime.memory_estimate import physical_memory_bytes
 
     with open("/proc/meminfo") as f:
         total_kb = int(next(line for line in f if line.startswith("MemTotal:")).split()[1])

@@ -482,7 +482,7 @@ def test_accepted_random_configs_run_or_are_refused_and_leave_nothing(case, tmp_
 
 
 def test_the_memory_estimate_counts_the_batches_accumulation_holds(tmp_path):
-    from surge.app.memory_estimate import estimate_memory
+    from surge.runtime.memory_estimate import estimate_memory
 
     cfg = parse_cfg(["--env=cartpole", "--num_workers=1", f"--train_dir={tmp_path}"])
     base = estimate_memory(cfg)[0][1]

@@ -8,8 +8,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from surge.app.check_env import main as check_env_main
 from surge.app.resolve import parse_cfg
-from surge.envs.check import main as check_env_main
 from surge.envs.registry import make_env
 from surge.errors import ConfigError
 

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from surge.envs.check import check_env, main
+from surge.app.check_env import check_env, main
 from surge.envs.multi_agent import SingleAgentAsMultiAgent
 from surge.errors import ConfigError, EnvError
 
@@ -208,3 +208,28 @@ def test_a_problem_training_tolerates_passes_with_one_counted_warning(capsys, at
     assert len(warnings) == 1, out
     assert problem in warnings[0] and re.search(r"seen \d+ times, first at env\.reset", warnings[0]), out
     assert out.startswith("OK") and "1 warning" in out.splitlines()[0], out
+
+
+def test_the_module_entry_knows_every_built_in_family():
+    # `python -m surge.app.check_env` in a fresh interpreter: nothing but the module itself has
+    # registered the families, so a family of surge/app/builtins.py (memory_cue) must be known
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run(
+        [sys.executable, "-m", "surge.app.check_env", "--env=memory_cue", "--num_steps=5"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("OK: env 'memory_cue' passed"), out.stdout
+
+
+def test_the_command_refuses_what_training_refuses_once_the_spaces_are_known(capsys):
+    # the action options (learning) are checked against the env's action space as `surge train`
+    # checks them (surge.runtime.env_checks): CartPole's actions are Discrete
+    assert main(["--env=cartpole", "--rescale_actions=True", "--num_steps=5"]) == 1
+    assert "rescale_actions" in capsys.readouterr().err

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from surge.app.resolve import parse_cfg
-from surge.envs.check import check_env_spaces
 from surge.envs.registry import make_env
 from surge.envs.wrappers import ChannelsFirst
 from surge.errors import ConfigError, EnvError
+from surge.runtime.env_checks import check_env_spaces
 
 Box, Discrete = gym.spaces.Box, gym.spaces.Discrete
 
@@ -81,9 +81,9 @@ def test_a_dict_action_space_is_refused(tmp_path):
 
 
 def test_observations_too_large_for_memory_are_refused(tmp_path, monkeypatch):
-    import surge.app.memory_estimate
+    import surge.runtime.memory_estimate
 
-    monkeypatch.setattr(surge.app.memory_estimate, "physical_memory_bytes", lambda: 8 * 10**9)
+    monkeypatch.setattr(surge.runtime.memory_estimate, "physical_memory_bytes", lambda: 8 * 10**9)
     with pytest.raises(ConfigError) as e:
         check_env_spaces(_cfg(tmp_path), Box(-1, 1, (20_000_000,), np.float32), Discrete(3))
     assert "memory" in e.value.problem

@@ -13,13 +13,13 @@ from rl_games.algos_torch import torch_ext
 from rl_games.algos_torch.d2rl import D2RLNet
 from torch import nn
 
-from surge.app.memory_estimate import rnn_state_floats
 from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.models.actor_critic import ActorCritic
 from surge.models.d2rl import D2RLMlp
 from surge.models.initializers import init_weight
 from surge.models.model_checks import check_model_flags
+from surge.runtime.memory_estimate import rnn_state_floats
 
 VEC = gym.spaces.Box(-1.0, 1.0, (4,))
 DISCRETE = gym.spaces.Discrete(3)

@@ -184,7 +184,7 @@ def test_random_legal_play_never_breaks_the_rules():
 def test_check_env_understands_pettingzoo_and_keeps_to_legal_moves():
     from pettingzoo.utils.env_logger import EnvLogger
 
-    from surge.envs.check import check_env
+    from surge.app.check_env import check_env
 
     EnvLogger.flush()
     notes: list[str] = []

@@ -7,8 +7,11 @@ over a short run of random actions. For single-agent `gymnasium.Env`s it then ru
 checker (`gymnasium.utils.env_checker`); its failures become `EnvError`s, and its seeding and
 determinism findings become warnings (surge does not need them to train).
 
-Command line: `surge check-env --env=NAME [--num_steps=50] [--FIELD=VALUE ...]` (see `main`).
-The spaces are checked in `surge.envs.check_spaces`, the reset and steps in `surge.envs.check_steps`.
+Command line: `surge check-env --env=NAME [--num_steps=50] [--FIELD=VALUE ...]`, or
+`python -m surge.app.check_env ...` (see `main`). The spaces are checked in
+`surge.envs.check_spaces` (and, as `surge train` refuses them, `surge.runtime.env_checks`), the
+reset and steps in `surge.envs.check_steps`. It resolves a config with the run's flags, so it sits
+in the composition root and loads the built-in env families (`surge.app.builtins`).
 """
 
 from __future__ import annotations
@@ -22,19 +25,21 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.wrappers import RecordEpisodeStatistics
 
+import surge.app.builtins  # noqa: F401  (the env families it checks by name)
+from surge.app.space_defaults import env_space_defaults
 from surge.cfg.cli import refuse_unknown_args, version_text
 from surge.cfg.config import Config
 from surge.cfg.space_defaults import as_overrides
 from surge.envs.action_masks import MASK_KEY, has_action_mask
 from surge.envs.check_findings import Findings, clean_gymnasium_text
-from surge.envs.check_spaces import check_env_spaces
 from surge.envs.check_steps import check_multi_agent, check_single_agent
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.envs.registry import check_env_name, find_family, make_single_env
 from surge.errors import EnvError, SurgeError
+from surge.learning.run_flags import build_parser, field_defaults, flag_fields
+from surge.runtime.env_checks import check_env_spaces
 
-# `check_env_spaces` is imported from here by `surge train`'s components and `parse_cfg`
-__all__ = ["check_env", "check_env_spaces", "config_for_env", "main"]
+__all__ = ["check_env", "config_for_env", "main"]
 
 
 # --------------------------------------------------------------------------------------------- entry point
@@ -126,11 +131,6 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Config:
         ConfigError: unknown env name, unknown flag or a value of the wrong type.
         EnvError: a plain gymnasium id that cannot be made (e.g. a missing package).
     """
-    # upward imports (listed in pyproject's ignore_imports): `surge check-env` resolves a config
-    # with the run's flags and the space defaults of app/
-    from surge.app.space_defaults import env_space_defaults
-    from surge.learning.run_flags import build_parser, field_defaults, flag_fields
-
     family = check_env_name(env_name)
     defaults = field_defaults(family)
     explicit = {}

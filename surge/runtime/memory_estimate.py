@@ -1,6 +1,7 @@
 """The memory a run allocates, estimated before anything is (`estimate_memory`), against this
 machine's RAM (`check_memory`). It reads the sizes of every subsystem (the trajectory buffers'
-pool, the model), so it sits in the composition root."""
+pool, the model), so it sits in the runtime, which allocates them: the preflight checks the
+configured sizes, the run's components the env's real ones (`surge.runtime.env_checks`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import os
 from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
-from surge.runtime.components import blocks_per_split
 
 #: bytes per agent step of the trajectory fields other than obs and rnn states (actions >= 4,
 #: behavior_log_probs, values, action_logits >= 4, rewards, policy_version 8, three bools)
@@ -62,7 +62,7 @@ def estimate_memory(
     owners = cfg.num_workers * cfg.worker_num_splits
     pool = (
         owners
-        * blocks_per_split(cfg, num_agents)
+        * get_algorithm(cfg.algo).feed.blocks_per_split(cfg, num_agents)
         * (cfg.num_envs_per_worker // cfg.worker_num_splits * num_agents)
     )
     slots = max(per_worker * cfg.num_policies, per_iteration * cfg.num_policies, pool)
