@@ -2,7 +2,7 @@
 nothing else: ties the server's life to the surge main process that started it.
 
 The server is a child of the main process; surge's children are the server's (forked from it) and
-die when it dies (`PR_SET_PDEATHSIG`, set by each child in `child_start.die_with_parent`). Left to
+die when it dies (`PR_SET_PDEATHSIG`, set by each child in `surge.child_guard.die_with_parent`). Left to
 itself the server exits once the main process is gone, through a full interpreter shutdown with
 torch loaded: 2-4 s at load 8, during which the children kept running. With `PR_SET_PDEATHSIG` on
 the server too, the kernel kills it the moment the main process dies, and its children with it,
@@ -26,7 +26,8 @@ import ctypes
 import os
 import signal
 
-from surge.runtime.child_start import _PR_SET_PDEATHSIG, FORK_SERVER_PARENT_ENV
+from surge.child_guard import _PR_SET_PDEATHSIG
+from surge.runtime.child_start import FORK_SERVER_PARENT_ENV
 
 if os.environ.get(FORK_SERVER_PARENT_ENV) == str(os.getppid()):
     try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from surge.runtime.child_start import die_with_parent
+from surge.child_guard import STACK_SIGNAL, die_with_parent
 from surge.runtime.experiment_folder import setup_logging
 from surge.runtime.messages import ChildError
 
@@ -30,8 +30,6 @@ __all__ = ["STACK_SIGNAL", "die_with_parent", "dump_stack", "retain_freed_memory
 
 log = logging.getLogger("surge")
 
-#: a child writes every thread's Python stack to the run's log (else stderr) on this signal
-STACK_SIGNAL = signal.SIGUSR1
 _stack_file: Any = None  # kept open for faulthandler, which writes to its file descriptor
 
 # glibc mallopt parameters (malloc.h)

@@ -27,6 +27,7 @@ import dataclasses
 import difflib
 import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -36,6 +37,7 @@ from surge.cfg.config import Config, family_params, param
 from surge.envs.doom.actions import DeltaHead
 from surge.envs.doom.game import DoomGameEnv, NetGame, doom_available
 from surge.envs.doom.measurements import DoomMeasurements
+from surge.envs.doom.multiplayer import DoomMultiAgentEnv
 from surge.envs.doom.reward_shaping import DoomRewardShaping, merge_scheme
 from surge.envs.doom.scenarios import SCENARIOS, DoomScenario
 from surge.envs.registry import register_env_family
@@ -179,6 +181,13 @@ def make_player_env(s: DoomScenario, p: DoomParams, net: NetGame | None, render_
     return env
 
 
+def player_env(scenario: str, cfg_values: dict, net: NetGame) -> gym.Env:
+    """One player's env of a multi-agent match, made in the player's process
+    (`DoomMultiAgentEnv`'s `make_player`): the scenario by name, the family's flags as a plain
+    dict (`dataclasses.asdict(DoomParams)`)."""
+    return make_player_env(SCENARIOS[scenario], DoomParams(**cfg_values), net, None)
+
+
 def make_doom_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> Any:
     """Makes `doom_<scenario>`: a gymnasium env, or a multi-agent env for several agents.
 
@@ -208,15 +217,12 @@ def make_doom_env(full_env_name: str, cfg: Config, render_mode: str | None = Non
             "num_agents", f"{full_env_name} is a single-player scenario.", "leave --num_agents at -1."
         )
     if num_agents > 1:
-        # import circle: multiplayer's host process imports this family (kept lazy there and here)
-        from surge.envs.doom.multiplayer import DoomMultiAgentEnv
-
         net = NetGame(0, num_agents, 0, num_bots, s.respawn_delay, timelimit)
         values = dataclasses.asdict(p)  # a plain dict crosses to the player processes
         probe = make_player_env(s, p, net, None)  # not started: only its spaces are read
         spaces = probe.observation_space, probe.action_space
         probe.close()
-        return DoomMultiAgentEnv(s.name, values, num_agents, net, *spaces)
+        return DoomMultiAgentEnv(partial(player_env, s.name, values), num_agents, net, *spaces)
     if s.multiplayer:  # one agent against bots: a hosting game with no one to wait for
         return make_player_env(s, p, NetGame(0, 1, 0, num_bots, s.respawn_delay, timelimit), render_mode)
     return make_player_env(s, p, None, render_mode)

@@ -19,6 +19,7 @@ through surge's launcher (`engine_launcher`), so a killed process leaves no engi
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,13 @@ class NetGame:
     num_bots: int = 0
     respawn_delay: int = 0
     timelimit_minutes: float = 4.0
+
+
+def free_udp_port() -> int:
+    """A UDP port the OS reports free right now (a hosting game's `NetGame.port`)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
 
 
 def scenario_config_path(scenario: DoomScenario, override: str = "") -> tuple[Path, Path | None]:
@@ -174,9 +182,6 @@ class DoomGameEnv(gym.Env):
         n = self.net
         assert n is not None
         if n.port == 0:  # a hosting game with no one joining: take a free port now, at init
-            # import circle: multiplayer imports this module at its top
-            from surge.envs.doom.multiplayer import free_udp_port
-
             n.port = free_udp_port()
         if n.player_id == 0:
             g.add_game_args(

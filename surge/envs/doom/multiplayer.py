@@ -25,13 +25,17 @@ import faulthandler
 import multiprocessing as mp
 import multiprocessing.connection as mp_connection
 import os
-import socket
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any, cast
 
-from surge.envs.doom.game import NetGame
+from surge.child_guard import STACK_SIGNAL, die_with_parent
+from surge.envs.doom.game import DoomGameEnv, NetGame, free_udp_port
 from surge.errors import EnvError
+
+#: one player's env from its `NetGame` (player id, port), made inside that player's process
+PlayerFactory = Callable[[NetGame], Any]
 
 START_TIMEOUT_S = 30.0  # x START_ATTEMPTS stays under a rollout worker's reset_timeout_seconds (120)
 # longer than a player's wait at the tic barrier (game.TIC_BARRIER_TIMEOUT_S), and with the reset
@@ -44,28 +48,13 @@ START_ATTEMPTS = 3
 FAILED_CLOSE_TIMEOUT_S = 1.0  # a failed match's players get this long to exit before they are killed
 
 
-def free_udp_port() -> int:
-    """A UDP port the OS reports free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
-def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_barrier: Any) -> None:
+def _player_main(conn: Any, make_player: PlayerFactory, net: NetGame, tic_barrier: Any) -> None:
     """Child process: makes one player's env and serves reset / step / set_reward_shaping / close."""
-    # upward import (listed in pyproject's ignore_imports): the host process's helpers live in runtime/
-    from surge.runtime.process_setup import STACK_SIGNAL, die_with_parent
-
     die_with_parent()
     faulthandler.register(STACK_SIGNAL, all_threads=True)  # to stderr, when its match stops answering
     env = None
     try:
-        # import circle: the family imports this module (for its multi-agent env)
-        from surge.envs.doom.family import DoomParams, make_player_env
-        from surge.envs.doom.game import DoomGameEnv
-        from surge.envs.doom.scenarios import SCENARIOS
-
-        env = make_player_env(SCENARIOS[scenario], DoomParams(**cfg_values), net, None)
+        env = make_player(net)
         cast(DoomGameEnv, env.unwrapped).tic_barrier = tic_barrier
         while True:
             cmd, arg = conn.recv()
@@ -97,9 +86,6 @@ def _player_main(conn: Any, scenario: str, cfg_values: dict, net: NetGame, tic_b
 def _dump_stacks(procs: list) -> None:
     """Asks each live player process for its Python stack (`_player_main` registers faulthandler
     on `STACK_SIGNAL`; it writes to the inherited stderr) and gives them a moment to write it."""
-    # upward import (listed in pyproject's ignore_imports), as in `_host_main`
-    from surge.runtime.process_setup import STACK_SIGNAL
-
     sent = False
     for proc in procs:
         if proc.is_alive() and proc.pid is not None:
@@ -115,12 +101,12 @@ def _dump_stacks(procs: list) -> None:
 class _Player:
     """Parent side of one player process."""
 
-    def __init__(self, ctx: Any, scenario: str, cfg_values: dict, net: NetGame, tic_barrier: Any):
+    def __init__(self, ctx: Any, make_player: PlayerFactory, net: NetGame, tic_barrier: Any):
         self.player_id = net.player_id
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(
             target=_player_main,
-            args=(child, scenario, cfg_values, net, tic_barrier),
+            args=(child, make_player, net, tic_barrier),
             name=f"doom-agent{net.player_id}",
             daemon=True,
         )
@@ -174,8 +160,9 @@ class DoomMultiAgentEnv:
     """`num_agents` learning agents in one match (see the module docstring).
 
     Args:
-        scenario: the scenario name (`doom_duel`).
-        cfg_values: the config fields the player env reads (`DoomParams`), as a plain dict.
+        make_player: makes one player's env in its process, given the player's `NetGame`; pickled
+            to the spawned process, so a module-level function or a `functools.partial` of one
+            (the family's `surge.envs.doom.family.player_env`: the family imports this module).
         num_agents: learning agents (players that are not bots).
         net: the match settings (`player_id` and `port` are filled in per player and attempt).
         observation_space, action_space: one agent's spaces.
@@ -184,12 +171,17 @@ class DoomMultiAgentEnv:
     is_multiagent = True
 
     def __init__(
-        self, scenario: str, cfg_values: dict, num_agents: int, net: NetGame, observation_space, action_space
+        self,
+        make_player: PlayerFactory,
+        num_agents: int,
+        net: NetGame,
+        observation_space: Any,
+        action_space: Any,
     ):
         self.num_agents = int(num_agents)
         self.observation_space, self.action_space = observation_space, action_space
         self.render_mode = None
-        self._scenario, self._cfg, self._net = scenario, dict(cfg_values), net
+        self._make_player, self._net = make_player, net
         self._ctx = mp.get_context("spawn")
         self._players: list[_Player] | None = None
 
@@ -235,7 +227,7 @@ class DoomMultiAgentEnv:
             try:
                 for i in range(self.num_agents):
                     net = self._net_for(i, port)
-                    self._players.append(_Player(self._ctx, self._scenario, self._cfg, net, barrier))
+                    self._players.append(_Player(self._ctx, self._make_player, net, barrier))
                 seeds = [None if seed is None else seed + i for i in range(self.num_agents)]
                 return self._all("reset", seeds, START_TIMEOUT_S)
             except Exception as e:  # a failed start: tear down, new port
