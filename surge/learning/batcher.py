@@ -18,6 +18,7 @@ import math
 from collections import deque
 
 from surge.cfg.config import Config
+from surge.learning.algorithm_registry import get_algorithm
 
 
 def traj_per_iteration(cfg: Config, agents_per_env: int = 1) -> int:
@@ -25,9 +26,6 @@ def traj_per_iteration(cfg: Config, agents_per_env: int = 1) -> int:
     `batch_size x num_batches_per_iteration / rollout`, or what the algorithm's
     `batch_trajectories` says for envs of `agents_per_env` agents (A2C: one rollout of every
     agent, so that it takes one gradient step per collection round)."""
-    # import circle: algorithm.py imports feed.py, which imports this module
-    from surge.learning.algorithm import get_algorithm
-
     per_batch = get_algorithm(cfg.algo).batch_trajectories
     if per_batch is not None:
         return max(1, per_batch(cfg, agents_per_env))
