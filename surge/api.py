@@ -124,9 +124,9 @@ def train(**flags: Any) -> Run:
     """
     # the engine (torch) when a run is asked for: `import surge` binds this module cheaply
     from surge.app.resolve import parse_cfg
+    from surge.app.run_config import run_config
     from surge.runtime.experiment_folder import ExperimentFolder
     from surge.runtime.main_module import importing_main_in_a_child, unguarded_call_site
-    from surge.train import run_config
 
     if importing_main_in_a_child():  # before the config: nothing may touch the parent's run folder
         raise ConfigError("serial_mode", *_unguarded_call_message(None))

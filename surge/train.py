@@ -11,33 +11,9 @@ import sys
 import types
 from typing import Any
 
-from surge.cfg.config import Config
+from surge.app.run_config import run_config, sampler_only
 from surge.errors import SurgeError
 from surge.runtime.stop_signals import StopAborted, exit_status  # the standard library only
-
-
-def _sampler_only(cfg: Config) -> bool:
-    """Whether `--algo` declares `Capabilities.sampler_only` (DUMMY_SAMPLER: `surge bench`)."""
-    # imported here for the reason parse_cfg is (see `main`): the registry imports torch
-    from surge.learning.algorithm import get_algorithm
-
-    return get_algorithm(cfg.algo).capabilities.sampler_only
-
-
-def run_config(cfg: Config) -> tuple[Any, str]:
-    """Runs the parsed config `cfg` (a `Config`) to its end; returns its `TrainingRun` and final
-    status ("done", "interrupted", "already_done" or "failed": `TrainingRun`'s doc). With
-    `--algo=DUMMY_SAMPLER`, samples random actions with no learning and no checkpoints, at most
-    `--sample_env_frames` env frames. `surge train` and `surge.train(...)` both run through here."""
-    # the engine (torch) when a run starts: `import surge.train` and `--help` stay light
-    from surge.app.training_run import TrainingRun
-
-    if _sampler_only(cfg):  # random actions through the same sampling machinery, no learning
-        cfg.sampler_only, cfg.benchmark = True, True
-        # the lower budget of the two (the run's log says which)
-        cfg.train_for_env_steps = min(cfg.train_for_env_steps, cfg.sample_env_frames)
-    run = TrainingRun(cfg)
-    return run, run.run()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl+C before the run's handler is set (parsing, imports)
         print("surge train: interrupted (Ctrl+C) before training started", file=sys.stderr)
         return exit_status(signal.SIGINT)
-    if _sampler_only(cfg) and run.summary:
+    if sampler_only(cfg) and run.summary:
         s = run.summary
         rate = s["env_frames_per_sec"]
         print(
@@ -101,7 +77,7 @@ class _CallableModule(types.ModuleType):
 
     def __call__(self, **flags: Any) -> Any:
         # on call, as surge/__init__.py binds the API (PEP 562): importing this module leaves
-        # surge.api unimported
+        # surge.api unimported (which runs configs with surge.app.run_config: no import circle)
         from surge.api import train
 
         return train(**flags)

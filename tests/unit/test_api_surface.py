@@ -138,7 +138,7 @@ def test_bad_flags_raise_a_config_error_naming_the_field(flags, field, tmp_path)
 
 
 def test_a_failed_run_raises_run_failed_with_its_run(tmp_path, monkeypatch):
-    import surge.train as train_module
+    import surge.app.run_config as train_module
 
     def failed_run(cfg):
         return type("T", (), {"summary": {}})(), "failed"
