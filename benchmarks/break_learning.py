@@ -283,7 +283,7 @@ BREAKAGES = [
         "DQN's TD loss ignores prioritized replay's importance weights",
         [
             (
-                't = td_loss(q_taken, y, s["is_weights"], p.dqn_loss)',
+                "t = td_loss(q_taken, y, s.is_weights, p.dqn_loss)",
                 "t = td_loss(q_taken, y, None, p.dqn_loss)",
             )
         ],
@@ -303,7 +303,7 @@ BREAKAGES = [
         "prioritized replay's priorities never follow the TD errors (the learner skips the update)",
         [
             (
-                'self.replay.update_priorities(s["indices"].cpu(), s["td_errors"])',
+                "self.replay.update_priorities(s.indices.cpu(), s.td_errors)",
                 "pass  # broken: priorities not updated",
             )
         ],
@@ -315,8 +315,8 @@ BREAKAGES = [
         "TD3's target takes the first target critic only, no clipped double Q",
         [
             (
-                'y = clipped_double_q_target(batch["returns"], batch["discounts"], next_q[0], next_q[1])',
-                'y = clipped_double_q_target(batch["returns"], batch["discounts"], next_q[0], next_q[0])',
+                "y = clipped_double_q_target(batch.returns, batch.discounts, next_q[0], next_q[1])",
+                "y = clipped_double_q_target(batch.returns, batch.discounts, next_q[0], next_q[0])",
             )
         ],
     ),
@@ -360,7 +360,7 @@ BREAKAGES = [
     Breakage(
         "r2d2_stored_state_ignored",
         "R2D2 unrolls every sequence from a zero state instead of the RNN state stored with it",
-        [('states = s["rnn_states"][None]', 'states = torch.zeros_like(s["rnn_states"])[None]')],
+        [("states = s.rnn_states[None]", "states = torch.zeros_like(s.rnn_states)[None]")],
     ),
     Breakage(
         "r2d2_target_never_updated",
@@ -380,7 +380,7 @@ BREAKAGES = [
         "R2D2's sequence priorities never follow the TD errors (the update is skipped)",
         [
             (
-                'self.replay.update_priorities(samples["indices"].cpu(), td_abs.cpu(), mask.cpu())',
+                "self.replay.update_priorities(samples.indices.cpu(), td_abs.cpu(), mask.cpu())",
                 "pass  # broken: priorities not updated",
             )
         ],

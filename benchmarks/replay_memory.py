@@ -103,7 +103,7 @@ def main() -> None:
             f"uniform sample     B={B:<4}     {rate(lambda B=B: uniform.sample(B, gen), B):,.0f} transitions/CPU-s"
         )
         print(
-            f"update_priorities  B={B:<4}     {rate(lambda s=s, td=td: replay.update_priorities(s['indices'], td), B):,.0f} transitions/CPU-s"
+            f"update_priorities  B={B:<4}     {rate(lambda s=s, td=td: replay.update_priorities(s.indices, td), B):,.0f} transitions/CPU-s"
         )
     print(f"VmRSS at the end             {rss_gb():.3f} GB")
 

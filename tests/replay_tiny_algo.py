@@ -16,6 +16,7 @@ from surge.cfg.config import Config, algo_params, param
 from surge.learning.algorithm import ActContext, Algorithm, Feed, ModelParts, register_algorithm
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams
+from surge.replay.samples import TransitionSample
 
 
 @dataclass
@@ -49,17 +50,17 @@ class TinyLearner(ReplayLearnerBase):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        self.batches: list[dict[str, Any]] = []  # every sample `update` saw (the tests read them)
+        self.batches: list[TransitionSample] = []  # every sample `update` saw (the tests read them)
 
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+    def update(self, samples: TransitionSample) -> dict[str, float]:
         self.batches.append(samples)
-        q = self.model(samples["obs"]).gather(1, samples["actions"].long()[:, None])[:, 0]
+        q = self.model(samples.obs).gather(1, samples.actions.long()[:, None])[:, 0]
         with torch.no_grad():
-            target = samples["returns"] + samples["discounts"] * self.model(samples["next_obs"]).max(1).values
+            target = samples.returns + samples.discounts * self.model(samples.next_obs).max(1).values
         td = target - q
-        loss = (samples["is_weights"] * td**2).mean()
+        loss = (samples.is_weights * td**2).mean()
         self.apply_gradients(loss)
-        samples["td_errors"] = td.detach()
+        samples.td_errors = td.detach()
         return {"loss": float(loss.detach())}
 
 

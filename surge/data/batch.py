@@ -4,7 +4,9 @@ of every field. A field's name, shape and dtype stand in its class definition; a
 is None when the batch does not carry it (and stays None through indexing); a field may be a
 (nested) dict of tensors, e.g. a dict observation, indexed leaf by leaf.
 
-Subclasses are `@dataclass(frozen=True, slots=True)` classes deriving from `TensorTuple`::
+Subclasses are `@dataclass(frozen=True, slots=True)` classes deriving from `TensorTuple` (or
+`@dataclass(slots=True)` where a consumer completes the batch in its fields, as the replay
+samples' `lag` and `td_errors`: `surge.replay.samples`)::
 
     @dataclass(frozen=True, slots=True)
     class Steps(TensorTuple):
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, overload
 
 from torch import Tensor
 
@@ -45,10 +47,24 @@ class TensorTuple:
             values[name] = None if v is None else tree_map(fn, v)
         return type(self)(**values)
 
-    def __getitem__(self: _B, idx: Any) -> _B:
+    @overload
+    def __getitem__(self, idx: str) -> Any: ...
+    @overload
+    def __getitem__(self: _B, idx: Any) -> _B: ...
+    def __getitem__(self: _B, idx: Any) -> Any:
         """`x[idx]` of every field: the one index operation of a batch (e.g. `batch[:, cols]` the
         columns `cols` of `[T, B, ...]` fields, `batch[rows]` rows of `[N, ...]` ones). Every field
-        present must accept `idx`: give a batch's fields a common leading layout."""
+        present must accept `idx`: give a batch's fields a common leading layout.
+
+        A field's name (a str, which no tensor accepts as an index) reads that field, as a dict
+        batch was read: for plug-ins and tests; the engine reads attributes.
+
+        Raises:
+            KeyError: a name that is not a field."""
+        if type(idx) is str:
+            if idx not in self.__dataclass_fields__:
+                raise KeyError(f"{type(self).__name__} has no field {idx!r}")
+            return getattr(self, idx)
         return self.map(lambda x: x[idx])
 
     def replace(self: _B, **changes: Any) -> _B:

@@ -311,9 +311,7 @@ class RayPlacement:
             view.hand_over(slots, [0])
             first = int(slots[0])
             contiguous = bool((slots == torch.arange(first, first + count)).all()) and first % count == 0
-            head.learner_queues[0].put(
-                tuple(BlockReady(first, None if contiguous else tuple(slots.tolist())))
-            )
+            head.learner_queues[0].put(BlockReady(first, None if contiguous else tuple(slots.tolist())))
         self.waiting = still
 
     def _maybe_log_stats(self, force: bool = False) -> None:

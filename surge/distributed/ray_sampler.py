@@ -27,6 +27,7 @@ from surge.data.trajectory import tree_map
 from surge.learning.run_flags import rebuild_cfg
 from surge.runtime.async_placement import AsyncPlacement
 from surge.runtime.child_start import import_in_children, import_startup_modules
+from surge.runtime.messages import BlockReady
 
 log = logging.getLogger("surge")
 
@@ -107,7 +108,7 @@ class SamplerNode:
         self.actors_per_node = actors_per_node
         self.placement: Any = None
         self.version = -1  # policy_version of the weights published to the node's inference
-        self.pending: list[tuple] = []  # BlockReady tuples received, not yet shipped
+        self.pending: list[BlockReady] = []  # received from the node's queue, not yet shipped
 
     def pid(self) -> int:
         """The actor's process id (tests kill it to simulate a lost node)."""

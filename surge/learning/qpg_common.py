@@ -37,6 +37,7 @@ from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.replay_learner import ReplayLearnerBase, ReplayParams, check_replay_flags
 from surge.learning.replay_space_defaults import qpg_space_defaults
 from surge.models.continuous_networks import ContinuousActor
+from surge.replay.samples import TransitionSample
 
 #: core flags the off-policy continuous-control learners do not read
 QPG_UNUSED_PARAMS = (*POLICY_GRADIENT_PARAMS, "max_grad_norm", "num_batches_per_iteration", "max_policy_lag")
@@ -206,18 +207,17 @@ def qpg_eval_act(model: nn.Module, obs: Obs | None, rnn_states: Tensor, ctx: Act
     return qpg_act(model, obs, rnn_states, ActContext(deterministic=True))
 
 
-def qpg_minibatch(samples: dict[str, Any], actor: ActingActor) -> dict[str, Any]:
+def qpg_minibatch(samples: TransitionSample, actor: ActingActor) -> TransitionSample:
     """The minibatch the continuous learners update on, from `ReplayLearnerBase.sample`'s
-    `samples`: obs, next_obs `[B, ...]` as float32, actions `[B, D]` mapped from the env's units to
-    [-1, 1] (`ContinuousActor.from_env`), returns `[B]` (the n-step return of scaled rewards) and
-    discounts `[B]` (γ^n, 0 after a termination), on the samples' device."""
-    return {
-        "obs": _float(samples["obs"]),
-        "next_obs": _float(samples["next_obs"]),
-        "actions": actor.from_env(samples["actions"].float()).clamp(-1.0, 1.0),
-        "returns": samples["returns"],
-        "discounts": samples["discounts"],
-    }
+    `samples`: the same sample with obs, next_obs `[B, ...]` as float32 and actions `[B, D]`
+    mapped from the env's units to [-1, 1] (`ContinuousActor.from_env`); returns `[B]` (the n-step
+    return of scaled rewards) and discounts `[B]` (γ^n, 0 after a termination) as they are, on
+    the samples' device."""
+    return samples.replace(
+        obs=_float(samples.obs),
+        next_obs=_float(samples.next_obs),
+        actions=actor.from_env(samples.actions.float()).clamp(-1.0, 1.0),
+    )
 
 
 def optimizer_step(learner: ReplayLearnerBase, name: str, loss: Tensor, params: list[Tensor]) -> bool:

@@ -18,10 +18,11 @@ API (stable; additions only):
   - `train_replay(env_frames)`: the updates due, `replay_ratio * (steps - learning_starts)` in all;
     each samples `batch_size` transitions (`self.sample()`), calls `update(samples)`, increments
     `policy_version` and, with a prioritized replay, sets the sampled steps' priorities to the
-    `samples["td_errors"]` `[B]` that `update` wrote there. Returns the mean statistics, or None
+    `samples.td_errors` `[B]` that `update` wrote there. Returns the mean statistics, or None
     when no update was due.
   - `update(samples) -> dict[str, float]` (abstract): one gradient update. `samples` is
-    `UniformReplay.sample`'s dict on `self.device` plus `is_weights` `[B]` float32 (ones when
+    `UniformReplay.sample`'s `TransitionSample` (`surge.replay.samples`: fields by attribute,
+    or by name as `samples["obs"]`) on `self.device` with `is_weights` `[B]` float32 (ones when
     uniform) and `lag` `[B]` float32 (policy versions).
   - `env_steps`: transitions this learner stored (env steps of its policy; agent steps with
     multi-agent envs), the unit of `--learning_starts`, `--replay_ratio`, beta's annealing.
@@ -302,17 +303,18 @@ class ReplayLearnerBase(LearnerBase):
             return 0
         return max(0, math.floor(p.replay_ratio * (steps - p.learning_starts)) - updates)
 
-    def sample(self) -> dict[str, Any]:
-        """`batch_size` transitions from the replay on `self.device`, with is_weights `[B]` and lag
-        `[B]` (see the module docstring)."""
+    def sample(self) -> Any:
+        """`batch_size` transitions from the replay on `self.device`: a `TransitionSample` with
+        is_weights `[B]` and lag `[B]` (see the module docstring); an algorithm with its own
+        replay (R2D2's sequences) gives its own sample type, with `indices`, `lag` and
+        `td_errors` fields as `train_replay` reads them."""
         bs = self.cfg.batch_size
         if isinstance(self.replay, PrioritizedReplay):
             s = self.replay.sample(bs, self.generator, env_steps=self.env_steps)
         else:
-            s = self.replay.sample(bs, self.generator)
-            s["is_weights"] = torch.ones(bs)
-        s["lag"] = (self.policy_version - self.versions[s["rows"], s["columns"]]).float()
-        return tree_map(lambda x: x.to(self.device, non_blocking=True), s)
+            s = self.replay.sample(bs, self.generator)  # is_weights 1
+        s.lag = (self.policy_version - self.versions[s.rows, s.columns]).float()
+        return s.map(lambda x: x.to(self.device, non_blocking=True))
 
     @property
     def update_number(self) -> int:
@@ -333,9 +335,9 @@ class ReplayLearnerBase(LearnerBase):
             for group in opt.param_groups:
                 group["lr"] = lr
 
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
-        """One gradient update on `samples` (see the module docstring); writes `samples["td_errors"]`
-        `[B]` for a prioritized replay; returns its statistics. `train_replay` increments
+    def update(self, samples: Any) -> dict[str, float]:
+        """One gradient update on `samples` (`sample`'s; see the module docstring); sets
+        `samples.td_errors` `[B]` for a prioritized replay; returns its statistics. `train_replay` increments
         `policy_version` after it unless `apply_gradients` did (`last_step_skipped` kept)."""
         raise NotImplementedError
 
@@ -360,11 +362,12 @@ class ReplayLearnerBase(LearnerBase):
             if self.policy_version == before and not self.last_step_skipped:
                 self.policy_version += 1
             self.updates += 1
-            if isinstance(self.replay, PrioritizedReplay) and "td_errors" in s:
-                self.replay.update_priorities(s["indices"].cpu(), s["td_errors"])
-            stats["policy_lag_avg"] = float(s["lag"].mean())
-            lag_min = min(lag_min, float(s["lag"].min()))
-            lag_max = max(lag_max, float(s["lag"].max()))
+            if isinstance(self.replay, PrioritizedReplay) and s.td_errors is not None:
+                self.replay.update_priorities(s.indices.cpu(), s.td_errors)
+            lag = s.lag
+            stats["policy_lag_avg"] = float(lag.mean())
+            lag_min = min(lag_min, float(lag.min()))
+            lag_max = max(lag_max, float(lag.max()))
             for k, v in stats.items():
                 sums[k] = sums.get(k, 0.0) + v
         out = {k: v / n for k, v in sums.items()}

@@ -13,6 +13,7 @@ from torch import Tensor
 from surge.replay.n_step import n_step_window
 from surge.replay.priorities import Priorities
 from surge.replay.ring import Appended
+from surge.replay.samples import TransitionSample
 from surge.replay.uniform import UniformReplay
 
 
@@ -64,13 +65,13 @@ class PrioritizedReplay(UniformReplay):
 
     def sample(
         self, batch_size: int, generator: torch.Generator | None = None, env_steps: int = 0
-    ) -> dict[str, Any]:
+    ) -> TransitionSample:
         """`batch_size` steps drawn with probability `P(i)` (eq. 1), with replacement.
 
         Args:
             env_steps: the run's env steps now, for beta's annealing.
         Returns:
-            `UniformReplay.sample`'s dict plus is_weights `[B]` float32 (eq. 2, max 1).
+            `UniformReplay.sample`'s `TransitionSample` with is_weights `[B]` float32 (eq. 2, max 1).
         Raises:
             ValueError: nothing sampleable yet.
         """
@@ -79,7 +80,7 @@ class PrioritizedReplay(UniformReplay):
         rows, cols = idx // self.ring.num_columns, idx % self.ring.num_columns
         w = n_step_window(self.ring, rows, cols, self.n_step, self.gamma)
         out = self.gather(rows, cols, w)
-        out["is_weights"] = self.priorities.is_weights(p_alpha, env_steps)
+        out.is_weights = self.priorities.is_weights(p_alpha, env_steps)
         return out
 
     def update_priorities(self, indices: Tensor, td_errors: Tensor) -> None:

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from surge.replay.priorities import Priorities
 from surge.replay.ring import Appended, RingStore
+from surge.replay.samples import SequenceSample
 
 
 def mixed_priority(td_errors: Tensor, eta: float = 0.9, mask: Tensor | None = None) -> Tensor:
@@ -136,14 +137,12 @@ class SequenceReplay:
 
     def sample(
         self, batch_size: int, generator: torch.Generator | None = None, env_steps: int = 0
-    ) -> dict[str, Any]:
+    ) -> SequenceSample:
         """`batch_size` sequences drawn by priority (uniformly with alpha = 0), with replacement.
 
         Returns:
-            a dict, S = seq_len: obs `[S+1, B, ...]` (the last row is the observation after the
-            last step), actions `[S, B, ...]`, rewards `[S, B]` float32, terminated, truncated and
-            is_active `[S, B]` bool, episode `[S, B]` int64, rnn_states `[B, state]` float32 (stored
-            at the first step), is_weights `[B]` float32, starts, columns and indices `[B]` int64.
+            a `SequenceSample` of S = seq_len steps (its fields' shapes and dtypes there), without
+            lag.
         Raises:
             ValueError: nothing sampleable yet.
         """
@@ -155,20 +154,20 @@ class SequenceReplay:
         c = cols[None].expand_as(rows)
         steps, cs = rows[:-1], c[:-1]
         assert ring.actions is not None and ring.rnn_states is not None
-        return {
-            "obs": ring.obs.read(rows, c),
-            "actions": ring.actions[steps, cs],
-            "rewards": ring.rewards[steps, cs],
-            "terminated": ring.terminated[steps, cs],
-            "truncated": ring.truncated[steps, cs],
-            "is_active": ring.is_active[steps, cs],
-            "episode": ring.episode[steps, cs],
-            "rnn_states": ring.rnn_states[starts, cols],
-            "is_weights": self.priorities.is_weights(p_alpha, env_steps),
-            "starts": starts,
-            "columns": cols,
-            "indices": idx,
-        }
+        return SequenceSample(
+            obs=ring.obs.read(rows, c),
+            actions=ring.actions[steps, cs],
+            rewards=ring.rewards[steps, cs],
+            terminated=ring.terminated[steps, cs],
+            truncated=ring.truncated[steps, cs],
+            is_active=ring.is_active[steps, cs],
+            episode=ring.episode[steps, cs],
+            rnn_states=ring.rnn_states[starts, cols],
+            is_weights=self.priorities.is_weights(p_alpha, env_steps),
+            starts=starts,
+            columns=cols,
+            indices=idx,
+        )
 
     def update_priorities(self, indices: Tensor, td_errors: Tensor, mask: Tensor | None = None) -> None:
         """Sets the priorities of sequences `indices` `[B]` int64 from the TD errors `[L, B]` of

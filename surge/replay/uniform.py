@@ -10,6 +10,7 @@ from torch import Tensor
 
 from surge.replay.n_step import Window, n_step_window
 from surge.replay.ring import Appended, RingStore
+from surge.replay.samples import TransitionSample
 
 #: rounds of rejection sampling before `sample` gives up
 MAX_ROUNDS = 64
@@ -46,16 +47,14 @@ class UniformReplay:
         """Steps stored (some of them not sampleable yet, see `surge.replay.n_step`)."""
         return self.ring.num_steps()
 
-    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> dict[str, Any]:
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> TransitionSample:
         """`batch_size` steps drawn uniformly, with replacement, among the sampleable ones (by
         rejection from uniform draws over the written rows of the columns that have data: exactly
         uniform over the accepted set). Tensors are on the CPU; the learner moves them.
 
         Returns:
-            a dict: obs and next_obs `[B, ...]` (dicts for Dict spaces; next_obs as in
-            `surge.replay.n_step`), actions `[B, ...]`, returns `[B]` float32 (the n-step return),
-            discounts `[B]` float32 (gamma^L, 0 after a termination), n_steps `[B]` int64,
-            rows, columns and indices `[B]` int64 (`indices = row * num_columns + column`).
+            a `TransitionSample` (its fields' shapes and dtypes there) of is_weights 1, without
+            lag and td_errors.
         Raises:
             ValueError: no step is sampleable after `MAX_ROUNDS` rounds of draws.
         """
@@ -85,21 +84,22 @@ class UniformReplay:
         rows, cols = torch.cat(got_r), torch.cat(got_c)
         return self.gather(rows, cols, n_step_window(ring, rows, cols, self.n_step, self.gamma))
 
-    def gather(self, rows: Tensor, cols: Tensor, w: Window) -> dict[str, Any]:
-        """The sample dict of steps `rows`, `cols` `[B]` with their windows (see `sample`)."""
+    def gather(self, rows: Tensor, cols: Tensor, w: Window) -> TransitionSample:
+        """The sample of steps `rows`, `cols` `[B]` with their windows (see `sample`), is_weights 1."""
         ring = self.ring
         assert ring.actions is not None
-        return {
-            "obs": ring.obs.read(rows, cols),
-            "actions": ring.actions[rows, cols],
-            "returns": w.returns,
-            "next_obs": ring.obs.read(w.next_rows, cols),
-            "discounts": w.discounts,
-            "n_steps": w.n_steps,
-            "rows": rows,
-            "columns": cols,
-            "indices": rows * ring.num_columns + cols,
-        }
+        return TransitionSample(
+            obs=ring.obs.read(rows, cols),
+            actions=ring.actions[rows, cols],
+            returns=w.returns,
+            next_obs=ring.obs.read(w.next_rows, cols),
+            discounts=w.discounts,
+            n_steps=w.n_steps,
+            rows=rows,
+            columns=cols,
+            indices=rows * ring.num_columns + cols,
+            is_weights=torch.ones(rows.shape[0]),
+        )
 
     def state_dict(self) -> dict[str, Any]:
         """The whole buffer (tensors shared, not copied); `surge.replay.persist` saves it."""

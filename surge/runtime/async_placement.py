@@ -43,6 +43,7 @@ from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
 from surge.runtime.main_module import children_skip_an_unreadable_main
 from surge.runtime.messages import (
+    BLOCK_CODEC,
     REPLY_CODEC,
     REQUEST_CODEC,
     ChildError,
@@ -196,7 +197,7 @@ class AsyncPlacement:
             self.run_actors,
         )
         # written by the rollout workers, which may be killed at any moment (`surge.runtime.pipe_queue`)
-        self.learner_queues = [PipeQueue() for _ in range(P)]
+        self.learner_queues = [PipeQueue(codec=BLOCK_CODEC) for _ in range(P)]
         self.command_queues = [PipeQueue() for _ in range(P)]
         # inboxes of the processes that are replaced when they crash: a replacement reads on
         self.request_queues = [

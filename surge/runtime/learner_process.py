@@ -331,8 +331,9 @@ def _collect(
         except Empty:
             pass
         try:
-            for msg in ctx.learner_queue.get_many(timeout=0.05):
-                batcher.add(*BlockReady._make(msg))  # a plain tuple on the wire
+            msg: BlockReady
+            for msg in ctx.learner_queue.get_many(timeout=0.05):  # decoded by `BLOCK_CODEC`
+                batcher.add(msg.first_slot, msg.slots)
         except Empty:
             continue
         while not ctx.shared.stop_flag.is_set() and (taken := batcher.take()) is not None:

@@ -3,13 +3,13 @@
 indices.
 
 Hot path (per env step of a split): `PolicyRequest` to an inference worker, `ActionsReady` back.
-Per rollout: `BlockReady` to each learner whose policy acted in the block, with its share. These
-three travel as plain tuples of their fields in order (a named tuple is pickled by class
-reference, 5-8x the cost of a plain tuple's round trip); the two per-step ones are built and
-unpacked without their class (a few microseconds per env step of a split), and their queues pack
+Per rollout: `BlockReady` to each learner whose policy acted in the block, with its share. A
+named tuple is pickled by class reference, 5-8x the cost of a plain tuple's round trip: the two
+per-step ones travel as plain tuples of their fields in order, built and unpacked without their class (a few microseconds per env step of a split), and their queues pack
 them with a `StructCodec` (`REQUEST_CODEC`, `REPLY_CODEC`: struct-packed int64s instead of
 pickle, `surge.runtime.pipe_queue`), so a queue carries one message type at both ends. The classes
-document the fields. `BlockReady`, once per rollout, goes through its class and pickle.
+document the fields. `BlockReady`, once per rollout, is put and read as its class, packed by
+`BLOCK_CODEC` (int64s: the first slot, the slots' count, the slots).
 Reports to the main process: `ResetDone`, `Episodes`, `NonFiniteEnvOutput`, `EnvFaults`, `TrainStats`, `Saved`,
 `SaveRefused`, `LearnerReady`, `ChildError`.
 Commands from the main process to a learner: `SaveCommand`, `StopCommand`, and the population
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import struct
 from typing import Any, NamedTuple
+
+from surge.runtime.pipe_queue import MAX_FRAME_BYTES
 
 
 class PolicyRequest(NamedTuple):
@@ -103,10 +105,68 @@ REPLY_CODEC = StructCodec(len(ActionsReady._fields))
 class BlockReady(NamedTuple):
     """A finished block of trajectories starting at `first_slot`, held for the receiving learner
     until it trained on `slots`: the block's trajectories its policy acted in (None: all of them;
-    `surge.data.routing`)."""
+    `surge.data.routing`). On a learner's queue it is packed by `BLOCK_CODEC` (no pickle)."""
 
     first_slot: int
     slots: tuple[int, ...] | None = None
+
+
+class BlockCodec:
+    """Packs `BlockReady` for the learners' queues (`surge.runtime.pipe_queue.PipeQueue`) as
+    little-endian int64s: `first_slot`, the number of `slots` (-1 for None), then the slots. One
+    frame holds up to `max_slots` slots (a block's own slots fit many times over: a block is
+    `--num_envs_per_worker` trajectories at most); a longer message, or anything that is not a
+    `BlockReady`, is left to pickle. Decoding gives a `BlockReady` (both ends typed).
+
+    Args:
+        max_bytes: the most bytes `encode` gives (default: what one atomic frame carries besides
+            its length and kind bytes, `surge.runtime.pipe_queue.MAX_FRAME_BYTES` - 5).
+    """
+
+    _HEAD = struct.Struct("<2q")
+
+    def __init__(self, max_bytes: int = MAX_FRAME_BYTES - 5):
+        self.max_bytes = max_bytes
+        #: the most slots a packed message holds (509 with Linux's 4096-byte PIPE_BUF)
+        self.max_slots = (max_bytes - self._HEAD.size) // 8
+        # one compiled `struct.Struct` per slot count met: a format string built per message
+        # costs as much as the packing itself
+        self._with_slots: dict[int, struct.Struct] = {}
+
+    def __reduce__(self) -> tuple[type[BlockCodec], tuple[int]]:
+        return BlockCodec, (self.max_bytes,)
+
+    def _layout(self, n: int) -> struct.Struct:
+        layout = self._with_slots.get(n)
+        if layout is None:
+            layout = self._with_slots[n] = struct.Struct(f"<{n + 2}q")
+        return layout
+
+    def encode(self, msg: Any) -> bytes | None:
+        """`msg`'s int64s, or None when it is not a `BlockReady` of at most `max_slots` int slots."""
+        if type(msg) is not BlockReady:
+            return None
+        first, slots = msg
+        try:
+            if slots is None:
+                return self._HEAD.pack(first, -1)
+            n = len(slots)
+            if n > self.max_slots:
+                return None
+            return self._layout(n).pack(first, n, *slots)
+        except struct.error:  # a field that is not an int
+            return None
+
+    def decode(self, frame: bytes) -> BlockReady:
+        """The `BlockReady` of a frame's body `frame` (one kind byte, then `encode`'s bytes)."""
+        first, n = self._HEAD.unpack_from(frame, 1)
+        if n < 0:
+            return BlockReady(first, None)
+        return BlockReady(first, self._layout(n).unpack_from(frame, 1)[2:])
+
+
+#: the learners' queues: `BlockReady` as int64s (`BlockCodec`)
+BLOCK_CODEC = BlockCodec()
 
 
 class ResetDone(NamedTuple):

@@ -170,7 +170,7 @@ def _run(ctx: RolloutContext, worker: RolloutWorker, acting: InProcessActing | N
     learner_queues = ctx.learner_queues
 
     def deliver(p: int, first: int, own: OwnSlots) -> None:
-        learner_queues[p].put(tuple(BlockReady(first, own)))  # any size: `PipeQueue` parts
+        learner_queues[p].put(BlockReady(first, own))  # `BLOCK_CODEC` packs it
 
     loop = RolloutLoop([worker], deliver, counts, w_idx)
     requester = None

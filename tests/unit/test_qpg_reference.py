@@ -28,6 +28,7 @@ import torch
 from surge.app.resolve import parse_cfg
 from surge.data.trajectory import TrajectoryBuffers
 from surge.learning.algorithm import get_algorithm
+from surge.replay.samples import TransitionSample
 
 B, GAMMA = 16, 0.9
 
@@ -109,8 +110,17 @@ def _one(x, i):
 
 def _update(learner, batch):
     """`update` as `train_replay` calls it: the samples hold actions in the env's units
-    (Pendulum's [-2, 2]), normalised by the learner."""
-    stats = learner.update({**batch, "actions": 2.0 * batch["actions"]})
+    (Pendulum's [-2, 2]), normalised by the learner (the cells and weights are not read)."""
+    cells = torch.zeros(B, dtype=torch.int64)
+    samples = TransitionSample(
+        **{**batch, "actions": 2.0 * batch["actions"]},
+        n_steps=torch.ones(B, dtype=torch.int64),
+        rows=cells,
+        columns=cells,
+        indices=cells,
+        is_weights=torch.ones(B),
+    )
+    stats = learner.update(samples)
     learner.updates += 1
     return stats
 

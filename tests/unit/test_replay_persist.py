@@ -3,6 +3,8 @@ buffer samples exactly as the saved one and goes on identically after more appen
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -26,9 +28,11 @@ def frames_block(rng, T, n):
 
 
 def same(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        torch.testing.assert_close(a[k], b[k], rtol=0, atol=0)
+    assert type(a) is type(b)
+    for k in (f.name for f in dataclasses.fields(a)):
+        assert (a[k] is None) == (b[k] is None)
+        if a[k] is not None:
+            torch.testing.assert_close(a[k], b[k], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("kind", ["uniform", "prioritized", "sequence"])

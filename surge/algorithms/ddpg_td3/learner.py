@@ -23,6 +23,7 @@ from surge.learning.qpg_common import (
 )
 from surge.learning.replay_learner import ReplayLearnerBase
 from surge.learning.target_networks import polyak_update
+from surge.replay.samples import TransitionSample
 
 
 def q_values(critic: nn.Module, obs: Any, actions: Tensor) -> list[Tensor]:
@@ -46,7 +47,7 @@ class TD3Learner(ReplayLearnerBase):
         self.qpg: DeterministicPGParams = self.params
         self.optimizers["critic"] = adam(self.learner_modules["critic"].parameters(), self)
 
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+    def update(self, samples: TransitionSample) -> dict[str, float]:
         """`ReplayLearnerBase.update`: `update_normalized` on `qpg_minibatch(samples)`."""
         return self.update_normalized(qpg_minibatch(samples, self.model))
 
@@ -54,23 +55,23 @@ class TD3Learner(ReplayLearnerBase):
         """`optimizer_step` of this learner."""
         return optimizer_step(self, name, loss, params)
 
-    def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
+    def update_normalized(self, batch: TransitionSample) -> dict[str, float]:
         """One update on a `qpg_minibatch`; returns critic_loss, q_mean and, on an actor step,
         actor_loss."""
         actor, m = self.model, self.learner_modules
         critic, critic_target, actor_target = m["critic"], m["critic_target"], m["actor_target"]
         smoothing, delay, sigma, clip = self.qpg.td3_options()
-        obs, actions = batch["obs"], batch["actions"]
+        obs, actions = batch.obs, batch.actions
         with torch.no_grad():
-            next_a = actor_target(batch["next_obs"]).actions
+            next_a = actor_target(batch.next_obs).actions
             if smoothing:
                 noise = torch.randn(next_a.shape, generator=self.generator).to(next_a.device)
                 next_a = td3_smoothed_actions(next_a, sigma, clip, noise=noise)
-            next_q = q_values(critic_target, batch["next_obs"], next_a)
+            next_q = q_values(critic_target, batch.next_obs, next_a)
             if len(next_q) == 2:
-                y = clipped_double_q_target(batch["returns"], batch["discounts"], next_q[0], next_q[1])
+                y = clipped_double_q_target(batch.returns, batch.discounts, next_q[0], next_q[1])
             else:
-                y = ddpg_critic_target(batch["returns"], batch["discounts"], next_q[0])
+                y = ddpg_critic_target(batch.returns, batch.discounts, next_q[0])
         qs = q_values(critic, obs, actions)
         loss_q = critic_loss(qs, y)
         self.step("critic", loss_q, list(critic.parameters()))

@@ -15,6 +15,7 @@ from surge.learning.replay_learner import (
     ReplayLearnerBase,
 )
 from surge.learning.target_networks import polyak_update
+from surge.replay.samples import TransitionSample
 
 
 class DQNLearner(ReplayLearnerBase):
@@ -55,32 +56,32 @@ class DQNLearner(ReplayLearnerBase):
                 out.update(epsilon=float(self.model.eps(env_frames)))  # type: ignore[operator]
         return out
 
-    def losses(self, s: dict[str, Any]) -> tuple[Tensor, Tensor, Tensor]:
+    def losses(self, s: TransitionSample) -> tuple[Tensor, Tensor, Tensor]:
         """(loss scalar, priorities `[B]` without gradient, Q(s, a) `[B]` without gradient) of a
         sample of `ReplayLearnerBase.sample` (obs, actions, returns, discounts, next_obs,
         is_weights); see `surge.algorithms.dqn.declaration`."""
         p = self.params
-        actions = s["actions"].long().reshape(-1)
+        actions = s.actions.long().reshape(-1)
         rows = torch.arange(actions.shape[0], device=actions.device)
-        out = self.online(s["obs"])
+        out = self.online(s.obs)
         with torch.no_grad():
-            nxt = self.target(s["next_obs"])
-            select = self.online(s["next_obs"]).q_values if p.double_dqn else nxt.q_values
+            nxt = self.target(s.next_obs)
+            select = self.online(s.next_obs).q_values if p.double_dqn else nxt.q_values
             mask = nxt.action_mask
         if p.categorical:
             assert out.log_probs is not None and nxt.log_probs is not None
             if mask is not None:
                 select = select.masked_fill(~mask.bool(), float("-inf"))
             next_probs = select_next_probs(nxt.log_probs.exp(), select)
-            m = categorical_projection(next_probs, s["returns"], s["discounts"], p.v_min, p.v_max)
-            c = categorical_loss(out.log_probs[rows, actions], m, s["is_weights"])
+            m = categorical_projection(next_probs, s.returns, s.discounts, p.v_min, p.v_max)
+            c = categorical_loss(out.log_probs[rows, actions], m, s.is_weights)
             return c.loss, c.kl, out.q_values.detach()[rows, actions]
         if p.double_dqn:
-            y = double_q_target(select, nxt.q_values, s["returns"], s["discounts"], mask)
+            y = double_q_target(select, nxt.q_values, s.returns, s.discounts, mask)
         else:
-            y = q_max_target(nxt.q_values, s["returns"], s["discounts"], mask)
+            y = q_max_target(nxt.q_values, s.returns, s.discounts, mask)
         q_taken = out.q_values[rows, actions]
-        t = td_loss(q_taken, y, s["is_weights"], p.dqn_loss)
+        t = td_loss(q_taken, y, s.is_weights, p.dqn_loss)
         return t.loss, t.abs_td_errors, q_taken.detach()
 
     def priorities(self, errors: Tensor) -> Tensor:
@@ -92,13 +93,13 @@ class DQNLearner(ReplayLearnerBase):
             return errors
         return errors.clamp(max=clip)
 
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+    def update(self, samples: TransitionSample) -> dict[str, float]:
         """One Adam step on `losses` (`apply_gradients`: clipping, non-finite skip,
-        policy_version); writes samples["td_errors"] (`priorities`) for prioritized replay.
+        policy_version); sets samples.td_errors (`priorities`) for prioritized replay.
         td_abs_mean is the mean error before clipping."""
         loss, errors, q_taken = self.losses(samples)
         grad_norm = self.apply_gradients(loss)
-        samples["td_errors"] = self.priorities(errors)
+        samples.td_errors = self.priorities(errors)
         return {
             "loss": float(loss.detach()),
             "q_mean": float(q_taken.mean()),

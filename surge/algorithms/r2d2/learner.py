@@ -10,12 +10,12 @@ from torch import Tensor
 
 from surge.algorithms.dqn.networks import QNetwork
 from surge.algorithms.r2d2.params import R2D2Params
-from surge.data.trajectory import tree_map
 from surge.learning.q_learning import inverse_value_rescale, nstep_returns, value_rescale
 from surge.learning.replay_learner import (
     ReplayLearnerBase,
 )
 from surge.learning.target_networks import polyak_update
+from surge.replay.samples import SequenceSample
 from surge.replay.sequence import SequenceReplay
 
 
@@ -68,15 +68,15 @@ class R2D2Learner(ReplayLearnerBase):
             return 0
         return super().updates_due()
 
-    def sample(self) -> dict[str, Any]:
+    def sample(self) -> SequenceSample:
         """`batch_size` sequences (`SequenceReplay.sample`) on `self.device`, with lag `[L, B]`
         (policy versions of the learning steps)."""
         p, ring = self.params, self.replay.ring
         s = self.replay.sample(self.cfg.batch_size, self.generator, env_steps=self.env_steps)
         k = torch.arange(p.burn_in, p.burn_in + p.sequence_length)[:, None]
-        rows = (s["starts"][None] + k) % ring.capacity
-        s["lag"] = (self.policy_version - self.versions[rows, s["columns"][None].expand_as(rows)]).float()
-        return tree_map(lambda x: x.to(self.device, non_blocking=True), s)
+        rows = (s.starts[None] + k) % ring.capacity
+        s.lag = (self.policy_version - self.versions[rows, s.columns[None].expand_as(rows)]).float()
+        return s.map(lambda x: x.to(self.device, non_blocking=True))
 
     def sync_target(self) -> bool:
         """Updates the target network when `env_steps` crossed a multiple of
@@ -96,23 +96,23 @@ class R2D2Learner(ReplayLearnerBase):
             out["target_updates"] = float(self.target_syncs)
         return out
 
-    def losses(self, s: dict[str, Any]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    def losses(self, s: SequenceSample) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """(loss scalar, |δ| `[L, B]` without gradient, mask `[L, B]` bool of the learning steps
         that count, Q(s_t, a_t) `[L, B]` without gradient) of a sample of `sample`; see the module
         docstring. L = `--sequence_length`."""
         p = self.params
         b, L, n = p.burn_in, p.sequence_length, p.n_step_return
-        term, trunc = s["terminated"].bool(), s["truncated"].bool()
+        term, trunc = s.terminated.bool(), s.truncated.bool()
         S, B = term.shape
         dones = torch.zeros(S + 1, B, device=term.device)
         dones[:S] = (term | trunc).float()
-        states = s["rnn_states"][None]
-        out = self.online.sequence(s["obs"], states, dones, b)  # rows b .. S
+        states = s.rnn_states[None]
+        out = self.online.sequence(s.obs, states, dones, b)  # rows b .. S
         with torch.no_grad():
-            tgt = self.target.sequence(s["obs"], states, dones, b)
+            tgt = self.target.sequence(s.obs, states, dones, b)
         # n-step windows of the learning steps b .. b+L-1: [L*B, n], row-major over (t, i)
         win = torch.arange(n, device=term.device)[None] + torch.arange(b, b + L, device=term.device)[:, None]
-        rew = s["rewards"][win].permute(0, 2, 1).reshape(L * B, n)
+        rew = s.rewards[win].permute(0, 2, 1).reshape(L * B, n)
         te = term[win].permute(0, 2, 1).reshape(L * B, n)
         tr = trunc[win].permute(0, 2, 1).reshape(L * B, n)
         returns, discounts, used = nstep_returns(rew, te, tr, self.hp.gamma)
@@ -136,10 +136,10 @@ class R2D2Learner(ReplayLearnerBase):
             else:
                 y = returns + discounts * boot
             y = y.view(L, B)
-            active = s["is_active"][win].permute(0, 2, 1).reshape(L * B, n)
+            active = s.is_active[win].permute(0, 2, 1).reshape(L * B, n)
             inside = torch.arange(n, device=term.device)[None] < used[:, None]
             mask = (active | ~inside).all(1).view(L, B)
-        actions = s["actions"][b : b + L].long().reshape(L, B)
+        actions = s.actions[b : b + L].long().reshape(L, B)
         q_taken = out.q_values[:L].gather(2, actions[..., None]).squeeze(2)
         delta = y - q_taken
         if p.r2d2_loss == "huber":
@@ -147,15 +147,15 @@ class R2D2Learner(ReplayLearnerBase):
         else:
             per = 0.5 * delta**2
         m = mask.float()
-        loss = (per * s["is_weights"][None] * m).sum() / m.sum().clamp(min=1.0)
+        loss = (per * s.is_weights[None] * m).sum() / m.sum().clamp(min=1.0)
         return loss, delta.detach().abs(), mask, q_taken.detach()
 
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+    def update(self, samples: SequenceSample) -> dict[str, float]:
         """One Adam step on `losses` (`apply_gradients`), then the sampled sequences' priorities
         (`SequenceReplay.update_priorities`: η·max + (1 − η)·mean of |δ| over the masked steps)."""
         loss, td_abs, mask, q_taken = self.losses(samples)
         grad_norm = self.apply_gradients(loss)
-        self.replay.update_priorities(samples["indices"].cpu(), td_abs.cpu(), mask.cpu())
+        self.replay.update_priorities(samples.indices.cpu(), td_abs.cpu(), mask.cpu())
         m = mask.float()
         n = m.sum().clamp(min=1.0)
         return {

@@ -25,6 +25,7 @@ from surge.learning.qpg_common import (
 from surge.learning.replay_learner import ReplayLearnerBase
 from surge.learning.target_networks import polyak_update
 from surge.models.squashed_gaussian import squashed_gaussian_sample
+from surge.replay.samples import TransitionSample
 
 
 class SACLearner(ReplayLearnerBase):
@@ -57,7 +58,7 @@ class SACLearner(ReplayLearnerBase):
         assert isinstance(module, LogAlpha)
         return module.value
 
-    def update(self, samples: dict[str, Any]) -> dict[str, float]:
+    def update(self, samples: TransitionSample) -> dict[str, float]:
         """`ReplayLearnerBase.update`: `update_normalized` on `qpg_minibatch(samples)`."""
         return self.update_normalized(qpg_minibatch(samples, self.model))
 
@@ -65,13 +66,13 @@ class SACLearner(ReplayLearnerBase):
         """`optimizer_step` of this learner."""
         return optimizer_step(self, name, loss, params)
 
-    def update_normalized(self, batch: dict[str, Any]) -> dict[str, float]:
+    def update_normalized(self, batch: TransitionSample) -> dict[str, float]:
         """One update on a `qpg_minibatch`; returns the losses, the temperature, the entropy and
         q_mean."""
         actor, m = self.model, self.learner_modules
         critic, critic_target = m["critic"], m["critic_target"]
         log_alpha = self.log_alpha
-        obs = batch["obs"]
+        obs = batch.obs
         mean, log_std = actor.distribution_params(obs)
         noise = torch.randn(mean.shape, generator=self.generator).to(mean.device)
         pi = _squashed(mean, log_std, noise)
@@ -82,12 +83,12 @@ class SACLearner(ReplayLearnerBase):
             self.step("ent_coef", loss_alpha, [log_alpha])
             stats["ent_coef_loss"] = float(loss_alpha.detach())
         with torch.no_grad():
-            n_mean, n_log_std = actor.distribution_params(batch["next_obs"])
+            n_mean, n_log_std = actor.distribution_params(batch.next_obs)
             n_noise = torch.randn(n_mean.shape, generator=self.generator).to(n_mean.device)
             next_a, next_logp = _squashed(n_mean, n_log_std, n_noise)
-            q1_t, q2_t = critic_target(batch["next_obs"], next_a)
-            y = sac_soft_target(batch["returns"], batch["discounts"], q1_t, q2_t, next_logp, alpha)
-        q1, q2 = critic(obs, batch["actions"])
+            q1_t, q2_t = critic_target(batch.next_obs, next_a)
+            y = sac_soft_target(batch.returns, batch.discounts, q1_t, q2_t, next_logp, alpha)
+        q1, q2 = critic(obs, batch.actions)
         loss_q = 0.5 * critic_loss([q1, q2], y)
         self.step("critic", loss_q, list(critic.parameters()))
         q1_pi, q2_pi = critic(obs, pi[0])
