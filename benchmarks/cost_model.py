@@ -3,6 +3,7 @@ GPU, from CPU costs per env frame measured on another machine (this one).
 
     python benchmarks/cost_model.py validate              # the 2026-11-28 H200 run of 0ce9d02
     python benchmarks/cost_model.py predict --cores 16 36 64   # today's code, one GPU, per config
+    python benchmarks/cost_model.py calibrate             # host ratio and µs per kernel launch
 
 An env frame costs CPU time in every role it passes through. The model's terms, in env frames/s:
 
@@ -14,11 +15,13 @@ An env frame costs CPU time in every role it passes through. The model's terms, 
   sharing a role's frames cap the rate at `1e6 * k / cost_r`, however many cores there are.
 
 The rate is the smallest term; the term it comes from is the one that binds. A role's cost on the
-target machine is `speed_ratio * cpu_us + launches_per_frame * launch_us`:
+target machine is `ratio * cpu_us + launches_per_frame * launch_us`:
 
 - `cpu_us`: CPU µs per env frame measured here (for a role on a GPU: its host side only, what the
   GPU does not take over: gathers, copies, Python per request or batch);
-- `speed_ratio`: CPU time there / CPU time here for the same work, measured on both machines;
+- `ratio`: CPU time there / CPU time here for the same work: `speed_ratio` for CPU-bound work
+  (games, rollout workers), `host_ratio` for a GPU role's host side (copies and Python, which need
+  not carry like a game does; `calibrate` fits it with `launch_us` on two processes logged there);
 - `launches_per_frame * launch_us`: the host side of the role's GPU kernel launches (the torch
   operations it dispatches per env frame, `cost_model_inputs.py`, times the host µs of one).
 
