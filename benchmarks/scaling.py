@@ -50,6 +50,10 @@ costs predict the 1-core rate as `1e6 * u1 / c_total` (u1: the one core's utilis
 is saturated), against the rate measured pinned to one core. The envs axis is fitted with
 c_total(n) = a + b / (n / splits): a per-frame cost plus a per-request cost shared by the envs of
 a split. Prints markdown tables; every run's log stays in `--out`.
+
+`cost_model.py` extends this model to a GPU and to other machines: a ceiling for every single
+process (the inference workers and the main process too), the host cost of kernel launches, and
+speed ratios that carry this machine's figures to another CPU.
 """
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""The cost model of benchmarks/cost_model.py: its terms against hand-computed cases, and its
+validation on the 2026-11-28 H200 run from the committed inputs (benchmarks/cost_model_data.json)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from cost_model import Machine, Role, fit_host, load_data, predict, today, validation  # noqa: E402
+
+
+def test_a_single_process_ceiling_binds_before_the_cores():
+    # 100 µs of rollout side + a 20-µs learner on 16 cores: the cores would carry
+    # 16e6 / 120 = 133333 frames/s, the learner's one core only 1e6 / 20 = 50000
+    roles = [Role("rollout", 100.0), Role("learner", 20.0, processes=1)]
+    p = predict(roles, Machine(cores=16))
+    assert p.binding == "learner"
+    assert p.fps == pytest.approx(50_000)
+    assert p.terms["cores"] == pytest.approx(16e6 / 120)
+
+
+def test_the_cores_bind_when_they_are_few():
+    # the same run on 2 cores at 90% use: 2 * 0.9 * 1e6 / 120 = 15000 < 50000
+    roles = [Role("rollout", 100.0), Role("learner", 20.0, processes=1)]
+    p = predict(roles, Machine(cores=2, util=0.9))
+    assert p.binding == "cores"
+    assert p.fps == pytest.approx(15_000)
+
+
+def test_speed_ratio_and_kernel_launches_make_a_roles_cost_there():
+    # learner: 10 µs here x 1.5 + 2 launches x 5 µs = 25 µs -> 40000 frames/s; a figure logged
+    # there (carry="none") keeps its 30 µs; two inference processes share theirs: 2e6 / 40
+    roles = [
+        Role("game", 30.0, carry="none"),
+        Role("learner", 10.0, processes=1, launches_per_frame=2.0),
+        Role("inference", 20.0, processes=2, launches_per_frame=1.0),
+    ]
+    p = predict(roles, Machine(cores=64, speed_ratio=1.5, launch_us=5.0))
+    assert p.cost_us == pytest.approx({"game": 30.0, "learner": 25.0, "inference": 35.0})
+    assert p.terms["inference"] == pytest.approx(2e6 / 35)
+    assert p.binding == "learner" and p.fps == pytest.approx(40_000)
+    # without a GPU the launches cost nothing: the learner is 15 µs, the inference pair 2e6 / 30
+    cpu = predict(roles, Machine(cores=64, speed_ratio=1.5))
+    assert cpu.fps == pytest.approx(1e6 / 15)
+
+
+def test_a_bad_machine_or_a_free_run_is_refused():
+    with pytest.raises(ValueError, match="util"):
+        predict([Role("rollout", 10.0)], Machine(cores=4, util=1.5))
+    with pytest.raises(ValueError, match="cost nothing"):
+        predict([Role("rollout", 0.0)], Machine(cores=4))
+
+
+def test_the_host_fit_solves_two_roles_by_hand():
+    # here 10 and 20 µs, 2 and 1 launches per frame, there 9 and 11 µs:
+    # 10 r + 2 L = 9 and 20 r + L = 11 give r = 13/30, L = 7/3 (by substitution)
+    ratio, launch = fit_host((10.0, 2.0, 9.0), (20.0, 1.0, 11.0))
+    assert ratio == pytest.approx(13 / 30) and launch == pytest.approx(7 / 3)
+    with pytest.raises(ValueError, match="proportional"):
+        fit_host((10.0, 1.0, 9.0), (20.0, 2.0, 11.0))
+
+
+def test_the_committed_calibration_is_the_fit_of_its_inputs():
+    data = load_data()
+    c = data["calibration"]
+    ratio, launch = fit_host(tuple(c["learner"]), tuple(c["inference"]))
+    assert data["today"]["machine"]["host_ratio"] == pytest.approx(ratio, abs=0.001)
+    assert data["today"]["machine"]["launch_us"] == pytest.approx(launch, abs=0.01)
+
+
+@pytest.mark.parametrize("key", sorted(validation(load_data())))
+def test_the_logged_h200_run_is_predicted_within_20_percent(key):
+    # surge 52275 and Sample Factory 64483 env frames/s on doom_benchmark, 16 cores + H200
+    # (docs/logs/gpu_2026-11-28.md), from the inputs and sources in cost_model_data.json; a route
+    # marked within_20 false is the one carrying the single processes by the CPU-bound ratio,
+    # kept to show its miss (about 0.55): it must stay outside, or the data file's account is stale
+    r = validation(load_data())[key]
+    assert r["measured"] in (52275, 64483)
+    ratio = r["prediction"].fps / r["measured"]
+    assert (0.8 <= ratio <= 1.2) == r["within_20"], (key, ratio)
+
+
+def test_todays_predictions_name_a_binding_term_per_config_and_core_count():
+    res = today(load_data(), [16, 36, 64])
+    assert set(res) == {"doom_benchmark", "pong_1epoch", "cartpole", "halfcheetah"}
+    for by_cores in res.values():
+        # more cores never lower the rate: the rollout side's cost per frame does not grow with them
+        fps = [by_cores[c].fps for c in (16, 36, 64)]
+        assert fps == sorted(fps)
