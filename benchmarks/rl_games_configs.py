@@ -24,8 +24,8 @@ def classify(path: Path) -> tuple[str, str, str]:
     """(result, env or the refused key, why) for one shipped file: "translates", "translates, CUDA
     only" (fp16), "waits for issue 21" (every key maps, some to flags of issue 21 not merged here:
     named), "refused" (the first key surge cannot honour), or "not a training file"."""
-    from surge.cfg.rl_games_envs import RlGamesKeyError
-    from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
+    from surge.app.rl_games.envs import RlGamesKeyError
+    from surge.app.rl_games.translation import is_rl_games_yaml, translate
     from surge.cfg.yaml_files import read_yaml
     from surge.errors import ConfigError
 

@@ -16,8 +16,8 @@ import torch
 from rl_games_yaml_support import CONFIGS, load
 
 from surge.app.resolve import parse_cfg
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import translate
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import translate
 from surge.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ import torch
 from rl_games_yaml_support import future_fields, load, translate_future
 
 from surge.algorithms.appo.ppo_loss import PPOLossConfig, ppo_loss
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import NO_LIMIT, is_rl_games_yaml, translate, worker_layout
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import NO_LIMIT, is_rl_games_yaml, translate, worker_layout
 from surge.models.distributions import make_distribution
 
 

@@ -9,8 +9,8 @@ import re
 import pytest
 from rl_games_yaml_support import future_fields, load
 
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import surge_fields, translate
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import surge_fields, translate
 
 #: the Done-when files of issue 21
 DONE_WHEN = [
@@ -160,7 +160,7 @@ def test_every_shipped_file_translates_or_is_refused_by_name():
     """No shipped file crashes the translator: each translates, or is refused with an rl_games key."""
     from rl_games_yaml_support import CONFIGS
 
-    from surge.cfg.rl_games_yaml import is_rl_games_yaml
+    from surge.app.rl_games.translation import is_rl_games_yaml
     from surge.cfg.yaml_files import read_yaml
 
     for path in sorted(CONFIGS.rglob("*.yaml")):

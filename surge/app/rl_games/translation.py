@@ -30,10 +30,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from surge.cfg.rl_games_envs import RlGamesKeyError, env_from_rl_games
-from surge.cfg.rl_games_network import translate_network
-from surge.cfg.rl_games_ppo import translate_config
-from surge.cfg.rl_games_reader import (
+from surge.app.rl_games.envs import RlGamesKeyError, env_from_rl_games
+from surge.app.rl_games.network import translate_network
+from surge.app.rl_games.ppo import translate_config
+from surge.app.rl_games.reader import (
     NO_LIMIT,
     Node,
     Translation,
@@ -43,7 +43,7 @@ from surge.cfg.rl_games_reader import (
     surge_fields,
     truthy,
 )
-from surge.cfg.rl_games_workers import keep_num_actors, worker_layout
+from surge.app.rl_games.workers import keep_num_actors, worker_layout
 
 __all__ = [
     "NO_LIMIT",

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-from surge.cfg.rl_games_central_value import translate_central_value
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_network import NetInfo
-from surge.cfg.rl_games_reader import NO_LIMIT, Node, Translator, as_number, truthy
-from surge.cfg.rl_games_workers import worker_layout
+from surge.app.rl_games.central_value import translate_central_value
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.network import NetInfo
+from surge.app.rl_games.reader import NO_LIMIT, Node, Translator, as_number, truthy
+from surge.app.rl_games.workers import worker_layout
 
 
 def translate_config(t: Translator, c: Node, net: NetInfo) -> None:

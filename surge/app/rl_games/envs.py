@@ -127,7 +127,7 @@ def _atari_game(name: str) -> str | None:
     m = re.fullmatch(r"(?:ALE/)?([A-Za-z]+?)(NoFrameskip)?-v([45])", name)
     if m is None:
         return None
-    # upward import (listed in pyproject's ignore_imports): cfg is the leaf layer
+    # only for an Atari id: a file of another family does not load the Atari module
     from surge.envs.atari import ATARI_GAMES
 
     game = re.sub(r"(?<!^)(?=[A-Z])", "_", m.group(1)).lower()
@@ -294,7 +294,7 @@ def _brax(take: Callable[[str, Any], Any]) -> EnvChoice:
     """rl_games' `BraxEnv` (`rl_games/envs/brax.py`): `envs.create_gym_env(env_name, batch_size=
     num_actors, seed=0, backend='gpu')`, i.e. brax's training wrappers with episode_length 1000 and
     action_repeat 1 (surge's `brax_` defaults); it reads only `env_name` (default 'ant')."""
-    # upward import (listed in pyproject's ignore_imports): cfg is the leaf layer
+    # only for a Brax file: the family's module (and its batched wrapper) loads when one is read
     from surge.envs.brax_family import brax_task
 
     task = take("env_name", "ant")

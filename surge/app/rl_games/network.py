@@ -1,6 +1,6 @@
 """rl_games' `params.network` block (`algos_torch/network_builder.py`, `A2CBuilder`) as surge's model
 flags: the MLP, the conv encoder (surge's presets only), the RNN core, the action head and the
-initializers (`surge.cfg.rl_games_yaml` translates the rest of the file)."""
+initializers (`surge.app.rl_games.translation` translates the rest of the file)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_reader import Node, Translator, as_number, truthy
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.reader import Node, Translator, as_number, truthy
 from surge.errors import ConfigError
 
 
@@ -197,7 +197,7 @@ def _separate_supported() -> bool:
     model accepts it."""
     import gymnasium as gym
 
-    # with the model below: only when parameters are counted (upward import listed in pyproject)
+    # the model's modules (torch) load only when the probe runs
     from surge.cfg.config import Config
     from surge.models import make_actor_critic
 
