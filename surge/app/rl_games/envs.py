@@ -64,6 +64,11 @@ MUJOCO_TASKS = {
     "InvertedPendulum": "mujoco_invertedpendulum",
 }
 
+#: rl_games' velocity-masked envs -> (gymnasium id, surge's wrapper of rl_games' MaskVelocityWrapper)
+MASKED_VELOCITY = {
+    "CartPoleMaskedVelocity-v1": ("CartPole-v1", "surge.envs.masked_velocity:MaskCartPoleVelocity"),
+}
+
 #: rl_games env names that surge cannot run, with why (`docs/rl_games.md`)
 NOT_HERE = {
     "maniskill": "ManiSkill is not installed here and surge has no ManiSkill family",
@@ -79,7 +84,6 @@ NOT_HERE = {
     "diambra": "DIAMBRA Arena is not installed here",
     "openai_robot_gym": "gymnasium-robotics goal envs are not installed here",
     "CarRacing-v0": "CarRacing-v0 with rl_games' make_car_racing wrapper is not a surge env",
-    "CartPoleMaskedVelocity-v1": "rl_games' MaskVelocityWrapper is not a surge wrapper",
     "MountainCar-v0": "",
 }
 for _n in (
@@ -161,6 +165,10 @@ def env_from_rl_games(
         raise RlGamesKeyError("params.config.env_name", f"{env_name!r} is not an env name.", "")
     if env_name in NOT_HERE:
         raise RlGamesKeyError("params.config.env_name", f"{env_name!r}: {NOT_HERE[env_name]}.", "")
+    if env_name in MASKED_VELOCITY:
+        # rl_games' creator: `lambda **kwargs: MaskVelocityWrapper(make('CartPole-v1'), 'CartPole-v1')`
+        task, wrapper = MASKED_VELOCITY[env_name]
+        return EnvChoice(task, flags={"env_wrappers": [wrapper]}, reads_env_config=False)
     if env_name == "minigrid_env":
         _refuse_minigrid(take)
     if env_name == "multiwalker_env":

@@ -152,9 +152,26 @@ def translate_network(t: Translator, net: Node) -> NetInfo:
             "params.network.mlp.regularizer.name", f"{reg!r}: surge has no weight regularizer.", ""
         )
     t.need("params.network.mlp.d2rl", "d2rl", truthy(mlp.get("d2rl", False)), False)
-    for k in ("normalization", "norm_only_first_layer"):
-        if mlp.has(k):
-            raise RlGamesKeyError(mlp.key(k), "surge's MLP has no layer or batch normalisation.", "")
+    # rl_games 1.6.5 builds no normalisation into this MLP: A2CBuilder reads `normalization` from
+    # the network block, and `_build_mlp` passes `norm_func_name=None` to its sequential MLP (only
+    # d2rl's D2RLNet gets it); `norm_only_first_layer` acts only with a normalisation
+    d2rl = truthy(mlp.data.get("d2rl", False))
+    for node, k in ((mlp, "normalization"), (mlp, "norm_only_first_layer"), (net, "normalization")):
+        if not node.has(k):
+            continue
+        value = node.get(k)
+        if k == "normalization" and node is net and d2rl and truthy(value):
+            raise RlGamesKeyError(
+                node.key(k),
+                f"{value!r}: rl_games normalises d2rl's layers; surge's d2rl MLP has no norm.",
+                "",
+            )
+        where = (
+            "rl_games reads normalization from params.network"
+            if node is mlp and k == "normalization"
+            else ("rl_games 1.6.5's _build_mlp passes no normalisation to its MLP")
+        )
+        t.note(node.key(k), f"no effect: {where}")
 
     if net.has("cnn"):
         out.image = True
@@ -177,10 +194,12 @@ def translate_network(t: Translator, net: Node) -> NetInfo:
         t.set("rnn_num_layers", as_number("params.network.rnn.layers", rnn.get("layers", 1), int))
         t.need("params.network.rnn.before_mlp", "rnn_before_mlp", truthy(rnn.get("before_mlp", False)), False)
         t.need("params.network.rnn.layer_norm", "rnn_layer_norm", truthy(rnn.get("layer_norm", False)), False)
-        if truthy(rnn.get("concat_input", False)):
-            raise RlGamesKeyError(
-                "params.network.rnn.concat_input", "surge's core does not concatenate its input.", ""
-            )
+        t.need(
+            "params.network.rnn.concat_input",
+            "rnn_concat_input",
+            truthy(rnn.get("concat_input", False)),
+            False,
+        )
         if out.image and units and units[-1] != out.rnn_units:
             raise RlGamesKeyError(
                 "params.network.rnn.units",
