@@ -70,6 +70,11 @@ class OptimParams:
     gamma: float = param(0.99, "Discount factor.")
     reward_scale: float = param(1.0, "Rewards are multiplied by this (> 0) before learning.")
     reward_clip: float = param(10.0, "Rewards are clipped to [-reward_clip, reward_clip] after scaling.")
+    reward_clip_low: float | None = param(
+        None,
+        "Lower end of the reward clip, below reward_clip (None: -reward_clip): rewards are clipped to "
+        "[reward_clip_low, reward_clip] (rl_games' reward_shaper min_val with another max_val).",
+    )
     reward_shift: float = param(
         0.0,
         "Added to every reward before reward_scale (rl_games' reward_shaper shift_value): the learner "

@@ -27,13 +27,16 @@ def _never() -> bool:
     return False
 
 
-def shaped_rewards(rewards: Tensor, shift: float, scale: float, clip: float) -> Tensor:
-    """`clamp((rewards + shift) * scale, -clip, clip)`: rl_games' `DefaultRewardsShaper`
-    (rl_games/common/tr_helpers.py: shift_value, then scale_value, then min_val/max_val), the
-    shift added only when it is not 0. `rewards` any shape, float32; returns a new tensor."""
+def shaped_rewards(
+    rewards: Tensor, shift: float, scale: float, clip: float, clip_low: float | None = None
+) -> Tensor:
+    """`clamp((rewards + shift) * scale, low, clip)` with `low = -clip` unless `clip_low` is
+    given: rl_games' `DefaultRewardsShaper` (rl_games/common/tr_helpers.py: shift_value, then
+    scale_value, then min_val/max_val), the shift added only when it is not 0. `rewards` any
+    shape, float32; returns a new tensor."""
     if shift:
         rewards = rewards + shift
-    return (rewards * scale).clamp(-clip, clip)
+    return (rewards * scale).clamp(-clip if clip_low is None else clip_low, clip)
 
 
 def learning_rate(cfg: Config, env_frames: int, base_lr: float | None = None) -> float:
@@ -270,7 +273,9 @@ class LearnerBase:
         data = self.buffers.gather(slots, pin_memory=dev.type == "cuda")
         # `.to` keeps the strides, so the time-major view is taken on the device (a view either way)
         d = {k: tree_map(lambda x: x.to(dev, non_blocking=True).transpose(0, 1), v) for k, v in data.items()}
-        d["rewards"] = shaped_rewards(d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip)
+        d["rewards"] = shaped_rewards(
+            d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip, cfg.reward_clip_low
+        )
         d["terminated"], d["truncated"] = d["terminated"].float(), d["truncated"].float()
         d["behavior_version"] = d.pop("policy_version")
         acting = d.pop("policy_id")

@@ -206,15 +206,16 @@ def _reward_shaper(t: Translator, c: Node) -> None:
     else:
         lo_f = as_number("params.config.reward_shaper.min_val", lo) if lo is not None else -math.inf
         hi_f = as_number("params.config.reward_shaper.max_val", hi) if hi is not None else math.inf
-        if lo_f != -hi_f:
+        if lo_f >= hi_f:
             raise RlGamesKeyError(
-                "params.config.reward_shaper.min_val"
-                if lo is not None
-                else "params.config.reward_shaper.max_val",
-                f"[{lo_f}, {hi_f}]: surge clips rewards to a symmetric [-reward_clip, reward_clip].",
+                "params.config.reward_shaper.min_val",
+                f"[{lo_f}, {hi_f}]: no reward passes a clip whose min_val is not below its max_val.",
                 "",
             )
-        t.set("reward_clip", hi_f)
+        # an infinite end is surge's finite NO_LIMIT (its flags take finite numbers)
+        t.set("reward_clip", min(hi_f, NO_LIMIT))
+        if lo_f != -hi_f:
+            t.need("params.config.reward_shaper.min_val", "reward_clip_low", max(lo_f, -NO_LIMIT))
     if truthy(shaper.get("log_val", False)):
         raise RlGamesKeyError(
             "params.config.reward_shaper.log_val", "surge does not take the log of rewards.", ""
