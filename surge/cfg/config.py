@@ -61,6 +61,13 @@ class OptimParams:
     adam_eps: float = param(1e-6, "Adam epsilon parameter.")
     adam_beta1: float = param(0.9, "Adam momentum decay coefficient.")
     adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
+    adam_weight_decay: float = param(
+        0.0,
+        "L2 penalty added to the gradients by Adam (torch.optim.Adam's weight_decay, not AdamW's "
+        "decoupled decay; rl_games' weight_decay).",
+        low=0,
+        why="a negative penalty would push weights away from 0",
+    )
     max_grad_norm: float = param(
         4.0,
         "Max L2 norm of the gradient vector (0: no clipping).",

@@ -65,13 +65,14 @@ def make_adam(
     model: nn.Module, cfg: Config, device: torch.device, hp: PolicyHyperparams | None = None
 ) -> torch.optim.Adam:
     """Adam over `model`'s parameters with `learning_rate`, `adam_beta1/2` (the policy's own `hp`,
-    default the cfg's) and `adam_eps`."""
+    default the cfg's), `adam_eps` and `adam_weight_decay`."""
     hp = hp or PolicyHyperparams.from_cfg(cfg)
     return torch.optim.Adam(
         model.parameters(),
         lr=hp.learning_rate,
         betas=(hp.adam_beta1, hp.adam_beta2),
         eps=cfg.adam_eps,
+        weight_decay=cfg.adam_weight_decay,
         **_adam_impl(device),
     )
 

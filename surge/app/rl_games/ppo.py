@@ -100,7 +100,15 @@ def _loss(t: Translator, c: Node) -> None:
     # rl_games clips the value change by e_clip when clip_value is True (common_losses.critic_loss)
     t.set("ppo_clip_value", e_clip if truthy(c.get("clip_value", False)) else NO_LIMIT)
     t.set("value_loss_coeff", 0.5 * as_number("params.config.critic_coef", c.get("critic_coef")))
-    t.set("exploration_loss_coeff", as_number("params.config.entropy_coef", c.get("entropy_coef")))
+    entropy_coef = as_number("params.config.entropy_coef", c.get("entropy_coef"))
+    if entropy_coef < 0:  # surge's range of --exploration_loss_coeff, refused here with the key's path
+        raise RlGamesKeyError(
+            "params.config.entropy_coef",
+            f"{entropy_coef}: rl_games then rewards low entropy; surge's --exploration_loss_coeff is >= 0 "
+            "(an entropy bonus only).",
+            "set entropy_coef: 0 or above.",
+        )
+    t.set("exploration_loss_coeff", entropy_coef)
     if truthy(c.get("use_smooth_clamp", False)):
         t.note(
             "params.config.use_smooth_clamp",
@@ -121,9 +129,9 @@ def _loss(t: Translator, c: Node) -> None:
             t.need("params.config.bound_loss_type", "bound_loss_type", kind)
         else:
             t.note("params.config.bound_loss_type", "no effect with bounds_loss_coef 0")
+    # rl_games' optim.Adam(..., weight_decay=self.weight_decay): an L2 term in Adam's gradient
     wd = as_number("params.config.weight_decay", c.get("weight_decay", 0.0) or 0.0)
-    if wd:
-        raise RlGamesKeyError("params.config.weight_decay", f"{wd}: surge's Adam has no weight decay.", "")
+    t.need("params.config.weight_decay", "adam_weight_decay", wd, 0.0)
 
 
 def _learning_rate(t: Translator, c: Node, net: NetInfo) -> None:
