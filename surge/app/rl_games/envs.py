@@ -170,7 +170,7 @@ def env_from_rl_games(
         task, wrapper = MASKED_VELOCITY[env_name]
         return EnvChoice(task, flags={"env_wrappers": [wrapper]}, reads_env_config=False)
     if env_name == "minigrid_env":
-        _refuse_minigrid(take)
+        return _minigrid(take)
     if env_name == "multiwalker_env":
         raise RlGamesKeyError(
             "params.config.env_name",
@@ -233,28 +233,46 @@ def env_from_rl_games(
     )
 
 
-def _refuse_minigrid(take: Callable[[str, Any], Any]) -> None:
+def _minigrid(take: Callable[[str, Any], Any]) -> EnvChoice:
     """rl_games' `create_minigrid_env` (`rl_games/common/env_configurations.py`): gym_minigrid's
-    (minigrid's old name) task `name` seen through ViewSizeWrapper(view_size) and
-    RGBImgPartialObsWrapper(tile_size=84 // view_size) as pixels; the view size is part of the task
-    and surge's --env_wrappers pass no arguments, so this refuses, naming the command that trains
-    the task in surge (minigrid's own 7x7 symbolic view, flattened)."""
+    (minigrid's old name) task `name`, with StateBonus / ActionBonus when asked, then the whole grid
+    as pixels (`rgb_fully_obs`), or the agent's view of `view_size` cells as about 84x84 pixels
+    (`rgb_partial_obs`, default True), then the image only. surge makes the same task through
+    gymnasium (`minigrid:<name>`) with the view as a named wrapper (`surge.envs.minigrid_views`)."""
+    from surge.envs.minigrid_views import VIEW_SIZES
+
     name = take("name", None)
+    if not isinstance(name, str):
+        raise RlGamesKeyError("params.config.env_config.name", "minigrid_env needs the task id in name.", "")
+    for bonus in ("state_bonus", "action_bonus"):
+        if truthy_env(take(bonus, False)):
+            raise RlGamesKeyError(
+                f"params.config.env_config.{bonus}",
+                "minigrid's exploration bonus wrapper is not a surge wrapper.",
+                f"remove it or set {bonus}: False.",
+            )
     view = take("view_size", 3)
-    task = name if isinstance(name, str) else "MiniGrid-Empty-5x5-v0"
-    if take("rgb_fully_obs", False):
-        seen = "RGBImgObsWrapper (the whole grid as pixels)"
+    if truthy_env(take("rgb_fully_obs", False)):
+        wrapper = "FullPixelView"
+    elif truthy_env(take("rgb_partial_obs", True)):
+        if view not in VIEW_SIZES:
+            raise RlGamesKeyError(
+                "params.config.env_config.view_size",
+                f"{view!r}: surge.envs.minigrid_views has the views of {list(VIEW_SIZES)} cells.",
+                "",
+            )
+        wrapper = f"PixelView{view}"
     else:
-        tile = 84 // view if isinstance(view, int) and view > 0 else 0
-        seen = f"ViewSizeWrapper({view}) and RGBImgPartialObsWrapper ({view * tile}x{view * tile} pixels)"
-    raise RlGamesKeyError(
-        "params.config.env_name",
-        f"'minigrid_env' makes {task} through gym_minigrid's {seen}; surge's --env_wrappers take no "
-        "arguments, so neither the env (its view size is part of the task) nor the cnn sized for its "
-        "pixels translates.",
-        f"train the task with minigrid's own 7x7 view: `surge train --env=minigrid:{task} --env_wrappers "
-        "surge.envs.wrappers:DropUnflattenable FlattenObservation --use_rnn=True` (the file's LSTM).",
-    )
+        wrapper = "SymbolicView"
+    # minigrid's images are height-width-channel; rl_games' cnn permutes them (permute_input),
+    # surge's conv encoders take them channels first
+    wrappers = [f"surge.envs.minigrid_views:{wrapper}", "surge.envs.wrappers:ChannelsFirst"]
+    return EnvChoice(f"minigrid:{name}", flags={"env_wrappers": wrappers})
+
+
+def truthy_env(v: Any) -> bool:
+    """rl_games' `kwargs.pop(key, default)` used in an `if`: Python's truth of the YAML value."""
+    return bool(v)
 
 
 def _gym_id(name: str, key: str) -> EnvChoice:
