@@ -226,3 +226,16 @@ def test_central_value_clip_and_schedule_that_surge_would_change_are_refused():
     with pytest.raises(RlGamesKeyError) as e:
         translate(data, "f.yaml", fields=future_fields(), separate_ok=True)
     assert e.value.field == "params.config.central_value_config.lr_schedule"
+
+
+def test_a_model_rl_games_does_not_register_is_refused_as_such():
+    """ppo_continuous_lstm.yaml names `continuous_a2c_lstm_logstd`, which rl_games 1.6.5's own
+    ModelBuilder cannot make; the translation's list is its registry."""
+    from rl_games.algos_torch.model_builder import ModelBuilder
+
+    from surge.app.rl_games.translation import RL_GAMES_MODELS
+
+    assert sorted(RL_GAMES_MODELS) == sorted(ModelBuilder().model_factory._builders)
+    with pytest.raises(RlGamesKeyError, match="not a model rl_games 1.6.5 registers") as e:
+        translate(load("ppo_continuous_lstm.yaml"), "ppo_continuous_lstm.yaml")
+    assert e.value.field == "params.model.name"
