@@ -112,6 +112,20 @@ class OptimParams:
     value_loss_coeff: float = param(0.5, "Coefficient of the critic loss.")
     exploration_loss: str = param("entropy", "Exploration loss.", ("entropy", "symmetric_kl"))
     exploration_loss_coeff: float = param(0.003, "Coefficient of the exploration loss.")
+    exploration_loss_schedule: str = param(
+        "constant",
+        "APPO: the exploration coefficient over the run: constant, or linear_decay from "
+        "exploration_loss_coeff to exploration_loss_coeff_min at train_for_env_steps (rl_games' "
+        "schedule_entropy with its linear lr_schedule).",
+        ("constant", "linear_decay"),
+    )
+    exploration_loss_coeff_min: float = param(
+        1e-4,
+        "The exploration coefficient at the end of --exploration_loss_schedule=linear_decay (rl_games' "
+        "min_entropy_coef, 1e-4).",
+        low=0,
+        why="a negative coefficient punishes exploration",
+    )
     kl_loss_coeff: float = param(
         0.0, "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8)."
     )

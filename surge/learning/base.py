@@ -39,6 +39,17 @@ def shaped_rewards(
     return (rewards * scale).clamp(-clip if clip_low is None else clip_low, clip)
 
 
+def exploration_coeff(cfg: Config, env_frames: int, base: float) -> float:
+    """The exploration loss's coefficient at `env_frames`: `base` (the policy's
+    exploration_loss_coeff), or under `--exploration_loss_schedule=linear_decay` rl_games'
+    `LinearScheduler` with `apply_to_entropy` (common/schedulers.py): `min + (base - min) *
+    max(0, 1 - env_frames / train_for_env_steps)`, min = exploration_loss_coeff_min."""
+    if cfg.exploration_loss_schedule != "linear_decay":
+        return base
+    low = cfg.exploration_loss_coeff_min
+    return low + (base - low) * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
+
+
 def learning_rate(cfg: Config, env_frames: int, base_lr: float | None = None) -> float:
     """Learning rate at `env_frames` under `cfg.lr_schedule` (constant or linear decay to 0 at
     `train_for_env_steps`), from `base_lr` (default `cfg.learning_rate`; a learner passes its

@@ -218,6 +218,23 @@ def test_reward_shift_is_applied_before_scale_and_clip_as_rl_games_shaper(tmp_pa
     c.close()
 
 
+def test_exploration_schedule_sets_the_loss_coefficient_of_each_batch(tmp_path):
+    _, c = _components(
+        tmp_path,
+        *FF,
+        "--exploration_loss_coeff=0.02",
+        "--exploration_loss_schedule=linear_decay",
+        "--train_for_env_steps=1000",
+    )
+    assert c.learner.loss_cfg.exploration_loss_coeff == 0.02  # before any batch
+    sampler, slots = first_batch(c)
+    c.learner.train_batch(c.learner.prepare_batch(slots), env_frames=750)
+    # rl_games' LinearScheduler: min + (start - min) * (1 - 750 / 1000), min 1e-4
+    assert c.learner.loss_cfg.exploration_loss_coeff == pytest.approx(1e-4 + (0.02 - 1e-4) * 0.25)
+    sampler.release(slots)
+    c.close()
+
+
 def test_reward_clip_low_is_the_lower_end_of_the_clip_as_rl_games_min_val(tmp_path):
     from rl_games.common.tr_helpers import DefaultRewardsShaper
 

@@ -58,8 +58,8 @@ def test_command_line_wins_over_the_file(tmp_path):
 
 
 def test_refused_before_any_folder_is_written(tmp_path):
-    path = cartpole_file(tmp_path, schedule_entropy=True)
-    with pytest.raises(RlGamesKeyError, match="params.config.schedule_entropy"):
+    path = cartpole_file(tmp_path, multi_gpu=True)
+    with pytest.raises(RlGamesKeyError, match="params.config.multi_gpu"):
         parse_cfg([f"--cfg={path}", f"--train_dir={tmp_path / 'runs'}"])
     assert not (tmp_path / "runs").exists()
 

@@ -115,7 +115,6 @@ def test_central_value_rnn_layer_norm_refused_with_full_path():
 @pytest.mark.parametrize(
     "path,value,field",
     [
-        (("config", "schedule_entropy"), True, "params.config.schedule_entropy"),
         (("config", "multi_gpu"), True, "params.config.multi_gpu"),
         (("load_checkpoint",), True, "params.load_checkpoint"),
         (("network", "name"), "resnet_actor_critic", "params.network.name"),

@@ -195,9 +195,21 @@ def _learning_rate(t: Translator, c: Node, net: NetInfo) -> None:
         if c.has("schedule_type"):
             t.note("params.config.schedule_type", "no effect without lr_schedule adaptive")
     if truthy(c.get("schedule_entropy", False)):
-        raise RlGamesKeyError(
-            "params.config.schedule_entropy", "surge does not decay the entropy coefficient.", ""
-        )
+        # rl_games' LinearScheduler(apply_to_entropy=...) exists only for lr_schedule linear with a
+        # budget (a2c_common.py); elsewhere (IdentityScheduler, AdaptiveScheduler) the key is inert
+        if t.out.values.get("lr_schedule") == "linear_decay":
+            t.need("params.config.schedule_entropy", "exploration_loss_schedule", "linear_decay", "constant")
+            t.need("params.config.schedule_entropy", "exploration_loss_coeff_min", 1e-4)
+            t.note(
+                "params.config.schedule_entropy",
+                "surge decays the entropy coefficient to 1e-4 over train_for_env_steps, once per batch, "
+                "as rl_games over its epochs (its update comes after each epoch's training)",
+            )
+        else:
+            t.note(
+                "params.config.schedule_entropy",
+                "no effect: rl_games decays entropy only with lr_schedule linear and a budget",
+            )
 
 
 def _reward_shaper(t: Translator, c: Node) -> None:
