@@ -7,8 +7,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from surge.app.rl_games.translation import is_rl_games_yaml, translate
 from surge.cfg.config import CentralValueParams, Config
-from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT, PBT_ONLY
 from surge.cfg.yaml_files import read_yaml
 from surge.distributed.ray_checks import ray_notes
@@ -20,7 +20,7 @@ from surge.population.checks import pbt_budget_notes
 
 def rl_games_notes(path: str) -> list[str]:
     """The keys of the rl_games file `path` (the run's `--cfg`) that have no effect here or only an
-    approximate one, one line each (`surge.cfg.rl_games_yaml.translate`); [] for no file, a file
+    approximate one, one line each (`surge.app.rl_games.translation.translate`); [] for no file, a file
     that is gone, or surge's own flat YAML."""
     if not path:
         return []

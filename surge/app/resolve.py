@@ -19,7 +19,9 @@ import sys
 from typing import Any
 
 import surge.app.builtins  # noqa: F401  (the registries' built-in algorithms and env families)
+from surge.app.cfg_file import load_yaml, player_values
 from surge.app.preflight import validate_cfg
+from surge.app.rl_games.translation import is_rl_games_yaml, keep_num_actors
 from surge.app.space_defaults import env_space_defaults
 from surge.cfg.cli import (
     COMMAND_ONLY,
@@ -37,11 +39,10 @@ from surge.cfg.cli import (
     version_text,
 )
 from surge.cfg.config import Config, core_fields
-from surge.cfg.rl_games_yaml import is_rl_games_yaml, keep_num_actors
 from surge.cfg.saved_code import MODULE_FLAGS, refuse_code_from_saved_cfg
 from surge.cfg.space_defaults import as_overrides
 from surge.cfg.validate import check_experiment_name
-from surge.cfg.yaml_files import convert_yaml, load_yaml, player_values, read_yaml, yaml_name
+from surge.cfg.yaml_files import convert_yaml, read_yaml, yaml_name
 from surge.envs.probe import probe_spaces, uses_space_defaults
 from surge.envs.registry import check_env_name, find_family
 from surge.errors import ConfigError, SurgeError

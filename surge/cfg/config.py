@@ -61,6 +61,13 @@ class OptimParams:
     adam_eps: float = param(1e-6, "Adam epsilon parameter.")
     adam_beta1: float = param(0.9, "Adam momentum decay coefficient.")
     adam_beta2: float = param(0.999, "Adam second momentum decay coefficient.")
+    adam_weight_decay: float = param(
+        0.0,
+        "L2 penalty added to the gradients by Adam (torch.optim.Adam's weight_decay, not AdamW's "
+        "decoupled decay; rl_games' weight_decay).",
+        low=0,
+        why="a negative penalty would push weights away from 0",
+    )
     max_grad_norm: float = param(
         4.0,
         "Max L2 norm of the gradient vector (0: no clipping).",
@@ -70,6 +77,11 @@ class OptimParams:
     gamma: float = param(0.99, "Discount factor.")
     reward_scale: float = param(1.0, "Rewards are multiplied by this (> 0) before learning.")
     reward_clip: float = param(10.0, "Rewards are clipped to [-reward_clip, reward_clip] after scaling.")
+    reward_clip_low: float | None = param(
+        None,
+        "Lower end of the reward clip, below reward_clip (None: -reward_clip): rewards are clipped to "
+        "[reward_clip_low, reward_clip] (rl_games' reward_shaper min_val with another max_val).",
+    )
     reward_shift: float = param(
         0.0,
         "Added to every reward before reward_scale (rl_games' reward_shaper shift_value): the learner "
@@ -100,6 +112,20 @@ class OptimParams:
     value_loss_coeff: float = param(0.5, "Coefficient of the critic loss.")
     exploration_loss: str = param("entropy", "Exploration loss.", ("entropy", "symmetric_kl"))
     exploration_loss_coeff: float = param(0.003, "Coefficient of the exploration loss.")
+    exploration_loss_schedule: str = param(
+        "constant",
+        "APPO: the exploration coefficient over the run: constant, or linear_decay from "
+        "exploration_loss_coeff to exploration_loss_coeff_min at train_for_env_steps (rl_games' "
+        "schedule_entropy with its linear lr_schedule).",
+        ("constant", "linear_decay"),
+    )
+    exploration_loss_coeff_min: float = param(
+        1e-4,
+        "The exploration coefficient at the end of --exploration_loss_schedule=linear_decay (rl_games' "
+        "min_entropy_coef, 1e-4).",
+        low=0,
+        why="a negative coefficient punishes exploration",
+    )
     kl_loss_coeff: float = param(
         0.0, "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8)."
     )

@@ -346,6 +346,11 @@ class ModelParams:
     rnn_layer_norm: bool = param(
         False, "LayerNorm on the RNN core's output (rl_games' rnn layer_norm: True); needs use_rnn."
     )
+    rnn_concat_input: bool = param(
+        False,
+        "The RNN core reads the MLP encoder's output and its input (the flattened observation) side by "
+        "side (rl_games' rnn concat_input: True); needs use_rnn and a vector observation.",
+    )
     value_size: int = param(
         1,
         "Heads of the value function (rl_games' value_size, multi-head values over vector rewards); "

@@ -95,6 +95,12 @@ def check_core_fields(cfg: Config) -> None:
     for name in ("learning_rate", "adam_eps", "reward_clip"):
         if getattr(cfg, name) <= 0:
             raise ConfigError(name, f"must be > 0, got {getattr(cfg, name)}.", "")
+    if cfg.reward_clip_low is not None and not cfg.reward_clip_low < cfg.reward_clip:
+        raise ConfigError(
+            "reward_clip_low",
+            f"{cfg.reward_clip_low} is not below --reward_clip={cfg.reward_clip}: no reward would pass.",
+            "give a lower end below reward_clip, or leave it unset for [-reward_clip, reward_clip].",
+        )
     if cfg.num_policies > 127:
         raise ConfigError(
             "num_policies", f"at most 127 policies (int8 policy ids), got {cfg.num_policies}.", ""

@@ -1,11 +1,10 @@
-"""YAML files of flag values: ours (flat `name: value`) and rl_games' as they ship (translated by
-`surge.cfg.rl_games_yaml`), with the flags' own type conversion (`convert_yaml`)."""
+"""YAML files of flag values: reading one, ours (flat `name: value`, `flat_values`), and the flags'
+own type conversion (`convert_yaml`). rl_games' files as they ship are translated in the app layer
+(`surge.app.cfg_file`, `surge.app.rl_games`)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,11 +12,7 @@ from typing import Any
 import yaml
 
 from surge.cfg.cli import str2bool
-from surge.cfg.config import EvalParams
-from surge.cfg.rl_games_yaml import is_rl_games_yaml, translate
 from surge.errors import ConfigError
-
-log = logging.getLogger("surge")
 
 
 def read_yaml(path: str) -> Any:
@@ -39,31 +34,14 @@ def read_yaml(path: str) -> Any:
     return data
 
 
-#: rl_games notes already logged by this process (a parse that restarts logs them once)
-_LOGGED_NOTES: set[tuple[str, str]] = set()
-
-
-def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
-    """Reads a YAML file of `name: value` pairs (a top-level `params:` mapping is also accepted),
-    or an rl_games file as it ships (its nested `params: algo / model / network / config` schema,
-    translated by `surge.cfg.rl_games_yaml.translate`; with `evaluation`, its `player` block gives
-    enjoy's flags). What the rl_games file sets that has no effect, or only an approximate one, is
-    logged once as a warning: by a training run in its log file (`surge.app.notes.config_notes`),
-    by `surge enjoy` here (the `player` block's only).
+def flat_values(data: Any, path: str) -> dict[str, Any]:
+    """The `name: value` pairs of one of our YAML files, parsed (`read_yaml`); a top-level `params:`
+    mapping is also accepted. rl_games' nested files are translated in the app layer
+    (`surge.app.cfg_file.load_yaml`).
 
     Raises:
-        ConfigError: the file is missing, not UTF-8 YAML, not a mapping, or has a key that is not
-            a name; an rl_games key surge cannot honour (named by its full path).
+        ConfigError: not a mapping, or a key that is not a name.
     """
-    data = read_yaml(path)
-    if is_rl_games_yaml(data):
-        out = translate(data, path, evaluation)
-        if evaluation:  # a training run logs them in its log file (`surge.app.notes.config_notes`)
-            for n in out.notes:
-                if n.startswith("params.config.player") and (path, n) not in _LOGGED_NOTES:
-                    _LOGGED_NOTES.add((path, n))
-                    log.warning("rl_games file %s: %s", path, n)
-        return out.values
     if isinstance(data, dict) and isinstance(data.get("params"), dict):
         data = data["params"]
     if not isinstance(data, dict):
@@ -74,23 +52,6 @@ def load_yaml(path: str, evaluation: bool = False) -> dict[str, Any]:
                 "cfg", f"{path!r} has the key {k!r}, which is not a parameter name.", "write name: value."
             )
     return data
-
-
-def player_values(path: str) -> dict[str, Any]:
-    """`surge enjoy`'s flags from the `player` block of the rl_games file at `path` (the `--cfg`
-    a run was trained with); {} when the file is gone or is not an rl_games file.
-
-    Raises:
-        ConfigError: the file no longer translates (a key this surge refuses).
-    """
-    if not Path(path).is_file():
-        log.warning("The run was trained with --cfg %s, which is gone: its player block is not read.", path)
-        return {}
-    data = read_yaml(path)
-    if not is_rl_games_yaml(data):
-        return {}
-    enjoy = {f.name for f in dataclasses.fields(EvalParams)}
-    return {k: v for k, v in translate(data, path, evaluation=True).values.items() if k in enjoy}
 
 
 def yaml_name(values: dict[str, Any], key: str, path: str) -> str | None:

@@ -27,13 +27,27 @@ def _never() -> bool:
     return False
 
 
-def shaped_rewards(rewards: Tensor, shift: float, scale: float, clip: float) -> Tensor:
-    """`clamp((rewards + shift) * scale, -clip, clip)`: rl_games' `DefaultRewardsShaper`
-    (rl_games/common/tr_helpers.py: shift_value, then scale_value, then min_val/max_val), the
-    shift added only when it is not 0. `rewards` any shape, float32; returns a new tensor."""
+def shaped_rewards(
+    rewards: Tensor, shift: float, scale: float, clip: float, clip_low: float | None = None
+) -> Tensor:
+    """`clamp((rewards + shift) * scale, low, clip)` with `low = -clip` unless `clip_low` is
+    given: rl_games' `DefaultRewardsShaper` (rl_games/common/tr_helpers.py: shift_value, then
+    scale_value, then min_val/max_val), the shift added only when it is not 0. `rewards` any
+    shape, float32; returns a new tensor."""
     if shift:
         rewards = rewards + shift
-    return (rewards * scale).clamp(-clip, clip)
+    return (rewards * scale).clamp(-clip if clip_low is None else clip_low, clip)
+
+
+def exploration_coeff(cfg: Config, env_frames: int, base: float) -> float:
+    """The exploration loss's coefficient at `env_frames`: `base` (the policy's
+    exploration_loss_coeff), or under `--exploration_loss_schedule=linear_decay` rl_games'
+    `LinearScheduler` with `apply_to_entropy` (common/schedulers.py): `min + (base - min) *
+    max(0, 1 - env_frames / train_for_env_steps)`, min = exploration_loss_coeff_min."""
+    if cfg.exploration_loss_schedule != "linear_decay":
+        return base
+    low = cfg.exploration_loss_coeff_min
+    return low + (base - low) * max(0.0, 1.0 - env_frames / max(1, cfg.train_for_env_steps))
 
 
 def learning_rate(cfg: Config, env_frames: int, base_lr: float | None = None) -> float:
@@ -62,13 +76,14 @@ def make_adam(
     model: nn.Module, cfg: Config, device: torch.device, hp: PolicyHyperparams | None = None
 ) -> torch.optim.Adam:
     """Adam over `model`'s parameters with `learning_rate`, `adam_beta1/2` (the policy's own `hp`,
-    default the cfg's) and `adam_eps`."""
+    default the cfg's), `adam_eps` and `adam_weight_decay`."""
     hp = hp or PolicyHyperparams.from_cfg(cfg)
     return torch.optim.Adam(
         model.parameters(),
         lr=hp.learning_rate,
         betas=(hp.adam_beta1, hp.adam_beta2),
         eps=cfg.adam_eps,
+        weight_decay=cfg.adam_weight_decay,
         **_adam_impl(device),
     )
 
@@ -270,7 +285,9 @@ class LearnerBase:
         data = self.buffers.gather(slots, pin_memory=dev.type == "cuda")
         # `.to` keeps the strides, so the time-major view is taken on the device (a view either way)
         d = {k: tree_map(lambda x: x.to(dev, non_blocking=True).transpose(0, 1), v) for k, v in data.items()}
-        d["rewards"] = shaped_rewards(d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip)
+        d["rewards"] = shaped_rewards(
+            d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip, cfg.reward_clip_low
+        )
         d["terminated"], d["truncated"] = d["terminated"].float(), d["truncated"].float()
         d["behavior_version"] = d.pop("policy_version")
         acting = d.pop("policy_id")

@@ -3,7 +3,7 @@
 The post-core layers exist only when a flag asks for them (rl_games' `A2CBuilder.Network`, rnn
 options): `--rnn_layer_norm` puts a LayerNorm on the RNN's output, `--rnn_before_mlp` moves the
 encoder's fully connected layers after the RNN (the RNN then reads the flattened observation or the
-conv output). With neither, the body is today's encoder and core, with today's parameter names.
+conv output), `--rnn_concat_input` feeds the RNN the MLP's output and the observation side by side. With neither, the body is today's encoder and core, with today's parameter names.
 """
 
 from __future__ import annotations
@@ -14,8 +14,18 @@ import gymnasium as gym
 from torch import nn
 
 from surge.cfg.config import Config
+from surge.errors import ConfigError
 from surge.models.cores import Core, make_core
-from surge.models.encoders import ACTIVATIONS, Encoder, _mlp, fc_sizes_after_trunk, make_encoder, make_trunk
+from surge.models.encoders import (
+    ACTIVATIONS,
+    ConcatInput,
+    Encoder,
+    MlpEncoder,
+    _mlp,
+    fc_sizes_after_trunk,
+    make_encoder,
+    make_trunk,
+)
 
 
 @dataclass
@@ -33,11 +43,21 @@ def make_body(cfg: Config, obs_space: gym.Space) -> Body:
     """The encoder, core and post-core layers for `cfg` (see the module's docstring).
 
     Raises:
-        ConfigError: `rnn_before_mlp` with a custom encoder or a Dict observation space (the other
-            combinations are refused by `surge.models.model_checks.check_model_flags`).
+        ConfigError: `rnn_before_mlp` with a custom encoder or a Dict observation space;
+            `rnn_concat_input` with an encoder other than the MLP of a vector observation (the
+            other combinations are refused by `surge.models.model_checks.check_model_flags`).
     """
     before_mlp = bool(getattr(cfg, "rnn_before_mlp", False))
     encoder = make_trunk(cfg, obs_space) if before_mlp else make_encoder(cfg, obs_space)
+    if getattr(cfg, "rnn_concat_input", False):
+        if before_mlp or not isinstance(encoder, MlpEncoder) or not isinstance(obs_space, gym.spaces.Box):
+            raise ConfigError(
+                "rnn_concat_input",
+                f"concatenates a vector observation to the MLP encoder's output; {obs_space} with "
+                f"{type(encoder).__name__}{' and --rnn_before_mlp' if before_mlp else ''} has none.",
+                "pass --rnn_concat_input=False.",
+            )
+        encoder = ConcatInput(encoder, tuple(obs_space.shape))
     core = make_core(cfg.use_rnn, encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers)
     out_size = core.out_size
     post: list[nn.Module] = []

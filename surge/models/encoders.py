@@ -192,6 +192,20 @@ class DictEncoder(Encoder):
         return torch.cat([self.encoders[k](obs[k]) for k in self.keys], dim=1)
 
 
+class ConcatInput(Encoder):
+    """An MLP encoder whose output goes to the RNN core beside its own input, the flattened vector
+    observation: `[B, *shape] -> [B, inner.out_size + prod(shape)]`, `cat([mlp(obs), obs])` in
+    rl_games' order (`A2CBuilder.Network.forward` with rnn `concat_input`)."""
+
+    def __init__(self, inner: Encoder, obs_shape: tuple[int, ...]):
+        super().__init__()
+        self.inner = inner
+        self.out_size = inner.out_size + int(np.prod(obs_shape))
+
+    def forward(self, obs: Tensor) -> Tensor:
+        return torch.cat([self.inner(obs), obs.float().flatten(1)], dim=1)
+
+
 def mlp_sizes(cfg: Config) -> list[int]:
     """Hidden sizes of the vector-observation MLP for `cfg`."""
     if cfg.encoder_subtype == "mlp_mujoco":

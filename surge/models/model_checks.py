@@ -14,13 +14,14 @@ ACTOR_CRITIC_MODEL_PARAMS = (
     "mu_activation",
     "rnn_before_mlp",
     "rnn_layer_norm",
+    "rnn_concat_input",
     "value_size",
 )
 
 
 def check_model_flags(cfg: Config) -> None:
     """Refuses network flags that cannot act: `value_size != 1` (multi-head values are not
-    supported yet), `rnn_before_mlp` / `rnn_layer_norm` without `use_rnn`, `rnn_before_mlp` or
+    supported yet), `rnn_before_mlp` / `rnn_layer_norm` / `rnn_concat_input` without `use_rnn`, `rnn_before_mlp` or
     `d2rl` with a custom encoder (surge cannot reach its layers).
 
     Raises:
@@ -33,7 +34,7 @@ def check_model_flags(cfg: Config) -> None:
             "returns over each head in the learners; surge does not support them yet.",
             "pass --value_size=1 (one value head).",
         )
-    for name in ("rnn_before_mlp", "rnn_layer_norm"):
+    for name in ("rnn_before_mlp", "rnn_layer_norm", "rnn_concat_input"):
         if getattr(cfg, name) and not cfg.use_rnn:
             raise ConfigError(
                 name,

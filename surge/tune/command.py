@@ -161,8 +161,8 @@ def main(argv: list[str]) -> int:
         EnvError: the env cannot be made.
     """
     # torch and the engine after the arguments parsed
+    from surge.app.cfg_file import load_yaml
     from surge.app.resolve import parse_cfg
-    from surge.cfg.yaml_files import load_yaml
 
     if any(t in ("-h", "--help") for t in argv):
         build_parser().print_help()

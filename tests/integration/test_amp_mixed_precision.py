@@ -204,7 +204,7 @@ def test_rl_games_mixed_precision_true_is_fp16():
     import rl_games
     import yaml
 
-    from surge.cfg.rl_games_yaml import translate
+    from surge.app.rl_games.translation import translate
 
     path = Path(rl_games.__file__).parent / "configs" / "ppo_cartpole.yaml"
     data = yaml.safe_load(path.read_text())

@@ -218,6 +218,39 @@ def test_reward_shift_is_applied_before_scale_and_clip_as_rl_games_shaper(tmp_pa
     c.close()
 
 
+def test_exploration_schedule_sets_the_loss_coefficient_of_each_batch(tmp_path):
+    _, c = _components(
+        tmp_path,
+        *FF,
+        "--exploration_loss_coeff=0.02",
+        "--exploration_loss_schedule=linear_decay",
+        "--train_for_env_steps=1000",
+    )
+    assert c.learner.loss_cfg.exploration_loss_coeff == 0.02  # before any batch
+    sampler, slots = first_batch(c)
+    c.learner.train_batch(c.learner.prepare_batch(slots), env_frames=750)
+    # rl_games' LinearScheduler: min + (start - min) * (1 - 750 / 1000), min 1e-4
+    assert c.learner.loss_cfg.exploration_loss_coeff == pytest.approx(1e-4 + (0.02 - 1e-4) * 0.25)
+    sampler.release(slots)
+    c.close()
+
+
+def test_reward_clip_low_is_the_lower_end_of_the_clip_as_rl_games_min_val(tmp_path):
+    from rl_games.common.tr_helpers import DefaultRewardsShaper
+
+    _, c = _components(
+        tmp_path, *FF, "--reward_shift=-0.25", "--reward_scale=4", "--reward_clip=2", "--reward_clip_low=-0.5"
+    )
+    sampler, slots = first_batch(c)
+    raw = c.buffers.gather(slots)["rewards"].transpose(0, 1).clone()  # actions 0/1
+    b = c.learner.prepare_batch(slots)
+    ref = DefaultRewardsShaper(scale_value=4, shift_value=-0.25, min_val=-0.5, max_val=2)(raw)
+    torch.testing.assert_close(b["rewards"], ref)
+    assert set(b["rewards"].unique().tolist()) <= {-0.5, 2.0}
+    sampler.release(slots)
+    c.close()
+
+
 @pytest.mark.parametrize("zero", [True, False])
 def test_zero_rnn_on_done_in_acting_and_learning(tmp_path, zero):
     _, c = _components(

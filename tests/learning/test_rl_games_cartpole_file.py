@@ -20,7 +20,7 @@ CARTPOLE = Path(rl_games.__file__).parent / "configs" / "ppo_cartpole.yaml"
 
 @pytest.mark.slow
 def test_ppo_cartpole_as_shipped_reaches_its_score_to_win(tmp_path):
-    from surge.cfg.rl_games_yaml import translate
+    from surge.app.rl_games.translation import translate
     from surge.cfg.yaml_files import read_yaml
 
     flags = translate(read_yaml(str(CARTPOLE)), str(CARTPOLE)).values  # the file translates whole

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from surge.cfg.rl_games_yaml import Translation, surge_fields, translate
+from surge.app.rl_games.translation import Translation, surge_fields, translate
 from surge.cfg.yaml_files import read_yaml
 
 rl_games = pytest.importorskip("rl_games")

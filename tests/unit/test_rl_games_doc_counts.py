@@ -16,8 +16,8 @@ import torch
 from rl_games_yaml_support import CONFIGS, load
 
 from surge.app.resolve import parse_cfg
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import translate
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import translate
 from surge.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,11 +56,11 @@ def test_the_files_counted_as_translating_are_the_ones_surge_train_accepts_here(
     assert summary in (ROOT / "docs" / "rl_games.md").read_text().splitlines(), summary
 
 
-@pytest.mark.parametrize("name", ["minigrid/minigrid_rnn_img.yaml", "ppo_multiwalker.yaml"])
+@pytest.mark.parametrize("name", ["ppo_multiwalker.yaml"])
 def test_an_rl_games_env_surge_does_not_make_names_the_surge_command_for_the_task(name, tmp_path):
     with pytest.raises(RlGamesKeyError) as e:
         translate(load(name), name)
     commands = [c for c in e.value.fix.split("`") if c.startswith("surge train ")]
     assert commands, e.value.fix
     cfg = parse_cfg([*shlex.split(commands[0])[2:], f"--train_dir={tmp_path}", "--experiment=x"])
-    assert cfg.env.startswith(("minigrid:", "pettingzoo_sisl.multiwalker"))
+    assert cfg.env.startswith("pettingzoo_sisl.multiwalker")

@@ -4,8 +4,8 @@ all of num_actors in one worker's batched env. Needs no brax: only the translati
 import pytest
 from rl_games_yaml_support import future_fields, load
 
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import translate
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import translate
 
 
 def _translate(name: str, **config):

@@ -12,10 +12,10 @@ from rl_games_yaml_support import load
 
 from surge.app.notes import config_notes
 from surge.app.resolve import parse_cfg
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import translate
 from surge.cfg.cli import save_cfg
 from surge.cfg.config import enjoy_params
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import translate
 from surge.errors import ConfigError
 
 
@@ -58,8 +58,8 @@ def test_command_line_wins_over_the_file(tmp_path):
 
 
 def test_refused_before_any_folder_is_written(tmp_path):
-    path = cartpole_file(tmp_path, weight_decay=0.01)
-    with pytest.raises(RlGamesKeyError, match="params.config.weight_decay"):
+    path = cartpole_file(tmp_path, multi_gpu=True)
+    with pytest.raises(RlGamesKeyError, match="params.config.multi_gpu"):
         parse_cfg([f"--cfg={path}", f"--train_dir={tmp_path / 'runs'}"])
     assert not (tmp_path / "runs").exists()
 
@@ -104,7 +104,7 @@ def test_done_when_translations_pass_surge_validation(tmp_path, name):
     out) are a config surge accepts: its env is made, its values are in range."""
     from rl_games_yaml_support import translate_future
 
-    from surge.cfg.rl_games_yaml import surge_fields
+    from surge.app.rl_games.translation import surge_fields
 
     pytest.importorskip("ale_py")
     if "envpool" in name:

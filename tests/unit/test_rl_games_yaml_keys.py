@@ -13,8 +13,8 @@ import torch
 from rl_games_yaml_support import future_fields, load, translate_future
 
 from surge.algorithms.appo.ppo_loss import PPOLossConfig, ppo_loss
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import NO_LIMIT, is_rl_games_yaml, translate, worker_layout
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import NO_LIMIT, is_rl_games_yaml, translate, worker_layout
 from surge.models.distributions import make_distribution
 
 
@@ -104,9 +104,26 @@ def test_reward_shaper_matches_rl_games():
     assert torch.equal(ours, expected)
 
 
-def test_asymmetric_reward_clip_refused():
+@pytest.mark.parametrize("bounds", [{"min_val": -1}, {"max_val": 0.5}, {"min_val": -0.2, "max_val": 3}])
+def test_asymmetric_reward_clip_matches_rl_games(bounds):
+    """ppo_walker.yaml's `min_val: -1` alone (no max_val) and other one-sided or asymmetric clips:
+    surge's shaped_rewards with --reward_clip_low gives rl_games' DefaultRewardsShaper."""
+    from rl_games.common.tr_helpers import DefaultRewardsShaper
+
+    from surge.learning.base import shaped_rewards
+
     data = copy.deepcopy(load("ppo_cartpole.yaml"))
-    data["params"]["config"]["reward_shaper"] = {"min_val": -1}
+    data["params"]["config"]["reward_shaper"] = {"scale_value": 0.1, **bounds}
+    v = translate(data, "x", fields=future_fields(), separate_ok=True).values
+    r = torch.linspace(-50, 50, 101)
+    expected = DefaultRewardsShaper(scale_value=0.1, **bounds)(r)
+    ours = shaped_rewards(r, v["reward_shift"], v["reward_scale"], v["reward_clip"], v.get("reward_clip_low"))
+    assert torch.equal(ours, expected)
+
+
+def test_a_reward_clip_that_passes_nothing_is_refused():
+    data = copy.deepcopy(load("ppo_cartpole.yaml"))
+    data["params"]["config"]["reward_shaper"] = {"min_val": 1, "max_val": 1}
     with pytest.raises(RlGamesKeyError) as e:
         translate(data, "x", fields=future_fields(), separate_ok=True)
     assert e.value.field == "params.config.reward_shaper.min_val"

@@ -9,8 +9,8 @@ import re
 import pytest
 from rl_games_yaml_support import future_fields, load
 
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_yaml import surge_fields, translate
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.translation import surge_fields, translate
 
 #: the Done-when files of issue 21
 DONE_WHEN = [
@@ -115,8 +115,6 @@ def test_central_value_rnn_layer_norm_refused_with_full_path():
 @pytest.mark.parametrize(
     "path,value,field",
     [
-        (("config", "weight_decay"), 0.001, "params.config.weight_decay"),
-        (("config", "schedule_entropy"), True, "params.config.schedule_entropy"),
         (("config", "multi_gpu"), True, "params.config.multi_gpu"),
         (("load_checkpoint",), True, "params.load_checkpoint"),
         (("network", "name"), "resnet_actor_critic", "params.network.name"),
@@ -160,7 +158,7 @@ def test_every_shipped_file_translates_or_is_refused_by_name():
     """No shipped file crashes the translator: each translates, or is refused with an rl_games key."""
     from rl_games_yaml_support import CONFIGS
 
-    from surge.cfg.rl_games_yaml import is_rl_games_yaml
+    from surge.app.rl_games.translation import is_rl_games_yaml
     from surge.cfg.yaml_files import read_yaml
 
     for path in sorted(CONFIGS.rglob("*.yaml")):
@@ -226,3 +224,16 @@ def test_central_value_clip_and_schedule_that_surge_would_change_are_refused():
     with pytest.raises(RlGamesKeyError) as e:
         translate(data, "f.yaml", fields=future_fields(), separate_ok=True)
     assert e.value.field == "params.config.central_value_config.lr_schedule"
+
+
+def test_a_model_rl_games_does_not_register_is_refused_as_such():
+    """ppo_continuous_lstm.yaml names `continuous_a2c_lstm_logstd`, which rl_games 1.6.5's own
+    ModelBuilder cannot make; the translation's list is its registry."""
+    from rl_games.algos_torch.model_builder import ModelBuilder
+
+    from surge.app.rl_games.translation import RL_GAMES_MODELS
+
+    assert sorted(RL_GAMES_MODELS) == sorted(ModelBuilder().model_factory._builders)
+    with pytest.raises(RlGamesKeyError, match="not a model rl_games 1.6.5 registers") as e:
+        translate(load("ppo_continuous_lstm.yaml"), "ppo_continuous_lstm.yaml")
+    assert e.value.field == "params.model.name"

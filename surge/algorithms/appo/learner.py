@@ -27,7 +27,7 @@ from surge.algorithms.appo.units import PPOUnits
 from surge.cfg.policy_roles import learning_policies
 from surge.data.trajectory import tree_map
 from surge.learning.amp import autocast, resolve_mixed_precision
-from surge.learning.base import LearnerBase, learning_rate
+from surge.learning.base import LearnerBase, exploration_coeff, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 from surge.learning.returns import vtrace
 
@@ -86,6 +86,8 @@ class Learner(LearnerBase):
         # a Gaussian head's logits `[L, n, num_logits]` at the last step's forward pass, the KL
         # reference of its units at their next pass (`--lr_schedule=kl_adaptive_*`), else None
         self._kl_ref_update: Tensor | None = None
+        #: env frames of the batch in training (`train_batch`), for `--exploration_loss_schedule`
+        self._env_frames = 0
         self.cv: CentralValueTrainer | None = None
         if self.cfg.central_value:
             module = self.learner_modules[CV_NAME]
@@ -124,7 +126,7 @@ class Learner(LearnerBase):
             hp.ppo_clip_value,
             0.0 if self.cv is not None else hp.value_loss_coeff,
             cfg.exploration_loss,
-            hp.exploration_loss_coeff,
+            exploration_coeff(cfg, self._env_frames, hp.exploration_loss_coeff),
             cfg.kl_loss_coeff,
             cfg.ppo_clip_lower == "symmetric",
         )
@@ -158,6 +160,7 @@ class Learner(LearnerBase):
         """
         cfg = self.cfg
         lr = self.set_learning_rate(env_frames)
+        self._env_frames = env_frames  # the exploration coefficient's schedule (`loss_cfg`)
         kl_lr = self.kl_lr
         # where the core resets its state `[T, N]`: after an episode end (terminated or truncated),
         # or nowhere with --zero_rnn_on_done=False (the state carries over, as acting did)

@@ -1,6 +1,6 @@
 """rl_games' `params.network` block (`algos_torch/network_builder.py`, `A2CBuilder`) as surge's model
 flags: the MLP, the conv encoder (surge's presets only), the RNN core, the action head and the
-initializers (`surge.cfg.rl_games_yaml` translates the rest of the file)."""
+initializers (`surge.app.rl_games.translation` translates the rest of the file)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_reader import Node, Translator, as_number, truthy
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.reader import Node, Translator, as_number, truthy
 from surge.errors import ConfigError
 
 
@@ -152,9 +152,26 @@ def translate_network(t: Translator, net: Node) -> NetInfo:
             "params.network.mlp.regularizer.name", f"{reg!r}: surge has no weight regularizer.", ""
         )
     t.need("params.network.mlp.d2rl", "d2rl", truthy(mlp.get("d2rl", False)), False)
-    for k in ("normalization", "norm_only_first_layer"):
-        if mlp.has(k):
-            raise RlGamesKeyError(mlp.key(k), "surge's MLP has no layer or batch normalisation.", "")
+    # rl_games 1.6.5 builds no normalisation into this MLP: A2CBuilder reads `normalization` from
+    # the network block, and `_build_mlp` passes `norm_func_name=None` to its sequential MLP (only
+    # d2rl's D2RLNet gets it); `norm_only_first_layer` acts only with a normalisation
+    d2rl = truthy(mlp.data.get("d2rl", False))
+    for node, k in ((mlp, "normalization"), (mlp, "norm_only_first_layer"), (net, "normalization")):
+        if not node.has(k):
+            continue
+        value = node.get(k)
+        if k == "normalization" and node is net and d2rl and truthy(value):
+            raise RlGamesKeyError(
+                node.key(k),
+                f"{value!r}: rl_games normalises d2rl's layers; surge's d2rl MLP has no norm.",
+                "",
+            )
+        where = (
+            "rl_games reads normalization from params.network"
+            if node is mlp and k == "normalization"
+            else ("rl_games 1.6.5's _build_mlp passes no normalisation to its MLP")
+        )
+        t.note(node.key(k), f"no effect: {where}")
 
     if net.has("cnn"):
         out.image = True
@@ -177,10 +194,12 @@ def translate_network(t: Translator, net: Node) -> NetInfo:
         t.set("rnn_num_layers", as_number("params.network.rnn.layers", rnn.get("layers", 1), int))
         t.need("params.network.rnn.before_mlp", "rnn_before_mlp", truthy(rnn.get("before_mlp", False)), False)
         t.need("params.network.rnn.layer_norm", "rnn_layer_norm", truthy(rnn.get("layer_norm", False)), False)
-        if truthy(rnn.get("concat_input", False)):
-            raise RlGamesKeyError(
-                "params.network.rnn.concat_input", "surge's core does not concatenate its input.", ""
-            )
+        t.need(
+            "params.network.rnn.concat_input",
+            "rnn_concat_input",
+            truthy(rnn.get("concat_input", False)),
+            False,
+        )
         if out.image and units and units[-1] != out.rnn_units:
             raise RlGamesKeyError(
                 "params.network.rnn.units",
@@ -197,7 +216,7 @@ def _separate_supported() -> bool:
     model accepts it."""
     import gymnasium as gym
 
-    # with the model below: only when parameters are counted (upward import listed in pyproject)
+    # the model's modules (torch) load only when the probe runs
     from surge.cfg.config import Config
     from surge.models import make_actor_critic
 

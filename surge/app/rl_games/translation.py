@@ -30,10 +30,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from surge.cfg.rl_games_envs import RlGamesKeyError, env_from_rl_games
-from surge.cfg.rl_games_network import translate_network
-from surge.cfg.rl_games_ppo import translate_config
-from surge.cfg.rl_games_reader import (
+from surge.app.rl_games.envs import RlGamesKeyError, env_from_rl_games
+from surge.app.rl_games.network import translate_network
+from surge.app.rl_games.ppo import translate_config
+from surge.app.rl_games.reader import (
     NO_LIMIT,
     Node,
     Translation,
@@ -43,7 +43,7 @@ from surge.cfg.rl_games_reader import (
     surge_fields,
     truthy,
 )
-from surge.cfg.rl_games_workers import keep_num_actors, worker_layout
+from surge.app.rl_games.workers import keep_num_actors, worker_layout
 
 __all__ = [
     "NO_LIMIT",
@@ -54,6 +54,17 @@ __all__ = [
     "translate",
     "worker_layout",
 ]
+
+#: the model names rl_games 1.6.5's ModelBuilder registers (`algos_torch/model_builder.py`)
+RL_GAMES_MODELS = (
+    "discrete_a2c",
+    "multi_discrete_a2c",
+    "continuous_a2c",
+    "continuous_a2c_logstd",
+    "soft_actor_critic",
+    "central_value",
+    "continuous_a2c_tanh",
+)
 
 #: rl_games' Adam (`a2c_continuous.py` / `a2c_discrete.py`: `optim.Adam(..., eps=1e-08)`)
 RL_GAMES_ADAM_EPS = 1e-8
@@ -171,6 +182,13 @@ def _translate_algo(t: Translator, params: Node) -> None:
             "",
         )
     model = params.node("model").get("name")
+    if model not in RL_GAMES_MODELS:
+        raise RlGamesKeyError(
+            "params.model.name",
+            f"{model!r} is not a model rl_games 1.6.5 registers (algos_torch/model_builder.py: "
+            f"{', '.join(RL_GAMES_MODELS)}), so rl_games itself cannot run this file.",
+            "",
+        )
     if model not in ("discrete_a2c", "multi_discrete_a2c", "continuous_a2c_logstd"):
         raise RlGamesKeyError(
             "params.model.name",

@@ -1,4 +1,4 @@
-"""The reading side of the rl_games YAML translation (`surge.cfg.rl_games_yaml`): a mapping of the
+"""The reading side of the rl_games YAML translation (`surge.app.rl_games.translation`): a mapping of the
 file that records which keys were read (`Node`, so that every unread key can be refused by its
 path), the number and boolean readers, and the `Translator` that collects surge's flags, the notes
 for the log and the keys that wait for a flag of issue 21 (`Translator.need`)."""
@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from surge.app.rl_games.envs import RlGamesKeyError
 from surge.cfg.config import EvalParams, core_fields
-from surge.cfg.rl_games_envs import RlGamesKeyError
 
 #: value used for "no limit" where surge's flag needs a finite number (rl_games' clip_value False,
 #: reward_shaper without min_val/max_val)

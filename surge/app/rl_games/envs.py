@@ -64,6 +64,11 @@ MUJOCO_TASKS = {
     "InvertedPendulum": "mujoco_invertedpendulum",
 }
 
+#: rl_games' velocity-masked envs -> (gymnasium id, surge's wrapper of rl_games' MaskVelocityWrapper)
+MASKED_VELOCITY = {
+    "CartPoleMaskedVelocity-v1": ("CartPole-v1", "surge.envs.masked_velocity:MaskCartPoleVelocity"),
+}
+
 #: rl_games env names that surge cannot run, with why (`docs/rl_games.md`)
 NOT_HERE = {
     "maniskill": "ManiSkill is not installed here and surge has no ManiSkill family",
@@ -79,7 +84,6 @@ NOT_HERE = {
     "diambra": "DIAMBRA Arena is not installed here",
     "openai_robot_gym": "gymnasium-robotics goal envs are not installed here",
     "CarRacing-v0": "CarRacing-v0 with rl_games' make_car_racing wrapper is not a surge env",
-    "CartPoleMaskedVelocity-v1": "rl_games' MaskVelocityWrapper is not a surge wrapper",
     "MountainCar-v0": "",
 }
 for _n in (
@@ -127,7 +131,7 @@ def _atari_game(name: str) -> str | None:
     m = re.fullmatch(r"(?:ALE/)?([A-Za-z]+?)(NoFrameskip)?-v([45])", name)
     if m is None:
         return None
-    # upward import (listed in pyproject's ignore_imports): cfg is the leaf layer
+    # only for an Atari id: a file of another family does not load the Atari module
     from surge.envs.atari import ATARI_GAMES
 
     game = re.sub(r"(?<!^)(?=[A-Z])", "_", m.group(1)).lower()
@@ -161,8 +165,12 @@ def env_from_rl_games(
         raise RlGamesKeyError("params.config.env_name", f"{env_name!r} is not an env name.", "")
     if env_name in NOT_HERE:
         raise RlGamesKeyError("params.config.env_name", f"{env_name!r}: {NOT_HERE[env_name]}.", "")
+    if env_name in MASKED_VELOCITY:
+        # rl_games' creator: `lambda **kwargs: MaskVelocityWrapper(make('CartPole-v1'), 'CartPole-v1')`
+        task, wrapper = MASKED_VELOCITY[env_name]
+        return EnvChoice(task, flags={"env_wrappers": [wrapper]}, reads_env_config=False)
     if env_name == "minigrid_env":
-        _refuse_minigrid(take)
+        return _minigrid(take)
     if env_name == "multiwalker_env":
         raise RlGamesKeyError(
             "params.config.env_name",
@@ -225,28 +233,46 @@ def env_from_rl_games(
     )
 
 
-def _refuse_minigrid(take: Callable[[str, Any], Any]) -> None:
+def _minigrid(take: Callable[[str, Any], Any]) -> EnvChoice:
     """rl_games' `create_minigrid_env` (`rl_games/common/env_configurations.py`): gym_minigrid's
-    (minigrid's old name) task `name` seen through ViewSizeWrapper(view_size) and
-    RGBImgPartialObsWrapper(tile_size=84 // view_size) as pixels; the view size is part of the task
-    and surge's --env_wrappers pass no arguments, so this refuses, naming the command that trains
-    the task in surge (minigrid's own 7x7 symbolic view, flattened)."""
+    (minigrid's old name) task `name`, with StateBonus / ActionBonus when asked, then the whole grid
+    as pixels (`rgb_fully_obs`), or the agent's view of `view_size` cells as about 84x84 pixels
+    (`rgb_partial_obs`, default True), then the image only. surge makes the same task through
+    gymnasium (`minigrid:<name>`) with the view as a named wrapper (`surge.envs.minigrid_views`)."""
+    from surge.envs.minigrid_views import VIEW_SIZES
+
     name = take("name", None)
+    if not isinstance(name, str):
+        raise RlGamesKeyError("params.config.env_config.name", "minigrid_env needs the task id in name.", "")
+    for bonus in ("state_bonus", "action_bonus"):
+        if truthy_env(take(bonus, False)):
+            raise RlGamesKeyError(
+                f"params.config.env_config.{bonus}",
+                "minigrid's exploration bonus wrapper is not a surge wrapper.",
+                f"remove it or set {bonus}: False.",
+            )
     view = take("view_size", 3)
-    task = name if isinstance(name, str) else "MiniGrid-Empty-5x5-v0"
-    if take("rgb_fully_obs", False):
-        seen = "RGBImgObsWrapper (the whole grid as pixels)"
+    if truthy_env(take("rgb_fully_obs", False)):
+        wrapper = "FullPixelView"
+    elif truthy_env(take("rgb_partial_obs", True)):
+        if view not in VIEW_SIZES:
+            raise RlGamesKeyError(
+                "params.config.env_config.view_size",
+                f"{view!r}: surge.envs.minigrid_views has the views of {list(VIEW_SIZES)} cells.",
+                "",
+            )
+        wrapper = f"PixelView{view}"
     else:
-        tile = 84 // view if isinstance(view, int) and view > 0 else 0
-        seen = f"ViewSizeWrapper({view}) and RGBImgPartialObsWrapper ({view * tile}x{view * tile} pixels)"
-    raise RlGamesKeyError(
-        "params.config.env_name",
-        f"'minigrid_env' makes {task} through gym_minigrid's {seen}; surge's --env_wrappers take no "
-        "arguments, so neither the env (its view size is part of the task) nor the cnn sized for its "
-        "pixels translates.",
-        f"train the task with minigrid's own 7x7 view: `surge train --env=minigrid:{task} --env_wrappers "
-        "surge.envs.wrappers:DropUnflattenable FlattenObservation --use_rnn=True` (the file's LSTM).",
-    )
+        wrapper = "SymbolicView"
+    # minigrid's images are height-width-channel; rl_games' cnn permutes them (permute_input),
+    # surge's conv encoders take them channels first
+    wrappers = [f"surge.envs.minigrid_views:{wrapper}", "surge.envs.wrappers:ChannelsFirst"]
+    return EnvChoice(f"minigrid:{name}", flags={"env_wrappers": wrappers})
+
+
+def truthy_env(v: Any) -> bool:
+    """rl_games' `kwargs.pop(key, default)` used in an `if`: Python's truth of the YAML value."""
+    return bool(v)
 
 
 def _gym_id(name: str, key: str) -> EnvChoice:
@@ -294,7 +320,7 @@ def _brax(take: Callable[[str, Any], Any]) -> EnvChoice:
     """rl_games' `BraxEnv` (`rl_games/envs/brax.py`): `envs.create_gym_env(env_name, batch_size=
     num_actors, seed=0, backend='gpu')`, i.e. brax's training wrappers with episode_length 1000 and
     action_repeat 1 (surge's `brax_` defaults); it reads only `env_name` (default 'ant')."""
-    # upward import (listed in pyproject's ignore_imports): cfg is the leaf layer
+    # only for a Brax file: the family's module (and its batched wrapper) loads when one is read
     from surge.envs.brax_family import brax_task
 
     task = take("env_name", "ant")

@@ -5,9 +5,9 @@ initializer, RNN, clipping, schedule) must agree with the top-level keys or is r
 
 from __future__ import annotations
 
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_network import NetInfo
-from surge.cfg.rl_games_reader import Node, Translator, as_number, truthy
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.network import NetInfo
+from surge.app.rl_games.reader import Node, Translator, as_number, truthy
 
 
 def translate_central_value(t: Translator, cv: Node, net: NetInfo) -> None:

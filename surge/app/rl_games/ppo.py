@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-from surge.cfg.rl_games_central_value import translate_central_value
-from surge.cfg.rl_games_envs import RlGamesKeyError
-from surge.cfg.rl_games_network import NetInfo
-from surge.cfg.rl_games_reader import NO_LIMIT, Node, Translator, as_number, truthy
-from surge.cfg.rl_games_workers import worker_layout
+from surge.app.rl_games.central_value import translate_central_value
+from surge.app.rl_games.envs import RlGamesKeyError
+from surge.app.rl_games.network import NetInfo
+from surge.app.rl_games.reader import NO_LIMIT, Node, Translator, as_number, truthy
+from surge.app.rl_games.workers import worker_layout
 
 
 def translate_config(t: Translator, c: Node, net: NetInfo) -> None:
@@ -100,7 +100,15 @@ def _loss(t: Translator, c: Node) -> None:
     # rl_games clips the value change by e_clip when clip_value is True (common_losses.critic_loss)
     t.set("ppo_clip_value", e_clip if truthy(c.get("clip_value", False)) else NO_LIMIT)
     t.set("value_loss_coeff", 0.5 * as_number("params.config.critic_coef", c.get("critic_coef")))
-    t.set("exploration_loss_coeff", as_number("params.config.entropy_coef", c.get("entropy_coef")))
+    entropy_coef = as_number("params.config.entropy_coef", c.get("entropy_coef"))
+    if entropy_coef < 0:  # surge's range of --exploration_loss_coeff, refused here with the key's path
+        raise RlGamesKeyError(
+            "params.config.entropy_coef",
+            f"{entropy_coef}: rl_games then rewards low entropy; surge's --exploration_loss_coeff is >= 0 "
+            "(an entropy bonus only).",
+            "set entropy_coef: 0 or above.",
+        )
+    t.set("exploration_loss_coeff", entropy_coef)
     if truthy(c.get("use_smooth_clamp", False)):
         t.note(
             "params.config.use_smooth_clamp",
@@ -121,9 +129,9 @@ def _loss(t: Translator, c: Node) -> None:
             t.need("params.config.bound_loss_type", "bound_loss_type", kind)
         else:
             t.note("params.config.bound_loss_type", "no effect with bounds_loss_coef 0")
+    # rl_games' optim.Adam(..., weight_decay=self.weight_decay): an L2 term in Adam's gradient
     wd = as_number("params.config.weight_decay", c.get("weight_decay", 0.0) or 0.0)
-    if wd:
-        raise RlGamesKeyError("params.config.weight_decay", f"{wd}: surge's Adam has no weight decay.", "")
+    t.need("params.config.weight_decay", "adam_weight_decay", wd, 0.0)
 
 
 def _learning_rate(t: Translator, c: Node, net: NetInfo) -> None:
@@ -187,9 +195,21 @@ def _learning_rate(t: Translator, c: Node, net: NetInfo) -> None:
         if c.has("schedule_type"):
             t.note("params.config.schedule_type", "no effect without lr_schedule adaptive")
     if truthy(c.get("schedule_entropy", False)):
-        raise RlGamesKeyError(
-            "params.config.schedule_entropy", "surge does not decay the entropy coefficient.", ""
-        )
+        # rl_games' LinearScheduler(apply_to_entropy=...) exists only for lr_schedule linear with a
+        # budget (a2c_common.py); elsewhere (IdentityScheduler, AdaptiveScheduler) the key is inert
+        if t.out.values.get("lr_schedule") == "linear_decay":
+            t.need("params.config.schedule_entropy", "exploration_loss_schedule", "linear_decay", "constant")
+            t.need("params.config.schedule_entropy", "exploration_loss_coeff_min", 1e-4)
+            t.note(
+                "params.config.schedule_entropy",
+                "surge decays the entropy coefficient to 1e-4 over train_for_env_steps, once per batch, "
+                "as rl_games over its epochs (its update comes after each epoch's training)",
+            )
+        else:
+            t.note(
+                "params.config.schedule_entropy",
+                "no effect: rl_games decays entropy only with lr_schedule linear and a budget",
+            )
 
 
 def _reward_shaper(t: Translator, c: Node) -> None:
@@ -206,15 +226,16 @@ def _reward_shaper(t: Translator, c: Node) -> None:
     else:
         lo_f = as_number("params.config.reward_shaper.min_val", lo) if lo is not None else -math.inf
         hi_f = as_number("params.config.reward_shaper.max_val", hi) if hi is not None else math.inf
-        if lo_f != -hi_f:
+        if lo_f >= hi_f:
             raise RlGamesKeyError(
-                "params.config.reward_shaper.min_val"
-                if lo is not None
-                else "params.config.reward_shaper.max_val",
-                f"[{lo_f}, {hi_f}]: surge clips rewards to a symmetric [-reward_clip, reward_clip].",
+                "params.config.reward_shaper.min_val",
+                f"[{lo_f}, {hi_f}]: no reward passes a clip whose min_val is not below its max_val.",
                 "",
             )
-        t.set("reward_clip", hi_f)
+        # an infinite end is surge's finite NO_LIMIT (its flags take finite numbers)
+        t.set("reward_clip", min(hi_f, NO_LIMIT))
+        if lo_f != -hi_f:
+            t.need("params.config.reward_shaper.min_val", "reward_clip_low", max(lo_f, -NO_LIMIT))
     if truthy(shaper.get("log_val", False)):
         raise RlGamesKeyError(
             "params.config.reward_shaper.log_val", "surge does not take the log of rewards.", ""
