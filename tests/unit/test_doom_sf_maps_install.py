@@ -202,6 +202,6 @@ def test_the_command_line(tmp_path, monkeypatch, capsys):
     assert surge_main(["doom-scenarios", "install", "--wheel=/no/such.whl"]) == 2
     assert surge_main(["doom-scenarios", "install", "--bogus"]) == 2
     (tmp_path / "x.whl").write_bytes(b"x")
-    assert surge_main(["doom-scenarios", "install", f"--wheel={tmp_path / 'x.whl'}"]) == 2  # refused
+    assert surge_main(["doom-scenarios", "install", f"--wheel={tmp_path / 'x.whl'}"]) == 1  # refused
     assert "has sha256" in capsys.readouterr().err
     assert surge_main(["doom-scenarios", "--help"]) == 0

@@ -44,6 +44,10 @@ The data folder is $SURGE_DATA_DIR/doom_scenarios, else the user data folder (no
 """
 
 PIP_TIMEOUT_S = 600.0
+_NETWORK_FAILURE = re.compile(
+    r"Failed to establish|Connection refused|Name or service not known|Temporary failure in name "
+    r"resolution|Network is unreachable|timed out|Max retries exceeded|SSLError|ProxyError"
+)
 _WHEEL_DIST_INFO = f"sample_factory-{sf_maps.SF_VERSION}.dist-info/"
 
 
@@ -101,11 +105,13 @@ def download_wheel(dest: Path) -> tuple[Path, str]:
         raise SurgeError(f"pip download did not finish within {PIP_TIMEOUT_S:.0f} s: {' '.join(cmd)}") from e
     wheel = dest / sf_maps.SF_WHEEL
     if out.returncode != 0 or not wheel.is_file():
-        lines = (out.stderr + out.stdout).splitlines()
-        errors = [x for x in lines if "ERROR" in x or "rror" in x.split(":")[0]] or lines[-5:]
+        lines = [x.strip() for x in (out.stderr + out.stdout).splitlines() if x.strip()]
+        # pip's own verdict, and the first sign of a network failure among its verbose lines
+        errors = [x for x in lines if x.startswith("ERROR:")][-2:] or lines[-3:]
+        network = [x[:300] for x in lines if _NETWORK_FAILURE.search(x)][:1]
         raise SurgeError(
             f"pip could not download {sf_maps.SF_PACKAGE}=={sf_maps.SF_VERSION} (exit {out.returncode}): "
-            + " | ".join(x.strip() for x in errors[-4:])
+            + " | ".join(network + errors)
             + "\nCheck the network and pip's index (pip config list), or download "
             f"{sf_maps.SF_WHEEL} elsewhere and pass it: surge doom-scenarios install --wheel=PATH. "
             "Nothing was changed."
@@ -263,9 +269,9 @@ def status_lines() -> tuple[list[str], bool]:
 
 
 def main(argv: list[str]) -> int:
-    """`surge doom-scenarios ...`; returns the exit code (0 done; 1 failed, or status found nothing
-    installed or a damaged install; 2 bad arguments). A `SurgeError` from the install is printed
-    by the `surge` command."""
+    """`surge doom-scenarios ...`; returns the exit code: 0 done; 1 the install failed (pip could
+    not download, a file failed its check: printed, nothing changed), or status found nothing
+    installed or a damaged install; 2 bad arguments."""
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in ("install", "status"):
         text = USAGE.format(folder=sf_maps.scenarios_dir())
         print(text, file=sys.stdout if argv and argv[0] in ("-h", "--help") else sys.stderr)
@@ -288,7 +294,11 @@ def main(argv: list[str]) -> int:
     if wheel is not None and not wheel.is_file():
         print(f"surge doom-scenarios install: --wheel={wheel}: no such file", file=sys.stderr)
         return 2
-    folder = install(wheel)
+    try:
+        folder = install(wheel)
+    except SurgeError as e:  # no network, a wrong wheel: the run failed (exit 1), nothing changed
+        print(f"surge doom-scenarios install: error: {e}", file=sys.stderr)
+        return 1
     print(f"Installed Sample Factory {sf_maps.SF_VERSION}'s Doom scenarios in {folder}:")
     for s in SCENARIOS.values():
         if s.sf_cfg:
