@@ -1,4 +1,5 @@
-"""The `surge` command: `surge train | enjoy | bench | check-env | export | tune | report | tb` (and `python -m surge.train`)."""
+"""The `surge` command: `surge train | enjoy | bench | check-env | export | tune | report | tb |
+doom-scenarios` (and `python -m surge.train`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 from surge.errors import SurgeError
 
-COMMANDS = ("train", "enjoy", "bench", "check-env", "export", "tune", "report", "tb")
+COMMANDS = ("train", "enjoy", "bench", "check-env", "export", "tune", "report", "tb", "doom-scenarios")
 
 USAGE = """usage: surge COMMAND [--flag=value ...]
 
@@ -21,6 +22,7 @@ commands:
   tune        the fastest workers / envs / splits on this machine, as a YAML for --cfg (surge tune --env=CartPole-v1)
   report      several runs in one figure and table, seeds as mean ± std (surge report train_dir/sweep --out=sweep_report)
   tb          TensorBoard over experiments matching a wildcard (surge tb 'cartpole_*' --train_dir=train_dir)
+  doom-scenarios  Sample Factory's Doom maps from its wheel (surge doom-scenarios install | status)
 
 `surge train --env=ENV --help` lists every parameter by section, including those the env family adds.
 `surge --version` prints the version.
@@ -95,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
             from surge.app.check_env import main as check_main  # it loads the built-in families
 
             return check_main(rest)
+        if command == "doom-scenarios":
+            from surge.envs.doom.sf_maps_install import main as doom_scenarios_main
+
+            return doom_scenarios_main(rest)
     except SurgeError as e:
         print(f"surge {command}: error: {e}", file=sys.stderr)
         return 2

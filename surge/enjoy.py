@@ -34,7 +34,7 @@ import torch
 from surge.app.resolve import parse_cfg
 from surge.cfg.config import Config, enjoy_params, env_frameskip, set_env_frameskip
 from surge.envs.action_masks import MASK_KEY, is_legal
-from surge.envs.registry import find_family, make_env
+from surge.envs.registry import env_notes, find_family, make_env
 from surge.errors import ConfigError, SurgeError
 from surge.evaluation.video import EpisodeVideo
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
@@ -352,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cfg = parse_cfg(argv, evaluation=True)
             setup_logging()
+            for note in env_notes(cfg):
+                log.info(note)
             result = enjoy(cfg)
         except KeyboardInterrupt:  # outside the play (loading, writing the video): nothing to sum up
             print(f"surge enjoy: interrupted ({_signal_name(stops.first_signal)})", file=sys.stderr)

@@ -17,6 +17,7 @@ from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
 from surge.distributed.ray_placement import RayPlacement
+from surge.envs.registry import env_notes
 from surge.errors import ChildProcessFailed
 from surge.evaluation.train_eval import TrainEvaluator, make_train_evaluator
 from surge.experiment.git_info import record_code_revision
@@ -131,7 +132,7 @@ class TrainingRun:
             log.warning(note)
         for note in config_notes(cfg):
             log.warning(note)
-        for note in [*space_default_notes(cfg), *default_notes(cfg)]:
+        for note in [*space_default_notes(cfg), *default_notes(cfg), *env_notes(cfg)]:
             log.info(note)
         sampler_only = get_algorithm(cfg.algo).capabilities.sampler_only
         if (no_end := no_end_note(cfg)) is not None and not sampler_only:

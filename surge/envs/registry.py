@@ -55,6 +55,9 @@ class EnvFamily:
             observation after a reset repeats the reset frame F times (gymnasium's
             `FrameStackObservation`); replays then store each frame once (`surge.replay.frames`,
             `--replay_frame_storage`). None: observations are stored whole.
+        notes: config -> lines for the run's log about what the env will be (the Doom family:
+            which map and files a scenario plays); logged once by the run's main process
+            (`env_notes`). None: nothing to say.
     """
 
     prefix: str
@@ -67,6 +70,7 @@ class EnvFamily:
     eval_env_name: Callable[[str], str] | None = None
     check_name: Callable[[str], object] | None = None
     frame_stack: Callable[[Any], int] | None = None
+    notes: Callable[[Any], list[str]] | None = None
 
     def matches(self, env_name: str) -> bool:
         return env_name == self.prefix if self.exact else env_name.startswith(self.prefix)
@@ -87,6 +91,7 @@ def register_env_family(
     eval_env_name: Callable[[str], str] | None = None,
     check_name: Callable[[str], object] | None = None,
     frame_stack: Callable[[Any], int] | None = None,
+    notes: Callable[[Any], list[str]] | None = None,
 ) -> EnvFamily:
     """Registers (or replaces) an env family; see `EnvFamily` for the arguments.
 
@@ -106,6 +111,7 @@ def register_env_family(
         eval_env_name=eval_env_name,
         check_name=check_name,
         frame_stack=frame_stack,
+        notes=notes,
     )
     _FAMILIES[:] = [f for f in _FAMILIES if not (f.prefix == prefix and f.exact == exact)]
     _FAMILIES.append(fam)
@@ -225,6 +231,14 @@ def check_env_name(env_name: str) -> EnvFamily:
     if family.check_name is not None:
         family.check_name(env_name)
     return family
+
+
+def env_notes(cfg: Config) -> list[str]:
+    """The lines the family of `cfg.env` has for the run's log (`EnvFamily.notes`); [] when it has
+    none. Logged once, by the main process of a training run or of `enjoy` (its env processes make
+    envs without logging this)."""
+    family = find_family(cfg.env)
+    return [] if family.notes is None else list(family.notes(cfg))
 
 
 def resolve_wrapper(name: str) -> Callable[[gym.Env], gym.Env]:

@@ -182,7 +182,9 @@ def test_timeout_is_truncation_and_return_is_the_game_score(no_leftovers):
         env.close()
 
 
-def test_reward_shaping_flag_and_bad_values():
+def test_reward_shaping_flag_and_bad_values(tmp_path, monkeypatch):
+    # the substitute arena's scheme (with its KILLCOUNT term): no Sample Factory maps installed here
+    monkeypatch.setenv("SURGE_DATA_DIR", str(tmp_path))
     env = doom_env("doom_battle", '--doom_reward_shaping={"delta": {"HEALTH": [0.5, -0.5]}}')
     try:
         scheme = env.env.get_wrapper_attr("reward_shaping")

@@ -7,7 +7,8 @@ Each agent's env, innermost first:
 2. `DoomMeasurements` for scenarios with `measurements`: `Dict(obs, measurements)`.
 3. `DoomRewardShaping` for scenarios with a shaping scheme (`--doom_reward_shaping` JSON overrides
    its coefficients; `set_reward_shaping` changes them while training). With
-   `--doom_scenario_path` the battle scheme's KILLCOUNT term is dropped (the original map pays kills).
+   `--doom_scenario_path`, or on Sample Factory's installed maps, the battle scheme's KILLCOUNT term
+   is dropped (the original map pays kills).
 4. `RecordEpisodeStatistics`: the reported episode return is the game's reward plus the shaping,
    before scaling (as Sample Factory reports it, less its scaling): doom_basic's is the game score
    (+100 for the kill, -1 per tic, -6 per missed shot); the arena and multiplayer maps pay nothing
@@ -40,6 +41,7 @@ from surge.envs.doom.measurements import DoomMeasurements
 from surge.envs.doom.multiplayer import DoomMultiAgentEnv
 from surge.envs.doom.reward_shaping import DoomRewardShaping, merge_scheme
 from surge.envs.doom.scenarios import SCENARIOS, DoomScenario
+from surge.envs.doom.sf_maps import maps_note, playable
 from surge.envs.registry import register_env_family
 from surge.errors import ConfigError, EnvError
 
@@ -141,20 +143,23 @@ def _shaping_override(raw: str) -> dict | None:
 def _shaping_scheme(s: DoomScenario, p: DoomParams) -> dict | None:
     override = _shaping_override(p.doom_reward_shaping or "")
     scheme = merge_scheme(s.reward_shaping, override)
-    if scheme and p.doom_scenario_path and not (override or {}).get("delta", {}).get("KILLCOUNT"):
+    own_map = p.doom_scenario_path or s.cfg_folder
+    if scheme and own_map and not (override or {}).get("delta", {}).get("KILLCOUNT"):
         # the KILLCOUNT term stands in for the kill reward of Sample Factory's battle.wad script;
-        # with the original map (or a user's) the map pays kills itself
+        # with the original map (installed, or a user's) the map pays kills itself
         scheme.get("delta", {}).pop("KILLCOUNT", None)
     return scheme
 
 
 def default_reward_shaping(cfg: Config) -> dict | None:
     """The reward-shaping scheme `cfg`'s Doom envs start with (None: the scenario has none)."""
-    return _shaping_scheme(_scenario(cfg.env), family_params(cfg, DoomParams))
+    return _shaping_scheme(playable(_scenario(cfg.env)), family_params(cfg, DoomParams))
 
 
 def make_player_env(s: DoomScenario, p: DoomParams, net: NetGame | None, render_mode: str | None) -> gym.Env:
-    """One agent's wrapped env (see the module docstring), with the family's flags `p`."""
+    """One agent's wrapped env (see the module docstring), with the family's flags `p`, on Sample
+    Factory's map where it is installed (`sf_maps.playable`)."""
+    s = playable(s)
     env: gym.Env = DoomGameEnv(
         s,
         frameskip=int(p.env_frameskip),
@@ -228,6 +233,14 @@ def make_doom_env(full_env_name: str, cfg: Config, render_mode: str | None = Non
     return make_player_env(s, p, None, render_mode)
 
 
+def _maps_notes(cfg: Config) -> list[str]:
+    """The run log's line on which map and files the scenario plays (`sf_maps.maps_note`)."""
+    if not doom_available():  # making the env will say what to install
+        return []
+    p = family_params(cfg, DoomParams)
+    return [maps_note(_scenario(cfg.env), str(p.doom_scenario_path or ""))]
+
+
 register_env_family(
     DOOM_PREFIX,
     make_doom_env,
@@ -235,4 +248,5 @@ register_env_family(
     default_overrides=DOOM_DEFAULTS,
     names=tuple(SCENARIOS),
     check_name=_scenario,
+    notes=_maps_notes,
 )

@@ -62,9 +62,12 @@ def scenario_config_path(scenario: DoomScenario, override: str = "") -> tuple[Pa
     Raises:
         EnvError: when `override` does not exist or is neither a .cfg nor a .wad.
     """
-    import vizdoom
+    if scenario.cfg_folder:  # Sample Factory's cfg in the install folder (`sf_maps.playable`)
+        base = Path(scenario.cfg_folder) / scenario.cfg
+    else:
+        import vizdoom
 
-    base = Path(vizdoom.scenarios_path) / scenario.cfg
+        base = Path(vizdoom.scenarios_path) / scenario.cfg
     if not override:
         return base, None
     p = Path(override).expanduser()

@@ -3,10 +3,12 @@
 Every scenario starts from a `.cfg` that ships with the `vizdoom` package (its `scenarios/`
 folder), then surge sets what Sample Factory's own copy of that scenario sets differently: the
 buttons (from the action heads), the game variables, and where noted the skill, living reward,
-death penalty and timeout. Four of Sample Factory's maps do not ship with vizdoom (battle.wad,
-battle2.wad, ssl2.wad, dwango5.wad/freedm.wad); those scenarios use the closest shipped map and
-say how they differ in `differs`. `--doom_scenario_path=/path/to/file.cfg|.wad` loads the
-original (a `.cfg` replaces the base config, a `.wad` replaces only the map file).
+death penalty and timeout. Five of Sample Factory's maps do not ship with vizdoom (battle.wad,
+battle2.wad, ssl2.wad, dwango5.wad, freedm.wad): the seven scenarios on them name Sample
+Factory's `.cfg` in `sf_cfg` and play it once `surge doom-scenarios install` has put it in the
+data folder (`sf_maps.playable`); until then they play the closest vizdoom map and say how it
+differs in `differs`. `--doom_scenario_path=/path/to/file.cfg|.wad` loads any other (a `.cfg`
+replaces the base config, a `.wad` replaces only the map file).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class DoomScenario:
 
     Attributes:
         name: the env name (`doom_basic`).
-        cfg: the base `.cfg` in vizdoom's scenarios folder.
+        cfg: the base `.cfg`, in vizdoom's scenarios folder (or in `cfg_folder`).
         heads: the action heads (`surge.envs.doom.actions`).
         variables: game variables read each step (into `info`, the measurements and shaping).
         reward_scaling: multiplies the reward the agent trains on (not the reported return).
@@ -60,6 +62,11 @@ class DoomScenario:
         respawn_delay: seconds a dead player waits (multiplayer).
         timelimit_minutes: match length (multiplayer).
         differs: how this differs from Sample Factory's scenario of the same name.
+        sf_cfg: Sample Factory's `.cfg` of this scenario where it is not vizdoom's own (its
+            `DOOM_ENVS` in sf_examples/vizdoom/doom/doom_utils.py), played once installed.
+        sf_overrides: fields replaced when playing `sf_cfg` (what the substitute changed).
+        cfg_folder: the folder of `cfg`; "" for vizdoom's scenarios folder (`sf_maps.playable`
+            sets the install folder).
     """
 
     name: str
@@ -81,6 +88,9 @@ class DoomScenario:
     differs: str = ""
     render_hud: bool = True
     extra: dict = field(default_factory=dict)
+    sf_cfg: str = ""
+    sf_overrides: dict = field(default_factory=dict)
+    cfg_folder: str = ""
 
     @property
     def multiplayer(self) -> bool:
@@ -95,7 +105,12 @@ _ARENA = "deathmatch.cfg"  # vizdoom's single-player arena: monsters, weapons, a
 _ARENA_NOTE = (
     "Sample Factory's battle.wad (a maze with respawning monsters) does not ship with vizdoom; "
     "this uses vizdoom's deathmatch.wad arena (monsters, weapons, ammo and medkits; reward +1 per "
-    "kill through the shaping's KILLCOUNT term). Pass the original with --doom_scenario_path."
+    "kill through the shaping's KILLCOUNT term). `surge doom-scenarios install` gets the original."
+)
+#: what a scenario on Sample Factory's own map still does differently (`DoomScenario.differs`)
+_SF_MAP_NOTE = (
+    "Sample Factory's own .cfg and map (surge doom-scenarios install); surge sets the buttons and "
+    "game variables itself (its measurements and shaping read more variables than the cfg lists)."
 )
 
 
@@ -147,6 +162,8 @@ SCENARIOS: dict[str, DoomScenario] = {
             skill=2,
             episode_timeout_tics=2100,
             differs=_ARENA_NOTE,
+            sf_cfg="battle_continuous_turning.cfg",  # skill 2, 2100 tics, battle.wad
+            sf_overrides={"differs": _SF_MAP_NOTE},
         ),
         DoomScenario(
             "doom_battle2",
@@ -158,8 +175,10 @@ SCENARIOS: dict[str, DoomScenario] = {
             skill=4,
             episode_timeout_tics=2100,
             differs="Sample Factory's battle2.wad (a larger, harder maze) does not ship with vizdoom; this "
-            "is doom_battle's arena at skill 4 (monsters deal more damage). Pass the original with "
-            "--doom_scenario_path.",
+            "is doom_battle's arena at skill 4 (monsters deal more damage). `surge doom-scenarios "
+            "install` gets the original.",
+            sf_cfg="battle2_continuous_turning.cfg",  # battle2.wad at the cfg's skill, 2
+            sf_overrides={"skill": None, "differs": _SF_MAP_NOTE},
         ),
         DoomScenario(
             "doom_benchmark",
@@ -169,7 +188,9 @@ SCENARIOS: dict[str, DoomScenario] = {
             episode_timeout_tics=2100,
             differs="doom_battle's map with a flat Discrete(9) action space and no measurements, as Sample "
             "Factory's benchmark env; the arena replaces battle.wad (see doom_battle). For a like-for-like "
-            "throughput comparison point --doom_scenario_path at Sample Factory's battle.cfg.",
+            "throughput comparison install Sample Factory's battle.cfg (surge doom-scenarios install).",
+            sf_cfg="battle.cfg",  # battle.wad with 8 buttons, skill 2, 2100 tics
+            sf_overrides={"differs": _SF_MAP_NOTE},
         ),
         DoomScenario(
             "doom_duel_bots",
@@ -182,7 +203,9 @@ SCENARIOS: dict[str, DoomScenario] = {
             respawn_delay=2,
             death_penalty=0.0,
             differs="Sample Factory's ssl2.wad does not ship with vizdoom; this uses vizdoom's multi_duel.wad "
-            "(a small duel map) with one bot. Pass the original with --doom_scenario_path.",
+            "(a small duel map) with one bot. `surge doom-scenarios install` gets the original.",
+            sf_cfg="ssl2.cfg",
+            sf_overrides={"differs": _SF_MAP_NOTE},
         ),
         DoomScenario(
             "doom_deathmatch_bots",
@@ -194,7 +217,9 @@ SCENARIOS: dict[str, DoomScenario] = {
             num_bots=7,
             death_penalty=0.0,
             differs="Sample Factory's dwango5.wad does not ship with vizdoom; this uses vizdoom's "
-            "multi_deathmatch.wad with 7 bots. Pass the original with --doom_scenario_path.",
+            "multi_deathmatch.wad with 7 bots. `surge doom-scenarios install` gets the original.",
+            sf_cfg="dwango5_dm_continuous_weap.cfg",
+            sf_overrides={"differs": _SF_MAP_NOTE},
         ),
         DoomScenario(
             "doom_duel",
@@ -207,6 +232,8 @@ SCENARIOS: dict[str, DoomScenario] = {
             respawn_delay=2,
             death_penalty=0.0,
             differs="Two learning agents on vizdoom's multi_duel.wad instead of ssl2.wad.",
+            sf_cfg="ssl2.cfg",
+            sf_overrides={"differs": _SF_MAP_NOTE},
         ),
         DoomScenario(
             "doom_deathmatch_full",
@@ -220,6 +247,8 @@ SCENARIOS: dict[str, DoomScenario] = {
             respawn_delay=2,
             death_penalty=0.0,
             differs="Four learning agents and four bots on vizdoom's multi_deathmatch.wad instead of freedm.wad.",
+            sf_cfg="freedm.cfg",
+            sf_overrides={"differs": _SF_MAP_NOTE},
         ),
     ]
 }
