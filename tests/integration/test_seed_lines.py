@@ -29,13 +29,11 @@ import time
 from pathlib import Path
 
 import pytest
+from seed_lines import SURGE_ENTRY, SeedLine, seed_files, training_lines
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from seed_lines import SURGE_ENTRY, SeedLine, seed_files, training_lines  # noqa: E402
-
-from surge.app.resolve import parse_cfg  # noqa: E402
-from surge.envs.doom.scenarios import SCENARIOS  # noqa: E402
-from surge.errors import ConfigError, SurgeError  # noqa: E402
+from surge.app.resolve import parse_cfg
+from surge.envs.doom.scenarios import SCENARIOS
+from surge.errors import ConfigError, SurgeError
 
 ROOT = Path(__file__).resolve().parents[2]
 LINES = training_lines() if len(seed_files()) == 2 else []
