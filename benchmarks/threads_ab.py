@@ -73,7 +73,7 @@ def run_once(args: list[str], threads: str, seconds: float) -> float:
     with tempfile.TemporaryDirectory(prefix="threads_ab_") as tmp:
         cmd = [
             sys.executable, "-m", "surge.cli", "train", *args, f"--num_torch_threads={threads.split('+')[0]}",
-            f"--train_for_seconds={seconds}", "--benchmark=True", f"--train_dir={tmp}",
+            f"--train_for_seconds={seconds}", "--no_writes=True", f"--train_dir={tmp}",
             "--experiment=ab", "--decorrelate_experience_max_seconds=0",
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(ROOT)}

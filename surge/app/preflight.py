@@ -55,9 +55,9 @@ def validate_cfg(cfg: Config) -> None:
     check_env_state(cfg)  # makes the env once, with --central_value only
     check_device(cfg.device)
     check_budgets(cfg)
-    # training writes the folder; enjoy (eval_params set) only reads it, and a benchmark writes
-    # nothing there
-    writes = not getattr(cfg, "benchmark", False) and not get_algorithm(cfg.algo).capabilities.sampler_only
+    # training writes the folder; enjoy (eval_params set) only reads it, and --no_writes (surge
+    # bench) writes nothing there
+    writes = not getattr(cfg, "no_writes", False) and not get_algorithm(cfg.algo).capabilities.sampler_only
     if getattr(cfg, "eval_params", None) is None and writes:
         check_train_dir(cfg.train_dir, cfg.experiment)
     if getattr(cfg, "eval_params", None) is None:  # training under torchrun with several ranks

@@ -35,6 +35,7 @@ from surge.cfg.cli import (
     experiment_path,
     int_flag,
     refuse_unknown_args,
+    sampler_only_splits,
     str2bool,
     version_text,
 )
@@ -46,6 +47,7 @@ from surge.cfg.yaml_files import convert_yaml, read_yaml, yaml_name
 from surge.envs.probe import probe_spaces, uses_space_defaults
 from surge.envs.registry import check_env_name, find_family
 from surge.errors import ConfigError, SurgeError
+from surge.learning.algorithm import get_algorithm
 from surge.learning.run_flags import (
     algo_section,
     build_parser,
@@ -221,6 +223,8 @@ def parse_cfg(argv: list[str] | None = None, evaluation: bool = False) -> Config
                 )
     values.update(overrides)
     default_notes = acting_in_workers_splits(values, set(overrides) | saved_keys)
+    sampler_only = get_algorithm(algo).capabilities.sampler_only
+    default_notes += sampler_only_splits(values, set(overrides) | saved_keys, sampler_only)
     cfg = Config.from_flat(values, family.extra_params if family else None, evaluation, algo_section(algo))
     # the run logs them once its log file is open (`resume_notes`): logged here they would reach
     # the console only, or a previous run's log in the same Python process

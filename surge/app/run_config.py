@@ -27,7 +27,7 @@ def run_config(cfg: Config) -> tuple[Any, str]:
     from surge.app.training_run import TrainingRun
 
     if sampler_only(cfg):  # random actions through the same sampling machinery, no learning
-        cfg.sampler_only, cfg.benchmark = True, True
+        cfg.sampler_only, cfg.no_writes = True, True
         # the lower budget of the two (the run's log says which)
         cfg.train_for_env_steps = min(cfg.train_for_env_steps, cfg.sample_env_frames)
     run = TrainingRun(cfg)

@@ -12,7 +12,7 @@ from typing import Any
 
 from surge.app.notes import config_notes
 from surge.app.space_defaults import space_default_notes
-from surge.cfg.budget import no_end_note
+from surge.cfg.budget import benchmark_end, no_end_note
 from surge.cfg.cli import default_notes, resume_notes, save_cfg
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
@@ -78,7 +78,7 @@ class TrainingRun:
         self.rank = rank_info()
         if self.rank.distributed:
             cfg.seed = rank_seed(cfg.seed, self.rank.rank)
-        self.writes = not cfg.benchmark and self.rank.is_main
+        self.writes = not cfg.no_writes and self.rank.is_main
         #: the env frames this rank samples (train_for_env_steps is all ranks' budget together)
         self.budget = local_env_step_budget(cfg.train_for_env_steps, self.rank.world_size)
         self.folder = ExperimentFolder(cfg)
@@ -199,6 +199,7 @@ class TrainingRun:
         if self.rank.distributed:  # this rank counts its own env frames against its share
             m.rank_budget = self.budget
         self._restore_counters(resume_states)
+        self.frames_at_start = m.env_frames  # --benchmark counts the frames from here (Sample Factory's)
         self.placement = p = make_placement(
             cfg, self.ckpts, resume_states, None if not self.writes else folder.sampler_state_file
         )
@@ -218,7 +219,7 @@ class TrainingRun:
             if cfg.self_play:
                 self.self_play = SelfPlayController(
                     cfg,
-                    None if cfg.benchmark else folder.root / "self_play",
+                    None if cfg.no_writes else folder.root / "self_play",
                     m.writers[0] if m.writers else None,
                 )
                 self.self_play.start(p, resume_states[0] is not None, m.env_frames)
@@ -271,7 +272,7 @@ class TrainingRun:
             log.info(
                 "Stopped on request after %d env frames%s.",
                 m.env_frames,
-                "" if cfg.benchmark else "; the same command resumes",
+                "" if cfg.no_writes else "; the same command resumes",
             )
             return "interrupted"
         if self.writes:
@@ -344,10 +345,8 @@ class TrainingRun:
             log.warning("Signal %d received again: aborting without the final checkpoint.", signum)
             raise StopAborted(signum)
         again = f"again after {SAME_STOP_SEC:g} s to abort"
-        if self.cfg.benchmark:  # benchmark mode (surge bench) writes no checkpoint
-            log.warning(
-                "Signal %d received: stopping; benchmark mode saves no checkpoint (%s).", signum, again
-            )
+        if self.cfg.no_writes:  # --no_writes (surge bench) writes no checkpoint
+            log.warning("Signal %d received: stopping; --no_writes saves no checkpoint (%s).", signum, again)
         else:
             log.warning("Signal %d received: saving a checkpoint and stopping (%s).", signum, again)
         placement = getattr(self, "placement", None)
@@ -433,6 +432,9 @@ class TrainingRun:
             return False
         if self.evaluator is not None and self.evaluator.won:  # --eval_score_to_win, logged there
             return False
+        if (end := benchmark_end(cfg, m.env_frames - self.frames_at_start, m.agent_steps)) is not None:
+            log.info("%s", end)
+            return False
         elapsed = self.train_seconds_before + time.time() - self.start_time
         return m.env_frames < self.budget and elapsed < cfg.train_for_seconds
 
@@ -462,14 +464,8 @@ class TrainingRun:
         cfg, folder = self.cfg, self.folder
         if not cfg.with_pbt:
             return None
-        bench = cfg.benchmark
-        pbt = PopulationBasedTraining(
-            cfg,
-            self.placement.send_command,
-            None if bench else folder.pbt_state_file,
-            None if bench else folder.pbt_log_file,
-            self.monitor.writers,
-        )
+        state, log_file = (None, None) if cfg.no_writes else (folder.pbt_state_file, folder.pbt_log_file)
+        pbt = PopulationBasedTraining(cfg, self.placement.send_command, state, log_file, self.monitor.writers)
         pbt.start(self.monitor.env_frames)
         return pbt
 

@@ -54,3 +54,24 @@ def no_end_note(cfg: Config) -> str | None:
         "Factory's default), so its progress shows no % and no ETA. Stop it with Ctrl+C (a checkpoint "
         "is saved and the run resumes from it), or pass --train_for_env_steps=N or --train_for_seconds=S."
     )
+
+
+#: `--benchmark`'s ends, Sample Factory 1's (appo.py `_should_end_training`): env frames since the
+#: run's start or resume, and samples acted on (its policy workers' count: agent steps)
+BENCHMARK_ENV_FRAMES = 2_000_000
+BENCHMARK_SAMPLES = 1_000_000
+
+
+def benchmark_end(cfg: Config, frames_since_start: int, agent_steps: int) -> str | None:
+    """With `--benchmark=True`, the log line of a run that reached one of Sample Factory's benchmark
+    ends (`BENCHMARK_ENV_FRAMES` env frames since its start or resume, `BENCHMARK_SAMPLES` agent
+    steps acted on); None without `--benchmark` or before either."""
+    if not cfg.benchmark:
+        return None
+    if frames_since_start >= BENCHMARK_ENV_FRAMES or agent_steps >= BENCHMARK_SAMPLES:
+        return (
+            f"Stopping: --benchmark=True ends a run after {BENCHMARK_ENV_FRAMES} env frames since its "
+            f"start or {BENCHMARK_SAMPLES} agent steps acted on (Sample Factory's benchmark mode); "
+            f"this one sampled {frames_since_start} env frames and {agent_steps} agent steps."
+        )
+    return None

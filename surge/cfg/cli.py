@@ -192,6 +192,27 @@ def acting_in_workers_splits(values: dict[str, Any], given: set[str]) -> list[st
     ]
 
 
+def sampler_only_splits(values: dict[str, Any], given: set[str], sampler_only: bool) -> list[str]:
+    """For a sampler-only algorithm (`--algo=DUMMY_SAMPLER`) whose `--num_envs_per_worker` is not a
+    multiple of `--worker_num_splits`, with the splits neither given nor saved: sets them to 1 in
+    `values` and returns the log line that says so ([] otherwise).
+
+    Why: Sample Factory's dummy sampler has no splits (each worker steps its envs in turn, one env
+    per worker by default), so its seed line `--num_workers=20 --num_envs_per_worker=1` must run
+    as written; the refusal stays for a learning algorithm, as in Sample Factory's APPO, and for
+    splits that were asked for."""
+    splits = values.get("worker_num_splits", 1)
+    if not sampler_only or "worker_num_splits" in given or values.get("num_envs_per_worker", 1) % splits == 0:
+        return []
+    values["worker_num_splits"] = 1
+    return [
+        f"--worker_num_splits=1 chosen for {values.get('algo')} with --num_envs_per_worker="
+        f"{values.get('num_envs_per_worker')} (not a multiple of {splits}): a sampler without learning "
+        "needs no double-buffered splits, as Sample Factory's dummy sampler has none (pass "
+        "--worker_num_splits to choose)."
+    ]
+
+
 def default_notes(cfg: Config) -> list[str]:
     """The defaults other flags chose (`acting_in_workers_splits`), one log line each."""
     return list(getattr(cfg, DEFAULT_NOTES_ATTR, ()))

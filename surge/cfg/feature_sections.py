@@ -151,7 +151,17 @@ class SelfPlayParams:
 class DebugParams:
     """Benchmarking and progress reporting. (`--help` section "debugging and benchmarking")"""
 
-    benchmark: bool = param(False, "Benchmark mode: no checkpoints or summaries.")
+    benchmark: bool = param(
+        False,
+        "Sample Factory's benchmark mode: the run also ends after 2M env frames since its start or "
+        "resume or 1M agent steps acted on, whichever comes first, and the rollout workers skip the "
+        "decorrelation pause at their start; checkpoints and summaries are written as usual.",
+    )
+    no_writes: bool = param(
+        False,
+        "Write nothing in the experiment folder (no cfg.json, log file, checkpoints, summaries, "
+        "report or done marker): throughput measurements (surge bench, surge tune).",
+    )
     sampler_only: bool = param(False, "Do not train, measure sampling throughput only.")
     sample_env_frames: int = param(int(1e7), "DUMMY_SAMPLER: env frames to sample.", low=1)
     report_interval_sec: float = param(5.0, "Seconds between console progress lines.")

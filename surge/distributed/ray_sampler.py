@@ -81,7 +81,7 @@ def node_cfg_values(cfg_values: dict[str, Any], node: int) -> dict[str, Any]:
     out = dict(cfg_values)
     if out.get("seed") is not None:
         out["seed"] = int(out["seed"]) + 1009 * (node + 1)
-    out["benchmark"] = True
+    out["no_writes"] = True
     out["distributed"] = "none"
     return out
 

@@ -22,7 +22,7 @@ def check_train_eval(cfg: Config) -> None:
             `save_best_by_eval` or `eval_score_to_win` without evaluation; `eval_score_to_win`
             not a finite number; an `eval_env` unknown or of another family
             than `env`; `eval_stat` named return or length; evaluation with an algorithm that has no
-            learner (DUMMY_SAMPLER), with `--sampler_only` or in benchmark mode (`surge bench`).
+            learner (DUMMY_SAMPLER), with `--sampler_only` or with `--no_writes` (`surge bench`).
     """
     if getattr(cfg, "eval_params", None) is not None:
         return
@@ -94,12 +94,12 @@ def check_train_eval(cfg: Config) -> None:
             "pass --eval_every_env_frames=0 with --distributed=ray, and evaluate the checkpoints "
             "with `surge enjoy --no_render`.",
         )
-    if cfg.benchmark:
+    if cfg.no_writes:
         raise ConfigError(
             "eval_every_env_frames",
-            "benchmark mode (--benchmark=True, surge bench) measures throughput and writes no "
+            "--no_writes=True (surge bench, surge tune) measures throughput and writes no "
             "summaries: an evaluation would compete with the sampler for the CPU and report nowhere.",
-            "pass --eval_every_env_frames=0 to benchmark, or --benchmark=False to train with evaluation.",
+            "pass --eval_every_env_frames=0 to measure, or --no_writes=False to train with evaluation.",
         )
 
 

@@ -47,7 +47,7 @@ class Monitor:
 
     Args:
         cfg: run config (stats_avg, report_interval_sec, experiment_summaries_interval, num_policies).
-        summary_dirs: one TensorBoard folder per policy, or None to write none (benchmark mode).
+        summary_dirs: one TensorBoard folder per policy, or None to write none (`--no_writes`).
         metric_tags: learner statistic -> TensorBoard tag (the algorithm's `metric_tags`).
         env_frames, env_steps: counters restored from a checkpoint.
     """

@@ -5,7 +5,7 @@ The report is drawn from the folder alone: the scalars of its TensorBoard event 
 training `RunReport` writes it in a background thread (the training loop never waits for it; a
 checkpoint whose report would start while the previous one is still being written skips it), and
 once more, waiting for it, at the end of the run. `--write_report=False` turns it off; a
-`--benchmark` run writes nothing in its folder, so no report either.
+`--no_writes` run writes nothing in its folder, so no report either.
 
 TrainingRun's hooks are `update_report` (in `_save_all`) and `finish_report` (when `run` returns).
 """
@@ -343,7 +343,7 @@ class RunReport:
 def update_report(run: Any, kind: str) -> None:
     """TrainingRun's hook at a save of every policy (`_save_all`): starts writing the report in
     the background at a checkpoint or milestone (the final save is followed by `finish_report`).
-    Nothing with `--write_report=False`, in `--benchmark` or on a data-parallel rank > 0."""
+    Nothing with `--write_report=False`, with `--no_writes` or on a data-parallel rank > 0."""
     if kind == "final" or not run.writes or not run.cfg.write_report:
         return
     if getattr(run, "_report", None) is None:

@@ -67,14 +67,14 @@ def _benchmark_flags(args: tuple[str, ...]) -> bool:
             if a.startswith("--") and "=" in a:
                 k, v = a[2:].split("=", 1)
                 flags[k] = v
-        return _sampler_only(flags.get("algo", "")) or flags.get("benchmark", "").lower() in (
+        return _sampler_only(flags.get("algo", "")) or flags.get("no_writes", "").lower() in (
             "true",
             "1",
             "yes",
             "y",
             "t",
         )
-    return bool(cfg.benchmark) or _sampler_only(cfg.algo)
+    return bool(cfg.no_writes) or _sampler_only(cfg.algo)
 
 
 def _sampler_only(algo: str) -> bool:
@@ -88,7 +88,7 @@ def _sampler_only(algo: str) -> bool:
 
 
 def is_benchmark(tokens: Sequence[str]) -> bool:
-    """True for a `surge.train` command that writes no `done` marker: `--benchmark=True` or a
+    """True for a `surge.train` command that writes no `done` marker: `--no_writes=True` or a
     sampler-only `--algo` (`Capabilities.sampler_only`, DUMMY_SAMPLER; decided from its parsed config, `surge.app.resolve.parse_cfg`; from the
     flags as written when they do not parse). Such an experiment is done when it exits with 0
     without being stopped by the runner; the runner then writes `runner_done` in its folder."""

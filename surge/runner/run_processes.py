@@ -12,7 +12,7 @@ process SIGTERM (PR_SET_PDEATHSIG), which surge treats as Ctrl+C and which stops
 workers in turn; processes that a non-surge command starts itself are not reached this way.
 
 Finished: a `surge.train` experiment is done when surge wrote its `done` marker; a benchmark
-(`--benchmark=True` or `--algo=DUMMY_SAMPLER`, which write no marker) when it exits with 0 while the
+(`--no_writes=True` or `--algo=DUMMY_SAMPLER`, which write no marker) when it exits with 0 while the
 runner is not stopping it, and the runner then writes `runner_done` in its folder (skipped next time).
 """
 
@@ -260,7 +260,7 @@ def _start(exp: PlannedExperiment, args: argparse.Namespace, gpu: int | None) ->
 
 def _outcome(r: _Running, rc: int, stopping: bool) -> Outcome:
     seconds = time.monotonic() - r.start
-    if r.benchmark:  # surge writes no `done` in benchmark mode: exit 0 unless the runner stopped it
+    if r.benchmark:  # surge writes no `done` with --no_writes: exit 0 unless the runner stopped it
         finished = rc == 0 and not stopping
         if finished:
             mark_runner_done(r.exp, f"benchmark exited with 0 after {seconds:.0f} s")

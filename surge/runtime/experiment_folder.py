@@ -108,10 +108,10 @@ class ExperimentFolder:
 
 
 def run_log_file(cfg: Config) -> Path | None:
-    """The run's log file, `surge_log.txt` in its experiment folder; None with `--benchmark` (which
+    """The run's log file, `surge_log.txt` in its experiment folder; None with `--no_writes` (which
     writes nothing to the folder). In a data-parallel run (torchrun) rank r > 0 writes nothing in
     the experiment folder: its log is `surge_log.txt` in the folder beside it, `<experiment>_rank<r>`."""
-    if cfg.benchmark:
+    if cfg.no_writes:
         return None
     rank = rank_info().rank
     if rank > 0:

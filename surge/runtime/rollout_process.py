@@ -69,7 +69,8 @@ def rollout_process_main(ctx: RolloutContext) -> None:
             shared.report_queue.put(ResetDone(w, ctx.incarnation))
             beats = shared.heartbeats.numpy()
             beats[w] = time.monotonic()
-            if cfg.decorrelate_experience_max_seconds > 0:
+            # Sample Factory's benchmark mode skips the pause (actor_worker.py)
+            if cfg.decorrelate_experience_max_seconds > 0 and not cfg.benchmark:
                 until = time.monotonic() + random.uniform(0, cfg.decorrelate_experience_max_seconds)
                 while not shared.stop_flag.wait(max(0.0, min(1.0, until - time.monotonic()))):
                     beats[w] = time.monotonic()

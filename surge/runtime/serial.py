@@ -54,7 +54,7 @@ class SerialPlacement:
         ckpts: each policy's checkpoints.
         resume_states: each policy's checkpoint to resume from (None: from scratch).
         sampler_state_file: where the sampler's state is written at a stop and read on resume (see
-            the module docstring); None writes and reads none (benchmark mode).
+            the module docstring); None writes and reads none (`--no_writes`).
     """
 
     def __init__(

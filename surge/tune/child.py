@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     from surge.learning.algorithm import get_algorithm
 
     if get_algorithm(cfg.algo).capabilities.sampler_only:  # as `surge bench` (surge/train.py)
-        cfg.sampler_only, cfg.benchmark = True, True
+        cfg.sampler_only, cfg.no_writes = True, True
         cfg.train_for_env_steps = min(cfg.train_for_env_steps, cfg.sample_env_frames)
     run = TrainingRun(cfg)
     status = run.run()

@@ -30,7 +30,7 @@ from surge.tune.space import LAYOUT_KEYS, Layout, axis_values, batch_values, usa
 log = logging.getLogger("surge")
 
 #: flags of the run that surge tune sets itself for every measurement
-OWN_FLAGS = ("train_dir", "experiment", "train_for_seconds", "benchmark", "restart_behavior")
+OWN_FLAGS = ("train_dir", "experiment", "train_for_seconds", "no_writes", "restart_behavior")
 
 
 class _Parser(argparse.ArgumentParser):

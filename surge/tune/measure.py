@@ -17,7 +17,7 @@ import surge
 
 #: flags of every measurement: no checkpoints or summaries, all workers start at once (a random
 #: start delay would be counted in the rate), a fresh folder
-MEASURE_FLAGS = ("--benchmark=True", "--decorrelate_experience_max_seconds=0", "--restart_behavior=restart")
+MEASURE_FLAGS = ("--no_writes=True", "--decorrelate_experience_max_seconds=0", "--restart_behavior=restart")
 #: seconds a measurement may take beyond its `--train_for_seconds` before it is killed (start-up of
 #: workers and of the learner on a loaded machine, and shut-down)
 GRACE_SECONDS = 120.0

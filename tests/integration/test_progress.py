@@ -32,7 +32,7 @@ def test_the_progress_line_comes_while_the_serial_placement_trains_a_long_batch(
         [
             "--env=CartPole-v1", "--serial_mode=True", "--num_workers=1", "--num_envs_per_worker=4",
             "--rollout=32", "--batch_size=32", "--num_batches_per_iteration=4", "--ppo_epochs=2",
-            "--train_for_env_steps=128", "--report_interval_sec=0.5", "--benchmark=True",
+            "--train_for_env_steps=128", "--report_interval_sec=0.5", "--no_writes=True",
             f"--train_dir={tmp_path}", "--experiment=p",
         ]
     )  # fmt: skip

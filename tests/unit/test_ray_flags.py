@@ -57,7 +57,7 @@ def test_a_node_gets_its_own_seed_and_writes_nothing():
     values = parse_cfg([*BASE, "--seed=5", "--distributed=ray"]).to_dict()
     nodes = [node_cfg_values(values, i) for i in range(3)]
     assert len({n["seed"] for n in nodes} | {5}) == 4
-    assert all(n["benchmark"] and n["distributed"] == "none" for n in nodes)
+    assert all(n["no_writes"] and n["distributed"] == "none" for n in nodes)
     assert values["seed"] == 5 and values["distributed"] == "ray"  # the run's own is untouched
 
 

@@ -29,7 +29,7 @@ def _module(tmp_path, monkeypatch, name: str, body: str) -> str:
 
 
 def test_a_benchmark_that_exits_0_is_done_and_skipped_next_time(tmp_path, monkeypatch, capsys):
-    # a fake `surge` that exits 0 and writes no `done`, as `surge train` in benchmark mode does
+    # a fake `surge` that exits 0 and writes no `done`, as `surge train --no_writes=True` does
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "surge").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/surge_calls.log\nexit 0\n')
@@ -43,7 +43,7 @@ def test_a_benchmark_that_exits_0_is_done_and_skipped_next_time(tmp_path, monkey
         from surge.runner import Experiment, ParamList, RunDescription
         RUN_DESCRIPTION = RunDescription("r", [
             Experiment("dummy", "surge train --env=CartPole-v1 --algo=DUMMY_SAMPLER"),
-            Experiment("bench", "surge train --env=CartPole-v1 --benchmark=True"),
+            Experiment("bench", "surge train --env=CartPole-v1 --no_writes=True"),
         ])
         """,
     )

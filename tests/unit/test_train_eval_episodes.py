@@ -84,7 +84,7 @@ def test_sampled_eval_plays_the_requested_number_of_whole_episodes(tmp_path):
         (["--eval_every_env_frames=1000", "--eval_score_to_win=inf"], "eval_score_to_win"),
         (["--eval_every_env_frames=1000", "--algo=DUMMY_SAMPLER"], "eval_every_env_frames"),
         (["--eval_every_env_frames=1000", "--sampler_only=True"], "eval_every_env_frames"),
-        (["--eval_every_env_frames=1000", "--benchmark=True"], "eval_every_env_frames"),
+        (["--eval_every_env_frames=1000", "--no_writes=True"], "eval_every_env_frames"),
         (["--eval_every_env_frames=1000", "--distributed=ray"], "eval_every_env_frames"),
     ],
 )
