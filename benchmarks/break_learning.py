@@ -56,6 +56,7 @@ QUICK_FILES = [
     "tests/integration/test_rnn_state_across_rollouts.py",
     "tests/integration/test_obs_normalizer_learns.py",
     "tests/integration/test_r2d2_target_network.py",
+    "tests/unit/test_a2c_critic_default.py",  # a2c_shared_critic
 ]
 LEARNING_FILES = ["tests/learning/test_memory.py"]
 
