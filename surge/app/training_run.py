@@ -23,7 +23,7 @@ from surge.experiment.git_info import record_code_revision
 from surge.experiment.monitor import Monitor
 from surge.experiment.report import finish_report, update_report
 from surge.learning.algorithm import get_algorithm
-from surge.population.pbt import PopulationBasedTraining
+from surge.population.pbt import PopulationBasedTraining, replaced
 from surge.population.roles import apply_frozen_sources
 from surge.population.self_play import SelfPlayController
 from surge.runtime.async_placement import AsyncPlacement
@@ -405,7 +405,8 @@ class TrainingRun:
         m.add_episodes(report.episodes)
         if self.pbt is not None:
             self.pbt.observe(report.episodes, p.frameskip)
-            self.pbt.step(m.env_frames)
+            if replaced(self.pbt.step(m.env_frames)) and self.writes:  # copied weights: save them
+                self._save_all("checkpoint")  # (then PBT's state) before a crash can lose them
         if self.self_play is not None and report.episodes:
             self.self_play.on_episodes(report.episodes, m.env_frames)
         if report.nonfinite_rewards or report.nonfinite_obs:
@@ -461,23 +462,17 @@ class TrainingRun:
         cfg, folder = self.cfg, self.folder
         if not cfg.with_pbt:
             return None
-        bench = cfg.benchmark
-        pbt = PopulationBasedTraining(
-            cfg,
-            self.placement.send_command,
-            None if bench else folder.pbt_state_file,
-            None if bench else folder.pbt_log_file,
-            self.monitor.writers,
-        )
+        files = (None, None) if cfg.benchmark else (folder.pbt_state_file, folder.pbt_log_file)
+        pbt = PopulationBasedTraining(cfg, self.placement.send_command, *files, self.monitor.writers)
         pbt.start(self.monitor.env_frames)
         return pbt
 
     def _save_all(self, kind: str) -> None:
         update_report(self, kind)
-        if self.pbt is not None:
-            self.pbt.save()
         for i in self.learning:
             self.placement.save(kind, self._counters(i), policy_id=i)
+        if self.pbt is not None:  # after the checkpoints: see the replacement in `_step`
+            self.pbt.save()
         if self.self_play is not None:
             self.self_play.checkpoint(self.monitor.env_frames)
 
