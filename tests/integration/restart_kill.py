@@ -17,38 +17,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def start(args: list[str], train_dir: Path) -> subprocess.Popen:
-    """`python -m surge.train ARGS --train_dir=TRAIN_DIR` in a subprocess (output discarded: the
-    run's log is `surge_log.txt` in its folder)."""
+def command(args: list[str], train_dir: Path, preload: str | None = None) -> list[str]:
+    """`python -m surge.train ARGS --train_dir=TRAIN_DIR`; with `preload`, that module of tests/
+    (an env it registers: `two_player_toy`) is imported first (serial runs: no child imports it)."""
+    if preload is None:
+        return [sys.executable, "-m", "surge.train", *args, f"--train_dir={train_dir}"]
+    code = (
+        f"import sys, runpy; sys.path.insert(0, {str(ROOT / 'tests')!r}); import {preload}; "
+        "runpy.run_module('surge.train', run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-c", code, *args, f"--train_dir={train_dir}"]
+
+
+def start(args: list[str], train_dir: Path, preload: str | None = None) -> subprocess.Popen:
+    """`command` in a subprocess (output discarded: the run's log is `surge_log.txt`)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "surge.train", *args, f"--train_dir={train_dir}"],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=_env(),
+        command(args, train_dir, preload), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
 
 
-def run(args: list[str], train_dir: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    """The same command run to its end; its output captured."""
+def run(
+    args: list[str], train_dir: Path, preload: str | None = None, timeout: float = 240
+) -> subprocess.CompletedProcess:
+    """`command` run to its end; its output captured."""
     return subprocess.run(
-        [sys.executable, "-m", "surge.train", *args, f"--train_dir={train_dir}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=_env(),
+        command(args, train_dir, preload), cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )
-
-
-def _env() -> dict[str, str]:
-    import os
-
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("SDL_VIDEODRIVER", "dummy")
-    env.setdefault("SDL_AUDIODRIVER", "dummy")
-    return env
 
 
 def stop_after_first_checkpoint(
