@@ -213,7 +213,9 @@ class TrainingRun:
             # machine) must not pass the budget (an async CartPole run once ended 348 frames past it)
             p.limit_env_frames(self.budget - m.env_frames)
             p.start()
-            apply_frozen_sources(cfg, p)
+            apply_frozen_sources(
+                cfg, p, folder.root if self.writes else None, any(s is not None for s in resume_states)
+            )
             if cfg.self_play:
                 self.self_play = SelfPlayController(
                     cfg,
@@ -462,8 +464,8 @@ class TrainingRun:
         cfg, folder = self.cfg, self.folder
         if not cfg.with_pbt:
             return None
-        files = (None, None) if cfg.benchmark else (folder.pbt_state_file, folder.pbt_log_file)
-        pbt = PopulationBasedTraining(cfg, self.placement.send_command, *files, self.monitor.writers)
+        state, log_file = (None, None) if cfg.benchmark else (folder.pbt_state_file, folder.pbt_log_file)
+        pbt = PopulationBasedTraining(cfg, self.placement.send_command, state, log_file, self.monitor.writers)
         pbt.start(self.monitor.env_frames)
         return pbt
 
