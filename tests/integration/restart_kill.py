@@ -65,7 +65,7 @@ def stop_after_first_checkpoint(
     return delay
 
 
-def kill_group_leftovers(proc: subprocess.Popen) -> None:
+def kill_if_running(proc: subprocess.Popen) -> None:
     """Kills the run if a failed assertion left it running."""
     if proc.poll() is None:
         proc.kill()

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from restart_kill import kill_group_leftovers, start, stop_after_first_checkpoint
+from restart_kill import kill_if_running, start, stop_after_first_checkpoint
 
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
@@ -104,7 +104,7 @@ def test_sigkill_at_a_random_moment_then_resume_keeps_the_best_eval_return(tmp_p
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=10, max_delay=1.5)
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     saved = _saved_best(folder)
     seen = _spy(monkeypatch)
     assert train(parse_cfg([*ARGS, f"--train_dir={tmp_path}"])) == "done"

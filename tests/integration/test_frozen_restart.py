@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from restart_kill import kill_group_leftovers, start, stop_after_first_checkpoint
+from restart_kill import kill_if_running, start, stop_after_first_checkpoint
 
 import surge.app.training_run as training_run
 from surge.app.resolve import parse_cfg
@@ -98,7 +98,7 @@ def test_sigkill_at_a_random_moment_then_resume_keeps_the_frozen_policys_weights
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=8, max_delay=1.5)
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     started = torch.load(folder / "frozen_p1.pth", weights_only=True)["model"]
     seen = _spy_frozen(monkeypatch)
     assert training_run.train(parse_cfg([*ARGS, f"--train_dir={tmp_path}"])) == "done"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from restart_kill import kill_group_leftovers, run, start, stop_after_first_checkpoint
+from restart_kill import kill_if_running, run, start, stop_after_first_checkpoint
 
 from surge.population.pbt import PopulationBasedTraining
 
@@ -75,7 +75,7 @@ def test_ctrl_c_at_a_random_moment_then_resume_ends_as_the_run_that_never_stoppe
     try:
         stop_after_first_checkpoint(proc, stopped / "pbt", signal.SIGINT, seed=1, max_delay=1.0)
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     assert (stopped / "pbt" / "pbt_state.json").exists()
     resumed = run(ARGS, stopped)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -98,7 +98,7 @@ def test_sigkill_at_a_random_moment_then_resume_loads_the_state_the_run_left(tmp
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=2, max_delay=1.5)
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     saved = json.loads((folder / "pbt_state.json").read_text())
     log_before = (folder / "pbt_log.jsonl").read_text()
     records = [json.loads(line) for line in log_before.splitlines()]  # every line is whole

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import torch
-from restart_kill import kill_group_leftovers, run, start, stop_after_first_checkpoint
+from restart_kill import kill_if_running, run, start, stop_after_first_checkpoint
 
 from surge.learning import replay_learner
 from surge.learning.replay_learner import ReplayLearnerBase
@@ -74,7 +74,7 @@ def test_ctrl_c_at_a_random_moment_then_resume_ends_as_the_run_that_never_stoppe
             proc, tmp_path / "stopped" / "replay", signal.SIGINT, seed=5, max_delay=1.0
         )
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     resumed = run(args, tmp_path / "stopped")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     b = tmp_path / "stopped" / "replay"
@@ -101,7 +101,7 @@ def test_sigkill_at_a_random_moment_then_resume_loads_the_replay_saved_with_the_
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=6, max_delay=1.5)
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     latest = _latest(folder)
     saved = torch.load(folder / "checkpoint_p0" / latest["learner"]["replay_file"], weights_only=True)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 import two_player_toy  # noqa: F401  (registers --env=higher_number in this process too)
-from restart_kill import kill_group_leftovers, run, start, stop_after_first_checkpoint
+from restart_kill import kill_if_running, run, start, stop_after_first_checkpoint
 
 from surge.population.self_play import SelfPlayController
 
@@ -76,7 +76,7 @@ def test_ctrl_c_at_a_random_moment_then_resume_ends_as_the_run_that_never_stoppe
     try:
         stop_after_first_checkpoint(proc, stopped / "sp", signal.SIGINT, seed=3, max_delay=1.0)
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     resumed = run(ARGS, stopped, TOY)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     a, b = ref / "sp", stopped / "sp"
@@ -102,7 +102,7 @@ def test_sigkill_at_a_random_moment_then_resume_loads_the_pool_the_run_left(tmp_
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=4, max_delay=1.5)
     finally:
-        kill_group_leftovers(proc)
+        kill_if_running(proc)
     saved = json.loads((folder / "self_play" / "pool.json").read_text())
     files = _snapshots(folder / "self_play")
 
