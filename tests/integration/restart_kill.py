@@ -70,3 +70,15 @@ def kill_if_running(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.kill()
         proc.wait(timeout=30)
+
+
+#: the budget of a run that a signal stops: never reached, so that a fast machine cannot finish the
+#: run before the signal (its resume then runs to `resume_budget`)
+UNREACHED = 10**8
+
+
+def resume_budget(folder: Path, more: int = 2000) -> int:
+    """`--train_for_env_steps` for the resume: `more` env frames past the latest checkpoint of
+    policy 0 (the frames are in its name, `checkpoint_v<version>_f<frames>.pth`)."""
+    latest = sorted((folder / "checkpoint_p0").glob("checkpoint_*.pth"))[-1]
+    return int(latest.stem.split("_f")[1]) + more

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from restart_kill import kill_if_running, start, stop_after_first_checkpoint
+from restart_kill import UNREACHED, kill_if_running, resume_budget, start, stop_after_first_checkpoint
 
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
@@ -46,7 +46,6 @@ ARGS = [
     f"--eval_every_env_frames={EVERY}",
     "--save_best_by_eval=True",
     "--save_every_sec=1",
-    "--train_for_env_steps=6000",
 ]
 
 
@@ -90,22 +89,23 @@ def test_ctrl_c_at_a_random_moment_then_resume_keeps_the_best_eval_return(tmp_pa
 
     threading.Thread(target=send, daemon=True).start()
     args = [*ARGS, f"--train_dir={tmp_path}"]
-    assert train(parse_cfg(args)) == "interrupted"
+    assert train(parse_cfg([*args, f"--train_for_env_steps={UNREACHED}"])) == "interrupted"
     saved = _saved_best(folder)
     seen = _spy(monkeypatch)
-    assert train(parse_cfg(args)) == "done"
+    assert train(parse_cfg([*args, f"--train_for_env_steps={resume_budget(folder)}"])) == "done"
     _check(seen, saved)
 
 
 @pytest.mark.slow
 def test_sigkill_at_a_random_moment_then_resume_keeps_the_best_eval_return(tmp_path, monkeypatch):
     folder = tmp_path / "ev"
-    proc = start(ARGS, tmp_path)
+    proc = start([*ARGS, f"--train_for_env_steps={UNREACHED}"], tmp_path)
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=10, max_delay=1.5)
     finally:
         kill_if_running(proc)
     saved = _saved_best(folder)
     seen = _spy(monkeypatch)
-    assert train(parse_cfg([*ARGS, f"--train_dir={tmp_path}"])) == "done"
+    budget = f"--train_for_env_steps={resume_budget(folder)}"
+    assert train(parse_cfg([*ARGS, f"--train_dir={tmp_path}", budget])) == "done"
     _check(seen, saved)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from restart_kill import kill_if_running, start, stop_after_first_checkpoint
+from restart_kill import UNREACHED, kill_if_running, resume_budget, start, stop_after_first_checkpoint
 
 import surge.app.training_run as training_run
 from surge.app.resolve import parse_cfg
@@ -47,7 +47,6 @@ ARGS = [
     "--num_torch_threads=1",
     "--write_report=False",
     "--save_every_sec=1",
-    "--train_for_env_steps=8000",
 ]
 
 
@@ -85,8 +84,9 @@ def test_ctrl_c_at_a_random_moment_then_resume_keeps_the_frozen_policys_weights(
     seen = _spy_frozen(monkeypatch)
     args = [*ARGS, f"--train_dir={tmp_path}"]
     _ctrl_c_after_first_checkpoint(tmp_path / "frozen", seed=7)  # a thread: sends SIGINT on its own
-    assert training_run.train(parse_cfg(args)) == "interrupted"
-    assert training_run.train(parse_cfg(args)) == "done"
+    assert training_run.train(parse_cfg([*args, f"--train_for_env_steps={UNREACHED}"])) == "interrupted"
+    budget = f"--train_for_env_steps={resume_budget(tmp_path / 'frozen')}"
+    assert training_run.train(parse_cfg([*args, budget])) == "done"
     assert len(seen) == 2
     assert _equal(seen[0], seen[1])
 
@@ -94,12 +94,13 @@ def test_ctrl_c_at_a_random_moment_then_resume_keeps_the_frozen_policys_weights(
 @pytest.mark.slow
 def test_sigkill_at_a_random_moment_then_resume_keeps_the_frozen_policys_weights(tmp_path, monkeypatch):
     folder = tmp_path / "frozen"
-    proc = start(ARGS, tmp_path)
+    proc = start([*ARGS, f"--train_for_env_steps={UNREACHED}"], tmp_path)
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=8, max_delay=1.5)
     finally:
         kill_if_running(proc)
     started = torch.load(folder / "frozen_p1.pth", weights_only=True)["model"]
     seen = _spy_frozen(monkeypatch)
-    assert training_run.train(parse_cfg([*ARGS, f"--train_dir={tmp_path}"])) == "done"
+    budget = f"--train_for_env_steps={resume_budget(folder)}"
+    assert training_run.train(parse_cfg([*ARGS, f"--train_dir={tmp_path}", budget])) == "done"
     assert _equal(seen[0], started)

@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from restart_kill import kill_if_running, run, start, stop_after_first_checkpoint
+from restart_kill import UNREACHED, kill_if_running, resume_budget, run, start, stop_after_first_checkpoint
 
 from surge.population.pbt import PopulationBasedTraining
 
-BUDGET = 12000
 ARGS = [
     "--env=CartPole-v1",
     "--experiment=pbt",
@@ -46,7 +45,6 @@ ARGS = [
     "--num_torch_threads=1",
     "--write_report=False",
     "--save_every_sec=1",
-    f"--train_for_env_steps={BUDGET}",
 ]
 
 
@@ -67,18 +65,19 @@ def _updates(folder: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_ctrl_c_at_a_random_moment_then_resume_ends_as_the_run_that_never_stopped(tmp_path):
-    ref = tmp_path / "ref"
-    done = run(ARGS, ref)
-    assert done.returncode == 0, done.stderr[-3000:]
     stopped = tmp_path / "stopped"
-    proc = start(ARGS, stopped)
+    proc = start([*ARGS, f"--train_for_env_steps={UNREACHED}"], stopped)
     try:
         stop_after_first_checkpoint(proc, stopped / "pbt", signal.SIGINT, seed=1, max_delay=1.0)
     finally:
         kill_if_running(proc)
     assert (stopped / "pbt" / "pbt_state.json").exists()
-    resumed = run(ARGS, stopped)
+    budget = [f"--train_for_env_steps={resume_budget(stopped / 'pbt', 3000)}"]
+    resumed = run([*ARGS, *budget], stopped)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    ref = tmp_path / "ref"
+    done = run([*ARGS, *budget], ref)
+    assert done.returncode == 0, done.stderr[-3000:]
     a, b = ref / "pbt", stopped / "pbt"
     assert "PBT resumed from" in (b / "surge_log.txt").read_text()
     assert json.loads((b / "pbt_state.json").read_text()) == json.loads((a / "pbt_state.json").read_text())
@@ -94,7 +93,7 @@ def test_ctrl_c_at_a_random_moment_then_resume_ends_as_the_run_that_never_stoppe
 @pytest.mark.slow
 def test_sigkill_at_a_random_moment_then_resume_loads_the_state_the_run_left(tmp_path, monkeypatch):
     folder = tmp_path / "pbt"
-    proc = start(ARGS, tmp_path)
+    proc = start([*ARGS, f"--train_for_env_steps={UNREACHED}"], tmp_path)
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=2, max_delay=1.5)
     finally:
@@ -123,7 +122,7 @@ def test_sigkill_at_a_random_moment_then_resume_loads_the_state_the_run_left(tmp
 
     monkeypatch.setattr(PopulationBasedTraining, "_load", spy)
     assert (
-        train(parse_cfg([*ARGS, f"--train_dir={tmp_path}", f"--train_for_env_steps={BUDGET + 2000}"]))
+        train(parse_cfg([*ARGS, f"--train_dir={tmp_path}", f"--train_for_env_steps={resume_budget(folder)}"]))
         == "done"
     )
     assert loaded == [saved]

@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 import two_player_toy  # noqa: F401  (registers --env=higher_number in this process too)
-from restart_kill import kill_if_running, run, start, stop_after_first_checkpoint
+from restart_kill import UNREACHED, kill_if_running, resume_budget, run, start, stop_after_first_checkpoint
 
 from surge.population.self_play import SelfPlayController
 
-BUDGET = 6000
 ARGS = [
     "--env=higher_number",
     "--experiment=sp",
@@ -49,7 +48,6 @@ ARGS = [
     "--num_torch_threads=1",
     "--write_report=False",
     "--save_every_sec=1",
-    f"--train_for_env_steps={BUDGET}",
 ]
 TOY = "two_player_toy"
 
@@ -68,17 +66,18 @@ def _equal(a: dict, b: dict) -> bool:
 
 @pytest.mark.slow
 def test_ctrl_c_at_a_random_moment_then_resume_ends_as_the_run_that_never_stopped(tmp_path):
-    ref = tmp_path / "ref"
-    done = run(ARGS, ref, TOY)
-    assert done.returncode == 0, done.stderr[-3000:]
     stopped = tmp_path / "stopped"
-    proc = start(ARGS, stopped, TOY)
+    proc = start([*ARGS, f"--train_for_env_steps={UNREACHED}"], stopped, TOY)
     try:
         stop_after_first_checkpoint(proc, stopped / "sp", signal.SIGINT, seed=3, max_delay=1.0)
     finally:
         kill_if_running(proc)
-    resumed = run(ARGS, stopped, TOY)
+    budget = [f"--train_for_env_steps={resume_budget(stopped / 'sp', 3000)}"]
+    resumed = run([*ARGS, *budget], stopped, TOY)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
+    ref = tmp_path / "ref"
+    done = run([*ARGS, *budget], ref, TOY)
+    assert done.returncode == 0, done.stderr[-3000:]
     a, b = ref / "sp", stopped / "sp"
     assert "Self-play: resumed the pool" in (b / "surge_log.txt").read_text()
     pool = json.loads((a / "self_play" / "pool.json").read_text())
@@ -98,7 +97,7 @@ def test_ctrl_c_at_a_random_moment_then_resume_ends_as_the_run_that_never_stoppe
 @pytest.mark.slow
 def test_sigkill_at_a_random_moment_then_resume_loads_the_pool_the_run_left(tmp_path, monkeypatch):
     folder = tmp_path / "sp"
-    proc = start(ARGS, tmp_path, TOY)
+    proc = start([*ARGS, f"--train_for_env_steps={UNREACHED}"], tmp_path, TOY)
     try:
         stop_after_first_checkpoint(proc, folder, signal.SIGKILL, seed=4, max_delay=1.5)
     finally:
@@ -120,7 +119,7 @@ def test_sigkill_at_a_random_moment_then_resume_loads_the_pool_the_run_left(tmp_
 
     monkeypatch.setattr(SelfPlayController, "start", spy)
     assert (
-        train(parse_cfg([*ARGS, f"--train_dir={tmp_path}", f"--train_for_env_steps={BUDGET + 2000}"]))
+        train(parse_cfg([*ARGS, f"--train_dir={tmp_path}", f"--train_for_env_steps={resume_budget(folder)}"]))
         == "done"
     )
     (state, slots), *_ = seen
