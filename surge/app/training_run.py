@@ -24,7 +24,7 @@ from surge.experiment.git_info import record_code_revision
 from surge.experiment.monitor import Monitor
 from surge.experiment.report import finish_report, update_report
 from surge.learning.algorithm import get_algorithm
-from surge.population.pbt import PopulationBasedTraining
+from surge.population.pbt import PopulationBasedTraining, replaced
 from surge.population.roles import apply_frozen_sources
 from surge.population.self_play import SelfPlayController
 from surge.runtime.async_placement import AsyncPlacement
@@ -215,7 +215,9 @@ class TrainingRun:
             # machine) must not pass the budget (an async CartPole run once ended 348 frames past it)
             p.limit_env_frames(self.budget - m.env_frames)
             p.start()
-            apply_frozen_sources(cfg, p)
+            apply_frozen_sources(
+                cfg, p, folder.root if self.writes else None, any(s is not None for s in resume_states)
+            )
             if cfg.self_play:
                 self.self_play = SelfPlayController(
                     cfg,
@@ -405,7 +407,8 @@ class TrainingRun:
         m.add_episodes(report.episodes)
         if self.pbt is not None:
             self.pbt.observe(report.episodes, p.frameskip)
-            self.pbt.step(m.env_frames)
+            if replaced(self.pbt.step(m.env_frames)) and self.writes:  # copied weights: save them
+                self._save_all("checkpoint")  # (then PBT's state) before a crash can lose them
         if self.self_play is not None and report.episodes:
             self.self_play.on_episodes(report.episodes, m.env_frames)
         if report.nonfinite_rewards or report.nonfinite_obs:
@@ -471,10 +474,10 @@ class TrainingRun:
 
     def _save_all(self, kind: str) -> None:
         update_report(self, kind)
-        if self.pbt is not None:
-            self.pbt.save()
         for i in self.learning:
             self.placement.save(kind, self._counters(i), policy_id=i)
+        if self.pbt is not None:  # after the checkpoints: see the replacement in `_step`
+            self.pbt.save()
         if self.self_play is not None:
             self.self_play.checkpoint(self.monitor.env_frames)
 

@@ -172,7 +172,10 @@ class PopulationBasedTraining:
             )
 
     def step(self, env_frames: int) -> list[dict[str, Any]]:
-        """Updates every policy that is due (module docstring); returns the log records written."""
+        """Updates every policy that is due (module docstring); returns the log records written.
+        Saves the state unless a policy was replaced: then the caller checkpoints the policies
+        first and saves this state after them (`replaced`), so a kill between the two writes
+        cannot leave a state that counts a policy as replaced beside its old weights."""
         cfg, out = self.cfg, []
         for p in range(cfg.num_policies):
             played = self.frames_played[p]
@@ -182,7 +185,7 @@ class PopulationBasedTraining:
             self.last_update[p] = played
             if record is not None:
                 out.append(record)
-        if out:
+        if out and not replaced(out):
             self.save()
         return out
 
@@ -346,6 +349,11 @@ class PopulationBasedTraining:
         if self.log_file is not None:
             with open(self.log_file, "a") as f:
                 f.write(json.dumps(record) + "\n")
+
+
+def replaced(records: list[dict[str, Any]]) -> bool:
+    """Whether `PopulationBasedTraining.step`'s records hold a replacement (copied weights)."""
+    return any(r["event"] == "replace" for r in records)
 
 
 def _scale(x: float, amount: float, rng: random.Random) -> float:

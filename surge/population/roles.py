@@ -18,6 +18,8 @@ module sets the frozen policies' weights from their sources.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -59,10 +61,22 @@ def source_weights(source: str, initial: dict[str, torch.Tensor]) -> dict[str, t
     return {k: v.to(state[k].dtype) for k, v in weights.items()}
 
 
-def apply_frozen_sources(cfg: Config, placement: Any) -> None:
+def frozen_file(folder: Path, policy_id: int) -> Path:
+    """Where the weights a `random` or `uniform` frozen policy started with are kept, so that a
+    resumed run plays against the same policy (they are drawn, unseeded without `--seed`)."""
+    return folder / f"frozen_p{policy_id}.pth"
+
+
+def apply_frozen_sources(
+    cfg: Config, placement: Any, folder: Path | None = None, resume: bool = False
+) -> None:
     """Sets each `--frozen_policies` policy's weights from its source through the placement's
     `set_policy_weights` (at the start of a run, fresh or resumed: frozen policies have no
     checkpoints) and logs what each one plays with. Self-play slots are left to the pool.
+
+    A `random` or `uniform` policy's weights are drawn at a fresh start and written to
+    `frozen_file(folder, p)` (atomically); with `resume` they are read back from it, when it exists.
+    A checkpoint source is read again from its file. `folder` None: nothing written or read.
 
     Raises:
         ValueError: see `source_weights`.
@@ -75,8 +89,38 @@ def apply_frozen_sources(cfg: Config, placement: Any) -> None:
             continue
         initial, _ = placement.policy_weights(p)
         version = 0
+        kept = None if folder is None or source not in BUILT_IN_SOURCES else frozen_file(folder, p)
+        if kept is not None and resume and kept.exists():
+            weights = torch.load(kept, map_location="cpu", weights_only=True)["model"]
+            placement.set_policy_weights(p, source_weights_like(weights, initial, kept), version)
+            log.info(
+                "Policy %d is frozen (acts, never learns): the %s weights it started with, from %s.",
+                p,
+                source,
+                kept,
+            )
+            continue
         if source not in BUILT_IN_SOURCES:
             ckpt = torch.load(source, map_location="cpu", weights_only=True)
             version = int(ckpt.get("policy_version", ckpt.get("learner", {}).get("policy_version", 0)))
-        placement.set_policy_weights(p, source_weights(source, initial), version)
+        weights = source_weights(source, initial)
+        if kept is not None:
+            tmp = kept.with_name(kept.name + ".tmp")
+            torch.save({"model": weights, "source": source}, tmp)
+            os.replace(tmp, kept)
+        placement.set_policy_weights(p, weights, version)
         log.info("Policy %d is frozen (acts, never learns): weights from %s.", p, source)
+
+
+def source_weights_like(
+    weights: dict[str, torch.Tensor], initial: dict[str, torch.Tensor], path: Path
+) -> dict[str, torch.Tensor]:
+    """`weights` (read from `path`) checked against the layout of `initial`.
+
+    Raises:
+        ValueError: names or shapes differ (the model flags changed since they were written).
+    """
+    differ = state_differences(initial, weights)
+    if differ:
+        raise ValueError(f"{path} holds weights of another model: {'; '.join(differ)}")
+    return {k: v.to(initial[k].dtype) for k, v in weights.items()}
