@@ -129,24 +129,25 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Config:
     # upward imports (listed in pyproject's ignore_imports): `surge check-env` resolves a config
     # with the run's flags and the space defaults of app/
     from surge.app.space_defaults import env_space_defaults
-    from surge.learning.run_flags import build_parser, field_defaults, flag_fields
+    from surge.learning.run_flags import algo_section, build_parser, field_defaults, flag_fields
 
     family = check_env_name(env_name)
     defaults = field_defaults(family)
+    algo = defaults["algo"]  # the default algorithm's section's flags (APPO's PPO flags) are taken too
     explicit = {}
     if argv:  # first for the flags the spaces' defaults depend on (env_wrappers, use_rnn, rollout)
-        parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
+        parser = build_parser(flag_fields(family, algo=algo), defaults, prog="surge check-env")
         explicit = vars(parser.parse_known_args(argv)[0])
     defaults = field_defaults(
         family, space_overrides=as_overrides(env_space_defaults(family, env_name, explicit))
     )
     defaults["env"] = env_name
     if argv:
-        parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
+        parser = build_parser(flag_fields(family, algo=algo), defaults, prog="surge check-env")
         namespace, unknown = parser.parse_known_args(argv)
         refuse_unknown_args(unknown, set(defaults))
         explicit = vars(namespace)
-    return Config.from_flat({**defaults, **explicit}, family.extra_params)
+    return Config.from_flat({**defaults, **explicit}, family.extra_params, algo_params_cls=algo_section(algo))
 
 
 def _make_named_env(env_name: str, cfg: Config | None) -> tuple[Any, Config]:

@@ -47,6 +47,7 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
+from surge.cfg.config import register_algo_section
 from surge.errors import ConfigError
 from surge.learning.feed import Feed
 from surge.models.actor_critic import ActorCritic, make_actor_critic
@@ -233,8 +234,11 @@ _ALGORITHMS: dict[str, Algorithm] = {}
 
 
 def register_algorithm(algo: Algorithm) -> Algorithm:
-    """Registers (or replaces) `algo` under `algo.name`, the value of `--algo`."""
+    """Registers (or replaces) `algo` under `algo.name`, the value of `--algo`, and its config
+    section (`params`) with the schema (`surge.cfg.config.register_algo_section`)."""
     _ALGORITHMS[algo.name] = algo
+    if algo.params is not None:
+        register_algo_section(algo.name, algo.params)
     return algo
 
 
