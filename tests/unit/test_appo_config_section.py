@@ -146,3 +146,13 @@ def test_an_old_cfg_json_of_another_algorithm_resumes_without_appo_s_flags(tmp_p
     cfg = _cfg(tmp_path)  # the saved run's --algo decides the flags
     assert cfg.algo == "DQN" and not isinstance(cfg.algo_params, APPOParams)
     assert not set(MOVED) & set(cfg.to_dict())
+
+
+def test_a_yaml_file_sets_them_flat(tmp_path):
+    path = tmp_path / "appo.yaml"
+    path.write_text("ppo_clip_ratio: 0.25\nwith_vtrace: false\n")
+    appo = algo_params(_cfg(tmp_path, f"--cfg={path}"), APPOParams)
+    assert (appo.ppo_clip_ratio, appo.with_vtrace) == (0.25, False)
+    with pytest.raises(ConfigError) as e:  # not A2C's flags: named with their owner
+        _cfg(tmp_path, f"--cfg={path}", "--algo=A2C")
+    assert e.value.field == "ppo_clip_ratio" and "--algo=APPO" in str(e.value)
