@@ -91,12 +91,12 @@ BREAKAGES = [
         "V-trace without traces: c-bar = 0 where the learner calls vtrace",
         [
             (  # the minibatch's call in `_step` (not the central value's `_cv_vtrace_targets`)
-                "cfg.vtrace_c,\n                    truncated=mb.truncated,",
+                "self.appo.vtrace_c,\n                    truncated=mb.truncated,",
                 "0.0,\n                    truncated=mb.truncated,",
             ),
             (
-                'rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, cfg.vtrace_c',
-                'rewards, v, mb["dones"], log_rhos, self.hp.gamma, cfg.vtrace_rho, 0.0',
+                'rewards, v, mb["dones"], log_rhos, self.hp.gamma, self.appo.vtrace_rho, self.appo.vtrace_c',
+                'rewards, v, mb["dones"], log_rhos, self.hp.gamma, self.appo.vtrace_rho, 0.0',
             ),
         ],
     ),

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
 
 from surge.app.resolve import parse_cfg  # noqa: E402
-from surge.cfg.config import env_frameskip  # noqa: E402
+from surge.cfg.config import env_frameskip, flag_value  # noqa: E402
 from surge.envs.registry import make_env  # noqa: E402
 from surge.learning.base import make_adam  # noqa: E402
 from surge.models.actor_critic import make_actor_critic  # noqa: E402
@@ -90,7 +90,7 @@ def make_train_step(cfg, model, opt, obs_space) -> tuple[Callable[[], None], int
     """One training step on a random minibatch of `batch_size` samples (`[T, B, *obs_shape]`, T =
     rollout with V-trace, else recurrence): forward over the sequence, a stand-in loss, backward,
     `opt.step()`. Returns the step and its number of samples T x B."""
-    T = cfg.recurrence if not cfg.with_vtrace else cfg.rollout
+    T = cfg.recurrence if not flag_value(cfg, "with_vtrace", False) else cfg.rollout
     B = max(1, cfg.batch_size // T)
     tobs = _sample_obs(obs_space, T * B).reshape(T, B, *obs_space.shape)
     states = torch.zeros(T, B, model.rnn_state_size)

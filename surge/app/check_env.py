@@ -36,7 +36,7 @@ from surge.envs.check_steps import check_multi_agent, check_single_agent
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
 from surge.envs.registry import check_env_name, find_family, make_single_env
 from surge.errors import EnvError, SurgeError
-from surge.learning.run_flags import build_parser, field_defaults, flag_fields
+from surge.learning.run_flags import algo_section, build_parser, field_defaults, flag_fields
 from surge.runtime.env_checks import check_env_spaces
 
 __all__ = ["check_env", "config_for_env", "main"]
@@ -133,20 +133,21 @@ def config_for_env(env_name: str, argv: list[str] | None = None) -> Config:
     """
     family = check_env_name(env_name)
     defaults = field_defaults(family)
+    algo = defaults["algo"]  # the default algorithm's section's flags (APPO's PPO flags) are taken too
     explicit = {}
     if argv:  # first for the flags the spaces' defaults depend on (env_wrappers, use_rnn, rollout)
-        parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
+        parser = build_parser(flag_fields(family, algo=algo), defaults, prog="surge check-env")
         explicit = vars(parser.parse_known_args(argv)[0])
     defaults = field_defaults(
         family, space_overrides=as_overrides(env_space_defaults(family, env_name, explicit))
     )
     defaults["env"] = env_name
     if argv:
-        parser = build_parser(flag_fields(family), defaults, prog="surge check-env")
+        parser = build_parser(flag_fields(family, algo=algo), defaults, prog="surge check-env")
         namespace, unknown = parser.parse_known_args(argv)
         refuse_unknown_args(unknown, set(defaults))
         explicit = vars(namespace)
-    return Config.from_flat({**defaults, **explicit}, family.extra_params)
+    return Config.from_flat({**defaults, **explicit}, family.extra_params, algo_params_cls=algo_section(algo))
 
 
 def _make_named_env(env_name: str, cfg: Config | None) -> tuple[Any, Config]:

@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from surge.app.rl_games.translation import is_rl_games_yaml, translate
-from surge.cfg.config import CentralValueParams, Config
+from surge.cfg.config import CentralValueParams, Config, flag_value
 from surge.cfg.validate import ASYNC_ONLY, NO_EFFECT, PBT_ONLY
 from surge.cfg.yaml_files import read_yaml
 from surge.distributed.ray_checks import ray_notes
@@ -58,7 +58,10 @@ def config_notes(cfg: Config) -> list[str]:
         for name in ("lr_schedule_kl_threshold", "lr_adaptive_min", "lr_adaptive_max"):
             if name in defaults and getattr(cfg, name) != defaults[name]:
                 notes.append(f"--{name} has no effect without --lr_schedule=kl_adaptive_minibatch|epoch.")
-    if cfg.bound_loss_type != defaults.get("bound_loss_type", "bound") and not cfg.bounds_loss_coef:
+    bound_loss_type = flag_value(cfg, "bound_loss_type", "bound")  # APPO's section's flags
+    if bound_loss_type != defaults.get("bound_loss_type", "bound") and not flag_value(
+        cfg, "bounds_loss_coef", 0.0
+    ):
         notes.append("--bound_loss_type has no effect with --bounds_loss_coef=0.")
     if cfg.num_policies == 1 and cfg.policy_mapping != defaults.get("policy_mapping", "random"):
         notes.append("--policy_mapping has no effect with --num_policies=1.")

@@ -122,6 +122,8 @@ def reference() -> str:
         algo = get_algorithm(name)
         if algo.params is None or not algo.params.__module__.startswith("surge."):
             continue
+        if not algo.act.__module__.startswith("surge."):  # a user's algorithm with a built-in's section
+            continue
         lines += ["", f"## Algorithm `{name}`", "", "| flag | default | meaning |", "|---|---|---|"]
         lines += _rows(algo.params)
     return "\n".join(lines) + "\n"

@@ -3,8 +3,10 @@
 Field names, defaults and meanings follow Sample Factory v1 (`appo.py`, seed 004) where it has the
 parameter, so its command lines run unchanged. Env families add their own fields (for example
 `env_frameskip`) as their own typed section, `cfg.env_params`, and override defaults through the
-registry (`surge.envs.registry`); the flags of `surge enjoy` are the section `cfg.eval_params`. The
-CLI (`surge.cfg.cli`) is generated from these fields, one flat `--flag` each, and cfg.json is flat.
+registry (`surge.envs.registry`); the flags of `surge enjoy` are the section `cfg.eval_params`; an
+algorithm's own flags are its section `cfg.algo_params`, declared in its folder (APPO's PPO and
+V-trace flags: `surge.algorithms.appo.config.APPOParams`). The CLI (`surge.cfg.cli`) is generated
+from these fields, one flat `--flag` each, and cfg.json is flat.
 
 Here: the optimiser's section and `Config`, which composes every section. The other sections are in
 `surge.cfg.core_sections` and `surge.cfg.feature_sections` (imported here, so that
@@ -94,21 +96,6 @@ class OptimParams:
         "value_bootstrap); False: truncation is treated as termination. APPO (GAE and V-trace), A2C.",
     )
     gae_lambda: float = param(0.95, "GAE lambda (used only when with_vtrace is False).")
-    with_vtrace: bool = param(True, "V-trace off-policy correction (Espeholt et al. 2018); GAE if False.")
-    vtrace_rho: float = param(
-        1.0, "rho-bar (> 0): truncation of the V-trace importance weights in the targets."
-    )
-    vtrace_c: float = param(1.0, "c-bar (>= 0): truncation of the V-trace trace-cutting coefficients.")
-    ppo_clip_ratio: float = param(
-        0.1, "PPO clip epsilon; the ratio is clipped to [1/(1+e), 1+e] (see ppo_clip_lower)."
-    )
-    ppo_clip_lower: str = param(
-        "inverse",
-        "APPO: the lower end of the ratio clip. inverse: 1/(1+e) (Sample Factory 2); symmetric: 1-e "
-        "(Schulman et al. 2017 eq. 7, rl_games, Stable-Baselines3).",
-        ("inverse", "symmetric"),
-    )
-    ppo_clip_value: float = param(1.0, "Max absolute change of the value estimate before it is clipped.")
     value_loss_coeff: float = param(0.5, "Coefficient of the critic loss.")
     exploration_loss: str = param("entropy", "Exploration loss.", ("entropy", "symmetric_kl"))
     exploration_loss_coeff: float = param(0.003, "Coefficient of the exploration loss.")
@@ -126,42 +113,12 @@ class OptimParams:
         low=0,
         why="a negative coefficient punishes exploration",
     )
-    kl_loss_coeff: float = param(
-        0.0, "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8)."
-    )
-    bounds_loss_coef: float = param(
-        0.0,
-        "APPO, Gaussian actions: coefficient of rl_games' bounds loss on the action mean (0: off; "
-        "see bound_loss_type). Refused for other action spaces.",
-    )
-    bound_loss_type: str = param(
-        "bound",
-        "bound: sum over action dims of max(mu - 1.1, 0)^2 + min(mu + 1.1, 0)^2; regularisation: sum "
-        "of mu^2 (rl_games' a2c_continuous.py bound_loss / reg_loss), averaged over valid samples.",
-        ("bound", "regularisation"),
-    )
     normalize_advantage: bool = param(
         True, "Normalise advantages to zero mean and unit std (per minibatch, see normalize_advantage_over)."
-    )
-    normalize_advantage_over: str = param(
-        "minibatch",
-        "APPO with GAE: the samples the advantages are normalised over. minibatch: each minibatch's "
-        "valid samples (Sample Factory 2); batch: the whole batch's, once before the first epoch "
-        "(rl_games' prepare_dataset, Stable-Baselines3 normalises per minibatch). Refused with V-trace "
-        "(its advantages are computed per minibatch).",
-        ("minibatch", "batch"),
     )
     normalize_input: bool = param(
         False,
         "Normalise observations with running mean and std (vectors per element, images per pixel, Dict per key).",
-    )
-    obs_normalizer_update: str = param(
-        "batch",
-        "APPO with normalize_input: when the learner folds observations into the running statistics. "
-        "batch: once per batch, before its first minibatch (Sample Factory 2); minibatch: at each "
-        "minibatch's forward pass in every epoch, so each sample counts ppo_epochs times (rl_games' "
-        "RunningMeanStd in training mode).",
-        ("batch", "minibatch"),
     )
     normalize_returns: bool = param(
         False,
@@ -307,6 +264,69 @@ def algo_params(cfg: Config, cls: type[T]) -> T:
             f"use the algorithm that defines {cls.__name__}.",
         )
     return p
+
+
+#: algorithm name -> its section's dataclass (`Algorithm.params`), filled by
+#: `surge.learning.algorithm.register_algorithm`: the schema knows no algorithm, yet a reader of
+#: the schema alone (the rl_games translator's flags, `algo_section_fields`) needs APPO's section
+_ALGO_SECTIONS: dict[str, type] = {}
+
+
+def register_algo_section(algo: str, section: type) -> None:
+    """Records `section` (a dataclass of `param` fields) as the config section of `--algo=algo`."""
+    _ALGO_SECTIONS[algo] = section
+
+
+def algo_section_fields(algo: str) -> tuple[dataclasses.Field, ...]:
+    """The fields of `--algo=algo`'s section (`register_algo_section`), () for an algorithm
+    without one or not registered in this process."""
+    section = _ALGO_SECTIONS.get(algo)
+    return dataclasses.fields(section) if section is not None else ()
+
+
+_ABSENT = object()
+
+
+def flag_value(cfg: Config, name: str, default: Any = _ABSENT) -> Any:
+    """The value of the flag `name` whichever section of `cfg` holds it: a core field, the
+    algorithm's section (`cfg.algo_params`, e.g. APPO's `ppo_clip_value`) or the env family's.
+    For readers that serve several algorithms by flag name (per-policy hyper-parameters, PBT);
+    an algorithm's own code reads its section typed (`algo_params`). A config made without the
+    algorithm's section (`Config(algo="APPO")`) gets one with its defaults, as with `algo_params`.
+
+    Raises:
+        AttributeError: no section of `cfg` has `name` and no `default` is given.
+    """
+    section = _ALGO_SECTIONS.get(cfg.algo)
+    if cfg.algo_params is None and section is not None:  # a config built by hand, as `algo_params`
+        cfg.algo_params = section()
+    holders: tuple[Any, ...] = (cfg, cfg.algo_params, cfg.env_params)
+    for holder in holders:
+        if holder is not None and name in _field_names(type(holder)):
+            return getattr(holder, name)
+    if default is _ABSENT:
+        raise AttributeError(f"no section of this config (--algo={cfg.algo}) has the flag {name!r}")
+    return default
+
+
+_ABSENT_FLAG = object()
+
+
+def has_flag(cfg: Config, name: str) -> bool:
+    """Whether a section of `cfg` has the flag `name` (`flag_value`)."""
+    return flag_value(cfg, name, _ABSENT_FLAG) is not _ABSENT_FLAG
+
+
+#: dataclass -> its field names (`flag_value` runs once per batch at most, with the central value)
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        fields = dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ()
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields)
+    return names
 
 
 def enjoy_params(cfg: Config) -> EvalParams:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, flag_value
 from surge.errors import ConfigError
 
 #: the names, in the order TensorBoard and the log list them (Sample Factory's names)
@@ -31,6 +31,11 @@ HYPERPARAM_NAMES: tuple[str, ...] = (
     "adam_beta1",
     "adam_beta2",
 )
+
+#: the values of the names an algorithm's config has no flag for (PPO's clips are APPO's section,
+#: `surge.algorithms.appo.config.APPOParams`): Sample Factory's defaults, kept so that every
+#: learner's hyper-parameters (checkpoints, TensorBoard's hyperparams/) have the same names
+_ABSENT_DEFAULTS = {"ppo_clip_ratio": 0.1, "ppo_clip_value": 1.0}
 
 #: per name: (lowest, highest, whether the lowest itself is allowed); used by `check_values`
 _RANGES: dict[str, tuple[float, float, bool]] = {
@@ -75,7 +80,9 @@ class PolicyHyperparams:
         Raises:
             ConfigError: `--policy_hyperparams` is malformed (`parse_policy_hyperparams`).
         """
-        hp = cls(**{name: float(getattr(cfg, name)) for name in HYPERPARAM_NAMES})
+        hp = cls(
+            **{name: float(flag_value(cfg, name, _ABSENT_DEFAULTS.get(name))) for name in HYPERPARAM_NAMES}
+        )
         overrides = parse_policy_hyperparams(getattr(cfg, "policy_hyperparams", ""), cfg.num_policies)
         hp.update(overrides.get(policy_id, {}))
         return hp

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from surge.cfg.config import register_algo_section
 from surge.errors import ConfigError
 
 if TYPE_CHECKING:  # the registry holds declarations: a type only, no import circle
@@ -17,8 +18,11 @@ _ALGORITHMS: dict[str, Algorithm] = {}
 
 
 def register_algorithm(algo: Algorithm) -> Algorithm:
-    """Registers (or replaces) `algo` under `algo.name`, the value of `--algo`."""
+    """Registers (or replaces) `algo` under `algo.name`, the value of `--algo`, and its config
+    section (`params`) with the schema (`surge.cfg.config.register_algo_section`)."""
     _ALGORITHMS[algo.name] = algo
+    if algo.params is not None:
+        register_algo_section(algo.name, algo.params)
     return algo
 
 

@@ -27,7 +27,7 @@ import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, flag_value
 from surge.envs.registry import make_env
 from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts, algorithm_names, get_algorithm
@@ -277,7 +277,8 @@ class CentralValueTrainer:
         max_norm = (
             cfg.max_grad_norm if cfg.central_value_max_grad_norm is None else cfg.central_value_max_grad_norm
         )
-        clip = cfg.ppo_clip_value if cfg.central_value_clip_value else None
+        # PPO's value clip (APPO's section), read by name: the algorithm declaring the central value owns it
+        clip = flag_value(cfg, "ppo_clip_value") if cfg.central_value_clip_value else None
         losses, norms = [], []
         for _ in range(epochs):
             perm = torch.randperm(n, device=s.device)

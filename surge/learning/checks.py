@@ -4,11 +4,13 @@ section's ranges), rl_games' options, the central value, mixed precision, and `-
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import torch
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, algo_params
+from surge.cfg.fields import check_ranges
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
 from surge.learning.amp import check_mixed_precision
@@ -17,16 +19,23 @@ from surge.learning.pg_checks import check_rl_games_options
 
 
 def check_algorithm_flags(cfg: Config) -> None:
-    """rl_games' policy-gradient options (`check_rl_games_options`), the algorithm's own flags
-    (`Algorithm.validate`: APPO's PPO and V-trace ranges, `surge.learning.pg_checks`), the central
-    value's, mixed precision's and the algorithm's section's ranges (`cfg.algo_params.validate()`),
-    in that order.
+    """rl_games' policy-gradient options (`check_rl_games_options`), the ranges declared on the
+    fields of the algorithm's section (`Algorithm.params`, generated as for the core sections:
+    `surge.cfg.fields.check_ranges`), the algorithm's own checks (`Algorithm.validate`: APPO's PPO
+    and V-trace ranges, `surge.learning.pg_checks`), the central value's, mixed precision's and the
+    section's own `validate()` (`cfg.algo_params.validate()`), in that order.
 
     Raises:
         ConfigError: naming the first field out of range and how to fix it.
     """
     check_rl_games_options(cfg)
-    get_algorithm(cfg.algo).validate(cfg)
+    algo = get_algorithm(cfg.algo)
+    if algo.params is not None:  # the ranges its section's fields declare (`param(..., low=)`)
+        fields = dataclasses.fields(algo.params)
+        section: object = algo_params(cfg, algo.params)
+        check_ranges(section, fields, count=True)
+        check_ranges(section, fields, count=False)
+    algo.validate(cfg)
     check_central_value_flags(cfg)
     check_mixed_precision(cfg)
     check_algo = getattr(cfg.algo_params, "validate", None)

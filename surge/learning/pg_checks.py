@@ -1,14 +1,16 @@
 """The range checks of the policy-gradient algorithms' flags (APPO, A2C), run by their
-`Algorithm.validate` only: another algorithm (DQN, SAC ...) is not subject to them. The flags
-themselves stay core `Config` fields under Sample Factory's names (`--ppo_clip_ratio`, ...), so its
-command lines and saved cfg.json files keep working."""
+`Algorithm.validate` only: another algorithm (DQN, SAC ...) is not subject to them. The flags both
+share are core `Config` fields (`--gae_lambda`, `--value_loss_coeff`, ...); APPO's own (PPO's clip,
+V-trace, the KL and bounds losses) are its section `surge.algorithms.appo.config.APPOParams`. All
+keep Sample Factory's flat names, so its command lines and saved cfg.json files keep working."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from surge.cfg.config import Config
+from surge.algorithms.appo.config import APPOParams
+from surge.cfg.config import Config, algo_params, flag_value
 from surge.errors import ConfigError
 from surge.learning.algorithm import algorithm_names, get_algorithm
 from surge.models.model_checks import ACTOR_CRITIC_MODEL_PARAMS
@@ -17,24 +19,13 @@ from surge.models.model_checks import ACTOR_CRITIC_MODEL_PARAMS
 #: `Algorithm.unused_params` (the run's log then reports them when they are set)
 POLICY_GRADIENT_PARAMS = (
     "gae_lambda",
-    "with_vtrace",
-    "vtrace_rho",
-    "vtrace_c",
-    "ppo_clip_ratio",
-    "ppo_clip_lower",
-    "ppo_clip_value",
     "ppo_epochs",
     "value_loss_coeff",
     "exploration_loss",
     "exploration_loss_coeff",
-    "kl_loss_coeff",
     "normalize_advantage",
-    "normalize_advantage_over",
-    "obs_normalizer_update",
     "normalize_returns",
     "value_bootstrap",
-    "bounds_loss_coef",
-    "bound_loss_type",
     *ACTOR_CRITIC_MODEL_PARAMS,
 )
 
@@ -69,9 +60,11 @@ def check_actor_critic_flags(cfg: Config) -> None:
 
 
 def check_ppo_flags(cfg: Config) -> None:
-    """APPO's own ranges: `check_actor_critic_flags`, `ppo_epochs` >= 1, `ppo_clip_ratio` and
-    `ppo_clip_value` > 0, `kl_loss_coeff` >= 0, V-trace's rho-bar > 0 and c-bar >= 0 (Espeholt et
-    al. 2018, eq. 1: rho_t = min(rho-bar, pi/mu), c_i = min(c-bar, pi/mu)).
+    """APPO's own ranges: `check_actor_critic_flags`, `ppo_epochs` >= 1, and its section's
+    (`APPOParams`) strict ones: `ppo_clip_ratio` and `ppo_clip_value` > 0, V-trace's rho-bar > 0
+    (Espeholt et al. 2018, eq. 1: rho_t = min(rho-bar, pi/mu)), `bounds_loss_coef` finite and >= 0.
+    The section's ranges declared on its fields (`kl_loss_coeff`, `vtrace_c` >= 0) are checked from
+    their definitions (`surge.learning.checks.check_algorithm_flags`).
 
     Raises:
         ConfigError: naming the first flag out of range and how to fix it.
@@ -82,36 +75,30 @@ def check_ppo_flags(cfg: Config) -> None:
         raise ConfigError(
             "ppo_epochs", f"must be a positive integer, got {v!r}.", "pass --ppo_epochs=N with N >= 1."
         )
+    appo = algo_params(cfg, APPOParams)
     for name in ("ppo_clip_ratio", "ppo_clip_value"):
-        if getattr(cfg, name) <= 0:
-            raise ConfigError(name, f"must be > 0, got {getattr(cfg, name)}.", "")
-    if cfg.kl_loss_coeff < 0:
-        raise ConfigError(
-            "kl_loss_coeff",
-            f"must be >= 0, got {cfg.kl_loss_coeff} (a negative coefficient rewards moving away from "
-            "the behaviour policy).",
-            "pass --kl_loss_coeff >= 0.",
-        )
-    if cfg.vtrace_rho <= 0:
+        if getattr(appo, name) <= 0:
+            raise ConfigError(name, f"must be > 0, got {getattr(appo, name)}.", "")
+    if appo.vtrace_rho <= 0:
         raise ConfigError(
             "vtrace_rho",
-            f"rho-bar truncates V-trace's importance weights from above, got {cfg.vtrace_rho}: at 0 "
+            f"rho-bar truncates V-trace's importance weights from above, got {appo.vtrace_rho}: at 0 "
             "every advantage and value correction is 0 (nothing is learned), below 0 they change sign.",
             "pass --vtrace_rho > 0, e.g. 1 (IMPALA's default).",
         )
-    if cfg.vtrace_c < 0:
+    if not (math.isfinite(appo.bounds_loss_coef) and appo.bounds_loss_coef >= 0):
         raise ConfigError(
-            "vtrace_c",
-            f"c-bar truncates V-trace's trace coefficients from above, got {cfg.vtrace_c}: below 0 "
-            "they change sign.",
-            "pass --vtrace_c >= 0, e.g. 1 (IMPALA's default; 0 gives one-step targets).",
+            "bounds_loss_coef",
+            f"must be finite and >= 0, got {appo.bounds_loss_coef} (a negative one pushes the "
+            "action means out of the bounds).",
+            "pass --bounds_loss_coef >= 0 (0: off; rl_games' files use 0.0001).",
         )
 
 
 def check_rl_games_options(cfg: Config) -> None:
     """rl_games' PPO options (docs/ppo_options.md), for every algorithm: the KL-adaptive schedule's
     threshold > 0 and 0 < lr_adaptive_min <= lr_adaptive_max, and only with an algorithm that
-    measures the KL (`Capabilities.kl_adaptive_rate`); `bounds_loss_coef` >= 0; `reward_shift` and
+    measures the KL (`Capabilities.kl_adaptive_rate`); `reward_shift` and
     `score_to_win` finite; `rescale_actions` only for an algorithm declaring
     `Capabilities.rescale_actions`, `zero_rnn_on_done=False` (with an RNN) only for one declaring
     `Capabilities.carry_rnn_over_done`.
@@ -140,13 +127,6 @@ def check_rl_games_options(cfg: Config) -> None:
             "lr_adaptive_min",
             f"needs 0 < lr_adaptive_min <= lr_adaptive_max, both finite, got {lo} and {hi}.",
             "e.g. --lr_adaptive_min=1e-6 --lr_adaptive_max=1e-2 (rl_games' bounds).",
-        )
-    if not (math.isfinite(cfg.bounds_loss_coef) and cfg.bounds_loss_coef >= 0):
-        raise ConfigError(
-            "bounds_loss_coef",
-            f"must be finite and >= 0, got {cfg.bounds_loss_coef} (a negative one pushes the "
-            "action means out of the bounds).",
-            "pass --bounds_loss_coef >= 0 (0: off; rl_games' files use 0.0001).",
         )
     if not math.isfinite(cfg.reward_shift):
         raise ConfigError(
@@ -185,7 +165,8 @@ def check_action_options(cfg: Config, action_space: Any) -> None:
     import numpy as np
 
     is_box = isinstance(action_space, gym.spaces.Box)
-    if getattr(cfg, "bounds_loss_coef", 0.0) > 0 and not is_box:
+    # APPO's flag (`APPOParams`): read by name, any algorithm's section may have it
+    if flag_value(cfg, "bounds_loss_coef", 0.0) > 0 and not is_box:
         raise ConfigError(
             "bounds_loss_coef",
             f"the bounds loss penalises a Gaussian policy's mean; the env's actions are {action_space}.",

@@ -73,14 +73,17 @@ def field_defaults(
         else:
             out[f.name] = f.default_factory()  # type: ignore[misc,operator]
     if family:
-        unknown = set(family.default_overrides) - set(out)
+        # a family's default for another algorithm's flag (Atari's --ppo_clip_ratio, APPO's section)
+        # applies to runs of that algorithm only
+        others = _other_algorithms_flags(algo)
+        unknown = set(family.default_overrides) - set(out) - others
         if unknown:
             raise ConfigError(
                 sorted(unknown)[0],
                 f"family {family.prefix!r} overrides an unknown parameter.",
                 "fix the family's default_overrides.",
             )
-        out.update(family.default_overrides)
+        out.update({k: v for k, v in family.default_overrides.items() if k in out})
     algorithm = get_algorithm(algo)
     # no default is chosen for a parameter the algorithm ignores (it would be reported as idle)
     chosen = {
@@ -96,6 +99,18 @@ def field_defaults(
     if own:
         out.update(chosen)
     return out
+
+
+def _other_algorithms_flags(algo: str) -> set[str]:
+    """The flags of the registered algorithms' sections other than `algo`'s (`Algorithm.params`)."""
+    own = algo_section(algo)
+    own_names = {f.name for f in dataclasses.fields(own)} if own is not None else set()
+    out: set[str] = set()
+    for name in algorithm_names():
+        section = get_algorithm(name).params
+        if section is not None:
+            out.update(f.name for f in dataclasses.fields(section))
+    return out - own_names
 
 
 def run_field_defaults(cfg: Config) -> dict[str, Any]:

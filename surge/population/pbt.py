@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from surge.cfg.config import Config
+from surge.cfg.config import Config, flag_value, has_flag
 from surge.cfg.policy_hyperparams import PolicyHyperparams, parse_policy_hyperparams
 from surge.learning.algorithm import get_algorithm
 from surge.runtime.commands import Command, ReplacePolicy, SetHyperparams, SetRewardShaping
@@ -69,9 +69,10 @@ TUNED = (
 
 
 def tuned_names(cfg: Config) -> list[str]:
-    """The hyper-parameters PBT perturbs for this run (module docstring)."""
+    """The hyper-parameters PBT perturbs for this run (module docstring): those of `TUNED` a section
+    of this run's config has (the clip ratios are APPO's section's) and its algorithm uses."""
     unused = set(get_algorithm(cfg.algo).unused_params)
-    names = [n for n in TUNED if n not in unused]
+    names = [n for n in TUNED if n not in unused and has_flag(cfg, n)]
     if cfg.pbt_optimize_gamma:
         names.append("gamma")
     return names
@@ -101,7 +102,7 @@ class PopulationBasedTraining:
         self.writers = writers or []
         P = cfg.num_policies
         self.names = tuned_names(cfg)
-        self.defaults = {n: float(getattr(cfg, n)) for n in self.names}
+        self.defaults = {n: float(flag_value(cfg, n)) for n in self.names}
         self.rng = random.Random(cfg.seed)
         self.frames_played = [0] * P
         self.last_update = [0] * P

@@ -14,9 +14,11 @@ import pytest
 import torch
 from serial_batches import first_batch
 
+from surge.algorithms.appo.config import APPOParams
 from surge.app.notes import config_notes
 from surge.app.preflight import validate_cfg
 from surge.app.resolve import parse_cfg
+from surge.cfg.config import algo_params
 from surge.errors import ConfigError
 from surge.learning.central_value import CV_NAME, actor_obs, actor_observation_space
 from surge.runtime.components import build_components
@@ -158,7 +160,9 @@ def test_targets_and_central_value_update_match_a_naive_computation(tmp_path):
     )
     v = cv0(states[:T].reshape(T * N, -1))
     old = values[:T].reshape(-1)
-    clipped = old + (v - old).clamp(-cfg.ppo_clip_value, cfg.ppo_clip_value)
+    clipped = old + (v - old).clamp(
+        -algo_params(cfg, APPOParams).ppo_clip_value, algo_params(cfg, APPOParams).ppo_clip_value
+    )
     per = torch.max((v - targets.reshape(-1)) ** 2, (clipped - targets.reshape(-1)) ** 2)
     loss = per.mean()  # every sample is valid
     opt.zero_grad()
@@ -229,7 +233,9 @@ def test_vtrace_central_value_trains_on_the_updated_policys_targets(tmp_path):
     )
     v = cv0(states[:T].reshape(T * N, -1))
     old = values[:T].reshape(-1)
-    clipped = old + (v - old).clamp(-cfg.ppo_clip_value, cfg.ppo_clip_value)
+    clipped = old + (v - old).clamp(
+        -algo_params(cfg, APPOParams).ppo_clip_value, algo_params(cfg, APPOParams).ppo_clip_value
+    )
     loss = torch.max((v - targets.reshape(-1)) ** 2, (clipped - targets.reshape(-1)) ** 2).mean()
     opt.zero_grad()
     loss.backward()

@@ -31,8 +31,10 @@ import numpy as np
 import pytest
 import torch
 
+from surge.algorithms.appo.config import APPOParams
 from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
+from surge.cfg.config import algo_params
 from surge.models.actor_critic import ActorCritic
 
 T, N, OBS, ACTS = 8, 6, 4, 3
@@ -207,16 +209,21 @@ def naive_vtrace(cfg, data, logp, values):
             for t in range(s, T):
                 nxt = 0.0 if done[n, t] else values[n, t + 1]
                 total += (
-                    disc * trace * min(cfg.vtrace_rho, rho[n, t]) * (rew[t] + cfg.gamma * nxt - values[n, t])
+                    disc
+                    * trace
+                    * min(algo_params(cfg, APPOParams).vtrace_rho, rho[n, t])
+                    * (rew[t] + cfg.gamma * nxt - values[n, t])
                 )
                 if done[n, t]:
                     break
                 disc *= cfg.gamma
-                trace *= min(cfg.vtrace_c, rho[n, t])
+                trace *= min(algo_params(cfg, APPOParams).vtrace_c, rho[n, t])
             vs[n, s] = total
         for s in range(T):
             v_next = 0.0 if done[n, s] else (vs[n, s + 1] if s + 1 < T else values[n, T])
-            adv[n, s] = min(cfg.vtrace_rho, rho[n, s]) * (rew[s] + cfg.gamma * v_next - values[n, s])
+            adv[n, s] = min(algo_params(cfg, APPOParams).vtrace_rho, rho[n, s]) * (
+                rew[s] + cfg.gamma * v_next - values[n, s]
+            )
     return vs, adv
 
 
@@ -323,7 +330,8 @@ def test_a_truncated_step_is_bootstrapped_and_a_terminated_one_is_not(tmp_path, 
         else:
             v = values[agent, 3]
             rho = min(
-                cfg.vtrace_rho, float(np.exp(logp[agent, 3] - data["behavior_log_probs"][agent, 3].item()))
+                algo_params(cfg, APPOParams).vtrace_rho,
+                float(np.exp(logp[agent, 3] - data["behavior_log_probs"][agent, 3].item())),
             )
             expected = v + rho * (r + GAMMA * v * truncated - v)
         if truncated:
@@ -351,12 +359,14 @@ def naive_ppo_loss(cfg, model, data, adv, targets, valid):
         for t in range(T):
             if not valid[n, t]:
                 continue
-            eps = cfg.ppo_clip_ratio
+            eps = algo_params(cfg, APPOParams).ppo_clip_ratio
             ratio = (dist.log_prob(data["actions"])[n, t] - data["behavior_log_probs"][n, t]).exp()
             clipped = ratio.clamp(1 / (1 + eps), 1 + eps)
             policy = -torch.min(ratio * adv[n, t], clipped * adv[n, t])
             v, v_old, target = values[n, t], data["values"][n, t], targets[n, t]
-            v_clip = v_old + (v - v_old).clamp(-cfg.ppo_clip_value, cfg.ppo_clip_value)
+            v_clip = v_old + (v - v_old).clamp(
+                -algo_params(cfg, APPOParams).ppo_clip_value, algo_params(cfg, APPOParams).ppo_clip_value
+            )
             value = cfg.value_loss_coeff * torch.max((v - target) ** 2, (v_clip - target) ** 2)
             terms.append(policy + value - cfg.exploration_loss_coeff * dist.entropy()[n, t])
     return torch.stack(terms).mean()
@@ -384,9 +394,11 @@ def test_one_update_applies_the_gradient_of_the_reference_ppo_loss(tmp_path, est
 
     # the batch really exercises both clips: ratios outside [1/(1+ε), 1+ε] and value changes > δ
     ratios = np.exp(logp - data["behavior_log_probs"].numpy())
-    eps = cfg.ppo_clip_ratio
+    eps = algo_params(cfg, APPOParams).ppo_clip_ratio
     assert ((ratios < 1 / (1 + eps)) | (ratios > 1 + eps)).mean() > 0.3
-    assert (np.abs(values[:, :T] - data["values"].numpy()) > cfg.ppo_clip_value).mean() > 0.3
+    assert (
+        np.abs(values[:, :T] - data["values"].numpy()) > algo_params(cfg, APPOParams).ppo_clip_value
+    ).mean() > 0.3
 
     learner.train(torch.arange(N))
     for (name, p), q in zip(learner.model.named_parameters(), reference.parameters(), strict=True):

@@ -84,8 +84,9 @@ def test_the_section_is_parsed_shown_in_help_and_checked(tmp_path, capsys):
     with pytest.raises(ConfigError) as e:  # another algorithm's flag, named with its owner
         parse_cfg(["--env=CartPole-v1", "--algo=APPO", "--user_tau=0.1", f"--train_dir={tmp_path}"])
     assert e.value.field == "user_tau" and "USER_AC" in str(e.value)
-    cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--ppo_clip_ratio=-1", ALGO])
-    assert cfg.ppo_clip_ratio == -1  # PPO's range checks are APPO's, not every algorithm's
+    with pytest.raises(ConfigError) as e:  # PPO's flags (and their range checks) are APPO's section
+        parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--ppo_clip_ratio=-1", ALGO])
+    assert e.value.field == "ppo_clip_ratio" and "--algo=APPO" in str(e.value)
     with pytest.raises(ConfigError) as e:
         parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--ppo_clip_ratio=-1"])
     assert e.value.field == "ppo_clip_ratio"  # still refused for APPO

@@ -9,6 +9,7 @@ statistic is the flag's value)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -39,7 +40,8 @@ class ToyPGParams:
     """TOY_PG's own flags (`--help` section "algorithm toy_pg:TOY_PG")."""
 
     toy_reward_scale: float = param(1.0, "Factor on the rewards the policy gradient weighs.")
-    toy_hidden: int = param(16, "Hidden units of the policy.")
+    # a declared range: the preflight checks it from this definition (a count: an integer >= 1)
+    toy_hidden: int = param(16, "Hidden units of the policy.", low=1)
 
     def validate(self) -> None:
         if not self.toy_reward_scale > 0:
@@ -202,3 +204,73 @@ def test_a_toy_algorithm_in_one_folder_trains_and_its_flag_reaches_its_loss(tmp_
     assert len(series.values) >= 1 and series.env_frames[-1] > 0
     assert all(abs(v - SCALE) < 1e-6 for v in series.values), series.values  # the flag's value
     assert {p: p.stat().st_mtime_ns for p in (ROOT / "surge").rglob("*.py")} == before
+
+
+#: run in a fresh interpreter with the toy package on the path: what the folder's section gives the
+#: command line (its flags, `--help` group, generated range check, refusals, flat cfg.json)
+SECTION_PROBE = r"""
+import json, sys
+from pathlib import Path
+from surge.app.resolve import parse_cfg
+from surge.cfg.cli import save_cfg
+from surge.errors import ConfigError
+from surge.learning.run_flags import rebuild_cfg
+
+train_dir = sys.argv[1]
+base = ["--env=CartPole-v1", f"--train_dir={train_dir}", "--algo=toy_pg:TOY_PG"]
+out = {}
+cfg = parse_cfg([*base, "--toy_reward_scale=0.5"])
+out["section"] = type(cfg.algo_params).__module__ + "." + type(cfg.algo_params).__name__
+out["scale"] = cfg.algo_params.toy_reward_scale
+save_cfg(cfg, Path(train_dir) / "cfg.json")
+saved = json.loads((Path(train_dir) / "cfg.json").read_text())
+out["saved"] = {k: saved.get(k) for k in ("toy_reward_scale", "toy_hidden", "ppo_clip_ratio")}
+out["rebuilt"] = rebuild_cfg(saved).algo_params.toy_reward_scale
+for name, argv in {
+    "hidden": [*base, "--toy_hidden=0"],
+    "appo_flag": [*base, "--ppo_clip_ratio=0.2"],
+    "toy_flag_with_appo": ["--env=CartPole-v1", f"--train_dir={train_dir}", "--toy_hidden=8"],
+}.items():
+    try:
+        parse_cfg(argv)
+        out[name] = None
+    except ConfigError as e:
+        out[name] = [e.field, str(e)]
+print("RESULT " + json.dumps(out))
+"""
+
+
+def test_the_toy_algorithms_section_is_owned_by_its_folder(tmp_path):
+    """The toy's section (`params.py` in its folder, nothing in `surge/`): its flags parse, show in
+    `--help` under the algorithm's name, its declared range (`toy_hidden`, `low=1`) is checked with
+    the generated message, cfg.json holds its flags flat and rebuilds the section; APPO's flags
+    (its section, `surge/algorithms/appo/config.py`) are refused with the toy, and the toy's with APPO."""
+    code = tmp_path / "code"
+    _write_package(code)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(ROOT)])}
+    env.update(SDL_VIDEODRIVER="dummy", SDL_AUDIODRIVER="dummy")
+    run = [sys.executable, "-c", SECTION_PROBE, str(tmp_path / "train")]
+    done = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-4000:]
+    out = json.loads(done.stdout.split("RESULT ", 1)[1])
+    assert out["section"] == "toy_pg.params.ToyPGParams" and out["scale"] == 0.5
+    assert out["saved"] == {"toy_reward_scale": 0.5, "toy_hidden": 16, "ppo_clip_ratio": None}
+    assert out["rebuilt"] == 0.5
+    field, message = out["hidden"]
+    assert field == "toy_hidden" and "must be a positive integer, got 0" in message
+    field, message = out["appo_flag"]
+    assert field == "ppo_clip_ratio" and "--algo=APPO" in message
+    field, message = out["toy_flag_with_appo"]
+    assert field == "toy_hidden" and "TOY_PG" in message
+    helped = subprocess.run(
+        [sys.executable, "-m", "surge.train", "--env=CartPole-v1", "--algo=toy_pg:TOY_PG", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert helped.returncode == 0, helped.stderr[-4000:]
+    group = helped.stdout.split("algorithm toy_pg:TOY_PG:", 1)[1]
+    assert "--toy_reward_scale" in group and "--toy_hidden" in group
+    assert "--ppo_clip_ratio" not in helped.stdout  # APPO's, not the toy's

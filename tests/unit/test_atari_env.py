@@ -14,6 +14,7 @@ pytest.importorskip("cv2")
 
 from gymnasium.wrappers import RecordEpisodeStatistics  # noqa: E402
 
+from surge.algorithms.appo.config import APPOParams
 from surge.app.check_env import check_env, main  # noqa: E402
 from surge.cfg.config import Config  # noqa: E402
 from surge.envs.atari import ATARI_DEFAULTS, AtariParams, atari_env_id, atari_params, make_atari_env  # noqa: E402
@@ -85,7 +86,10 @@ def test_family_defaults_and_params_are_registered():
     assert ATARI_DEFAULTS["encoder_subtype"] == "convnet_deepmind"
     assert ATARI_DEFAULTS["obs_scale"] == 255.0
     assert "atari_breakout" in family.names
-    assert set(ATARI_DEFAULTS) <= {f.name for f in dataclasses.fields(Config)}
+    assert set(ATARI_DEFAULTS) <= {f.name for f in dataclasses.fields(Config)} | {
+        f.name
+        for f in dataclasses.fields(APPOParams)  # APPO's section: the family's PPO defaults
+    }
 
 
 def test_bad_frameskip_is_a_config_error():

@@ -5,9 +5,10 @@ import os
 
 import pytest
 
+from surge.algorithms.appo.config import APPOParams
 from surge.app.resolve import parse_cfg
 from surge.cfg.cli import save_cfg
-from surge.cfg.config import Config, minibatches_to_accumulate
+from surge.cfg.config import Config, algo_params, minibatches_to_accumulate
 from surge.envs.atari import AtariParams
 from surge.errors import ConfigError
 from surge.runtime.components import blocks_per_split
@@ -36,7 +37,13 @@ def test_sample_factory_flags_parse_with_their_spelling(tmp_path):
 
 def test_seed_004_defaults_are_kept():
     cfg = Config()
-    assert (cfg.rollout, cfg.recurrence, cfg.batch_size, cfg.ppo_clip_ratio, cfg.ppo_clip_value) == (
+    assert (
+        cfg.rollout,
+        cfg.recurrence,
+        cfg.batch_size,
+        algo_params(cfg, APPOParams).ppo_clip_ratio,
+        algo_params(cfg, APPOParams).ppo_clip_value,
+    ) == (
         32,
         32,
         1024,
@@ -49,7 +56,11 @@ def test_seed_004_defaults_are_kept():
         1e-6,
         100,
     )
-    assert cfg.num_minibatches_to_accumulate == -1 and cfg.with_vtrace is True and cfg.vtrace_rho == 1.0
+    assert (
+        cfg.num_minibatches_to_accumulate == -1
+        and algo_params(cfg, APPOParams).with_vtrace is True
+        and algo_params(cfg, APPOParams).vtrace_rho == 1.0
+    )
 
 
 @pytest.mark.parametrize(

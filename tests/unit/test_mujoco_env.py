@@ -5,7 +5,9 @@ import importlib.util
 import numpy as np
 import pytest
 
+from surge.algorithms.appo.config import APPOParams
 from surge.app.resolve import parse_cfg
+from surge.cfg.config import algo_params
 from surge.envs.registry import make_env
 from surge.errors import ConfigError
 
@@ -14,7 +16,12 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("mujoco") is None, reas
 
 def test_halfcheetah_steps_with_float32_obs_and_sample_factory_defaults(tmp_path):
     cfg = parse_cfg(["--env=mujoco_halfcheetah", f"--train_dir={tmp_path}"])
-    assert (cfg.ppo_clip_ratio, cfg.kl_loss_coeff, cfg.normalize_input, cfg.use_rnn) == (
+    assert (
+        algo_params(cfg, APPOParams).ppo_clip_ratio,
+        algo_params(cfg, APPOParams).kl_loss_coeff,
+        cfg.normalize_input,
+        cfg.use_rnn,
+    ) == (
         0.2,
         0.1,
         True,

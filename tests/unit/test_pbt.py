@@ -7,6 +7,7 @@ import math
 import pytest
 
 from surge.app.resolve import parse_cfg
+from surge.cfg.config import flag_value
 from surge.errors import ConfigError
 from surge.population.pbt import PopulationBasedTraining, tuned_names
 from surge.runtime.commands import ReplacePolicy, SetHyperparams
@@ -24,7 +25,7 @@ def _pbt(objectives, *extra, tmp_path=None):
     pbt = PopulationBasedTraining(
         cfg, sent.append, None, None if tmp_path is None else tmp_path / "pbt_log.jsonl"
     )
-    pbt.hyperparams = [{n: float(getattr(cfg, n)) for n in pbt.names} for _ in objectives]
+    pbt.hyperparams = [{n: float(flag_value(cfg, n)) for n in pbt.names} for _ in objectives]
     for p, values in enumerate(objectives):
         pbt.objectives[p].extend(values)
     return pbt, sent

@@ -10,12 +10,13 @@ import pytest
 import yaml
 from rl_games_yaml_support import load
 
+from surge.algorithms.appo.config import APPOParams
 from surge.app.notes import config_notes
 from surge.app.resolve import parse_cfg
 from surge.app.rl_games.envs import RlGamesKeyError
 from surge.app.rl_games.translation import translate
 from surge.cfg.cli import save_cfg
-from surge.cfg.config import enjoy_params
+from surge.cfg.config import algo_params, enjoy_params
 from surge.errors import ConfigError
 
 
@@ -40,11 +41,18 @@ def test_train_config_from_rl_games_file(tmp_path):
     assert cfg.env == "CartPole-v1" and cfg.experiment == "cartpole_vel_info"
     assert (cfg.rollout, cfg.batch_size, cfg.num_batches_per_iteration, cfg.ppo_epochs) == (32, 64, 8, 4)
     assert cfg.num_workers * cfg.num_envs_per_worker == 16
-    assert cfg.value_loss_coeff == 0.5 and cfg.gae_lambda == 0.9 and cfg.with_vtrace is False
+    assert (
+        cfg.value_loss_coeff == 0.5
+        and cfg.gae_lambda == 0.9
+        and algo_params(cfg, APPOParams).with_vtrace is False
+    )
     assert cfg.num_batches_to_accumulate == 0
     # rl_games' PPO where it differs from Sample Factory's: the ratio clip [1-e, 1+e], advantages
     # normalised over the batch (common_losses.actor_loss, a2c_common.prepare_dataset)
-    assert cfg.ppo_clip_lower == "symmetric" and cfg.normalize_advantage_over == "batch"
+    assert (
+        algo_params(cfg, APPOParams).ppo_clip_lower == "symmetric"
+        and algo_params(cfg, APPOParams).normalize_advantage_over == "batch"
+    )
     notes = config_notes(cfg)
     assert any("params.torch_threads" in n for n in notes)  # keys without effect: in the run's log
 

@@ -17,7 +17,7 @@ import pytest
 from surge.app.notes import config_notes
 from surge.app.resolve import parse_cfg
 from surge.app.space_defaults import space_default_notes
-from surge.cfg.config import Config
+from surge.cfg.config import Config, flag_value
 from surge.cfg.space_defaults import as_overrides, space_defaults
 from surge.envs.probe import probe_spaces
 from surge.errors import EnvError
@@ -97,15 +97,15 @@ def test_an_rnn_with_a_short_rollout_is_a_valid_config(tmp_path):
 
 def test_a_plain_gymnasium_id_gets_the_defaults_of_its_spaces(tmp_path):
     cfg = parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}"])
-    assert {k: getattr(cfg, k) for k in CLASSIC} == CLASSIC
+    assert {k: flag_value(cfg, k) for k in CLASSIC} == CLASSIC
     cfg = parse_cfg(["--env=Pendulum-v1", f"--train_dir={tmp_path}"])
-    assert {k: getattr(cfg, k) for k in GAUSSIAN} == GAUSSIAN
+    assert {k: flag_value(cfg, k) for k in GAUSSIAN} == GAUSSIAN
     assert cfg.encoder_mlp_layers == [64, 64]
 
 
 def test_gymnasium_module_form_gets_them_too(tmp_path):
     cfg = parse_cfg(["--env=gymnasium.envs.classic_control:CartPole-v1", f"--train_dir={tmp_path}"])
-    assert {k: getattr(cfg, k) for k in CLASSIC} == CLASSIC
+    assert {k: flag_value(cfg, k) for k in CLASSIC} == CLASSIC
 
 
 def test_families_keep_their_own_defaults(tmp_path):

@@ -15,6 +15,7 @@ import pytest
 from surge.app.resolve import parse_cfg
 from surge.app.space_defaults import chosen_space_defaults, space_default_notes
 from surge.cfg.budget import IMAGE_BUDGET, NO_BUDGET, VECTOR_BUDGET, no_end_note
+from surge.cfg.config import flag_value
 from surge.cfg.space_defaults import as_overrides
 
 Box, Discrete = gym.spaces.Box, gym.spaces.Discrete
@@ -46,7 +47,7 @@ def _parse(tmp_path, *args):
 
 def test_dqn_on_a_vector_env_gets_the_small_recipe(tmp_path):
     cfg = _parse(tmp_path, "--algo=DQN")
-    assert {k: getattr(cfg, k) for k in DQN_CORE} == DQN_CORE
+    assert {k: flag_value(cfg, k) for k in DQN_CORE} == DQN_CORE
     assert {k: getattr(cfg.algo_params, k) for k in DQN_SECTION} == DQN_SECTION
 
 

@@ -159,19 +159,7 @@ A2C = register_algorithm(
         ),
         unused_params=(
             "batch_size",  # the batch is one rollout of every env (a2c_batch_trajectories)
-            "ppo_clip_ratio",
-            "ppo_clip_lower",
-            "ppo_clip_value",
             "ppo_epochs",
-            "with_vtrace",
-            "vtrace_rho",
-            "vtrace_c",
-            "kl_loss_coeff",
-            "bounds_loss_coef",
-            "bound_loss_type",
-            # one minibatch per batch: the batch and the minibatch are the same samples
-            "normalize_advantage_over",
-            "obs_normalizer_update",
         ),
         metric_tags={
             "loss": "losses/total",

@@ -1,10 +1,12 @@
 """APPO: asynchronous PPO with V-trace or GAE (Sample Factory; Schulman et al. 2017, Espeholt et al.
-2018), the default `--algo`. Its learner is `surge.algorithms.appo.learner.Learner`."""
+2018), the default `--algo`. Its learner is `surge.algorithms.appo.learner.Learner`, its config section (the PPO and
+V-trace flags) `surge.algorithms.appo.config.APPOParams`."""
 
 from __future__ import annotations
 
+from surge.algorithms.appo.config import APPOParams
 from surge.algorithms.appo.learner import Learner
-from surge.cfg.config import Config
+from surge.cfg.config import Config, algo_params
 from surge.errors import ConfigError
 from surge.learning.algorithm import (
     Algorithm,
@@ -54,30 +56,31 @@ def validate_appo(cfg: Config) -> None:
             whole number of minibatch units (trajectories for V-trace, BPTT chunks for GAE).
     """
     check_ppo_flags(cfg)
-    if cfg.with_vtrace and cfg.normalize_advantage and cfg.normalize_advantage_over == "batch":
+    appo = algo_params(cfg, APPOParams)
+    if appo.with_vtrace and cfg.normalize_advantage and appo.normalize_advantage_over == "batch":
         raise ConfigError(
             "normalize_advantage_over",
             "batch: V-trace computes the advantages per minibatch, there is no batch of them to normalise.",
             "pass --with_vtrace=False (GAE), or --normalize_advantage_over=minibatch.",
         )
-    if cfg.obs_normalizer_update == "minibatch" and not cfg.normalize_input:
+    if appo.obs_normalizer_update == "minibatch" and not cfg.normalize_input:
         raise ConfigError(
             "obs_normalizer_update",
             "minibatch: there is no observation normaliser to update (normalize_input is False).",
             "pass --normalize_input=True, or leave --obs_normalizer_update at batch.",
         )
-    if cfg.with_vtrace and cfg.recurrence != cfg.rollout:
+    if appo.with_vtrace and cfg.recurrence != cfg.rollout:
         raise ConfigError(
             "recurrence",
             f"V-trace needs whole trajectories: recurrence={cfg.recurrence} != rollout={cfg.rollout}.",
             f"pass --recurrence={cfg.rollout}, or --with_vtrace=False to use GAE.",
         )
-    unit = cfg.rollout if cfg.with_vtrace else cfg.recurrence
+    unit = cfg.rollout if appo.with_vtrace else cfg.recurrence
     if cfg.batch_size % unit:
         raise ConfigError(
             "batch_size",
             f"batch_size={cfg.batch_size} samples is not a whole number of "
-            f"{'trajectories' if cfg.with_vtrace else 'BPTT chunks'} of {unit} steps.",
+            f"{'trajectories' if appo.with_vtrace else 'BPTT chunks'} of {unit} steps.",
             f"use a multiple of {unit}.",
         )
 
@@ -90,6 +93,7 @@ APPO = register_algorithm(
         act=sampled_act,
         make_learner=Learner,
         validate=validate_appo,
+        params=APPOParams,
         metric_tags=PPO_METRIC_TAGS,
         make_model=central_value_parts,
         capabilities=Capabilities(

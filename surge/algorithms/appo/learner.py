@@ -22,8 +22,10 @@ import torch
 from torch import Tensor
 
 from surge.algorithms.appo.bounds_loss import action_bounds_loss
+from surge.algorithms.appo.config import APPOParams
 from surge.algorithms.appo.ppo_loss import PPOLossConfig, masked_mean, ppo_loss
 from surge.algorithms.appo.units import PPOUnits
+from surge.cfg.config import algo_params
 from surge.cfg.policy_roles import learning_policies
 from surge.data.trajectory import tree_map
 from surge.learning.amp import autocast, resolve_mixed_precision
@@ -83,6 +85,8 @@ class Learner(LearnerBase):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        #: APPO's own flags (`--help` section "algorithm APPO"), read once here
+        self.appo = algo_params(self.cfg, APPOParams)
         # a Gaussian head's logits `[L, n, num_logits]` at the last step's forward pass, the KL
         # reference of its units at their next pass (`--lr_schedule=kl_adaptive_*`), else None
         self._kl_ref_update: Tensor | None = None
@@ -127,8 +131,8 @@ class Learner(LearnerBase):
             0.0 if self.cv is not None else hp.value_loss_coeff,
             cfg.exploration_loss,
             exploration_coeff(cfg, self._env_frames, hp.exploration_loss_coeff),
-            cfg.kl_loss_coeff,
-            cfg.ppo_clip_lower == "symmetric",
+            self.appo.kl_loss_coeff,
+            self.appo.ppo_clip_lower == "symmetric",
         )
 
     def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
@@ -169,7 +173,7 @@ class Learner(LearnerBase):
         else:
             b["rnn_resets"] = torch.zeros_like(b["terminated"])
         self._mask_stale(b)
-        if cfg.obs_normalizer_update == "batch":  # else at each minibatch (`_step`)
+        if self.appo.obs_normalizer_update == "batch":  # else at each minibatch (`_step`)
             self._update_obs_normalizer(b)
         T, N = b["rewards"].shape
         if self.cv is not None:
@@ -177,9 +181,9 @@ class Learner(LearnerBase):
             self.cv.update_normalizer(cv_state[:T], b["own_active"])
             cv_values = self.cv.values(cv_state)  # [T+1, N]
             b["old_values"], b["boot_values"] = cv_values[:T], cv_values[T:]
-            if cfg.with_vtrace:  # each minibatch's V-trace reads the central value's values
+            if self.appo.with_vtrace:  # each minibatch's V-trace reads the central value's values
                 b["cv_values"] = cv_values
-        if cfg.with_vtrace:
+        if self.appo.with_vtrace:
             units = self._vtrace_units(b)
             unit_len = T
         else:
@@ -220,7 +224,7 @@ class Learner(LearnerBase):
                 else:
                     idx = perm[start : start + per_mb]
                     mb = units.map(_columns(idx))
-                step_stats = self._step(mb, vtrace_mode=cfg.with_vtrace)
+                step_stats = self._step(mb, vtrace_mode=self.appo.with_vtrace)
                 (skipped if self.last_step_skipped else stats).append(step_stats)
                 if kl_lr is not None and units.kl_ref_logits is not None and self._kl_ref_update is not None:
                     units.kl_ref_logits[:, idx] = self._kl_ref_update
@@ -241,7 +245,7 @@ class Learner(LearnerBase):
             # constant: rl_games 1.6.5 does not pass the adapted rate on (a2c_common.py, the
             # `central_value_net.update_lr(lr)` call is commented out)
             cv_lr = learning_rate(cfg, env_frames, self.cv.base_lr(self.hp.learning_rate))
-            targets = self._cv_vtrace_targets(b) if cfg.with_vtrace else b["targets"]
+            targets = self._cv_vtrace_targets(b) if self.appo.with_vtrace else b["targets"]
             out.update(self.cv.train(cv_state[:T], b["old_values"], targets, b["valids"], cv_lr))
         out.update(self.skip_stats(len(skipped)))
         if len(stats) + len(skipped) < planned:
@@ -275,8 +279,8 @@ class Learner(LearnerBase):
             b["terminated"],
             log_rhos,
             self.hp.gamma,
-            cfg.vtrace_rho,
-            cfg.vtrace_c,
+            self.appo.vtrace_rho,
+            self.appo.vtrace_c,
             truncated=b["truncated"],
             truncation_values=v[:T] if cfg.value_bootstrap else None,
         )
@@ -307,7 +311,7 @@ class Learner(LearnerBase):
         steps (`PPOUnits`, `L = recurrence`); sets `b["targets"]` `[T, N]` (the central value's)."""
         adv, targets = self._gae_targets(b)
         b["targets"] = targets  # `[T, N]` (the central value trains on them)
-        if self.cfg.normalize_advantage and self.cfg.normalize_advantage_over == "batch":
+        if self.cfg.normalize_advantage and self.appo.normalize_advantage_over == "batch":
             adv = self.normalize_advantages(adv, b["valids"])  # rl_games' prepare_dataset: once per batch
         T, L = b["rewards"].shape[0], self.cfg.recurrence
         return PPOUnits(
@@ -339,7 +343,7 @@ class Learner(LearnerBase):
         L = mb.valids.shape[0]
         # where the core resets its state: episode ends, or nowhere with --zero_rnn_on_done=False
         resets = mb.rnn_resets
-        if cfg.obs_normalizer_update == "minibatch":
+        if self.appo.obs_normalizer_update == "minibatch":
             self._update_obs_normalizer_minibatch(mb, L)
         # --mixed_precision: the forward pass under autocast; the logits and values the loss reads
         # are cast back to float32 (V-trace, the targets and the loss's reductions stay float32)
@@ -366,8 +370,8 @@ class Learner(LearnerBase):
                     mb.terminated,
                     log_rhos,
                     self.hp.gamma,
-                    cfg.vtrace_rho,
-                    cfg.vtrace_c,
+                    self.appo.vtrace_rho,
+                    self.appo.vtrace_c,
                     truncated=mb.truncated,
                     truncation_values=v[:L] if cfg.value_bootstrap else None,
                 )
@@ -376,7 +380,7 @@ class Learner(LearnerBase):
             assert mb.targets is not None and mb.advantages is not None  # GAE's units
             targets, adv = mb.targets, mb.advantages
         valids = mb.valids
-        if cfg.normalize_advantage and (vtrace_mode or cfg.normalize_advantage_over == "minibatch"):
+        if cfg.normalize_advantage and (vtrace_mode or self.appo.normalize_advantage_over == "minibatch"):
             adv = self.normalize_advantages(adv, valids)
         flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
         dist, behavior_dist = model.distribution(flat(logits)), model.distribution(flat(mb.logits))
@@ -394,10 +398,12 @@ class Learner(LearnerBase):
             self.loss_cfg,
             with_stats=self.diagnostics,
         )
-        if cfg.bounds_loss_coef > 0.0:  # Gaussian heads only (refused for others before the start)
+        if self.appo.bounds_loss_coef > 0.0:  # Gaussian heads only (refused for others before the start)
             count = flat_valids.sum().clamp(min=1.0)
-            b_loss = masked_mean(action_bounds_loss(dist.mode(), cfg.bound_loss_type), flat_valids, count)
-            b_loss = b_loss * cfg.bounds_loss_coef
+            b_loss = masked_mean(
+                action_bounds_loss(dist.mode(), self.appo.bound_loss_type), flat_valids, count
+            )
+            b_loss = b_loss * self.appo.bounds_loss_coef
             loss = loss + b_loss
             stats["bounds_loss"] = b_loss.detach()
         if self.kl_lr is not None:

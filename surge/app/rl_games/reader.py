@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from surge.app.rl_games.envs import RlGamesKeyError
-from surge.cfg.config import EvalParams, core_fields
+from surge.cfg.config import EvalParams, algo_section_fields, core_fields
 
 #: value used for "no limit" where surge's flag needs a finite number (rl_games' clip_value False,
 #: reward_shaper without min_val/max_val)
@@ -38,8 +38,10 @@ class Translation:
 
 
 def surge_fields(evaluation: bool) -> dict[str, dataclasses.Field]:
-    """The flags this surge build has (core fields, and enjoy's with `evaluation`), by name."""
+    """The flags this surge build has for the APPO runs the translation makes (core fields, APPO's
+    section as registered, and enjoy's with `evaluation`), by name."""
     out = {f.name: f for f in core_fields()}
+    out.update({f.name: f for f in algo_section_fields("APPO")})
     if evaluation:
         out.update({f.name: f for f in dataclasses.fields(EvalParams)})
     return out
