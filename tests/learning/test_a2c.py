@@ -29,7 +29,7 @@ HYPERPARAMS = [  # A2C's defaults (rlpyt's) otherwise: Adam 1e-3, n-step returns
     "--algo=A2C", "--num_workers=2", "--num_envs_per_worker=8", "--rollout=8", "--recurrence=8",
     "--use_rnn=False", "--encoder_type=mlp", "--encoder_subtype=mlp",
     "--encoder_mlp_layers", "64", "64", "--nonlinearity=tanh", "--reward_scale=0.1",
-    "--with_vtrace=False", "--seed=1",
+    "--seed=1",  # (no --with_vtrace: an APPO flag, refused with A2C since APPO owns its section)
 ]
 PLACEMENTS = {
     "serial": ["--serial_mode=True", "--train_for_env_steps=300000", "--score_to_win=475"],
