@@ -216,8 +216,8 @@ BREAKAGES = [
         "truncation treated as termination: no bootstrap on time-outs (prepare_batch marks every end terminated)",
         [
             (
-                'd["terminated"], d["truncated"] = d["terminated"].float(), d["truncated"].float()',
-                'd["terminated"], d["truncated"] = (d["terminated"] | d["truncated"]).float(), d["truncated"].float()',
+                'terminated=d.pop("terminated").float(),',
+                'terminated=(d.pop("terminated") | d["truncated"]).float(),',
             ),
             (
                 'd["trunc"] = (truncated & ~terminated).float()',

@@ -16,11 +16,16 @@ from torch import Tensor, nn
 from surge.cfg.config import Config
 from surge.cfg.policy_hyperparams import PolicyHyperparams
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.data.trajectory_batch import TrajectoryBatch
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.learning.popart import preserve_outputs
 from surge.learning.returns import gae
 from surge.models.actor_critic import ActorCritic
+
+#: what the learners take as a batch: `prepare_batch`'s `TrajectoryBatch`, or a dict of the same
+#: names (plug-ins, tests and benchmarks build them); the shared steps here read either by name
+Batch = TrajectoryBatch | dict[str, Any]
 
 
 def _never() -> bool:
@@ -269,33 +274,43 @@ class LearnerBase:
         return lr
 
     # ---------------------------------------------------------------------------------------
-    def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
+    def prepare_batch(self, slots: Tensor) -> TrajectoryBatch:
         """Copies the trajectories in `slots` `[N]` out of the buffers into a time-major batch on the
-        learning device (`[T(+1), N, ...]`); the slots can be reused as soon as this returns.
-        Touches no model state, so it may run in another thread than `train_batch`.
+        learning device (`TrajectoryBatch`, `[T(+1), N, ...]`); the slots can be reused as soon as
+        this returns. Touches no model state, so it may run in another thread than `train_batch`.
 
-        Returns the algorithm's own fields under their buffer names, and: obs `[T+1, N, ...]`,
-        rnn_states `[T+1, N, state]`, actions `[T, N, ...]`, rewards `[T, N]` float32 (scaled by
-        `reward_scale` after `reward_shift`, clipped to `reward_clip`: `shaped_rewards`), terminated `[T, N]` float32 and truncated
-        `[T, N]` float32 (the env's flags, 0/1, kept apart: `surge.learning.returns` reads both,
-        a recurrent core resets on either), is_active `[T, N]` bool,
-        behavior_version `[T, N]` int64 and, with several policies, acting_policy `[T, N]` int8.
+        Sets obs `[T+1, N, ...]`, rnn_states `[T+1, N, state]`, actions `[T, N, ...]`, rewards
+        `[T, N]` float32 (scaled by `reward_scale` after `reward_shift`, clipped to `reward_clip`:
+        `shaped_rewards`), terminated `[T, N]` float32 and truncated `[T, N]` float32 (the env's
+        flags, 0/1, kept apart: `surge.learning.returns` reads both, a recurrent core resets on
+        either), is_active `[T, N]` bool, behavior_version `[T, N]` int64 and, with several
+        policies, acting_policy `[T, N]` int8; the algorithm's own buffer fields go to the field
+        of their name (behavior_log_probs) or to `extra` under their buffer names (an algorithm's
+        learner renames them: APPO's and A2C's `values` -> old_values).
         """
         cfg, dev = self.cfg, self.device
         data = self.buffers.gather(slots, pin_memory=dev.type == "cuda")
         # `.to` keeps the strides, so the time-major view is taken on the device (a view either way)
         d = {k: tree_map(lambda x: x.to(dev, non_blocking=True).transpose(0, 1), v) for k, v in data.items()}
-        d["rewards"] = shaped_rewards(
-            d["rewards"], cfg.reward_shift, cfg.reward_scale, cfg.reward_clip, cfg.reward_clip_low
-        )
-        d["terminated"], d["truncated"] = d["terminated"].float(), d["truncated"].float()
-        d["behavior_version"] = d.pop("policy_version")
         acting = d.pop("policy_id")
-        if cfg.num_policies > 1:
-            d["acting_policy"] = acting
-        return d
+        b = TrajectoryBatch(
+            obs=d.pop("obs"),
+            rnn_states=d.pop("rnn_states"),
+            actions=d.pop("actions"),
+            rewards=shaped_rewards(
+                d.pop("rewards"), cfg.reward_shift, cfg.reward_scale, cfg.reward_clip, cfg.reward_clip_low
+            ),
+            terminated=d.pop("terminated").float(),
+            truncated=d.pop("truncated").float(),
+            is_active=d.pop("is_active"),
+            behavior_version=d.pop("policy_version"),
+            acting_policy=acting if cfg.num_policies > 1 else None,
+        )
+        for name, value in d.items():  # the algorithm's own fields
+            b[name] = value
+        return b
 
-    def _mask_stale(self, b: dict[str, Any]) -> None:
+    def _mask_stale(self, b: Batch) -> None:
         """Adds `own_active` `[T, N]` bool (active steps this learner's policy acted on), `valids`
         `[T, N]` float32 (those whose lag <= max_policy_lag), their share `valid_fraction` (a scalar
         tensor) and `lag` (learner version - acting version) of this policy's samples: `[T, N]`, or `[n]` with several policies. With several
@@ -315,7 +330,7 @@ class LearnerBase:
         b["lag"] = lag_own.float()
 
     @staticmethod
-    def lag_stats(b: dict[str, Any]) -> dict[str, float]:
+    def lag_stats(b: Batch) -> dict[str, float]:
         """valid_fraction (the share of the batch's samples trained on: this policy's, active, not
         too stale; 1 when no trajectory changed policy and nothing was masked) and
         policy_lag_min/avg/max (policy versions) over the batch's samples of this policy."""
@@ -350,7 +365,7 @@ class LearnerBase:
         return (targets - mean) / std
 
     @torch.no_grad()
-    def _gae_targets(self, b: dict[str, Any]) -> tuple[Tensor, Tensor]:
+    def _gae_targets(self, b: Batch) -> tuple[Tensor, Tensor]:
         """Advantages and value targets `[T, N]` from behavior values and a fresh bootstrap value
         (GAE, Schulman et al. 2016, eq. 16; a truncated step is bootstrapped with its own value
         under `value_bootstrap`, else with 0 as a terminated one).
@@ -374,7 +389,7 @@ class LearnerBase:
         )
         return adv, self._normalized_targets(targets, b["valids"])
 
-    def _update_obs_normalizer(self, b: dict[str, Any]) -> None:
+    def _update_obs_normalizer(self, b: Batch) -> None:
         """Folds the observations of the batch's `own_active` steps (`_mask_stale`) into the
         observation normaliser's statistics (if enabled): not another policy's, not inactive ones
         (e.g. a non-finite observation replaced by 0), not the bootstrap step."""
@@ -461,12 +476,12 @@ class LearnerBase:
         """`train_batch(prepare_batch(slots))`; the caller returns the slots to the pool afterwards."""
         return self.train_batch(self.prepare_batch(slots), env_frames)
 
-    def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
+    def train_batch(self, b: Batch, env_frames: int = 0) -> dict[str, float]:
         """On-policy learners: trains on a batch from `prepare_batch`; returns mean statistics
         (algorithm-specific)."""
         raise NotImplementedError(f"{type(self).__name__} is not an on-policy learner")
 
-    def observe(self, b: dict[str, Any]) -> None:
+    def observe(self, b: Batch) -> None:
         """Replay learners (`Feed.REPLAY`): copies a block's batch from `prepare_batch` into the
         replay buffer. The placement releases the block as soon as this returns."""
         raise NotImplementedError(f"{type(self).__name__} is not a replay learner")

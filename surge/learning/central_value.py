@@ -21,13 +21,13 @@ state, so each agent's trajectory holds it and the central value is trained per 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import gymnasium as gym
 import torch
 from torch import Tensor, nn
 
 from surge.cfg.config import Config, flag_value
+from surge.data.trajectory_batch import TrajectoryBatch
 from surge.envs.registry import make_env
 from surge.errors import ConfigError
 from surge.learning.algorithm import ModelParts, algorithm_names, get_algorithm
@@ -305,9 +305,9 @@ class CentralValueTrainer:
         }
 
 
-def split_state(b: dict[str, Any], key: str) -> None:
-    """Moves the state entry of a batch's observations out: `b["cv_state"]` `[T+1, N, ...]`,
-    `b["obs"]` the actor's part (`actor_obs`)."""
-    obs = b["obs"]
-    b["cv_state"] = obs[key]
-    b["obs"] = actor_obs(obs, key)
+def split_state(b: TrajectoryBatch, key: str) -> None:
+    """Moves the state entry of a batch's observations out: `b.cv_state` `[T+1, N, ...]`,
+    `b.obs` the actor's part (`actor_obs`)."""
+    obs = b.obs
+    b.cv_state = obs[key]
+    b.obs = actor_obs(obs, key)

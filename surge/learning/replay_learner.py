@@ -53,9 +53,10 @@ from torch import Tensor
 
 from surge.cfg.config import Config, algo_params, param
 from surge.data.trajectory import TrajectoryBuffers, tree_map
+from surge.data.trajectory_batch import TrajectoryBatch
 from surge.envs.registry import find_family
 from surge.errors import ConfigError
-from surge.learning.base import LearnerBase
+from surge.learning.base import Batch, LearnerBase
 from surge.learning.feed import Feed
 from surge.replay.obs_store import leaves
 from surge.replay.persist import ReplayFileRefused, load_replay, replay_file_in, save_replay
@@ -237,13 +238,13 @@ class ReplayLearnerBase(LearnerBase):
             how,
         )
 
-    def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
+    def prepare_batch(self, slots: Tensor) -> TrajectoryBatch:
         """`LearnerBase.prepare_batch` plus actor_ids `[N]` int64 (the slots' actors: replay columns)."""
         b = super().prepare_batch(slots)
-        b["actor_ids"] = self.buffers.actor_ids[slots].clone()
+        b.actor_ids = self.buffers.actor_ids[slots].clone()
         return b
 
-    def _new_episode(self, b: dict[str, Any], cols: Tensor) -> Tensor:
+    def _new_episode(self, b: Batch, cols: Tensor) -> Tensor:
         """`[n]` bool: the block does not continue the column's stored stream: its first
         observation differs from the column's pending one (the envs were reset: a resumed run, or
         a rollout worker replaced while the run goes on). A block that continues its stream starts
@@ -263,11 +264,13 @@ class ReplayLearnerBase(LearnerBase):
             out[idx] = ~same
         return out
 
-    def observe(self, b: dict[str, Any]) -> None:
+    def observe(self, b: Batch) -> None:
         """Appends a block of `prepare_batch` (`[T, N]`, obs `[T+1, N, ...]`, actor_ids `[N]`) to
         the replay, one column per actor; another policy's steps are stored inactive. The block's
         terminated and truncated flags (or the earlier dones/trunc spelling: `step_flags`) are
         stored apart: a truncated step is bootstrapped at sampling, a terminated one is not.
+        The block is read by name, so a dict of `prepare_batch`'s names (and the earlier
+        dones/trunc, without rnn_states where none are stored) is taken as well: once per block.
 
         Raises:
             ValueError: an actor id outside [0, num_columns); non-finite rewards (`RingStore`).

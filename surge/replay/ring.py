@@ -31,12 +31,14 @@ truncated step is bootstrapped from its OWN observation, as the on-policy learne
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from surge.data.trajectory_batch import TrajectoryBatch
 from surge.replay.frames import FrameObs
 from surge.replay.obs_store import PlainObs, check_finite_obs, leaves
 
@@ -55,7 +57,7 @@ class Appended:
     T: int
 
 
-def step_flags(block: dict[str, Any]) -> tuple[Tensor, Tensor]:
+def step_flags(block: Mapping[str, Any] | TrajectoryBatch) -> tuple[Tensor, Tensor]:
     """(terminated, truncated and not terminated) `[T, N]` bool of a block: its
     `terminated`/`truncated` fields (bool or 0/1 float32, as `prepare_batch` gives them), or the
     earlier `dones` (terminated or truncated) and `trunc` (truncated and not terminated) float32.

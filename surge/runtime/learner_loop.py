@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
 
-from surge.learning.base import LearnerBase
+from surge.learning.base import Batch, LearnerBase
 from surge.runtime.batch_snapshot import BatchSnapshot
 from surge.runtime.placement import copy_policy_state, policy_state
 
@@ -61,7 +61,7 @@ class LearnerLoop:
             return env_frames
         return dp.begin_round(local_frames, model)
 
-    def train(self, batch: Tensor | dict[str, Any], env_frames: int) -> dict[str, float]:
+    def train(self, batch: Tensor | Batch, env_frames: int) -> dict[str, float]:
         """Trains one on-policy batch: the slots `[N]` int64 of its trajectories (prepared here,
         after the snapshot) or a batch from `LearnerBase.prepare_batch`, at `env_frames` (the
         schedules). With `rollback`, a batch a stop cut short is undone (weights, optimizers,
@@ -80,9 +80,7 @@ class LearnerLoop:
             stats["rolled_back"] = 1.0
         return stats
 
-    def observe(
-        self, batch: dict[str, Any], release: Callable[[], None], env_frames: int
-    ) -> dict[str, float] | None:
+    def observe(self, batch: Batch, release: Callable[[], None], env_frames: int) -> dict[str, float] | None:
         """Replay: copies a block's batch (`prepare_batch`) into the replay buffer, `release()`s its
         trajectories at once, and runs the updates due at the replay ratio. Returns their mean
         statistics, or None when none was due."""

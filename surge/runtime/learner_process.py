@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from surge.cfg.config import minibatches_to_accumulate
+from surge.data.trajectory_batch import TrajectoryBatch
 from surge.learning.algorithm import Feed
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
@@ -213,7 +214,7 @@ class OnPolicyBatch:
     """A batch for the training thread: `LearnerBase.prepare_batch`'s `batch` of the trajectories
     `slots` `[N]` int64, trained once, its slots given back afterwards."""
 
-    batch: dict[str, Any]
+    batch: TrajectoryBatch
     slots: torch.Tensor
 
 
@@ -222,7 +223,7 @@ class ReplayBlock:
     """A replay learner's block for the training thread (`OnPolicyBatch`'s fields): observed into
     the replay buffer, its slots given back at once, then the updates due are run."""
 
-    batch: dict[str, Any]
+    batch: TrajectoryBatch
     slots: torch.Tensor
 
 

@@ -28,8 +28,9 @@ from surge.algorithms.appo.units import PPOUnits
 from surge.cfg.config import algo_params
 from surge.cfg.policy_roles import learning_policies
 from surge.data.trajectory import tree_map
+from surge.data.trajectory_batch import TrajectoryBatch
 from surge.learning.amp import autocast, resolve_mixed_precision
-from surge.learning.base import LearnerBase, exploration_coeff, learning_rate
+from surge.learning.base import Batch, LearnerBase, exploration_coeff, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 from surge.learning.returns import vtrace
 
@@ -73,6 +74,15 @@ def mean_stats(steps: list[dict[str, Tensor]]) -> dict[str, float]:
     # [keys, steps] contiguous: each row reduced as the one-key stack was
     table = torch.stack([torch.stack([s[k] for k in keys]) for s in steps], dim=1).contiguous()
     return dict(zip(keys, table.mean(dim=1).tolist(), strict=True))
+
+
+def _policy_fields(b: TrajectoryBatch) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """(behavior_log_probs, old_values, logits, rnn_resets, valids) of a batch in training
+    (`prepare_batch`'s, `train_batch`'s and `_mask_stale`'s fields)."""
+    blp, old, logits, resets, valids = b.behavior_log_probs, b.old_values, b.logits, b.rnn_resets, b.valids
+    assert blp is not None and old is not None and logits is not None
+    assert resets is not None and valids is not None
+    return blp, old, logits, resets, valids
 
 
 class Learner(LearnerBase):
@@ -135,21 +145,22 @@ class Learner(LearnerBase):
             self.appo.ppo_clip_lower == "symmetric",
         )
 
-    def prepare_batch(self, slots: Tensor) -> dict[str, Any]:
+    def prepare_batch(self, slots: Tensor) -> TrajectoryBatch:
         """`LearnerBase.prepare_batch` with APPO's fields named as the loss reads them: behavior
         values as old_values `[T, N]`, action_logits as logits `[T, N, num_logits]`."""
         b = super().prepare_batch(slots)
-        if self.cv is not None:  # the state `[T+1, N, ...]` goes to b["cv_state"]
+        if self.cv is not None:  # the state `[T+1, N, ...]` goes to b.cv_state
             split_state(b, self.cfg.central_value_state_key)
-        b["old_values"] = b.pop("values")
-        b["logits"] = b.pop("action_logits")
+        b.old_values = b.extra.pop("values")
+        b.logits = b.extra.pop("action_logits")
         return b
 
-    def train_batch(self, b: dict[str, Any], env_frames: int = 0) -> dict[str, float]:
+    def train_batch(self, b: Batch, env_frames: int = 0) -> dict[str, float]:
         """Trains `ppo_epochs` passes over a batch from `prepare_batch`.
 
         Args:
-            b: the batch (consumed).
+            b: the batch (consumed; a dict of its names is taken as `TrajectoryBatch.from_mapping`
+                gives it, and is not completed in place).
             env_frames: total env frames so far (for the learning-rate schedule).
         Returns:
             mean statistics of the minibatches whose optimizer step was applied (losses, entropy,
@@ -163,26 +174,28 @@ class Learner(LearnerBase):
             stopped_early = 1 with steps_taken and steps_planned.
         """
         cfg = self.cfg
+        b = TrajectoryBatch.from_mapping(b)
         lr = self.set_learning_rate(env_frames)
         self._env_frames = env_frames  # the exploration coefficient's schedule (`loss_cfg`)
         kl_lr = self.kl_lr
         # where the core resets its state `[T, N]`: after an episode end (terminated or truncated),
         # or nowhere with --zero_rnn_on_done=False (the state carries over, as acting did)
         if cfg.zero_rnn_on_done:
-            b["rnn_resets"] = torch.maximum(b["terminated"], b["truncated"])
+            b.rnn_resets = torch.maximum(b.terminated, b.truncated)
         else:
-            b["rnn_resets"] = torch.zeros_like(b["terminated"])
+            b.rnn_resets = torch.zeros_like(b.terminated)
         self._mask_stale(b)
         if self.appo.obs_normalizer_update == "batch":  # else at each minibatch (`_step`)
             self._update_obs_normalizer(b)
-        T, N = b["rewards"].shape
+        T, N = b.rewards.shape
         if self.cv is not None:
-            cv_state = b.pop("cv_state")
-            self.cv.update_normalizer(cv_state[:T], b["own_active"])
+            cv_state, b.cv_state = b.cv_state, None
+            assert cv_state is not None and b.own_active is not None  # prepare_batch, _mask_stale
+            self.cv.update_normalizer(cv_state[:T], b.own_active)
             cv_values = self.cv.values(cv_state)  # [T+1, N]
-            b["old_values"], b["boot_values"] = cv_values[:T], cv_values[T:]
+            b.old_values, b.boot_values = cv_values[:T], cv_values[T:]
             if self.appo.with_vtrace:  # each minibatch's V-trace reads the central value's values
-                b["cv_values"] = cv_values
+                b.cv_values = cv_values
         if self.appo.with_vtrace:
             units = self._vtrace_units(b)
             unit_len = T
@@ -245,8 +258,10 @@ class Learner(LearnerBase):
             # constant: rl_games 1.6.5 does not pass the adapted rate on (a2c_common.py, the
             # `central_value_net.update_lr(lr)` call is commented out)
             cv_lr = learning_rate(cfg, env_frames, self.cv.base_lr(self.hp.learning_rate))
-            targets = self._cv_vtrace_targets(b) if self.appo.with_vtrace else b["targets"]
-            out.update(self.cv.train(cv_state[:T], b["old_values"], targets, b["valids"], cv_lr))
+            targets = self._cv_vtrace_targets(b) if self.appo.with_vtrace else b.targets
+            assert cv_state is not None and targets is not None
+            assert b.old_values is not None and b.valids is not None
+            out.update(self.cv.train(cv_state[:T], b.old_values, targets, b.valids, cv_lr))
         out.update(self.skip_stats(len(skipped)))
         if len(stats) + len(skipped) < planned:
             out.update(
@@ -262,26 +277,27 @@ class Learner(LearnerBase):
         return out
 
     @torch.no_grad()
-    def _cv_vtrace_targets(self, b: dict[str, Any]) -> Tensor:
+    def _cv_vtrace_targets(self, b: TrajectoryBatch) -> Tensor:
         """The central value's V-trace targets `[T, N]` after the policy update: IMPALA eq. 1 over
         the whole batch with the updated policy's log-probs and the central value's values of the
-        batch (`b["cv_values"]`, as the policy's minibatches used them), normalised with the returns
+        batch (`b.cv_values`, as the policy's minibatches used them), normalised with the returns
         statistics as they are (the minibatches already folded their targets in)."""
-        cfg, model, T = self.cfg, self.model, b["rewards"].shape[0]
-        resets = b["rnn_resets"]  # as `_step` (`--zero_rnn_on_done`)
+        cfg, model, T = self.cfg, self.model, b.rewards.shape[0]
+        resets = b.rnn_resets  # as `_step` (`--zero_rnn_on_done`)
+        assert resets is not None and b.behavior_log_probs is not None and b.cv_values is not None
         resets_in = torch.cat([resets, torch.zeros_like(resets[:1])], dim=0)
-        logits, _ = model.evaluate(b["obs"], b["rnn_states"], resets_in, cfg.recurrence)
-        log_rhos = model.distribution(logits[:T]).log_prob(b["actions"]) - b["behavior_log_probs"]
-        v = self._denormalized(b["cv_values"])
+        logits, _ = model.evaluate(b.obs, b.rnn_states, resets_in, cfg.recurrence)
+        log_rhos = model.distribution(logits[:T]).log_prob(b.actions) - b.behavior_log_probs
+        v = self._denormalized(b.cv_values)
         targets, _ = vtrace(
-            b["rewards"],
+            b.rewards,
             v,
-            b["terminated"],
+            b.terminated,
             log_rhos,
             self.hp.gamma,
             self.appo.vtrace_rho,
             self.appo.vtrace_c,
-            truncated=b["truncated"],
+            truncated=b.truncated,
             truncation_values=v[:T] if cfg.value_bootstrap else None,
         )
         norm = getattr(model, "returns_normalizer", None)
@@ -289,40 +305,42 @@ class Learner(LearnerBase):
             return targets
         return (targets - norm.mean.float()) / (norm.var.float() + norm.epsilon).sqrt()
 
-    def _vtrace_units(self, b: dict[str, Any]) -> PPOUnits:
+    def _vtrace_units(self, b: TrajectoryBatch) -> PPOUnits:
         """The batch's trajectories as V-trace's units (`PPOUnits`, `L = T`)."""
+        blp, old, logits, resets, valids = _policy_fields(b)
         return PPOUnits(
-            obs=b["obs"],
-            rnn_states=b["rnn_states"],
-            actions=b["actions"],
-            behavior_log_probs=b["behavior_log_probs"],
-            old_values=b["old_values"],
-            logits=b["logits"],
-            rnn_resets=b["rnn_resets"],
-            valids=b["valids"],
-            rewards=b["rewards"],
-            terminated=b["terminated"],
-            truncated=b["truncated"],
-            cv_values=b.get("cv_values"),  # `[T+1, N]`, with a central value
+            obs=b.obs,
+            rnn_states=b.rnn_states,
+            actions=b.actions,
+            behavior_log_probs=blp,
+            old_values=old,
+            logits=logits,
+            rnn_resets=resets,
+            valids=valids,
+            rewards=b.rewards,
+            terminated=b.terminated,
+            truncated=b.truncated,
+            cv_values=b.cv_values,  # `[T+1, N]`, with a central value
         )
 
-    def _gae_units(self, b: dict[str, Any]) -> PPOUnits:
+    def _gae_units(self, b: TrajectoryBatch) -> PPOUnits:
         """GAE's advantages and targets over the batch, then the batch in chunks of `recurrence`
-        steps (`PPOUnits`, `L = recurrence`); sets `b["targets"]` `[T, N]` (the central value's)."""
+        steps (`PPOUnits`, `L = recurrence`); sets `b.targets` `[T, N]` (the central value's)."""
         adv, targets = self._gae_targets(b)
-        b["targets"] = targets  # `[T, N]` (the central value trains on them)
+        b.targets = targets  # `[T, N]` (the central value trains on them)
+        blp, old, logits, resets, valids = _policy_fields(b)
         if self.cfg.normalize_advantage and self.appo.normalize_advantage_over == "batch":
-            adv = self.normalize_advantages(adv, b["valids"])  # rl_games' prepare_dataset: once per batch
-        T, L = b["rewards"].shape[0], self.cfg.recurrence
+            adv = self.normalize_advantages(adv, valids)  # rl_games' prepare_dataset: once per batch
+        T, L = b.rewards.shape[0], self.cfg.recurrence
         return PPOUnits(
-            obs=tree_map(lambda x: to_chunks(x[:T], L), b["obs"]),
-            rnn_states=to_chunks(b["rnn_states"][:T], L),
-            actions=to_chunks(b["actions"], L),
-            behavior_log_probs=to_chunks(b["behavior_log_probs"], L),
-            old_values=to_chunks(b["old_values"], L),
-            logits=to_chunks(b["logits"], L),
-            rnn_resets=to_chunks(b["rnn_resets"], L),
-            valids=to_chunks(b["valids"], L),
+            obs=tree_map(lambda x: to_chunks(x[:T], L), b.obs),
+            rnn_states=to_chunks(b.rnn_states[:T], L),
+            actions=to_chunks(b.actions, L),
+            behavior_log_probs=to_chunks(blp, L),
+            old_values=to_chunks(old, L),
+            logits=to_chunks(logits, L),
+            rnn_resets=to_chunks(resets, L),
+            valids=to_chunks(valids, L),
             advantages=to_chunks(adv, L),
             targets=to_chunks(targets, L),
         )
