@@ -316,11 +316,18 @@ class ModelParams:
         "initialisation skips, so they keep PyTorch's; the Doom family does the same.",
         ("policy_initialization", "torch_default"),
     )
-    policy_init_gain: float = param(1.0, "Gain of the weight initialisation.")
+    # gains past ~100 overflow float32 logits and values on the first step: refused, not trained on
+    policy_init_gain: float = param(
+        1.0, "Gain of the weight initialisation.", low=0, high=100, unit="gain", example="1.0"
+    )
     action_head_init_gain: float = param(
         0.01,
         "Gain of the action-logits layer's orthogonal init: 0.01 starts near-uniform (CleanRL, SB3); "
         "Sample Factory uses policy_init_gain (1.0), the Doom family's default.",
+        low=0,
+        high=100,
+        unit="gain",
+        example="0.01",
     )
     actor_critic_share_weights: bool = param(
         True,

@@ -55,7 +55,8 @@ class Range:
             return ConfigError(
                 name,
                 f"a {self.unit} in [{self.low}, {self.high:.3g}], got {value}.",
-                f"pass --{name} >= {self.low}" + (f", e.g. {self.example}." if self.example else "."),
+                f"pass --{name} between {self.low} and {self.high:.3g}"
+                + (f", e.g. {self.example}." if self.example else "."),
             )
         if value >= self.low:
             return None
