@@ -28,6 +28,9 @@ def classify(path: Path) -> tuple[str, str, str]:
     """(result, env or the refused key, why) for one shipped file: "translates", "translates, CUDA
     only" (fp16), "waits for issue 21" (every key maps, some to flags of issue 21 not merged here:
     named), "refused" (the first key surge cannot honour), or "not a training file"."""
+    # the algorithms' sections (APPO's bounds_loss_coef ...) are flags once registered: the CLI
+    # and the tests import the built-ins first, and so does this script run alone
+    import surge.app.builtins  # noqa: F401
     from surge.app.rl_games.envs import RlGamesKeyError
     from surge.app.rl_games.translation import is_rl_games_yaml, translate
     from surge.cfg.yaml_files import read_yaml

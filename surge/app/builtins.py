@@ -27,6 +27,7 @@ from surge.envs import (  # noqa: F401  (each registers its family when imported
     atari,
     brax_family,  # imports brax only when an env is made
     classic,
+    envpool_dmc,  # EnvPool's dm_control suite tasks
     envpool_family,
     memory,  # the memory_cue task
     mujoco_family,

@@ -90,6 +90,12 @@ class OptimParams:
         "trains on clamp((r + reward_shift) x reward_scale, -reward_clip, reward_clip); the reported "
         "episode returns stay the env's.",
     )
+    reward_log: bool = param(
+        False,
+        "The learner trains on the natural log of the shifted, scaled and clipped reward (rl_games' "
+        "reward_shaper log_val): log(clamp((r + reward_shift) x reward_scale, ...)); a reward that is "
+        "not positive there becomes -inf or NaN, as in rl_games. The reported returns stay the env's.",
+    )
     value_bootstrap: bool = param(
         True,
         "A step truncated by a time limit gets gamma x V(s) added to its reward (rl_games' "

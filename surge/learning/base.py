@@ -33,15 +33,17 @@ def _never() -> bool:
 
 
 def shaped_rewards(
-    rewards: Tensor, shift: float, scale: float, clip: float, clip_low: float | None = None
+    rewards: Tensor, shift: float, scale: float, clip: float, clip_low: float | None = None, log: bool = False
 ) -> Tensor:
     """`clamp((rewards + shift) * scale, low, clip)` with `low = -clip` unless `clip_low` is
-    given: rl_games' `DefaultRewardsShaper` (rl_games/common/tr_helpers.py: shift_value, then
-    scale_value, then min_val/max_val), the shift added only when it is not 0. `rewards` any
-    shape, float32; returns a new tensor."""
+    given, then its natural log with `log`: rl_games' `DefaultRewardsShaper`
+    (rl_games/common/tr_helpers.py: shift_value, then scale_value, then min_val/max_val, then
+    log_val), the shift added only when it is not 0. `rewards` any shape, float32; returns a new
+    tensor (-inf or NaN where `log` meets a value <= 0, as rl_games' `torch.log`)."""
     if shift:
         rewards = rewards + shift
-    return (rewards * scale).clamp(-clip if clip_low is None else clip_low, clip)
+    out = (rewards * scale).clamp(-clip if clip_low is None else clip_low, clip)
+    return out.log_() if log else out
 
 
 def exploration_coeff(cfg: Config, env_frames: int, base: float) -> float:
@@ -280,8 +282,8 @@ class LearnerBase:
         this returns. Touches no model state, so it may run in another thread than `train_batch`.
 
         Sets obs `[T+1, N, ...]`, rnn_states `[T+1, N, state]`, actions `[T, N, ...]`, rewards
-        `[T, N]` float32 (scaled by `reward_scale` after `reward_shift`, clipped to `reward_clip`:
-        `shaped_rewards`), terminated `[T, N]` float32 and truncated `[T, N]` float32 (the env's
+        `[T, N]` float32 (scaled by `reward_scale` after `reward_shift`, clipped to `reward_clip`,
+        with `reward_log` their log: `shaped_rewards`), terminated `[T, N]` float32 and truncated `[T, N]` float32 (the env's
         flags, 0/1, kept apart: `surge.learning.returns` reads both, a recurrent core resets on
         either), is_active `[T, N]` bool, behavior_version `[T, N]` int64 and, with several
         policies, acting_policy `[T, N]` int8; the algorithm's own buffer fields go to the field
@@ -298,7 +300,12 @@ class LearnerBase:
             rnn_states=d.pop("rnn_states"),
             actions=d.pop("actions"),
             rewards=shaped_rewards(
-                d.pop("rewards"), cfg.reward_shift, cfg.reward_scale, cfg.reward_clip, cfg.reward_clip_low
+                d.pop("rewards"),
+                cfg.reward_shift,
+                cfg.reward_scale,
+                cfg.reward_clip,
+                cfg.reward_clip_low,
+                cfg.reward_log,
             ),
             terminated=d.pop("terminated").float(),
             truncated=d.pop("truncated").float(),

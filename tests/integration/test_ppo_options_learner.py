@@ -218,6 +218,23 @@ def test_reward_shift_is_applied_before_scale_and_clip_as_rl_games_shaper(tmp_pa
     c.close()
 
 
+def test_reward_log_takes_the_log_after_shift_scale_and_clip_as_rl_games_shaper(tmp_path):
+    from rl_games.common.tr_helpers import DefaultRewardsShaper
+
+    _, c = _components(
+        tmp_path, *FF, "--reward_shift=1", "--reward_scale=2", "--reward_clip=3", "--reward_log=True"
+    )
+    sampler, slots = first_batch(c)
+    raw = c.buffers.gather(slots)["rewards"].transpose(0, 1).clone()  # actions 0/1
+    b = c.learner.prepare_batch(slots)
+    ref = DefaultRewardsShaper(scale_value=2, shift_value=1, min_val=-3, max_val=3, log_val=True)(raw)
+    torch.testing.assert_close(b["rewards"], ref)
+    # the log of what the shaper gives without log_val (rewards 0 and 1: log 2 and log min(4, 3))
+    torch.testing.assert_close(b["rewards"].exp(), ((raw + 1) * 2).clamp(-3, 3))
+    sampler.release(slots)
+    c.close()
+
+
 def test_exploration_schedule_sets_the_loss_coefficient_of_each_batch(tmp_path):
     _, c = _components(
         tmp_path,

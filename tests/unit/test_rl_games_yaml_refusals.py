@@ -122,7 +122,6 @@ def test_central_value_rnn_layer_norm_refused_with_full_path():
         (("config", "env_name"), "cule", "params.config.env_name"),
         (("config", "env_name"), "smac", "params.config.env_name"),
         (("network", "mlp", "activation"), "sigmoid", "params.network.mlp.activation"),
-        (("config", "reward_shaper", "log_val"), True, "params.config.reward_shaper.log_val"),
         (("config", "minibatch_size"), 60, "params.config.minibatch_size"),
     ],
 )

@@ -382,9 +382,43 @@ def _envpool(take: Callable[[str, Any], Any], ignore: Callable[[str, str], None]
                 "by surge's workers"
             ],
         )
+    from surge.envs.envpool_dmc import DMC_TASK_IDS
+
+    if task in DMC_TASK_IDS:
+        return _envpool_dmc(task, take)
     raise RlGamesKeyError(
         "params.config.env_config.env_name",
-        f"EnvPool task {task!r}: surge's envpool_ family plays Atari games only, and surge has no family "
-        "for EnvPool's dm_control suite tasks (its MuJoCo tasks run through gymnasium).",
+        f"EnvPool task {task!r}: surge's envpool_ family plays Atari games, envpool_dmc_ EnvPool's "
+        "dm_control suite tasks, and EnvPool's MuJoCo tasks run through gymnasium; surge has no family "
+        "for EnvPool's other tasks.",
         "",
+    )
+
+
+def _envpool_dmc(task: str, take: Callable[[str, Any], Any]) -> EnvChoice:
+    """EnvPool's dm_control task `task` (`CheetahRun-v1`) as surge's `envpool_dmc_<domain>_<task>`:
+    rl_games' `Envpool` with `flatten_obs: True` concatenates the dict observation's entries
+    (`flatten_dict`), as the family does (in float32)."""
+    from surge.envs.envpool_dmc import dmc_env_name
+
+    if not truthy_env(take("flatten_obs", False)):
+        raise RlGamesKeyError(
+            "params.config.env_config.flatten_obs",
+            f"EnvPool's {task} observes a dict of arrays; rl_games' networks take it flattened "
+            "(flatten_obs: True), and surge's envpool_dmc_ family always flattens it.",
+            "set flatten_obs: True.",
+        )
+    flags = {}
+    steps = take("max_episode_steps", None)
+    if steps is not None:
+        flags["dmc_max_episode_steps"] = int(steps)
+    return EnvChoice(
+        dmc_env_name(task),
+        flags=flags,
+        batched=True,
+        notes=[
+            f"params.config.env_config.env_name: EnvPool's {task} runs as surge's {dmc_env_name(task)}: "
+            "the dict observation flattened to float32 (rl_games keeps float64 until its network); "
+            "EnvPool's reset step after an episode's end is not trained on (rl_games trains on it)"
+        ],
     )

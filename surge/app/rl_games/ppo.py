@@ -237,9 +237,7 @@ def _reward_shaper(t: Translator, c: Node) -> None:
         if lo_f != -hi_f:
             t.need("params.config.reward_shaper.min_val", "reward_clip_low", max(lo_f, -NO_LIMIT))
     if truthy(shaper.get("log_val", False)):
-        raise RlGamesKeyError(
-            "params.config.reward_shaper.log_val", "surge does not take the log of rewards.", ""
-        )
+        t.set("reward_log", True)  # log of the shaped reward, after the clip (rl_games' order)
 
 
 def _normalisation(t: Translator, c: Node) -> None:
