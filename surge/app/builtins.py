@@ -33,6 +33,7 @@ from surge.envs import (  # noqa: F401  (each registers its family when imported
     mujoco_family,
     occluded_payout,  # the central value test bed
     pettingzoo_family,
+    rl_games_test_env,  # rl_games' TestRnnEnv-v0, for its test/*.yaml files
 )
 from surge.envs.doom import family as _doom  # noqa: F401
 from surge.runtime.child_start import import_in_children

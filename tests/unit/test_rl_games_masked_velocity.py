@@ -147,3 +147,15 @@ def test_same_weights_same_outputs_as_rl_games():
         dim=1,
     )
     torch.testing.assert_close(out.rnn_states, got)
+
+
+def test_without_max_epochs_the_run_has_no_budget_and_stops_on_score_to_win(tmp_path):
+    """rl_games' `max_epochs` and `max_frames` default to -1, no limit (a2c_common.py,
+    `A2CBase.__init__`: `self.config.get('max_epochs', -1)`), so the file trains until score_to_win;
+    surge's 1M default for vector observations stopped it with a mean return of 483."""
+    from surge.app.resolve import parse_cfg
+
+    cfg = parse_cfg([f"--cfg={FILE}", f"--train_dir={tmp_path}"])
+    assert cfg.train_for_env_steps == int(1e10) and cfg.score_to_win == 500.0
+    cfg = parse_cfg([f"--cfg={FILE}", f"--train_dir={tmp_path}", "--train_for_env_steps=5000"])
+    assert cfg.train_for_env_steps == 5000

@@ -79,7 +79,6 @@ NOT_HERE = {
     "cule": "CuLE (CUDA Atari) is not installed here; use the atari_ or envpool_ family",
     "dm_control": "dm_control (through dm2gym) is not installed here; surge has no dm_control family",
     "slime_gym": "slimevolleygym is not installed here",
-    "test_env": "rl_games' own test envs (rl_games.envs.test) are not surge envs",
     "myo_gym": "MyoSuite is not installed here",
     "diambra": "DIAMBRA Arena is not installed here",
     "openai_robot_gym": "gymnasium-robotics goal envs are not installed here",
@@ -171,6 +170,8 @@ def env_from_rl_games(
         return EnvChoice(task, flags={"env_wrappers": [wrapper]}, reads_env_config=False)
     if env_name == "minigrid_env":
         return _minigrid(take)
+    if env_name == "test_env":
+        return _test_env(take)
     if env_name == "multiwalker_env":
         raise RlGamesKeyError(
             "params.config.env_name",
@@ -420,5 +421,54 @@ def _envpool_dmc(task: str, take: Callable[[str, Any], Any]) -> EnvChoice:
             f"params.config.env_config.env_name: EnvPool's {task} runs as surge's {dmc_env_name(task)}: "
             "the dict observation flattened to float32 (rl_games keeps float64 until its network); "
             "EnvPool's reset step after an episode's end is not trained on (rl_games trains on it)"
+        ],
+    )
+
+
+#: TestRNNEnv's keyword -> the flag of surge's `rl_games_test_rnn` (`surge.envs.rl_games_test_env`)
+TEST_RNN_KWARGS = {
+    "hide_object": "rnn_env_hide_object",
+    "min_dist": "rnn_env_min_dist",
+    "max_dist": "rnn_env_max_dist",
+    "max_steps": "rnn_env_max_steps",
+    "apply_dist_reward": "rnn_env_apply_dist_reward",
+    "multi_discrete_space": "rnn_env_multi_discrete_space",
+    "use_central_value": "rnn_env_use_central_value",
+}
+
+
+def _test_env(take: Callable[[str, Any], Any]) -> EnvChoice:
+    """rl_games' `create_test_env` (`make(name, **env_config)` of `rl_games.envs.test`): its
+    `TestRnnEnv-v0` as surge's `rl_games_test_rnn` (rl_games' class under gymnasium's API), each
+    keyword a flag. What surge cannot take is refused by name."""
+    name = take("name", None)
+    if name != "TestRnnEnv-v0":
+        raise RlGamesKeyError(
+            "params.config.env_config.name",
+            f"{name!r}: of rl_games' test envs surge runs TestRnnEnv-v0 only (TestAsymmetricEnv-v0 "
+            "wraps another env with rl_games' own asymmetric-critic wrapper, which surge has not got).",
+            "",
+        )
+    refused = {
+        "multi_head_value": "a reward and a value per head (a 2-vector); surge's rewards and values are scalars",
+        "multi_obs_space": "a dict observation {pos, info} that rl_games' testnet networks read; surge maps "
+        "rl_games' actor_critic network only",
+        "aux_loss": "an auxiliary-loss target in the observation, for rl_games' testnet_aux_loss network",
+    }
+    for key, why in refused.items():
+        if truthy_env(take(key, False)):
+            raise RlGamesKeyError(
+                f"params.config.env_config.{key}", f"True: {why}.", f"remove it or set {key}: False."
+            )
+    flags: dict[str, Any] = {}
+    for key, flag in TEST_RNN_KWARGS.items():
+        value = take(key, None)
+        if value is not None:
+            flags[flag] = value
+    return EnvChoice(
+        "rl_games_test_rnn",
+        flags=flags,
+        notes=[
+            "params.config.env_name: rl_games' TestRnnEnv-v0 runs as surge's rl_games_test_rnn (its class)"
         ],
     )

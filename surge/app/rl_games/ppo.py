@@ -300,6 +300,10 @@ def _recurrence(t: Translator, c: Node, net: NetInfo, horizon: int) -> None:
             )
 
 
+#: surge's `--train_for_env_steps` default (`surge.cfg.core_sections`): in effect no budget
+NO_BUDGET = int(1e10)
+
+
 def _budget(t: Translator, c: Node, steps_per_epoch: int) -> None:
     """Budget and stopping (an rl_games epoch is horizon_length x num_actors env steps)."""
     frameskip = t.frameskip
@@ -312,6 +316,16 @@ def _budget(t: Translator, c: Node, steps_per_epoch: int) -> None:
         budgets.append(frames * frameskip)
     if budgets:
         t.set("train_for_env_steps", min(budgets))
+    elif c.has("score_to_win"):
+        # rl_games without max_epochs / max_frames (-1) trains until score_to_win: no budget, not
+        # the 1M env steps surge picks for a vector observation (ppo_cartpole_masked_velocity_rnn.yaml
+        # reached its 500 after 1.58M env frames)
+        t.set("train_for_env_steps", NO_BUDGET)
+        t.note(
+            "params.config.score_to_win",
+            "without max_epochs or max_frames rl_games trains until it: no --train_for_env_steps budget "
+            "(pass one to stop earlier)",
+        )
     if c.has("score_to_win"):
         t.need(
             "params.config.score_to_win",
