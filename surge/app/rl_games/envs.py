@@ -83,6 +83,9 @@ NOT_HERE = {
     "diambra": "DIAMBRA Arena is not installed here",
     "openai_robot_gym": "gymnasium-robotics goal envs are not installed here",
     "CarRacing-v0": "CarRacing-v0 with rl_games' make_car_racing wrapper is not a surge env",
+    "connect4_env": "rl_games 1.6.5 registers no 'connect4_env' (rl_games/common/env_configurations.py has "
+    "none, and the wheel ships no Connect Four env), so rl_games itself cannot run this file; surge's "
+    "self-play Connect Four is the pettingzoo_ family's `--env=pettingzoo_classic.connect_four_v3`",
     "MountainCar-v0": "",
 }
 for _n in (
@@ -197,6 +200,15 @@ def env_from_rl_games(
                 f"rl_games stacks {frames} vector observations (its FrameStack); surge has no such wrapper.",
                 "remove it or set frames: 1.",
             )
+        if name == "TestAsymmetricEnv-v0":
+            raise RlGamesKeyError(
+                "params.config.env_config.name",
+                "'TestAsymmetricEnv-v0' is rl_games' TestAsymmetricCritic (rl_games/envs/test/"
+                "test_asymmetric_env.py): the env of wrapped_env_name with a {obs, state} observation "
+                "for its central value; surge has no such wrapper, and the class makes gym's "
+                "LunarLander-v2, which gymnasium 1.x no longer has.",
+                "",
+            )
         if take("limit_steps", False):
             raise RlGamesKeyError(
                 "params.config.env_config.limit_steps",
@@ -226,6 +238,14 @@ def env_from_rl_games(
     if env_name in GYM_RENAMED or env_name in GYM_PLAIN or _mujoco(env_name):
         choice = _gym_id(env_name, "params.config.env_name")
         choice.reads_env_config = env_name.startswith("BipedalWalker")  # create_env(name, **kwargs)
+        if choice.reads_env_config and take("steps_limit", None) is not None:
+            raise RlGamesKeyError(
+                "params.config.env_config.steps_limit",
+                "rl_games' create_env wraps the env in its TimeLimit(steps_limit); surge makes the "
+                "gymnasium id with gymnasium's own limit (BipedalWalker: 1600 steps, Hardcore: 2000) "
+                "and has no flag for another.",
+                "remove it (gymnasium's limit then applies).",
+            )
         return choice
     raise RlGamesKeyError(
         "params.config.env_name",
