@@ -89,6 +89,7 @@ class RlGamesTestRnn(gym.Env):
         self.action_space = self.env.action_space
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)  # gymnasium's own generator (unused by rl_games' class)
         if seed is not None:
             np.random.seed(seed)  # TestRNNEnv draws its goals from numpy's global generator
         return self.env.reset(), {}
