@@ -363,7 +363,7 @@ class ModelParams:
         "The model also reads each env's previous action (one-hot for Discrete, the vector for Box) and "
         "reward (float32, [B, 1]), concatenated to the encoder's output before the core, zero at an "
         "episode's start: rlpyt's (observation, prev_action, prev_reward) agent inputs (its recurrent "
-        "Atari model, R2D1). Stored with the observation; APPO/PPO and A2C only; docs/models.md.",
+        "Atari model, R2D1). Stored with the observation (and in R2D2's replay); APPO/PPO, A2C and R2D2; docs/models.md.",
     )
     value_size: int = param(
         1,
