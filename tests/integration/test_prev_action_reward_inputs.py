@@ -7,7 +7,8 @@ core input is recorded. A naive loop then replays each env from its seed with th
 and checks, step by step: the observation (it is the same episode), the stored previous action
 and reward, and the last A + 1 features of the core input that acting computed for that
 observation (the previous action, one-hot for Discrete, then the previous reward). The learner's
-recomputation (`ActorCritic.evaluate` on the stored trajectories) gives the logits acting gave.
+recomputation (`ActorCritic.evaluate` on the stored trajectories) gives the values (and APPO's
+logits) acting gave. APPO and A2C, with and without an RNN.
 """
 
 from __future__ import annotations
@@ -60,12 +61,16 @@ def _naive(env_id: str, first_obs: np.ndarray, actions: np.ndarray):
     return np.stack(seen_obs), np.stack(seen_a), np.array(seen_r, np.float32), ends
 
 
+@pytest.mark.parametrize("algo", ["APPO", "A2C"])
 @pytest.mark.parametrize("use_rnn", [True, False])
 @pytest.mark.parametrize("env_id", list(ENV_ARGS))
-def test_the_model_sees_the_previous_action_and_reward_zeroed_at_episode_starts(tmp_path, env_id, use_rnn):
+def test_the_model_sees_the_previous_action_and_reward_zeroed_at_episode_starts(
+    tmp_path, env_id, use_rnn, algo
+):
     cfg = parse_cfg(
         [
             f"--env={env_id}",
+            f"--algo={algo}",
             f"--train_dir={tmp_path}",
             "--serial_mode=True",
             "--num_workers=1",
@@ -119,13 +124,16 @@ def test_the_model_sees_the_previous_action_and_reward_zeroed_at_episode_starts(
             assert tail[width] == prev_r[t], (slot, t)
     if env_id == "CartPole-v1":
         assert total_ends >= 3  # episode starts inside the steps checked
-    # the learner recomputes the policy from the stored inputs: the logits acting wrote
+    # the learner recomputes the policy from the stored inputs: the values (and APPO's logits)
+    # acting wrote
     obs_tm = {k: v[used, :STEPS].transpose(0, 1) for k, v in buf.obs.items()}
     states = buf.rnn_states[used, :STEPS].transpose(0, 1)
     dones = (buf.terminated | buf.truncated)[used, :STEPS].transpose(0, 1).float()
     model.act = act
     with torch.no_grad():
-        logits, _ = model.evaluate(obs_tm, states, dones, STEPS)
-    stored = buf.action_logits[used, :STEPS].transpose(0, 1)
-    torch.testing.assert_close(logits, stored, rtol=1e-5, atol=1e-5)
+        logits, values = model.evaluate(obs_tm, states, dones, STEPS)
+    torch.testing.assert_close(values, buf.values[used, :STEPS].transpose(0, 1), rtol=1e-5, atol=1e-5)
+    if algo == "APPO":
+        stored = buf.action_logits[used, :STEPS].transpose(0, 1)
+        torch.testing.assert_close(logits, stored, rtol=1e-5, atol=1e-5)
     c.close()
