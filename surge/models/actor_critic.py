@@ -270,7 +270,9 @@ class ActorCritic(nn.Module):
         num_logits]` bool or 0/1 (1 = legal) or None. The returned logits are the masked ones.
         With `--use_prev_action_reward` obs is a dict with `prev_action` `[B, A]` and `prev_reward`
         `[B, 1]` entries."""
-        obs, prev = self.split_prev(obs)
+        prev = None
+        if self.prev_width:  # (inline: no call on inference's path without the flag)
+            obs, prev = self.split_prev(obs)
         obs, action_mask = self.split_mask(obs, action_mask)
         obs = self._normalize(obs)
         if self.separate:
