@@ -358,6 +358,13 @@ class ModelParams:
         "The RNN core reads the MLP encoder's output and its input (the flattened observation) side by "
         "side (rl_games' rnn concat_input: True); needs use_rnn and a vector observation.",
     )
+    use_prev_action_reward: bool = param(
+        False,
+        "The model also reads each env's previous action (one-hot for Discrete, the vector for Box) and "
+        "reward (float32, [B, 1]), concatenated to the encoder's output before the core, zero at an "
+        "episode's start: rlpyt's (observation, prev_action, prev_reward) agent inputs (its recurrent "
+        "Atari model, R2D1). Stored with the observation (and in R2D2's replay); APPO/PPO, A2C and R2D2; docs/models.md.",
+    )
     value_size: int = param(
         1,
         "Heads of the value function (rl_games' value_size, multi-head values over vector rewards); "

@@ -22,6 +22,7 @@ from surge.cfg.config import Config
 from surge.envs.action_masks import wrap_rl_games_mask
 from surge.envs.batched import GymVectorAsMultiAgent
 from surge.envs.multi_agent import SingleAgentAsMultiAgent, is_multi_agent_env
+from surge.envs.prev_action_reward import wrap_prev_action_reward
 from surge.envs.unknown_names import unknown_env_fix
 from surge.errors import ConfigError, EnvError, SurgeError
 
@@ -338,7 +339,8 @@ def make_single_env(
 ) -> Any:
     """One env of `family` (its factory's output) wrapped in `cfg.env_wrappers`, then, for an env of
     rl_games' mask API (`has_action_mask()` True), in `RlGamesActionMask` (its `get_action_mask()`
-    as the observation's `action_mask` entry; `surge.envs.action_masks.wrap_rl_games_mask`).
+    as the observation's `action_mask` entry; `surge.envs.action_masks.wrap_rl_games_mask`), then,
+    with `--use_prev_action_reward`, in `surge.envs.prev_action_reward.PrevActionReward`.
     `cfg` is the run's config, or only its `env` and `env_wrappers` when the spaces are probed
     before a config exists (`surge.cfg.space_defaults.probe_spaces`).
 
@@ -360,7 +362,7 @@ def make_single_env(
             + (f" Fix: pip install {missing}" if plain else "")
         ) from e
 
-    return wrap_rl_games_mask(apply_env_wrappers(env, cfg))
+    return wrap_prev_action_reward(wrap_rl_games_mask(apply_env_wrappers(env, cfg)), cfg)
 
 
 def make_env(cfg: Config, render_mode: str | None = None, env_name: str | None = None) -> Any:

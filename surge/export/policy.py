@@ -6,6 +6,10 @@ observation space's):
 - `obs` `[B, *obs_shape]`: a Box observation; for a Dict observation one input per entry,
   `obs_<key>`, in the space's key order, except that a masked Dict's single other entry
   (PettingZoo's `observation`) is `obs` and the mask is `action_mask`, after the others;
+- `prev_action` `[B, A]` float32 and `prev_reward` `[B, 1]` float32, only for a policy trained
+  with `--use_prev_action_reward` (`surge.envs.prev_action_reward`): the previous step's action
+  (one-hot for Discrete, the vector for Box) and reward, zeros at an episode's start; the env's
+  own observation is then `obs` (a Box) or its entries as above;
 - `action_mask` `[B, num_logits]` (the space's dtype, int8 for surge's wrappers; 1 = legal), only
   for envs with masks (`surge.envs.action_masks`): illegal actions get the logit `MASKED_LOGIT`
   and are never chosen;
@@ -39,6 +43,7 @@ import torch
 from torch import Tensor, nn
 
 from surge.envs.action_masks import MASK_KEY, has_action_mask, unwrapped_key
+from surge.envs.prev_action_reward import OBS_KEY, PREV_KEYS
 from surge.errors import EnvError
 
 OBS = "obs"
@@ -56,14 +61,20 @@ def _obs_entries(obs_space: gym.Space) -> list[tuple[str | None, str, gym.spaces
         return [(None, OBS, obs_space)]
     if not isinstance(obs_space, gym.spaces.Dict):
         raise EnvError(f"cannot export a policy of observation space {obs_space}: a Box or a Dict of Boxes")
-    single = unwrapped_key(obs_space)
+    # the env's own entries: a masked Dict's single other one, or a Box that
+    # --use_prev_action_reward put under `obs`, is the input `obs`
+    own = [k for k in obs_space.spaces if k not in PREV_KEYS]
+    prev = [k for k in PREV_KEYS if k in obs_space.spaces]
+    single = unwrapped_key(gym.spaces.Dict({k: obs_space.spaces[k] for k in own}))
+    if prev and own == [OBS_KEY]:
+        single = OBS_KEY
     entries: list[tuple[str | None, str, gym.spaces.Box]] = []
-    keys = [k for k in obs_space.spaces if k != MASK_KEY] + [k for k in obs_space.spaces if k == MASK_KEY]
-    for key in keys:  # the mask last
+    keys = [k for k in own if k != MASK_KEY] + prev + [k for k in own if k == MASK_KEY]
+    for key in keys:  # the previous action and reward after the observation, the mask last
         space = obs_space.spaces[key]
         if not isinstance(space, gym.spaces.Box):
             raise EnvError(f"cannot export observation entry {key!r} of space {space}: Boxes only")
-        name = MASK_KEY if key == MASK_KEY else OBS if key == single else f"{OBS}_{key}"
+        name = key if key in (MASK_KEY, *PREV_KEYS) else OBS if key == single else f"{OBS}_{key}"
         entries.append((key, name, space))
     return entries
 

@@ -180,6 +180,8 @@ class Capabilities:
             sampler node, sampling on while its blocks travel, cannot keep.
         sampler_only: it samples without learning: the run is a benchmark (no checkpoints, nothing
             written in the experiment folder) of at most `--sample_env_frames` env frames.
+        prev_action_reward: its model reads the observation's previous action and reward entries
+            (`--use_prev_action_reward`, `surge.envs.prev_action_reward`) as features before the core.
     """
 
     data_parallel: bool = False
@@ -191,6 +193,7 @@ class Capabilities:
     carry_rnn_over_done: bool = False
     synchronous: bool = False
     sampler_only: bool = False
+    prev_action_reward: bool = False
 
 
 @dataclass(frozen=True)

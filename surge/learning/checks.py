@@ -13,6 +13,7 @@ from surge.cfg.config import Config, algo_params
 from surge.cfg.fields import check_ranges
 from surge.errors import ConfigError
 from surge.learning.algorithm import get_algorithm
+from surge.learning.algorithm_registry import algorithm_names
 from surge.learning.amp import check_mixed_precision
 from surge.learning.central_value import check_central_value_flags
 from surge.learning.pg_checks import check_rl_games_options
@@ -36,11 +37,29 @@ def check_algorithm_flags(cfg: Config) -> None:
         check_ranges(section, fields, count=True)
         check_ranges(section, fields, count=False)
     algo.validate(cfg)
+    check_prev_action_reward(cfg)
     check_central_value_flags(cfg)
     check_mixed_precision(cfg)
     check_algo = getattr(cfg.algo_params, "validate", None)
     if callable(check_algo):  # the algorithm's section's own ranges (`Algorithm.params`)
         check_algo()
+
+
+def check_prev_action_reward(cfg: Config) -> None:
+    """`--use_prev_action_reward` with an algorithm whose model reads the two inputs
+    (`Capabilities.prev_action_reward`).
+
+    Raises:
+        ConfigError: another algorithm, naming those that take the flag.
+    """
+    if not cfg.use_prev_action_reward or get_algorithm(cfg.algo).capabilities.prev_action_reward:
+        return
+    able = [name for name in algorithm_names() if get_algorithm(name).capabilities.prev_action_reward]
+    raise ConfigError(
+        "use_prev_action_reward",
+        f"--algo={cfg.algo}'s model does not read the previous action and reward; {', '.join(able)} do.",
+        f"pass --use_prev_action_reward=False, or --algo={able[0] if able else 'APPO'}.",
+    )
 
 
 def check_device(device: str) -> None:

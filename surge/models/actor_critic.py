@@ -34,6 +34,7 @@ from surge.models.encoders import ACTIVATIONS, Encoder
 from surge.models.initializers import init_weight
 from surge.models.model_checks import check_model_flags
 from surge.models.normalization import DictNormalizer, RunningMeanStd, make_obs_normalizer
+from surge.models.prev_inputs import StripPrev, split_prev, split_prev_space
 
 Obs = Tensor | dict[str, Tensor]
 
@@ -80,6 +81,10 @@ class ActorCritic(nn.Module):
     An observation space with an `action_mask` entry (`surge.envs.action_masks`) is split: the
     encoder sees the rest, the mask sets illegal actions' logits to `MASKED_LOGIT` in `act` and
     `evaluate` (so they get probability 0 and no gradient), and is never an input feature.
+
+    With `--use_prev_action_reward` the observation's `prev_action` `[B, A]` and `prev_reward`
+    `[B, 1]` entries (`surge.envs.prev_action_reward`) are not encoded: they are concatenated to
+    each encoder's output before its core (`surge.models.prev_inputs`, rlpyt's layout).
     """
 
     def __init__(self, cfg: Config, obs_space: gym.Space, action_space: gym.Space):
@@ -94,28 +99,34 @@ class ActorCritic(nn.Module):
                 f"applies to the mean of a Gaussian policy; the action space is {action_space}.",
                 "pass --mu_activation=none.",
             )
+        #: A + 1 with --use_prev_action_reward (the features concatenated before the core), else 0
+        self.prev_width = 0
+        if getattr(cfg, "use_prev_action_reward", False):
+            obs_space, self.prev_width = split_prev_space(obs_space)
         self.has_action_mask = has_action_mask(obs_space)
         self._obs_key = unwrapped_key(obs_space)  # the one other entry of a masked Dict, or None
         obs_space = model_obs_space(obs_space)
-        self.obs_normalizer: RunningMeanStd | DictNormalizer | _StripMask | None = (
+        self.obs_normalizer: RunningMeanStd | DictNormalizer | _StripMask | StripPrev | None = (
             make_obs_normalizer(obs_space, cfg.obs_subtract_mean, cfg.obs_scale)
             if cfg.normalize_input
             else None
         )
         if self.obs_normalizer is not None and self.has_action_mask:
             self.obs_normalizer = _StripMask(self.obs_normalizer, self._obs_key)
+        if self.obs_normalizer is not None and self.prev_width:
+            self.obs_normalizer = StripPrev(self.obs_normalizer)
         if self.obs_normalizer is not None:  # images arrive scaled and standardised
             cfg = dataclasses.replace(cfg, obs_subtract_mean=0.0, obs_scale=1.0)
         self.returns_normalizer = RunningMeanStd((), clip=1e9) if cfg.normalize_returns else None
         # actor (or shared) stream: parameter names encoder.*, core.* as before these options
-        actor = make_body(cfg, obs_space)
+        actor = make_body(cfg, obs_space, self.prev_width)
         self.encoder, self.core, self.post_core = actor.encoder, actor.core, actor.post
         self.separate = not cfg.actor_critic_share_weights
         self._actor_state_size = int(self.core.state_size)
         self.rnn_state_size: int = self._actor_state_size
         critic_out = actor.out_size
         if self.separate:  # rl_games' separate: True; the RNN state is [actor's, critic's]
-            critic = make_body(cfg, obs_space)
+            critic = make_body(cfg, obs_space, self.prev_width)
             self.critic_encoder, self.critic_core = critic.encoder, critic.core
             self.critic_post_core = critic.post
             self.rnn_state_size += int(self.critic_core.state_size)
@@ -172,6 +183,14 @@ class ActorCritic(nn.Module):
                 half = self.num_logits // 2
                 self.policy_head.bias[half:] = float(torch.tensor(cfg.initial_stddev).log())
 
+    def split_prev(self, obs: Obs) -> tuple[Obs, Tensor | None]:
+        """`(the observation without the previous action and reward, those as `[..., A + 1]`
+        float32)` with `--use_prev_action_reward`, else `(obs, None)`."""
+        if not self.prev_width:
+            return obs, None
+        assert isinstance(obs, dict)
+        return split_prev(obs)
+
     def split_mask(self, obs: Obs, action_mask: Tensor | None = None) -> tuple[Obs, Tensor | None]:
         """`(the encoder's observation, the action mask or None)`: the `action_mask` entry of a
         masked observation dict is taken out (an explicit `action_mask` argument wins)."""
@@ -188,9 +207,14 @@ class ActorCritic(nn.Module):
         return self.encoder(self._normalize(obs))
 
     @staticmethod
-    def _step(body: tuple[Encoder, Core, nn.Module | None], obs: Obs, state: Tensor) -> tuple[Tensor, Tensor]:
+    def _step(
+        body: tuple[Encoder, Core, nn.Module | None], obs: Obs, state: Tensor, prev: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
         encoder, core, post = body
-        x, new_state = core.step(encoder(obs), state)
+        x = encoder(obs)
+        if prev is not None:  # rlpyt: [features, prev_action, prev_reward] into the core
+            x = torch.cat([x, prev.to(x.dtype)], dim=-1)
+        x, new_state = core.step(x, state)
         return (x if post is None else post(x)), new_state
 
     @staticmethod
@@ -202,9 +226,13 @@ class ActorCritic(nn.Module):
         states: Tensor,
         dones: Tensor,
         recurrence: int,
+        prev: Tensor | None,
     ) -> Tensor:
         encoder, core, post = body
-        x = core.sequence(encoder(flat_obs).view(T, B, -1), states, dones, recurrence)
+        x = encoder(flat_obs).view(T, B, -1)
+        if prev is not None:  # [T, B, A + 1], as in `_step`
+            x = torch.cat([x, prev.to(x.dtype)], dim=-1)
+        x = core.sequence(x, states, dones, recurrence)
         return x if post is None else post(x)
 
     def _actor_body(self) -> tuple[Encoder, Core, nn.Module | None]:
@@ -239,17 +267,22 @@ class ActorCritic(nn.Module):
     ) -> ActOutput:
         """One inference step. obs `[B, *obs_shape]` (or a dict of them; an `action_mask` entry
         `[B, num_logits]` masks the actions), rnn_states `[B, state_size]`, action_mask `[B,
-        num_logits]` bool or 0/1 (1 = legal) or None. The returned logits are the masked ones."""
+        num_logits]` bool or 0/1 (1 = legal) or None. The returned logits are the masked ones.
+        With `--use_prev_action_reward` obs is a dict with `prev_action` `[B, A]` and `prev_reward`
+        `[B, 1]` entries."""
+        prev = None
+        if self.prev_width:  # (inline: no call on inference's path without the flag)
+            obs, prev = self.split_prev(obs)
         obs, action_mask = self.split_mask(obs, action_mask)
         obs = self._normalize(obs)
         if self.separate:
             n = self._actor_state_size
-            x, actor_states = self._step(self._actor_body(), obs, rnn_states[:, :n])
-            v, critic_states = self._step(self._critic_body(), obs, rnn_states[:, n:])
+            x, actor_states = self._step(self._actor_body(), obs, rnn_states[:, :n], prev)
+            v, critic_states = self._step(self._critic_body(), obs, rnn_states[:, n:], prev)
             logits, values = self._heads(x, v)
             new_states = torch.cat([actor_states, critic_states], dim=1)
         else:
-            x, new_states = self._step(self._actor_body(), obs, rnn_states)
+            x, new_states = self._step(self._actor_body(), obs, rnn_states, prev)
             logits, values = self._heads(x)
         if logits.dtype != torch.float32:  # under autocast (--mixed_precision): sample in float32
             logits, values = logits.float(), values.float()
@@ -273,7 +306,9 @@ class ActorCritic(nn.Module):
         """Forward pass over trajectories for learning.
 
         Args:
-            obs: `[T, B, *obs_shape]` (or a dict of them; an `action_mask` entry masks the logits).
+            obs: `[T, B, *obs_shape]` (or a dict of them; an `action_mask` entry masks the logits;
+                `prev_action` `[T, B, A]` and `prev_reward` `[T, B, 1]` entries with
+                `--use_prev_action_reward`).
             rnn_states: `[T, B, state_size]` stored behavior states (used at BPTT chunk starts).
             dones: `[T, B]` float32, 1 where the episode ended at step t.
             recurrence: BPTT chunk length in steps.
@@ -282,17 +317,18 @@ class ActorCritic(nn.Module):
             logits `[T, B, num_logits]` (illegal actions at `MASKED_LOGIT`, with zero gradient)
             and values `[T, B]` float32.
         """
+        obs, prev = self.split_prev(obs)
         obs, action_mask = self.split_mask(obs, action_mask)
         first = next(iter(obs.values())) if isinstance(obs, dict) else obs
         T, B = first.shape[:2]
         flat = self._normalize(_map_obs(obs, lambda v: v.reshape(T * B, *v.shape[2:])))
         if self.separate:
             n = self._actor_state_size
-            x = self._sequence(self._actor_body(), flat, T, B, rnn_states[..., :n], dones, recurrence)
-            v = self._sequence(self._critic_body(), flat, T, B, rnn_states[..., n:], dones, recurrence)
+            x = self._sequence(self._actor_body(), flat, T, B, rnn_states[..., :n], dones, recurrence, prev)
+            v = self._sequence(self._critic_body(), flat, T, B, rnn_states[..., n:], dones, recurrence, prev)
             logits, values = self._heads(x, v)
         else:
-            x = self._sequence(self._actor_body(), flat, T, B, rnn_states, dones, recurrence)
+            x = self._sequence(self._actor_body(), flat, T, B, rnn_states, dones, recurrence, prev)
             logits, values = self._heads(x)
         if action_mask is not None:
             logits = apply_action_mask(self.action_space, logits, action_mask)

@@ -39,8 +39,10 @@ class Body:
     out_size: int
 
 
-def make_body(cfg: Config, obs_space: gym.Space) -> Body:
-    """The encoder, core and post-core layers for `cfg` (see the module's docstring).
+def make_body(cfg: Config, obs_space: gym.Space, extra_in: int = 0) -> Body:
+    """The encoder, core and post-core layers for `cfg` (see the module's docstring); the core
+    reads `extra_in` features besides the encoder's (`--use_prev_action_reward`'s A + 1,
+    concatenated by the caller).
 
     Raises:
         ConfigError: `rnn_before_mlp` with a custom encoder or a Dict observation space;
@@ -58,7 +60,9 @@ def make_body(cfg: Config, obs_space: gym.Space) -> Body:
                 "pass --rnn_concat_input=False.",
             )
         encoder = ConcatInput(encoder, tuple(obs_space.shape))
-    core = make_core(cfg.use_rnn, encoder.out_size, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers)
+    core = make_core(
+        cfg.use_rnn, encoder.out_size + extra_in, cfg.hidden_size, cfg.rnn_type, cfg.rnn_num_layers
+    )
     out_size = core.out_size
     post: list[nn.Module] = []
     if getattr(cfg, "rnn_layer_norm", False):

@@ -1,7 +1,9 @@
 """The observation half of the off-policy networks: an optional action-mask split, the optional
 running observation normaliser (`cfg.normalize_input`), then surge's encoder for the space
 (`surge.models.encoders.make_encoder`: an MLP for vectors, the conv nets for images, one encoder
-per key for dicts). Shared by `QNetwork`, `ContinuousActor` and the Q-critics.
+per key for dicts). Shared by `QNetwork`, `ContinuousActor` and the Q-critics. With
+`--use_prev_action_reward` the previous action and reward (`surge.models.prev_inputs`) are
+concatenated to the encoder's output, so they reach R2D2's core as in rlpyt's R2D1.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ import dataclasses
 
 import gymnasium as gym
 import numpy as np
+import torch
 from torch import Tensor, nn
 
 from surge.cfg.config import Config
 from surge.envs.action_masks import MASK_KEY, has_action_mask, model_obs_space, split_obs, unwrapped_key
 from surge.models.encoders import Encoder, make_encoder
 from surge.models.normalization import make_obs_normalizer
+from surge.models.prev_inputs import split_prev, split_prev_space
 
 Obs = Tensor | dict[str, Tensor]
 
@@ -37,11 +41,16 @@ class ObsFeatures(nn.Module):
     `forward` takes any number of leading dims (`lead_dims`=1 for `[B, ...]`, 2 for time-major
     `[T, B, ...]`) and returns `(features [*lead, out_size], action_mask [*lead, A] or None)`.
     `flatten_vectors`: a vector (non-image) Box is only flattened, not put through the cfg's MLP
-    (the actor's and critics' own MLP follows).
+    (the actor's and critics' own MLP follows). With `--use_prev_action_reward` the last A + 1 of
+    the features are the observation's `prev_action` `[..., A]` and `prev_reward` `[..., 1]`.
     """
 
     def __init__(self, cfg: Config, obs_space: gym.Space, flatten_vectors: bool = False):
         super().__init__()
+        #: A + 1 with --use_prev_action_reward (the features after the encoder's), else 0
+        self.prev_width = 0
+        if getattr(cfg, "use_prev_action_reward", False):
+            obs_space, self.prev_width = split_prev_space(obs_space)
         self.has_action_mask = has_action_mask(obs_space)
         self._obs_key = unwrapped_key(obs_space)
         space = model_obs_space(obs_space)
@@ -56,7 +65,7 @@ class ObsFeatures(nn.Module):
             if flatten_vectors and is_vector
             else make_encoder(cfg, space)
         )
-        self.out_size: int = int(self.encoder.out_size)
+        self.out_size: int = int(self.encoder.out_size) + self.prev_width
 
     def split(self, obs: Obs) -> tuple[Obs, Tensor | None]:
         """`(the encoder's observation, the action mask or None)`."""
@@ -65,6 +74,10 @@ class ObsFeatures(nn.Module):
         return obs, None
 
     def forward(self, obs: Obs, lead_dims: int = 1) -> tuple[Tensor, Tensor | None]:
+        prev = None
+        if self.prev_width:
+            assert isinstance(obs, dict)
+            obs, prev = split_prev(obs)  # prev [*lead, A + 1]
         obs, mask = self.split(obs)
         first = next(iter(obs.values())) if isinstance(obs, dict) else obs
         lead = tuple(first.shape[:lead_dims])
@@ -76,4 +89,7 @@ class ObsFeatures(nn.Module):
         if self.normalizer is not None:
             x = self.normalizer(x)
         feats = self.encoder(x)
-        return feats.reshape(*lead, feats.shape[-1]), mask
+        feats = feats.reshape(*lead, feats.shape[-1])
+        if prev is not None:  # rlpyt's R2D1: [features, prev_action, prev_reward] into the core
+            feats = torch.cat([feats, prev.to(feats.dtype)], dim=-1)
+        return feats, mask

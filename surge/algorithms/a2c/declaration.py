@@ -155,6 +155,7 @@ A2C = register_algorithm(
             exportable=True,
             rescale_actions=True,
             carry_rnn_over_done=True,
+            prev_action_reward=True,
             synchronous=True,  # one gradient step per round of rollouts, policy lag 0
         ),
         unused_params=(

@@ -104,6 +104,7 @@ APPO = register_algorithm(
             central_value=True,
             rescale_actions=True,
             carry_rnn_over_done=True,
+            prev_action_reward=True,
         ),
     )
 )

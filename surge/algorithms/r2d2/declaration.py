@@ -46,7 +46,7 @@ from surge.algorithms.r2d2.model import R2D2Actor, make_r2d2_parts
 from surge.algorithms.r2d2.params import R2D2Params
 from surge.cfg.config import Config, algo_params
 from surge.errors import ConfigError
-from surge.learning.algorithm import ActContext, Algorithm, Feed, Obs, register_algorithm
+from surge.learning.algorithm import ActContext, Algorithm, Capabilities, Feed, Obs, register_algorithm
 from surge.learning.exploration import epsilon_greedy
 from surge.learning.pg_checks import POLICY_GRADIENT_PARAMS
 from surge.learning.q_flag_checks import refuse_idle_exploration_flags, refuse_idle_value_rescale_eps
@@ -119,6 +119,8 @@ R2D2 = register_algorithm(
         make_learner=R2D2Learner,
         make_model=make_r2d2_parts,
         feed=Feed.REPLAY,
+        # the previous action and reward reach the core through ObsFeatures (rlpyt's R2D1)
+        capabilities=Capabilities(prev_action_reward=True),
         params=R2D2Params,
         replay_bytes=r2d2_replay_bytes,
         validate=validate_r2d2,
