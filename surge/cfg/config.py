@@ -94,7 +94,8 @@ class OptimParams:
         False,
         "The learner trains on the natural log of the shifted, scaled and clipped reward (rl_games' "
         "reward_shaper log_val): log(clamp((r + reward_shift) x reward_scale, ...)); a reward that is "
-        "not positive there becomes -inf or NaN, as in rl_games. The reported returns stay the env's.",
+        "not positive there stops the run naming the fix (rl_games trains on its -inf or NaN). The "
+        "reported returns stay the env's.",
     )
     value_bootstrap: bool = param(
         True,

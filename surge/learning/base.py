@@ -17,6 +17,7 @@ from surge.cfg.config import Config
 from surge.cfg.policy_hyperparams import PolicyHyperparams
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.data.trajectory_batch import TrajectoryBatch
+from surge.errors import EnvError
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.learning.popart import preserve_outputs
@@ -39,11 +40,23 @@ def shaped_rewards(
     given, then its natural log with `log`: rl_games' `DefaultRewardsShaper`
     (rl_games/common/tr_helpers.py: shift_value, then scale_value, then min_val/max_val, then
     log_val), the shift added only when it is not 0. `rewards` any shape, float32; returns a new
-    tensor (-inf or NaN where `log` meets a value <= 0, as rl_games' `torch.log`)."""
+    tensor.
+
+    Raises:
+        EnvError: with `log`, where a shaped reward is <= 0 (its log is -inf or NaN, which rl_games
+            trains on; surge stops before any is trained on, naming the flags that fix it).
+    """
     if shift:
         rewards = rewards + shift
     out = (rewards * scale).clamp(-clip if clip_low is None else clip_low, clip)
-    return out.log_() if log else out
+    if not log:
+        return out
+    if not bool((out > 0).all()):
+        raise EnvError(
+            f"--reward_log: a shaped reward is {float(out.min()):g} <= 0, whose log is not finite; "
+            "raise --reward_shift (or --reward_clip_low above 0) so that every shaped reward is positive."
+        )
+    return out.log_()
 
 
 def exploration_coeff(cfg: Config, env_frames: int, base: float) -> float:

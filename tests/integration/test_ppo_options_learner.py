@@ -235,6 +235,19 @@ def test_reward_log_takes_the_log_after_shift_scale_and_clip_as_rl_games_shaper(
     c.close()
 
 
+def test_reward_log_of_a_reward_that_is_not_positive_stops_before_training(tmp_path):
+    """rl_games trains on log(0) = -inf (cartpole's rewards, 0 and 1, minus 1 here: -1 and 0); surge names
+    the flags instead of training on it."""
+    from surge.errors import EnvError
+
+    _, c = _components(tmp_path, *FF, "--reward_shift=-1", "--reward_log=True")
+    sampler, slots = first_batch(c)
+    with pytest.raises(EnvError, match="--reward_log: a shaped reward is -?[0-9]+ <= 0.*--reward_shift"):
+        c.learner.prepare_batch(slots)
+    sampler.release(slots)
+    c.close()
+
+
 def test_exploration_schedule_sets_the_loss_coefficient_of_each_batch(tmp_path):
     _, c = _components(
         tmp_path,
