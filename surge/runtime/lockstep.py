@@ -108,6 +108,8 @@ def check_deterministic(cfg: Config) -> None:
         raise ConfigError(
             "deterministic", "needs a --seed: every random stream is seeded from it.", "give --seed=N."
         )
+    if cfg.serial_mode:
+        return  # the serial placement is exact already
     if get_algorithm(cfg.algo).feed is not Feed.ON_POLICY:
         raise ConfigError(
             "deterministic",
@@ -115,8 +117,6 @@ def check_deterministic(cfg: Config) -> None:
             "the fixed schedule does not cover.",
             fix + "use --serial_mode=True (exact, and resumable bit for bit).",
         )
-    if cfg.serial_mode:
-        return  # the serial placement is exact already
     refusals = [
         (cfg.distributed != "none", "distributed", "Ray sampler nodes ship blocks in no fixed order"),
         (cfg.num_policies > 1, "num_policies", "the schedule covers one policy"),
