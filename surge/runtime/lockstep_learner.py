@@ -65,9 +65,11 @@ def collect_lockstep(
     trained, unpublished = 0, False
 
     def receive(timeout: float) -> None:
+        """Takes the blocks received (waiting up to `timeout` for one when > 0) in order."""
         try:
             msg: BlockReady
-            for msg in ctx.learner_queue.get_many(timeout=timeout):  # decoded by `BLOCK_CODEC`
+            got = ctx.learner_queue.get_many(timeout=timeout, block=timeout > 0)
+            for msg in got:  # decoded by `BLOCK_CODEC`
                 order.add(msg.first_slot, msg.slots)
         except Empty:
             return
@@ -108,11 +110,13 @@ def collect_lockstep(
                 do(cmd)
         except Empty:
             pass
-        receive(0.05)
+        busy = False
         if unpublished and order.rounds_done > schedule.last_round(trained - 1):
             # every rollout acting with iteration trained - 1's weights is complete
             publish()
             allowed[p] = schedule.last_round(trained)
-            unpublished = False
+            unpublished, busy = False, True
         if not unpublished and trained < schedule.iteration_limit(int(budget[0])) and train_next():
-            unpublished = True
+            unpublished = busy = True
+        # waits for a block only when there was nothing to do: collection may wait for the publish
+        receive(0.0 if busy else 0.05)
