@@ -50,7 +50,9 @@ def serve_lockstep(ctx: InferenceContext, loop: InferenceLoop, beat_index: int) 
             answered[first] = (tag, t)
             pending[tag % splits][worker_idx] = (tag, first, n, t)
         blocked = False
-        while len(group := pending[turn]) == len(served):
+        while served and len(group := pending[turn]) == len(
+            served
+        ):  # (none: more inference workers than rollout workers)
             if batches[turn] // rollout > allowed[p]:
                 blocked = True  # the learner has not published this round's weights yet
                 break

@@ -52,10 +52,11 @@ def collect_lockstep(
     pool = shared.block_pool
     num_owners = cfg.num_workers * cfg.worker_num_splits
     order = BlockOrder(pool.blocks_per_owner * pool.block_size, num_owners)
+    # the env steps the workers count per round: one per agent step of a batched env's sub-env, one
+    # per env step of a multi-agent env (`EnvInfo.agents_per_step`)
+    round_slots = num_owners * pool.block_size
     schedule = Schedule(
-        num_owners * pool.block_size,
-        batcher.traj_per_batch,
-        cfg.num_workers * cfg.num_envs_per_worker * cfg.rollout,
+        round_slots, batcher.traj_per_batch, round_slots * cfg.rollout // shared.info.agents_per_step
     )
     frames_per_iteration = batcher.traj_per_batch * cfg.rollout * shared.info.frameskip
     assert shared.lockstep_rounds is not None
