@@ -22,6 +22,7 @@ from surge.learning.central_value import check_env_state
 from surge.learning.checks import check_algorithm_flags, check_device
 from surge.models.model_checks import check_model_flags
 from surge.population.checks import check_population, check_roles
+from surge.runtime.lockstep import check_deterministic
 from surge.runtime.memory_estimate import check_memory, estimate_memory
 from surge.runtime.ranks import check_data_parallel
 from surge.sampling.checks import check_mapping_name, check_policy_mapping
@@ -45,6 +46,7 @@ def validate_cfg(cfg: Config) -> None:
     check_population(cfg)
     check_train_eval(cfg)
     check_ray_flags(cfg)
+    check_deterministic(cfg)
     check_progress_bar(cfg.progress_bar)
     check_wandb(cfg)
     check_family_section(cfg)

@@ -71,6 +71,15 @@ class ExperimentParams:
         "so videos play at game speed (Sample Factory's flag; the Doom family sets 1).",
     )
     serial_mode: bool = param(False, "Run envs, inference and learning in one process (debugging, CI).")
+    deterministic: bool = param(
+        False,
+        "Async placement: a fixed schedule, so that two runs with the same --seed train bit-identical "
+        "weights: each inference batch is one split of every rollout worker at the same step, in "
+        "worker order; rollout r acts with the weights trained on rounds 0..r-2 (a lag of one round, "
+        "as double buffering gives); the learner takes blocks in (round, worker, split) order "
+        "(docs/reliability.md). APPO/PPO with one policy and inference processes only. The serial "
+        "placement is exact without it.",
+    )
 
 
 @dataclass

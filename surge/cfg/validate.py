@@ -52,6 +52,7 @@ ASYNC_ONLY = {
     "max_worker_restarts_per_hour": "there are no worker processes to replace",
     "default_niceness": "there are no child processes to renice",
     "train_in_background_thread": "training runs in the main loop, between rollouts",
+    "deterministic": "the serial placement is exact already: it resumes bit for bit",
 }
 
 

@@ -195,6 +195,8 @@ class AsyncPlacement:
             StopFlag(),
             self.actor_offset,
             self.run_actors,
+            # --deterministic: no rollout acts before the learner's first publish
+            torch.full((P,), -1, dtype=torch.int64).share_memory_() if cfg.deterministic else None,
         )
         # written by the rollout workers, which may be killed at any moment (`surge.runtime.pipe_queue`)
         self.learner_queues = [PipeQueue(codec=BLOCK_CODEC) for _ in range(P)]

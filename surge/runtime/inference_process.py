@@ -14,8 +14,9 @@ from queue import Empty
 
 import torch
 
-from surge.runtime.components import make_inference, make_model, torch_device
+from surge.runtime.components import make_inference, make_model, seed_everything, torch_device
 from surge.runtime.experiment_folder import run_log_file
+from surge.runtime.lockstep_inference import serve_lockstep
 from surge.runtime.messages import request_slots
 from surge.runtime.process_context import InferenceContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
@@ -42,6 +43,11 @@ def inference_process_main(ctx: InferenceContext) -> None:
         model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
         inference = make_inference(layout, model, device, p, shared.actor_offset, shared.run_actors)
+        if cfg.deterministic:  # its own seeded stream of action samples; env frames stay 0
+            assert cfg.seed is not None
+            seed_everything(cfg.seed + 1_000_003 * (1 + shared.inference_index(p, ctx.index)))
+            serve_lockstep(ctx, InferenceLoop(inference, shared.weights[p]), beat_index)
+            return
         # weights reloaded when the learner published (or the main process set) new ones; the
         # run's env frames as the main process counts them
         loop = InferenceLoop(inference, shared.weights[p], shared.env_frames.numpy())

@@ -36,6 +36,7 @@ from surge.runtime.components import make_learner, make_model, seed_everything, 
 from surge.runtime.data_parallel import join_data_parallel, leave_data_parallel
 from surge.runtime.experiment_folder import run_log_file
 from surge.runtime.learner_loop import LearnerLoop
+from surge.runtime.lockstep_learner import collect_lockstep
 from surge.runtime.messages import (
     BlockReady,
     DataParallelStopped,
@@ -91,6 +92,9 @@ def learner_process_main(ctx: LearnerContext) -> None:
             return shared.stop_flag.is_set()
 
         learner.should_stop = progress
+        lockstep = cfg.deterministic  # the fixed schedule (surge.runtime.lockstep_learner)
+        if lockstep:  # a batch is never left in the middle: the budget fixes what is trained
+            learner.should_stop = lambda: progress() and False
         # a data-parallel run (torchrun): this process joins the process group and takes rank 0's
         # state; a batch is never left in the middle (the other ranks take the same steps)
         dp = join_data_parallel(model, learner, device)
@@ -161,7 +165,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
             replay = type(item) is ReplayBlock
             t0 = time.monotonic()
             learner.diagnostics = with_diagnostics = cadence.due()
-            env_frames = int(shared.env_frames[0])
+            env_frames = int(shared.env_frames[0]) if item.env_frames is None else item.env_frames
             if replay:  # replay: copied out, released at once, trained at the replay ratio
                 maybe_stats = loop.observe(batch, functools.partial(pool.release, slots, p), env_frames)
                 if maybe_stats is None:
@@ -183,7 +187,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 pool.release(slots, p)  # on-policy: trajectories come back only after training
             stats["train_seconds"] = time.monotonic() - t0
             loop.finish_stats(stats)
-            if replay or not synchronous:
+            if (replay or not synchronous) and not lockstep:  # lockstep: its loop publishes
                 weights.publish(model, learner.policy_version)
             sent = cadence.report(stats, with_diagnostics)
             if sent is not None:
@@ -193,13 +197,26 @@ def learner_process_main(ctx: LearnerContext) -> None:
             if not in_item[0]:
                 beats[p] = time.monotonic()
 
-        trainer = TrainerThread(do) if cfg.train_in_background_thread else None
+        trainer = TrainerThread(do) if cfg.train_in_background_thread and not lockstep else None
         submit: Callable[[Any], None] = trainer.submit if trainer is not None else do
         drop: Callable[[], list[Any]] = trainer.drop_pending if trainer is not None else list
         try:
             replay = layout.algo.feed is Feed.REPLAY
             batcher = layout.make_batcher()
-            _collect(ctx, learner, batcher, ReplayBlock if replay else OnPolicyBatch, submit, drop, idle_beat)
+            if lockstep:
+                collect_lockstep(
+                    ctx,
+                    learner,
+                    batcher,
+                    lambda slots, frames: do(OnPolicyBatch(learner.prepare_batch(slots), slots, frames)),
+                    lambda: weights.publish(model, learner.policy_version),
+                    do,
+                    idle_beat,
+                )
+            else:
+                _collect(
+                    ctx, learner, batcher, ReplayBlock if replay else OnPolicyBatch, submit, drop, idle_beat
+                )
         finally:
             if trainer is not None:
                 trainer.finish()
@@ -216,6 +233,7 @@ class OnPolicyBatch:
 
     batch: TrajectoryBatch
     slots: torch.Tensor
+    env_frames: int | None = None  # the schedules' env frames; None: the run's (shared) count
 
 
 @dataclass(frozen=True)
@@ -225,6 +243,7 @@ class ReplayBlock:
 
     batch: TrajectoryBatch
     slots: torch.Tensor
+    env_frames: int | None = None
 
 
 #: commands the learner runs in order with its batches (see the module docstring)

@@ -23,7 +23,7 @@ import torch
 
 from surge.data.routing import OwnSlots
 from surge.runtime.commands import SetRewardShaping
-from surge.runtime.components import make_rollout_worker
+from surge.runtime.components import make_rollout_worker, seed_everything
 from surge.runtime.experiment_folder import run_log_file
 from surge.runtime.messages import (
     BlockReady,
@@ -60,6 +60,9 @@ def rollout_process_main(ctx: RolloutContext) -> None:
     )
 
     def loop() -> None:
+        if cfg.deterministic:  # the worker's own stream (the decorrelation's random steps)
+            assert cfg.seed is not None
+            seed_everything(cfg.seed + 1_000_003 * (1 + w) + 7)
         worker = make_rollout_worker(layout, w)
         try:
             _drain(ctx.worker_queue)
