@@ -247,6 +247,12 @@ def damage(path: Path, error: BaseException) -> str | None:
     content = isinstance(error, (EOFError, zipfile.BadZipFile, pickle.UnpicklingError)) or (
         isinstance(error, RuntimeError) and any(m in str(error) for m in _TORCH_FORMAT_ERRORS)
     )
+    if not content:  # torch reads a file that is not a zip as a legacy pickle, whose errors on
+        try:  # random bytes can be of any type (ValueError, UnicodeDecodeError, ...)
+            with open(path, "rb") as f:
+                content = f.read(4) != ZIP_MAGIC  # surge writes torch's zip format only
+        except OSError:
+            return None
     if not content and not (isinstance(error, OSError) and error.errno == errno.EINVAL):
         return None
     try:
@@ -263,6 +269,7 @@ def damage(path: Path, error: BaseException) -> str | None:
     return f"{size} bytes, not a complete torch file: {type(error).__name__}: {detail}"
 
 
+ZIP_MAGIC = b"PK\x03\x04"  # the first bytes of every file torch.save writes (its zip format)
 # torch's messages for a file that is not a (complete) torch zip file
 _TORCH_FORMAT_ERRORS = ("PytorchStreamReader", "zip archive", "legacy .tar format", "invalid header")
 

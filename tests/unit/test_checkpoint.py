@@ -64,11 +64,15 @@ def _damage(path, how: str) -> None:
         path.write_bytes(data[: len(data) // 2])
     elif how == "garbage":
         path.write_bytes(os.urandom(len(data)))
+    elif how == "not_utf8":  # torch reads a non-zip file as a legacy pickle: a UnicodeDecodeError
+        path.write_bytes(b"\x80\x02X\x03\x00\x00\x00\xcc\xcc\xcc" + b"." * 50)
+    elif how == "empty_stack":  # ... or an IndexError (8% of random files raised one of these two)
+        path.write_bytes(b"\x80\x02." * 30)
     else:
         path.write_bytes(b"")
 
 
-@pytest.mark.parametrize("how", ["truncated", "garbage", "empty"])
+@pytest.mark.parametrize("how", ["truncated", "garbage", "empty", "not_utf8", "empty_stack"])
 def test_a_damaged_latest_checkpoint_is_moved_aside_and_the_previous_one_loads(tmp_path, caplog, how):
     m = CheckpointManager(tmp_path, keep_checkpoints=5)
     m.save({"v": 1, "big": torch.randn(1000)}, 1, 100)
