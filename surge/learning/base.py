@@ -17,11 +17,11 @@ from surge.cfg.config import Config
 from surge.cfg.policy_hyperparams import PolicyHyperparams
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.data.trajectory_batch import TrajectoryBatch
-from surge.errors import EnvError
 from surge.learning.amp import make_grad_scaler
 from surge.learning.kl_adaptive import KLAdaptiveLR
 from surge.learning.popart import preserve_outputs
 from surge.learning.returns import gae
+from surge.learning.reward_shaping import shaped_rewards
 from surge.models.actor_critic import ActorCritic
 
 #: what the learners take as a batch: `prepare_batch`'s `TrajectoryBatch`, or a dict of the same
@@ -31,32 +31,6 @@ Batch = TrajectoryBatch | dict[str, Any]
 
 def _never() -> bool:
     return False
-
-
-def shaped_rewards(
-    rewards: Tensor, shift: float, scale: float, clip: float, clip_low: float | None = None, log: bool = False
-) -> Tensor:
-    """`clamp((rewards + shift) * scale, low, clip)` with `low = -clip` unless `clip_low` is
-    given, then its natural log with `log`: rl_games' `DefaultRewardsShaper`
-    (rl_games/common/tr_helpers.py: shift_value, then scale_value, then min_val/max_val, then
-    log_val), the shift added only when it is not 0. `rewards` any shape, float32; returns a new
-    tensor.
-
-    Raises:
-        EnvError: with `log`, where a shaped reward is <= 0 (its log is -inf or NaN, which rl_games
-            trains on; surge stops before any is trained on, naming the flags that fix it).
-    """
-    if shift:
-        rewards = rewards + shift
-    out = (rewards * scale).clamp(-clip if clip_low is None else clip_low, clip)
-    if not log:
-        return out
-    if not bool((out > 0).all()):
-        raise EnvError(
-            f"--reward_log: a shaped reward is {float(out.min()):g} <= 0, whose log is not finite; "
-            "raise --reward_shift (or --reward_clip_low above 0) so that every shaped reward is positive."
-        )
-    return out.log_()
 
 
 def exploration_coeff(cfg: Config, env_frames: int, base: float) -> float:

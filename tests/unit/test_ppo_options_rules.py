@@ -13,8 +13,8 @@ from surge.algorithms.appo.config import APPOParams
 from surge.app.resolve import parse_cfg
 from surge.cfg.config import algo_params
 from surge.errors import ConfigError
-from surge.learning.base import shaped_rewards
 from surge.learning.kl_adaptive import KLAdaptiveLR, adaptive_lr_update
+from surge.learning.reward_shaping import shaped_rewards
 from surge.models.distributions import GaussianDistribution
 from surge.sampling.env_actions import BoxActionMap
 

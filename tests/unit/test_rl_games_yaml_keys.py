@@ -110,7 +110,7 @@ def test_asymmetric_reward_clip_matches_rl_games(bounds):
     surge's shaped_rewards with --reward_clip_low gives rl_games' DefaultRewardsShaper."""
     from rl_games.common.tr_helpers import DefaultRewardsShaper
 
-    from surge.learning.base import shaped_rewards
+    from surge.learning.reward_shaping import shaped_rewards
 
     data = copy.deepcopy(load("ppo_cartpole.yaml"))
     data["params"]["config"]["reward_shaper"] = {"scale_value": 0.1, **bounds}
