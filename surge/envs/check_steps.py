@@ -17,6 +17,7 @@ import numpy as np
 
 from surge.cfg.config import Config
 from surge.envs.action_masks import MASK_KEY, check_mask_space, has_action_mask, sample_legal
+from surge.envs.batched import BatchedInfo
 from surge.envs.check_findings import NOT_AN_ARRAY, OUT_OF_BOUNDS, Findings, clean_gymnasium_text
 from surge.envs.check_spaces import check_declared_spaces
 from surge.errors import EnvError, SurgeError
@@ -335,6 +336,24 @@ def _check_list(value: Any, what: str, n: int, where: str) -> None:
         )
 
 
+def _step_infos(infos: Any, n: int, batched: bool, where: str) -> Any:
+    """A step's infos as one dict per agent: a batched env (`is_batched`) returns one
+    `BatchedInfo` for all its envs (its `inactive`: `[n]` bool or None), which becomes each agent's
+    `is_active`; any other multi-agent env a list of `n` dicts."""
+    if batched and isinstance(infos, BatchedInfo):
+        inactive = infos.inactive
+        if inactive is None:
+            return [{} for _ in range(n)]
+        if np.shape(inactive) != (n,):
+            raise EnvError(
+                f"{where} returned a BatchedInfo whose inactive has shape {np.shape(inactive)}; it must "
+                f"be None or [num_agents] = [{n}] bools."
+            )
+        return [{"is_active": not bool(x)} for x in inactive]
+    _check_list(infos, "infos", n, where)
+    return infos
+
+
 def check_multi_agent(
     env: Any, cfg: Config | None, num_steps: int, found: Findings, legal_counts: list[int] | None = None
 ) -> None:
@@ -344,6 +363,7 @@ def check_multi_agent(
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 1:
         raise EnvError(f"num_agents is {n!r}: a multi-agent env needs num_agents, an int >= 1.")
     n = int(n)
+    batched = bool(getattr(env, "is_batched", False))
     check_declared_spaces(env, cfg, found)
     obs_space = env.observation_space
     _check_reset_signature(env)
@@ -389,9 +409,10 @@ def check_multi_agent(
                 "(obs, rewards, terminated, truncated, infos), one item per agent in each."
             )
         obs, rewards, terminated, truncated, infos = result
-        names = ("observations", "rewards", "terminated flags", "truncated flags", "infos")
-        for items, what in zip(result, names, strict=True):
+        names = ("observations", "rewards", "terminated flags", "truncated flags")
+        for items, what in zip(result[:4], names, strict=True):
             _check_list(items, what, n, where)
+        infos = _step_infos(infos, n, batched, where)
         for i in range(n):
             at = f"{where}, agent {i}"
             _check_obs(obs[i], obs_space, at, found)

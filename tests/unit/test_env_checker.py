@@ -153,6 +153,28 @@ def test_multi_agent_env_passes_and_wrong_list_length_is_named():
         check_env(MultiAgentEnv(num_agents=0))
 
 
+def test_batched_families_pass_with_their_batched_info():
+    """A batched family (`is_batched`: EnvPool's, gymnasium's vector env) returns one BatchedInfo a
+    step, not a list of infos: check-env refused every one of them before."""
+    pytest.importorskip("envpool")
+    assert isinstance(check_env("envpool_breakout", num_steps=20), list)
+    assert isinstance(check_env("envpool_dmc_cartpole_balance", num_steps=20), list)
+
+
+def test_a_batched_info_of_the_wrong_size_is_named():
+    from surge.envs.batched import BatchedInfo
+
+    class Batched(MultiAgentEnv):
+        is_batched = True
+
+        def step(self, actions):
+            o, r, te, tr, _ = super().step(actions)
+            return o, r, te, tr, BatchedInfo(inactive=np.zeros(self.num_agents + 1, bool))
+
+    with pytest.raises(EnvError, match=r"BatchedInfo whose inactive has shape \(3,\).*\[2\] bools"):
+        check_env(Batched())
+
+
 def test_env_names_are_made_and_checked():
     assert isinstance(check_env("CartPole-v1", num_steps=20), list)
     with pytest.raises(ConfigError):
