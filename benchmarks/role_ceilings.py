@@ -25,7 +25,10 @@ batches) and run for `--seconds` after a warm-up:
   each env call timed (the env's own step time; the rest is the framework's per-step Python).
 - serial: the serial placement's loop (sampler, in-process acting, `LearnerLoop`) for the same
   time, and the rate the ceilings predict for it: its roles share one process, so
-  1 / rate = Σ_roles 1 / ceiling.
+  1 / rate = Σ_roles 1 / ceiling. A second, timed run gives what each role costs inside it, to
+  set beside what it costs alone.
+
+The process keeps freed memory as a training run's does (`retain_freed_memory`).
 
 Figures: env frames (agent steps × frameskip); rate per wall second and per CPU second of this
 process (`time.process_time`: all its threads); CPU µs per env frame. Host and compute are CPU
@@ -57,6 +60,7 @@ from process_cpu import _processes  # noqa: E402
 from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.runtime.components import Components, build_components  # noqa: E402
 from surge.runtime.learner_loop import LearnerLoop  # noqa: E402
+from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
 from surge.runtime.serial_sampler import SerialSampler  # noqa: E402
 from surge.sampling.inference_loop import InferenceLoop  # noqa: E402
 from surge.sampling.rollout_loop import RolloutLoop  # noqa: E402
@@ -319,13 +323,7 @@ def rollout_alone(config: str, device: str, seconds: float) -> Ceiling:
         g0 = _children_cpu()
         plain = _run(c, seconds, step, 20, lambda: None)
         game = _children_cpu() - g0
-        env, standin = Timed(c), Timed(c)
-        for wk in c.workers:
-            for split in wk.splits:
-                for e in split.envs:  # instance attributes: the worker's type check still sees the env
-                    for name in ("step", "step_one"):
-                        if hasattr(e, name):
-                            setattr(e, name, env.wrap(getattr(e, name)))
+        env, standin = _timed_envs(c), Timed(c)
         act = standin.wrap(act)
         timed = _run(c, seconds, step, 5, lambda: (env.reset(), standin.reset()))
         overhead = _timer_overhead(c)
@@ -342,6 +340,19 @@ def rollout_alone(config: str, device: str, seconds: float) -> Ceiling:
         c.close()
 
 
+def _timed_envs(c: Components) -> Timed:
+    """Wraps every env call of the run's workers (`step`, and `step_one` of a single-agent env) in
+    one `Timed`, which it returns."""
+    env = Timed(c)
+    for wk in c.workers:
+        for split in wk.splits:
+            for e in split.envs:  # instance attributes: the worker's type check still sees the env
+                for name in ("step", "step_one"):
+                    if hasattr(e, name):
+                        setattr(e, name, env.wrap(getattr(e, name)))
+    return env
+
+
 def _timer_overhead(c: Components, n: int = 20000) -> float:
     """Thread CPU seconds a `Timed` wrapper itself adds to what it measures, per call."""
     t = Timed(c)
@@ -353,7 +364,11 @@ def _timer_overhead(c: Components, n: int = 20000) -> float:
 
 def serial(config: str, device: str, seconds: float) -> Ceiling:
     """The serial placement's loop: sampler steps, each batch trained as it is ready and released,
-    inference acting with the learner's new version (as `surge.runtime.serial` does)."""
+    inference acting with the learner's new version (as `surge.runtime.serial` does). Two runs of
+    `seconds` like `rollout_alone`'s; parts: learner_us (`LearnerLoop.train`), inference_us (the
+    in-process acting), env_us, game_us, rest_us (the plain run's thread CPU minus those three:
+    the rollout loop's Python, the batcher): what each role costs inside the one process, to set
+    beside its cost alone."""
     c = _components(config, device)
     try:
         sampler = SerialSampler(c)
@@ -370,8 +385,22 @@ def serial(config: str, device: str, seconds: float) -> Ceiling:
             return sum(wk.pop_env_steps() for wk in c.workers) * frame
 
         g0 = _children_cpu()
-        w = _run(c, seconds, step, 20, lambda: None)
-        return Ceiling("serial", w.frames, w.wall, w.cpu, {"game_us": _us(_children_cpu() - g0, w.frames)})
+        plain = _run(c, seconds, step, 20, lambda: None)
+        game = _children_cpu() - g0
+        env, train, acting = _timed_envs(c), Timed(c), Timed(c)
+        loop.train = train.wrap(loop.train)  # type: ignore[method-assign]
+        sampler.acting = acting.wrap(sampler.acting)  # type: ignore[assignment]
+        timed = _run(c, seconds, step, 5, lambda: (env.reset(), train.reset(), acting.reset()))
+        env_us = _us(env.seconds - env.calls * _timer_overhead(c), timed.frames)
+        learner_us, inference_us = _us(train.seconds, timed.frames), _us(acting.seconds, timed.frames)
+        parts = {
+            "learner_us": learner_us,
+            "inference_us": inference_us,
+            "env_us": env_us,
+            "game_us": _us(game, plain.frames),
+            "rest_us": _us(plain.thread, plain.frames) - learner_us - inference_us - env_us,
+        }
+        return Ceiling("serial", plain.frames, plain.wall, plain.cpu, parts)
     finally:
         c.close()
 
@@ -425,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the figures as JSON here")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
+    retain_freed_memory()  # as a training run's process keeps freed memory (`surge.app.training_run`)
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     out = {}
     for name in a.config:

@@ -32,7 +32,7 @@ def one_torch_thread():
 
 
 def test_roles_alone_predict_the_serial_rate(one_torch_thread):
-    res = role_ceilings.measure("cartpole", "cpu", seconds=0.5)
+    res = role_ceilings.measure("cartpole", "cpu", seconds=0.4)
     assert set(res) == {"learner", "inference", "rollout", "serial"}
     for r in res.values():
         for value in (r.fps_wall, r.fps_cpu, *r.parts.values()):
