@@ -171,18 +171,25 @@ class Timed:
         self.seconds, self.calls = 0.0, 0
 
     def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        c = self.c
+        c, clock = self.c, time.thread_time
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             _sync(c)
-            t0 = time.thread_time()
+            t0 = clock()
             out = fn(*args, **kwargs)
             _sync(c)
-            self.seconds += time.thread_time() - t0
+            self.seconds += clock() - t0
             self.calls += 1
             return out
 
-        return wrapper
+        def lean(*args: Any, **kwargs: Any) -> Any:  # on the CPU: no GPU to wait for, less overhead
+            t0 = clock()
+            out = fn(*args, **kwargs)
+            self.seconds += clock() - t0
+            self.calls += 1
+            return out
+
+        return wrapper if c.device.type == "cuda" else lean
 
 
 def _us(seconds: float, frames: int) -> float:
@@ -299,8 +306,9 @@ def _instant_actions(c: Components, pool: int = 16) -> Callable[[list[tuple[int,
 def rollout_alone(config: str, device: str, seconds: float) -> Ceiling:
     """A rollout loop stepping real envs with instant actions, every finished block released at
     once (module docstring). Two runs of `seconds`: plain (the rates), then with each env call
-    timed; parts: env_us (the env calls), game_us (CPU of the env's own processes), framework_us
-    (the plain run's thread CPU minus env and stand-in), standin_us (writing the actions)."""
+    timed (the parts); parts: env_us (the env calls), game_us (CPU of the env's own processes, in
+    the plain run), framework_us (the timed run's thread CPU outside env calls and stand-in),
+    standin_us (writing the actions)."""
     c = _components(config, device)
     try:
         pool, size = c.block_pool, c.block_pool.block_size
@@ -326,14 +334,12 @@ def rollout_alone(config: str, device: str, seconds: float) -> Ceiling:
         env, standin = _timed_envs(c), Timed(c)
         act = standin.wrap(act)
         timed = _run(c, seconds, step, 5, lambda: (env.reset(), standin.reset()))
-        overhead = _timer_overhead(c)
-        env_us = _us(env.seconds - env.calls * overhead, timed.frames)
-        standin_us = _us(standin.seconds - standin.calls * overhead, timed.frames)
+        split = _split_thread(timed, {"env": env, "standin": standin}, c)
         parts = {
-            "env_us": env_us,
+            "env_us": split["env_us"],
             "game_us": _us(game, plain.frames),
-            "framework_us": _us(plain.thread, plain.frames) - env_us - standin_us,
-            "standin_us": standin_us,
+            "framework_us": split["rest_us"],
+            "standin_us": split["standin_us"],
         }
         return Ceiling("rollout", plain.frames, plain.wall, plain.cpu, parts)
     finally:
@@ -353,20 +359,33 @@ def _timed_envs(c: Components) -> Timed:
     return env
 
 
-def _timer_overhead(c: Components, n: int = 20000) -> float:
-    """Thread CPU seconds a `Timed` wrapper itself adds to what it measures, per call."""
+def _timer_overhead(c: Components, n: int = 20000) -> tuple[float, float]:
+    """Thread CPU seconds per call that a `Timed` wrapper adds: (inside, whole). `inside` is in
+    what it measures (between its two clock readings), `whole` is all it costs its caller; the rest
+    (`whole - inside`) falls outside, into what the caller's own time is taken to be."""
     t = Timed(c)
     f = t.wrap(lambda: None)
+    t0 = time.thread_time()
     for _ in range(n):
         f()
-    return t.seconds / n
+    return t.seconds / n, (time.thread_time() - t0) / n
+
+
+def _split_thread(w: Window, timed: dict[str, Timed], c: Components) -> dict[str, float]:
+    """CPU µs per env frame of each wrapped part of the timed run `w` (their wrappers' overhead
+    taken out) and "rest_us", the thread's CPU outside them."""
+    inside, whole = _timer_overhead(c)
+    parts = {f"{k}_us": _us(t.seconds - t.calls * inside, w.frames) for k, t in timed.items()}
+    calls = sum(t.calls for t in timed.values())
+    parts["rest_us"] = _us(w.thread - calls * whole, w.frames) - sum(parts.values())
+    return parts
 
 
 def serial(config: str, device: str, seconds: float) -> Ceiling:
     """The serial placement's loop: sampler steps, each batch trained as it is ready and released,
     inference acting with the learner's new version (as `surge.runtime.serial` does). Two runs of
     `seconds` like `rollout_alone`'s; parts: learner_us (`LearnerLoop.train`), inference_us (the
-    in-process acting), env_us, game_us, rest_us (the plain run's thread CPU minus those three:
+    in-process acting), env_us, game_us, rest_us (the timed run's thread CPU outside those three:
     the rollout loop's Python, the batcher): what each role costs inside the one process, to set
     beside its cost alone."""
     c = _components(config, device)
@@ -391,15 +410,8 @@ def serial(config: str, device: str, seconds: float) -> Ceiling:
         loop.train = train.wrap(loop.train)  # type: ignore[method-assign]
         sampler.acting = acting.wrap(sampler.acting)  # type: ignore[assignment]
         timed = _run(c, seconds, step, 5, lambda: (env.reset(), train.reset(), acting.reset()))
-        env_us = _us(env.seconds - env.calls * _timer_overhead(c), timed.frames)
-        learner_us, inference_us = _us(train.seconds, timed.frames), _us(acting.seconds, timed.frames)
-        parts = {
-            "learner_us": learner_us,
-            "inference_us": inference_us,
-            "env_us": env_us,
-            "game_us": _us(game, plain.frames),
-            "rest_us": _us(plain.thread, plain.frames) - learner_us - inference_us - env_us,
-        }
+        parts = _split_thread(timed, {"learner": train, "inference": acting, "env": env}, c)
+        parts["game_us"] = _us(game, plain.frames)
         return Ceiling("serial", plain.frames, plain.wall, plain.cpu, parts)
     finally:
         c.close()
