@@ -58,6 +58,7 @@ from configs import CONFIGS  # noqa: E402
 from process_cpu import _processes  # noqa: E402
 
 from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.data.trajectory import tree_map  # noqa: E402
 from surge.runtime.components import Components, build_components  # noqa: E402
 from surge.runtime.learner_loop import LearnerLoop  # noqa: E402
 from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
@@ -250,12 +251,16 @@ def inference_alone(config: str, device: str, seconds: float) -> Ceiling:
     parts: host_us (`infer` minus `act`), compute_us (`act`)."""
     c = _components(config, device)
     try:
-        hold_batches(c, 1)  # real observations in the buffers
+        held = hold_batches(c, 1)[0]
+        splits = [w.splits[s] for w in c.workers for s in range(len(w.splits))]
+        for split in splits:  # real observations at every t of the requested slots (else zeros)
+            index = torch.as_tensor(split.np_slots)
+            source = held[torch.arange(len(index)) % len(held)]
+            tree_map(lambda x: x.index_copy_(0, index, x[source]), c.buffers.obs)  # noqa: B023
         inference = c.inferences[0]
         loop = InferenceLoop(inference)
         act = Timed(c)
         inference.act = act.wrap(inference.act)
-        splits = [w.splits[s] for w in c.workers for s in range(len(w.splits))]
         rows = sum(len(s.slots) for s in splits)
         ts = itertools.cycle(range(c.cfg.rollout))
         frame = c.info.frameskip
