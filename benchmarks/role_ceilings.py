@@ -32,7 +32,8 @@ The process keeps freed memory as a training run's does (`retain_freed_memory`).
 
 Figures: env frames (agent steps × frameskip); rate per wall second and per CPU second of this
 process (`time.process_time`: all its threads); CPU µs per env frame. Host and compute are CPU
-seconds of this thread (`time.thread_time`), the GPU synchronized before each reading on cuda. The
+seconds of this thread (`time.thread_time`), the GPU synchronized before each reading on cuda
+(`torch.cuda.synchronize` usually waits busily, so there "compute" is mostly the GPU's time). The
 env's game processes (ViZDoom's engine) are other processes: their CPU is reported apart ("game")
 and is not in the process's CPU.
 """
@@ -93,6 +94,7 @@ class Ceiling:
         return self.cpu_s / self.frames * 1e6
 
     def row(self) -> dict[str, Any]:
+        """The figures as one flat dict (the JSON of `--out`)."""
         return {
             "role": self.role,
             "frames": self.frames,
