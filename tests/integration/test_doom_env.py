@@ -3,16 +3,20 @@ bots, episode ends, reward-shaping flags, and nothing left in /dev/shm or the pr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from shm_leftovers import shm_left_since
 
 pytest.importorskip("vizdoom")
 pytest.importorskip("cv2")
@@ -29,27 +33,57 @@ def doom_shm() -> set[str]:
     return {p.name for p in SHM.glob("ViZDoom*")} if SHM.is_dir() else set()
 
 
-def engine_pids() -> set[int]:
-    """Live (not zombie) vizdoom engine and launcher processes of this user."""
+#: set in a test's environment, inherited by its runs' processes and their VizDoom engines: tells
+#: a test's engines apart from those of a test beside it (pytest-xdist runs two modules at a time)
+TAG_VAR = "SURGE_DOOM_TEST_TAG"
+
+
+def _has_tag(pid: int, tag: str) -> bool:
+    try:
+        return f"{TAG_VAR}={tag}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def engine_pids(tag: str | None = None) -> set[int]:
+    """Live (not zombie) vizdoom engine and launcher processes of this user; with `tag`, only
+    those started under `doom_leftovers(tag)`."""
     out = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
     pids = set()
     for line in out.splitlines():
         pid, stat, args = line.strip().split(None, 2)
         if "Z" not in stat and ("vizdoom/vizdoom " in args or "vizdoom_launcher" in args):
-            pids.add(int(pid))
+            if tag is None or _has_tag(int(pid), tag):
+                pids.add(int(pid))
     return pids
+
+
+@contextlib.contextmanager
+def doom_leftovers() -> Iterator[str]:
+    """Fails if the block leaves VizDoom engines of its own (they carry the block's `TAG_VAR`)
+    or VizDoom shared memory that no live process holds (`shm_left_since`; a test beside this one
+    holds its own segments while it runs), within 10 s of its end. Yields the tag."""
+    tag = uuid.uuid4().hex
+    shm = doom_shm()
+    os.environ[TAG_VAR] = tag
+    try:
+        yield tag
+    finally:
+        os.environ.pop(TAG_VAR, None)
+    deadline = time.time() + 10
+    while time.time() < deadline and engine_pids(tag):
+        time.sleep(0.2)
+    assert engine_pids(tag) == set(), "VizDoom engine processes left behind"
+    assert {n for n in shm_left_since(shm) if n.startswith("ViZDoom")} == set(), (
+        "VizDoom shared memory left behind"
+    )
 
 
 @pytest.fixture
 def no_leftovers():
     """Fails the test if it leaves VizDoom shared memory or engine processes behind."""
-    shm, procs = doom_shm(), engine_pids()
-    yield
-    deadline = time.time() + 10
-    while time.time() < deadline and (doom_shm() - shm or engine_pids() - procs):
-        time.sleep(0.2)
-    assert doom_shm() - shm == set(), "VizDoom shared memory left behind"
-    assert engine_pids() - procs == set(), "VizDoom engine processes left behind"
+    with doom_leftovers() as tag:
+        yield tag
 
 
 def doom_env(name: str, *flags: str):
@@ -245,6 +279,8 @@ def test_sigkill_leaves_no_engine_and_no_shared_memory(name, tmp_path, no_leftov
     try:
         assert p.stdout.readline().strip() == "ready"
         assert doom_shm() - before, "the game should hold shared memory while it runs"
+        # the engine carries the test's tag, so the leftover check sees this test's engines
+        assert engine_pids(no_leftovers), "the running engine should carry the test's tag"
     finally:
         os.kill(p.pid, signal.SIGKILL)
         p.wait(10)

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("vizdoom")
 pytest.importorskip("cv2")
 
-from test_doom_env import doom_shm, engine_pids  # noqa: E402  (same folder, on sys.path)
+from test_doom_env import doom_leftovers  # noqa: E402  (same folder, on sys.path)
 
 from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.app.training_run import train  # noqa: E402
@@ -58,11 +58,10 @@ def _checkpoints(tmp_path):
 )
 @pytest.mark.slow
 def test_async_training_on_doom(tmp_path, env, extra):
-    shm, procs = doom_shm(), engine_pids()
-    assert train(_cfg(tmp_path, env, *extra)) == "done"
+    with doom_leftovers():
+        assert train(_cfg(tmp_path, env, *extra)) == "done"
     frames = int(_checkpoints(tmp_path)[-1].stem.rsplit("_f", 1)[1])  # checkpoint_v<version>_f<env frames>
     assert frames >= int(extra[-1].split("=")[1])
-    assert doom_shm() - shm == set() and engine_pids() - procs == set()
 
 
 @pytest.mark.slow
@@ -74,16 +73,15 @@ def test_doom_duel_trains_one_policy_per_player(tmp_path):
 
     from surge.enjoy import enjoy
 
-    shm, procs = doom_shm(), engine_pids()
     extra = ["--num_workers=1", "--num_envs_per_worker=1", "--worker_num_splits=1"]
     extra += ["--num_policies=2", "--policy_mapping=agent_index", "--train_for_env_steps=2000"]
-    assert train(_cfg(tmp_path, "doom_duel", *extra)) == "done"
+    with doom_leftovers():
+        assert train(_cfg(tmp_path, "doom_duel", *extra)) == "done"
     for p in (0, 1):
         ckpts = sorted((tmp_path / "exp" / f"checkpoint_p{p}").glob("checkpoint_*.pth"))
         state = torch.load(ckpts[-1], weights_only=True)
         assert state["env_frames"] >= 2000 and state["learner"]["policy_version"] > 0
         assert list((tmp_path / "exp" / "summaries" / str(p)).glob("events.out.tfevents.*"))
-    assert doom_shm() - shm == set() and engine_pids() - procs == set()
     ev = [
         "--env=doom_duel",
         "--experiment=exp",
