@@ -6,7 +6,8 @@ Scenarios (CartPole-v1 in a subprocess, `python -m surge.train`; the env raises 
 
 - `appo`: async APPO, two policies with PBT, an RNN. Each kill picks a role at random among
   rollout, inference, learner, evaluator and main (the main process), then a process of it, and
-  SIGKILL or SIGSTOP at random (the main process: SIGKILL only, see below). A rollout or inference
+  SIGKILL or SIGSTOP at random (the roles of `--sigkill_only`, by default the main process, see
+  below, SIGKILL only). A rollout or inference
   worker must be replaced by the run (a SIGSTOPped one found hung by its heartbeat,
   `--heartbeat_timeout_sec`); a learner or evaluator ends the run (the main process writes the
   final checkpoints) and a killed main process takes every child with it: the soak then starts
@@ -62,9 +63,15 @@ COMMON = [a for a in ft.COMMON if not a.startswith("--use_rnn")]
 FLAKY = ["--env_wrappers", "surge.envs.fault_injection:FlakyStep"]
 SCENARIOS: dict[str, list[str]] = {
     # fmt: off
-    "appo": ["--num_policies=2", "--with_pbt=True", "--pbt_period_env_steps=20000",
-             "--pbt_start_mutation=20000", "--use_rnn=True", *FLAKY],
-    "dqn": ["--algo=DQN", "--save_replay_buffer=True", "--use_rnn=False", *FLAKY],
+    "appo": [
+        "--num_policies=2",
+        "--with_pbt=True",
+        "--pbt_period_env_steps=20000",
+        "--pbt_start_mutation=20000",
+        "--use_rnn=True",
+        *FLAKY,
+    ],
+    "dqn": ["--algo=DQN", "--save_replay_buffer=True", "--use_rnn=False", "--exploration_fraction=0", *FLAKY],
     "ray": ["--use_rnn=False", "--num_envs_per_worker=8"],
     # fmt: on
 }
@@ -90,6 +97,8 @@ class Soak:
         self.cluster: Any = None
         self.proc: subprocess.Popen | None = None
         self.t0 = time.time()
+        self.failed_starts = 0  # starts in a row that ended before training
+        self.remedied_at = -1e9  # when the soak last SIGKILLed a stopped process the run missed
         self.resolve_timeout = args.heartbeat_timeout_sec + 120.0
 
     # -- the run ------------------------------------------------------------------------------
@@ -125,8 +134,9 @@ class Soak:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def up(self) -> bool:
-        """Whether the current start of the command reported env frames."""
-        return bool(re.search(r"Total env frames: [1-9]", self.text()[self.starts[-1]["offset"] :]))
+        """Whether the current start of the command reported env frames and is not stopping."""
+        text = self.text()[self.starts[-1]["offset"] :]
+        return bool(re.search(r"Total env frames: [1-9]", text)) and "Stopping:" not in text
 
     def processes(self) -> dict[int, str]:
         """pid -> title of each living process of the run (the main process titled `main`, the Ray
@@ -161,7 +171,7 @@ class Soak:
                 continue
             self.samples.append({"t": t, "pid": pid, "title": title, "rss": rss, "fds": n})
             fds += n
-        self.totals.append((t, fds, len(os.listdir("/dev/shm"))))
+        self.totals.append((t, fds, _our_shm()))
 
     def sample_loop(self, stop: threading.Event) -> None:
         while not stop.wait(self.args.sample_every):
@@ -179,7 +189,8 @@ class Soak:
             return False
         role = self.rng.choice(sorted(cands))
         pid, title = self.rng.choice(cands[role])
-        sig = signal.SIGKILL if role == "main" else self.rng.choice([signal.SIGKILL, signal.SIGSTOP])
+        sigkill_only = role in self.args.sigkill_only
+        sig = signal.SIGKILL if sigkill_only else self.rng.choice([signal.SIGKILL, signal.SIGSTOP])
         text = self.text()
         victims = self.cluster.sampler_node_pids() if role == "sampler_node" else [pid]
         for v in victims:
@@ -194,8 +205,10 @@ class Soak:
         })  # fmt: skip
         return True
 
-    def resolve(self) -> None:
-        """Marks each pending kill resolved by what the log says (module docstring)."""
+    def resolve(self) -> bool:
+        """Marks each pending kill resolved by what the log says (module docstring); True when
+        the soak itself SIGKILLed a stopped process that the run did not notice."""
+        remedied = False
         raw = self.log.read_bytes() if self.log.exists() else b""
         for k in self.kills:
             if k["resolved_by"] is not None:
@@ -206,7 +219,9 @@ class Soak:
                 m = re.search(rf"Process {re.escape(k['name'])} (.*?): replacing it", after)
                 if m:
                     how, extra = "replacement", {"detected_as": m.group(1)}
-                    d = re.search(r"partial rollout\(s\) are discarded \(at most (\d+) agent steps\)", after[m.end() :])
+                    d = re.search(
+                        r"partial rollout\(s\) are discarded \(at most (\d+) agent steps\)", after[m.end() :]
+                    )
                     if k["role"] == "rollout" and d:
                         extra["discarded_steps"] = int(d.group(1))
             elif k["role"] == "sampler_node" and re.search(r"Sampler node \d+ was lost", after):
@@ -214,7 +229,9 @@ class Soak:
             later = [s for s in self.starts if s["t"] > k["t"]]
             if how is None and later:
                 start = later[0]
-                m = re.search(r"Resumed from env frame (\d+)", raw[start["offset"] :].decode(errors="replace"))
+                m = re.search(
+                    r"Resumed from env frame (\d+)", raw[start["offset"] :].decode(errors="replace")
+                )
                 if m:
                     ended_at = ft._last_frames(raw[: start["offset"]].decode(errors="replace"))
                     resumed = int(m.group(1))
@@ -225,11 +242,14 @@ class Soak:
                 k.update(resolved_by=how, resolved_after_s=round(self.now() - k["t"], 1), **extra)
             elif self.now() - k["t"] > self.resolve_timeout:
                 k.update(resolved_by="undetected", resolved_after_s=None)
+                remedied = True
+                self.remedied_at = self.now()
                 for v in k["pids"]:  # so the run can go on: the soak ends what the run did not notice
                     try:
                         os.kill(v, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
+        return remedied
 
     def pending(self) -> bool:
         return any(k["resolved_by"] is None for k in self.kills)
@@ -238,10 +258,20 @@ class Soak:
         """The command ended on its own: note it (explained when a kill is pending), start it again."""
         assert self.proc is not None
         rc = self.proc.returncode
-        tail = [ln for ln in self.text()[self.starts[-1]["offset"] :].splitlines() if "ERROR" in ln or "died" in ln]
+        tail = [
+            ln
+            for ln in self.text()[self.starts[-1]["offset"] :].splitlines()
+            if "ERROR" in ln or "died" in ln
+        ]
         rec = {"t": self.now(), "rc": rc, "lines": tail[-3:]}
+        if not re.search(r"Total env frames: [1-9]", self.text()[self.starts[-1]["offset"] :]):
+            self.failed_starts += 1  # a command that cannot start would be restarted for ever
+            if self.failed_starts >= 3:
+                raise RuntimeError(f"the command ended 3 times before training: {self.text()[-2000:]}")
+        else:
+            self.failed_starts = 0
         self.exits.append(rec)
-        if not self.pending():
+        if not self.pending() and self.now() - self.remedied_at > 60.0:
             self.unexpected.append(rec)
         time.sleep(1.0)  # its children die with it (PR_SET_PDEATHSIG)
         self.start_run()
@@ -265,13 +295,18 @@ class Soak:
                 assert self.proc is not None
                 if self.proc.poll() is not None:
                     self.handle_exit()
-                self.resolve()
+                if self.resolve():  # what the soak's SIGKILL does is not charged to the next kill
+                    next_kill = time.time() + a.kill_every
                 if time.time() >= next_kill and time.time() < end and not self.pending() and self.up():
                     if self.kill_one():
                         next_kill = time.time() + a.kill_every
                 time.sleep(0.5)
-            deadline = time.time() + 180
-            while not self.up() and self.proc.poll() is None and time.time() < deadline:
+            deadline = time.time() + 240
+            while time.time() < deadline:  # a run ending after the last kill: its resume is the end
+                if self.proc.poll() is not None:
+                    self.handle_exit()
+                elif self.up():
+                    break
                 time.sleep(0.5)
             t_stop = self.now()
             self.proc.send_signal(signal.SIGINT)
@@ -299,16 +334,24 @@ class Soak:
             "scenario": a.scenario, "command": " ".join(self.command()[1:]), "minutes_run": minutes,
             "kills": self.kills, "exits": self.exits, "unexpected_exits": self.unexpected,
             "replacements": len(re.findall(r": replacing it", text)),
+            # replacements no kill caused: a worker that crashed itself (the env's faults in a row)
+            "crash_replacements": len(re.findall(r"exited with code 1: replacing it", text)),
             "resumes": len(re.findall(r"Resumed from env frame", text)), "runs_started": len(self.starts),
             "final_rc": rc, "finished": rc == 130 and "Stopped on request" in text[self.starts[-1]["offset"] :],
             "documented_rollout_bound": int(cfg.get("num_envs_per_worker", 0)) * int(cfg.get("rollout", 0)),
             "fits": fits, "memory": rep.role_memory(fits), "warmup_sec": a.warmup_sec,
             "min_span_sec": a.min_span_sec, "fds_first": span[0][1], "fds_last": span[-1][1],
-            "shm_first": span[0][2], "shm_mid_last": span[-1][2], "shm_last": len(os.listdir("/dev/shm")), "leftover_processes": procs, "leftover_shm": shm,
+            "shm_first": span[0][2], "shm_mid_last": span[-1][2], "shm_last": _our_shm(), "leftover_processes": procs, "leftover_shm": shm,
             "unattributed_shm": unattributed, "samples": self.samples, "totals": self.totals,
         }  # fmt: skip
         res["criteria"] = rep.criteria(res)
         return res
+
+
+def _our_shm() -> int:
+    """`/dev/shm` entries named after a process of the soak's runs (torch's `torch_<pid>_...`)."""
+    names = [re.match(r"torch_(\d+)_", n) for n in os.listdir("/dev/shm")]
+    return sum(int(m.group(1)) in ft.PIDS for m in names if m)
 
 
 def _running(pid: int) -> bool:
@@ -337,11 +380,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--minutes", type=float, default=120.0, help="how long the run is soaked")
     ap.add_argument("--kill_every", type=float, default=60.0, help="seconds between kills (the next waits "
                     "until the previous one was resolved and the run reports frames)")  # fmt: skip
-    ap.add_argument("--heartbeat_timeout_sec", type=int, default=20, help="the run's; a SIGSTOPped worker is found hung after it")
+    ap.add_argument(
+        "--heartbeat_timeout_sec",
+        type=int,
+        default=20,
+        help="the run's; a SIGSTOPped worker is found hung after it",
+    )
     ap.add_argument("--save_every_sec", type=int, default=20)
+    ap.add_argument("--sigkill_only", nargs="*", default=["main"], help="roles never sent SIGSTOP (main: "
+                    "nothing watches the main process)")  # fmt: skip
     ap.add_argument("--eval_every", type=int, default=50_000, help="env frames between evaluations")
     ap.add_argument("--sample_every", type=float, default=5.0, help="seconds between RSS/fd samples")
-    ap.add_argument("--warmup_sec", type=float, default=120.0, help="of each process lifetime, left out of its RSS fit")
+    ap.add_argument(
+        "--warmup_sec", type=float, default=120.0, help="of each process lifetime, left out of its RSS fit"
+    )
     ap.add_argument("--min_span_sec", type=float, default=180.0, help="shortest fitted window of a lifetime")
     ap.add_argument("--seed", type=int, default=None, help="of the soak's choices (victims, signals)")
     ap.add_argument("--json", type=Path, default=None, help="write the results (samples included) here")

@@ -24,7 +24,9 @@ def role_of(title: str) -> str:
     return "other"
 
 
-def lifetime_slopes(samples: list[dict[str, Any]], warmup_sec: float, min_span_sec: float) -> list[dict[str, Any]]:
+def lifetime_slopes(
+    samples: list[dict[str, Any]], warmup_sec: float, min_span_sec: float
+) -> list[dict[str, Any]]:
     """One linear fit of RSS (bytes) against time (s) per process lifetime (a pid: a replaced
     process is a new lifetime, never joined to its predecessor's), on the samples taken more than
     `warmup_sec` after the process's first sample; lifetimes whose fitted samples span less than
@@ -87,8 +89,8 @@ def role_memory(fits: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _ok(b: bool) -> str:
-    return "pass" if b else "**fail**"
+def _ok(b: bool | None) -> str:
+    return "n/a" if b is None else "pass" if b else "**fail**"
 
 
 def table(res: dict[str, Any]) -> str:
@@ -101,8 +103,10 @@ def table(res: dict[str, Any]) -> str:
     for (role, sig), n in sorted(groups.items()):
         ks = [k for k in kills if (k["role"], k["sig"]) == (role, sig)]
         by = Counter(k["resolved_by"] for k in ks)
-        lines.append(f"| {role} | {sig} | {n} | {by['replacement']} | {by['resume']} | {by['ray_restart']} | {by['undetected'] + by[None]} |")
-    lines += ["", f"Replacements logged: {res['replacements']}; resumes: {res['resumes']}; "
+        lines.append(
+            f"| {role} | {sig} | {n} | {by['replacement']} | {by['resume']} | {by['ray_restart']} | {by['undetected'] + by[None]} |"
+        )
+    lines += ["", f"Replacements logged: {res['replacements']} ({res.get('crash_replacements', 0)} of a worker that crashed itself, exit code 1); resumes: {res['resumes']}; "
               f"runs started: {res['runs_started']}; exits with no kill to explain them: {len(res['unexpected_exits'])}.", ""]  # fmt: skip
     ended = [k for k in kills if k.get("lost") is not None]
     worst = max(ended, key=lambda k: k["lost"] - k["bound"], default=None)
@@ -132,21 +136,25 @@ def table(res: dict[str, Any]) -> str:
         )
     lines += ["", "| | first sample after the first warm-up | last sample before the final stop | after the end |", "|---|---|---|---|",
               f"| open fds (all processes of the run) | {res['fds_first']} | {res['fds_last']} | |",
-              f"| `/dev/shm` entries (machine-wide) | {res['shm_first']} | {res['shm_mid_last']} | {res['shm_last']} |", ""]  # fmt: skip
+              f"| `/dev/shm` entries named after a process of the run | {res['shm_first']} | {res['shm_mid_last']} | {res['shm_last']} |", ""]  # fmt: skip
     crit = res["criteria"]
     lines += ["| criterion | result |", "|---|---|"]
     lines += [f"| {name} | {_ok(ok)} ({detail}) |" for name, (ok, detail) in crit.items()]
     return "\n".join(lines) + "\n"
 
 
-def criteria(res: dict[str, Any]) -> dict[str, tuple[bool, str]]:
-    """Pass/fail per criterion of issue 59's soak, with what decided it."""
+def criteria(res: dict[str, Any]) -> dict[str, tuple[bool | None, str]]:
+    """Pass/fail per criterion of issue 59's soak, with what decided it (None: not measured)."""
     kills = res["kills"]
     unresolved = [k for k in kills if k["resolved_by"] in (None, "undetected")]
     ended = [k for k in kills if k.get("lost") is not None]
     over = [k for k in ended if k["lost"] > k["bound"]]
     disc_over = [k for k in kills if (k.get("discarded_steps") or 0) > res["documented_rollout_bound"]]
-    grows = {r: m["longest_slope"] for r, m in res["memory"].items() if m["longest_slope"] >= MAX_SLOPE_PCT_PER_HOUR}
+    grows = {
+        r: m["longest_slope"]
+        for r, m in res["memory"].items()
+        if m["longest_slope"] >= MAX_SLOPE_PCT_PER_HOUR
+    }
     return {
         "the run finished (clean stop at the end)": (res["finished"], f"exit code {res['final_rc']}"),
         "every kill followed by a replacement or a resume": (
@@ -157,8 +165,10 @@ def criteria(res: dict[str, Any]) -> dict[str, tuple[bool, str]]:
         "no exit that no kill explains": (not res["unexpected_exits"], f"{len(res['unexpected_exits'])}"),
         "frames lost within the bound": (not over and not disc_over, f"{len(over) + len(disc_over)} over"),
         f"RSS growth < {MAX_SLOPE_PCT_PER_HOUR:g}%/h (longest lifetime per role)": (
-            bool(res["memory"]) and not grows,
-            ", ".join(f"{r} {s:+.2f}" for r, s in grows.items()) or "all under" if res["memory"] else "no lifetime long enough",
+            (not grows) if res["memory"] else None,
+            ", ".join(f"{r} {s:+.2f}" for r, s in grows.items()) or "all under"
+            if res["memory"]
+            else "no lifetime long enough",
         ),
         "no process of the run left": (res["leftover_processes"] == 0, f"{res['leftover_processes']}"),
         "no new /dev/shm entry left": (
