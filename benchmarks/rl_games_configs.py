@@ -10,9 +10,9 @@ output; regenerate it after a flag of issue 21 is merged:
 line on.
 
 Only the translation is tried (no env is made, nothing is trained): "translates" means every key
-is mapped; whether the env itself can be made here is checked by `surge train`. A file that asks
-for fp16 (`mixed_precision: True`) is counted apart, "translates, CUDA only": `surge train`
-refuses fp16 on a CPU before the start.
+is mapped; whether the env itself can be made here is checked by `surge train`. A file with
+`mixed_precision: True` translates to bf16 on a CUDA machine and to float32 elsewhere, as rl_games
+1.6.5 runs it (its autocast is CUDA's), so the table is the same on both.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from pathlib import Path
 
 
 def classify(path: Path) -> tuple[str, str, str]:
-    """(result, env or the refused key, why) for one shipped file: "translates", "translates, CUDA
-    only" (fp16), "waits for issue 21" (every key maps, some to flags of issue 21 not merged here:
-    named), "refused" (the first key surge cannot honour), or "not a training file"."""
+    """(result, env or the refused key, why) for one shipped file: "translates", "waits for issue
+    21" (every key maps, some to flags of issue 21 not merged here: named), "refused" (the first
+    key surge cannot honour), or "not a training file"."""
     # the algorithms' sections (APPO's bounds_loss_coef ...) are flags once registered: the CLI
     # and the tests import the built-ins first, and so does this script run alone
     import surge.app.builtins  # noqa: F401
@@ -56,13 +56,6 @@ def classify(path: Path) -> tuple[str, str, str]:
     if out.missing:
         flags = ", ".join(f"`{k.split('.')[-1]}` ({flag})" for k, flag in out.missing)
         return "waits for issue 21", f"`{out.values['env']}`", f"needs {flags}"
-    if out.values.get("mixed_precision") == "fp16":
-        return (
-            "translates, CUDA only",
-            f"`{out.values['env']}`",
-            "mixed_precision: True is fp16, which surge runs on a CUDA GPU only (elsewhere add "
-            "--mixed_precision=bf16 or none)",
-        )
     return "translates", f"`{out.values['env']}`", ""
 
 

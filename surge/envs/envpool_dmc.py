@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import random
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 
 from surge.cfg.config import Config, family_params, param
 from surge.envs.batched import BatchedInfo, EnvPoolAsMultiAgent
+from surge.envs.envpool_family import pool_maker
 from surge.envs.registry import register_env_family
 from surge.errors import ConfigError, EnvError
 
@@ -196,25 +196,14 @@ def make_envpool_dmc_env(
         EnvError: envpool is not installed.
         ConfigError: not an EnvPool dm_control task.
     """
-    task = dmc_task_id(full_env_name)
-    try:
-        import envpool
-    except ImportError as e:
-        raise EnvError("the envpool_dmc_ family needs EnvPool: pip install envpool") from e
     p = family_params(cfg, EnvPoolDmcParams)
-
-    def make(seed: int):
-        return envpool.make(
-            task,
-            env_type="gymnasium",
-            num_envs=int(cfg.env_agents),
-            batch_size=int(cfg.env_agents),
-            num_threads=int(p.envpool_num_threads),
-            seed=seed,
-            max_episode_steps=int(p.dmc_max_episode_steps),
-        )
-
-    first_seed = int(cfg.seed) if cfg.seed is not None else random.randrange(2**31)  # reset(seed) reseeds
+    make, first_seed = pool_maker(
+        "envpool_dmc_",
+        dmc_task_id(full_env_name),
+        cfg,
+        int(p.envpool_num_threads),
+        max_episode_steps=int(p.dmc_max_episode_steps),
+    )
     return EnvPoolDmcAsMultiAgent(make(first_seed), remake=make)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 from surge.cfg.config import Config, family_params, param
 from surge.envs.atari import ATARI_DEFAULTS, atari_env_id, check_atari_params
@@ -63,6 +64,34 @@ def _task_id(full_env_name: str) -> str:
     return task
 
 
+def pool_maker(family: str, task: str, cfg: Config, num_threads: int, **task_kwargs: Any) -> tuple[Any, int]:
+    """`make(seed)`, making an EnvPool pool of `cfg.env_agents` envs of `task` (gymnasium API, every
+    env in each batch) with the task's own keyword arguments, and the seed of the first pool
+    (`--seed`, else a random one; a pool's `reset(seed)` reseeds it).
+
+    Raises:
+        EnvError: envpool is not installed (naming `family`).
+    """
+    try:
+        import envpool
+    except ImportError as e:
+        raise EnvError(f"the {family} family needs EnvPool: pip install envpool") from e
+    n = int(cfg.env_agents)
+
+    def make(seed: int) -> Any:
+        return envpool.make(
+            task,
+            env_type="gymnasium",
+            num_envs=n,
+            batch_size=n,
+            num_threads=num_threads,
+            seed=seed,
+            **task_kwargs,
+        )
+
+    return make, int(cfg.seed) if cfg.seed is not None else random.randrange(2**31)
+
+
 def make_envpool_env(full_env_name: str, cfg: Config, render_mode: str | None = None) -> EnvPoolAsMultiAgent:
     """An `EnvPoolAsMultiAgent` of `cfg.env_agents` Atari games, with the family's section
     (`cfg.env_params`, an `EnvPoolParams`).
@@ -71,36 +100,25 @@ def make_envpool_env(full_env_name: str, cfg: Config, render_mode: str | None = 
         EnvError: envpool is not installed.
         ConfigError: `cfg` is not of the envpool_ family.
     """
-    try:
-        import envpool
-    except ImportError as e:
-        raise EnvError("the envpool_ family needs EnvPool: pip install envpool") from e
     p = family_params(cfg, EnvPoolParams)
     skip = int(p.env_frameskip)
-    task = _task_id(full_env_name)
-
-    def make(seed: int):
-        return envpool.make(
-            task,
-            env_type="gymnasium",
-            num_envs=int(cfg.env_agents),
-            batch_size=int(cfg.env_agents),
-            num_threads=int(p.envpool_num_threads),
-            seed=seed,
-            episodic_life=bool(p.atari_episodic_life),
-            reward_clip=bool(p.atari_clip_reward),
-            noop_max=int(p.atari_noop_max),
-            frame_skip=skip,
-            stack_num=int(p.env_framestack),
-            img_height=84,
-            img_width=84,
-            gray_scale=True,
-            repeat_action_probability=0.0,
-            use_fire_reset=True,
-            max_episode_steps=int(p.atari_max_episode_frames) // skip,
-        )
-
-    first_seed = int(cfg.seed) if cfg.seed is not None else random.randrange(2**31)  # reset(seed) reseeds
+    make, first_seed = pool_maker(
+        "envpool_",
+        _task_id(full_env_name),
+        cfg,
+        int(p.envpool_num_threads),
+        episodic_life=bool(p.atari_episodic_life),
+        reward_clip=bool(p.atari_clip_reward),
+        noop_max=int(p.atari_noop_max),
+        frame_skip=skip,
+        stack_num=int(p.env_framestack),
+        img_height=84,
+        img_width=84,
+        gray_scale=True,
+        repeat_action_probability=0.0,
+        use_fire_reset=True,
+        max_episode_steps=int(p.atari_max_episode_frames) // skip,
+    )
     return EnvPoolAsMultiAgent(make(first_seed), remake=make)
 
 

@@ -35,6 +35,7 @@ from surge.runtime.commands import SetHyperparams
 from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
 from surge.runtime.data_parallel import join_data_parallel, leave_data_parallel
 from surge.runtime.experiment_folder import run_log_file
+from surge.runtime.learner_commands import run_commands
 from surge.runtime.learner_loop import LearnerLoop
 from surge.runtime.lockstep_learner import collect_lockstep
 from surge.runtime.messages import (
@@ -48,7 +49,6 @@ from surge.runtime.messages import (
     SaveCommand,
     Saved,
     SaveRefused,
-    StopCommand,
     TrainStats,
 )
 from surge.runtime.placement import checkpoint_state, restore_policy
@@ -330,26 +330,25 @@ def _collect(
     iterations when the learner is the bottleneck (4-5 when blocks were freed on copy, doom_basic).
     With `num_minibatches_to_accumulate=0` the pool holds one batch: synchronous PPO."""
     pool, p = ctx.shared.block_pool, ctx.policy_id
+
+    def skip_pending() -> None:
+        """Stopping: batches not yet started are skipped, their blocks freed; a population
+        command still acts, before the final save."""
+        pending = drop()
+        dropped = [item for item in pending if isinstance(item, (OnPolicyBatch, ReplayBlock))]
+        for batch in dropped:
+            pool.release(batch.slots, p)
+        if dropped:
+            log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
+        for item in pending:
+            if isinstance(item, POPULATION_ITEMS):
+                submit(item)
+
     while True:
         beat()
-        try:
-            for cmd in ctx.command_queue.get_many(block=False):
-                if isinstance(cmd, StopCommand):
-                    return
-                # stopping: skip batches not yet started
-                if isinstance(cmd, SaveCommand) and cmd.kind == "final":
-                    pending = drop()
-                    dropped = [item for item in pending if isinstance(item, (OnPolicyBatch, ReplayBlock))]
-                    for batch in dropped:
-                        pool.release(batch.slots, p)
-                    if dropped:
-                        log.info("Learner %d: %d queued batch(es) not trained at the stop", p, len(dropped))
-                    for item in pending:  # a population command still acts, before the final save
-                        if isinstance(item, POPULATION_ITEMS):
-                            submit(item)
-                submit(cmd)  # a "final" one is written as a regular checkpoint, reported as final
-        except Empty:
-            pass
+        # a "final" save is written as a regular checkpoint, reported as final
+        if run_commands(ctx.command_queue, submit, before_final=skip_pending):
+            return
         try:
             msg: BlockReady
             for msg in ctx.learner_queue.get_many(timeout=0.05):  # decoded by `BLOCK_CODEC`

@@ -17,8 +17,9 @@ import torch
 
 from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
+from surge.runtime.learner_commands import run_commands
 from surge.runtime.lockstep import BlockOrder, Schedule
-from surge.runtime.messages import BlockReady, SaveCommand, StopCommand
+from surge.runtime.messages import BlockReady
 from surge.runtime.process_context import LearnerContext
 
 log = logging.getLogger("surge")
@@ -102,15 +103,8 @@ def collect_lockstep(
 
     while True:
         beat()
-        try:
-            for cmd in ctx.command_queue.get_many(block=False):
-                if isinstance(cmd, StopCommand):
-                    return
-                if isinstance(cmd, SaveCommand) and cmd.kind == "final":
-                    finish()
-                do(cmd)
-        except Empty:
-            pass
+        if run_commands(ctx.command_queue, do, before_final=finish):
+            return
         busy = False
         if unpublished and order.rounds_done > schedule.last_round(trained - 1):
             # every rollout acting with iteration trained - 1's weights is complete

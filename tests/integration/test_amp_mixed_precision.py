@@ -199,18 +199,22 @@ def test_bf16_serial_cartpole_trains(tmp_path):
     assert np.mean(enjoy(ev)["returns"]) >= 200  # a random policy: ~22
 
 
-def test_rl_games_mixed_precision_true_is_fp16():
-    """rl_games' `mixed_precision: True` (a2c_common.py: autocast + GradScaler, fp16 on CUDA)."""
+@pytest.mark.parametrize("cuda", [False, True])
+def test_rl_games_mixed_precision_true_is_what_rl_games_runs(monkeypatch, cuda):
+    """rl_games 1.6.5's `mixed_precision: True`: its PPO losses under `autocast('cuda',
+    dtype=torch.bfloat16)` (a2c_discrete.py), i.e. bf16 with CUDA, and float32 without (CUDA's
+    autocast does nothing to CPU tensors)."""
     import rl_games
     import yaml
 
     from surge.app.rl_games.translation import translate
 
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     path = Path(rl_games.__file__).parent / "configs" / "ppo_cartpole.yaml"
     data = yaml.safe_load(path.read_text())
     assert not translate(data, str(path)).values.get("mixed_precision")
     data["params"]["config"]["mixed_precision"] = True
-    assert translate(data, str(path)).values["mixed_precision"] == "fp16"
+    assert translate(data, str(path)).values["mixed_precision"] == ("bf16" if cuda else "none")
     # rl_games' False is float32: not surge's default (auto), which picks bf16 on some CPUs
     data["params"]["config"]["mixed_precision"] = False
     assert translate(data, str(path)).values["mixed_precision"] == "none"

@@ -164,3 +164,65 @@ def test_dqn_fills_its_replay_from_the_second_node_and_trains(cluster, tmp_path)
     state = CheckpointManager(tmp_path / "dqn" / "checkpoint_p0", 3, 0).load("latest")
     assert state is not None and state["env_frames"] >= frames
     assert state["learner"]["policy_version"] >= updates[-1] > 0
+
+
+def _wait_no_sampler_node(cluster, timeout: float = 60) -> list[int]:
+    """The sampler node's processes still alive after `timeout` s (Ray kills an actor whose
+    owner, the driver, died)."""
+    deadline = time.time() + timeout
+    while (pids := cluster.sampler_node_pids()) and time.time() < deadline:
+        time.sleep(0.5)
+    return pids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["sigint", "sigkill"])
+def test_a_driver_stopped_at_a_random_moment_resumes_the_state_it_saved(cluster, tmp_path, monkeypatch, sig):
+    """The Ray placement through a restart (issue 59, item 3): the driver (main process and
+    learner) of a Ray run is stopped by SIGINT (clean: exit 130, final checkpoint) or SIGKILL at a
+    seeded random moment after its first checkpoint. Its sampler node's processes go with it, and
+    the same command resumes on the same cluster from the checkpoint left on disk: the weights,
+    policy_version and env frames the resumed learner starts from are that file's, and the run
+    trains on to its budget with a new sampler node."""
+    import torch
+    from restart_kill import UNREACHED, kill_if_running, resume_budget, start, stop_after_first_checkpoint
+
+    import surge.app.training_run as training_run
+
+    name, folder = "restart", tmp_path / "restart"
+    args = [
+        *ray_args(cluster, tmp_path, name),
+        "--num_workers=1",
+        "--num_envs_per_worker=4",
+        "--save_every_sec=1",
+    ]
+    in_subprocess = [a for a in args if not a.startswith("--train_dir")]  # `start` adds it
+    proc = start([*in_subprocess, f"--train_for_env_steps={UNREACHED}"], tmp_path)
+    try:
+        stop_after_first_checkpoint(proc, folder, sig, seed=11, max_delay=2.0, timeout=180)
+    finally:
+        kill_if_running(proc)
+    assert _wait_no_sampler_node(cluster) == [], "the sampler node outlived its driver"
+    on_disk = CheckpointManager(folder / "checkpoint_p0", 3, 0).load("latest")
+    assert on_disk is not None
+
+    loaded: list = []
+    original = training_run.make_placement
+
+    def spy(cfg, ckpts, resume_states, *rest):
+        loaded.append(resume_states[0])
+        return original(cfg, ckpts, resume_states, *rest)
+
+    monkeypatch.setattr(training_run, "make_placement", spy)
+    budget = resume_budget(folder)
+    assert train(parse_cfg([*args, f"--train_for_env_steps={budget}"])) == "done"
+    state = loaded[0]
+    assert state is not None
+    assert state["env_frames"] == on_disk["env_frames"]
+    assert state["learner"]["policy_version"] == on_disk["learner"]["policy_version"]
+    assert state["model"].keys() == on_disk["model"].keys()
+    assert all(torch.equal(state["model"][k], on_disk["model"][k]) for k in on_disk["model"])
+    final = CheckpointManager(folder / "checkpoint_p0", 3, 0).load("latest")
+    assert final is not None and final["env_frames"] >= budget
+    assert final["learner"]["policy_version"] > on_disk["learner"]["policy_version"]
+    assert _wait_no_sampler_node(cluster) == []

@@ -10,7 +10,7 @@ from surge.app.rl_games.translation import translate
 
 def _translate(name: str, **config):
     data = load(name)
-    data["params"]["config"]["mixed_precision"] = False  # refused on its own (no mixed precision flag)
+    data["params"]["config"]["mixed_precision"] = False  # the mapping alone (bf16 or none: tested below)
     data["params"]["config"].update(config)
     return translate(data, name, fields=future_fields(), separate_ok=True)
 
@@ -46,10 +46,27 @@ def test_brax_env_missing_from_brax_is_refused_with_its_key():
     assert e.value.field == "params.config.env_config.env_name"
 
 
-def test_shipped_brax_file_translates_whole_with_its_mixed_precision():
-    """brax/ppo_ant.yaml as shipped: the env maps to brax_ant and `mixed_precision: True` to fp16
-    (rl_games' GradScaler precision), which a CPU run then refuses naming the fix (docs/mixed_precision.md)."""
+@pytest.mark.parametrize("cuda", [False, True])
+def test_shipped_brax_file_translates_whole_with_its_mixed_precision(monkeypatch, cuda):
+    """brax/ppo_ant.yaml as shipped: the env maps to brax_ant, and `mixed_precision: True` to what
+    rl_games 1.6.5 runs: bf16 with CUDA (`autocast('cuda', dtype=torch.bfloat16)` around its PPO
+    losses), float32 without (that autocast and `GradScaler('cuda')` do nothing on CPU tensors)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     v = translate(
         load("brax/ppo_ant.yaml"), "brax/ppo_ant.yaml", fields=future_fields(), separate_ok=True
     ).values
-    assert v["env"] == "brax_ant" and v["mixed_precision"] == "fp16"
+    assert v["env"] == "brax_ant" and v["mixed_precision"] == ("bf16" if cuda else "none")
+
+
+def test_rl_games_runs_its_mixed_precision_in_bf16_under_cuda_autocast():
+    """The reference for the translation above: rl_games 1.6.5's own code autocasts its PPO
+    losses to bfloat16 on CUDA (read from the installed package, not restated)."""
+    import inspect
+
+    a2c_continuous = pytest.importorskip("rl_games.algos_torch.a2c_continuous")
+    a2c_discrete = pytest.importorskip("rl_games.algos_torch.a2c_discrete")
+    for mod in (a2c_continuous, a2c_discrete):
+        src = inspect.getsource(mod)
+        assert "autocast('cuda', enabled=self.mixed_precision, dtype=torch.bfloat16)" in src, mod.__name__

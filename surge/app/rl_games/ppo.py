@@ -369,10 +369,8 @@ def _no_effect_or_refused(t: Translator, c: Node) -> None:
             t.set("mixed_precision", "none")
             continue
         if truthy(c.get(k, False)):
-            if k == "mixed_precision" and t.supports("mixed_precision", "fp16"):
-                # rl_games' autocast + GradScaler is fp16 on CUDA; on the CPU surge refuses fp16
-                # before the start, naming --mixed_precision=bf16 or none (docs/mixed_precision.md)
-                t.set("mixed_precision", "fp16")
+            if k == "mixed_precision" and t.supports("mixed_precision", "bf16"):
+                _translate_mixed_precision(t)
                 continue
             if k == "use_action_masks":
                 t.note(f"params.config.{k}", fix)
@@ -401,3 +399,25 @@ def _translate_self_play(t: Translator, sp: Node) -> None:
             t.set(flag, as_number(f"{sp.path}.{key}", sp.get(key), kind))
     if sp.has("check_scores"):
         t.set("self_play_check_scores", truthy(sp.get("check_scores")))
+
+
+def _translate_mixed_precision(t: Translator) -> None:
+    """rl_games' `mixed_precision: True` as it runs in rl_games 1.6.5: the PPO losses under
+    `torch.amp.autocast('cuda', dtype=torch.bfloat16)` (a2c_continuous.py and a2c_discrete.py
+    `calc_gradients`), i.e. bf16 on a CUDA GPU. Without CUDA, that autocast does not touch CPU
+    tensors and `GradScaler('cuda')` disables itself, so rl_games trains in float32: `none`."""
+    import torch  # the device decides what rl_games would run; torch is loaded by now anyway
+
+    if torch.cuda.is_available():
+        t.set("mixed_precision", "bf16")
+        t.note(
+            "params.config.mixed_precision",
+            "True: rl_games 1.6.5 autocasts its PPO losses to bfloat16 on CUDA: --mixed_precision=bf16",
+        )
+        return
+    t.set("mixed_precision", "none")
+    t.note(
+        "params.config.mixed_precision",
+        "True: rl_games 1.6.5's autocast('cuda') and GradScaler('cuda') do nothing without CUDA, so it "
+        "trains in float32 here: --mixed_precision=none",
+    )
