@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from torch import nn
 
 from surge.cfg.config import Config
 from surge.envs.registry import find_family, make_env
-from surge.errors import ConfigError
+from surge.errors import ConfigError, EnvError
 from surge.learning.algorithm import ActContext, acting_state_size, get_algorithm
 from surge.learning.central_value import actor_obs
 from surge.sampling.env_actions import BoxActionMap
@@ -38,6 +39,10 @@ from surge.sampling.objective import episode_statistic
 EVAL_SEED_OFFSET = 2**31
 #: env steps between two checks of `play`'s `stop`
 STOP_CHECK_STEPS = 64
+#: an eval env that raises this many times in a row (its rebuilt copy failing again) is broken
+MAX_CONSECUTIVE_EVAL_FAULTS = 3
+
+log = logging.getLogger("surge")
 
 
 def eval_seed(cfg: Config, episode: int, base: int | None = None) -> int:
@@ -133,7 +138,9 @@ class EpisodePlayer:
         self.cfg = cfg
         self.device = device or torch.device("cpu")
         env_cfg, env_name = eval_cfg(cfg)
-        self.env = make_env(env_cfg, env_name=env_name)
+        self._make = lambda: make_env(env_cfg, env_name=env_name)  # again after a fault (`_rebuild`)
+        self.env = self._make()
+        self.env_faults = 0  # exceptions raised by the eval env's step (each rebuilt the env)
         if cfg.eval_env:
             self._check_spaces(cfg, env_name)
         algo = get_algorithm(cfg.algo)
@@ -180,6 +187,13 @@ class EpisodePlayer:
         ends. A multi-agent env's agents each count one episode; the env is reset with the next
         seed whenever all its agents' episodes ended together. `stop` (asked every
         `STOP_CHECK_STEPS` env steps) True ends the play early, with the episodes finished so far.
+        An exception from the env's `step` (a flaky emulator, `FlakyStep`) is a fault, as in the
+        rollout workers: the env is closed, rebuilt and reset with the next seed, and the episodes
+        it was playing end there (truncated, their return so far counted, as training counts them:
+        a long episode under frequent faults would otherwise never finish).
+
+        Raises:
+            EnvError: the env raised `MAX_CONSECUTIVE_EVAL_FAULTS` times in a row (rebuilt each time).
 
         Returns:
             (returns, lengths): per episode, the return in env reward units (the env's own
@@ -197,7 +211,7 @@ class EpisodePlayer:
         rnn = torch.zeros(n, acting_state_size(self.model), device=device)
         ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
         with torch.no_grad():
-            steps = 0
+            steps = streak = 0
             while len(returns) < wanted:
                 steps += 1
                 if stop is not None and steps % STOP_CHECK_STEPS == 0 and stop():
@@ -210,7 +224,20 @@ class EpisodePlayer:
                 if self.box_map is not None:  # as the rollout workers do (surge.sampling.env_actions)
                     actions = self.box_map(actions.reshape(len(actions), -1)).reshape(actions.shape)
                 rnn = out["rnn_states"]
-                obs, rew, term, trunc, infos = env.step(list(actions))
+                try:
+                    obs, rew, term, trunc, infos = env.step(list(actions))
+                    streak = 0
+                except Exception as e:  # noqa: BLE001 - any env error is a fault (see the docstring)
+                    streak += 1
+                    resets += 1
+                    obs, env = self._rebuild(e, streak, eval_seed(cfg, resets, self.base_seed)), self.env
+                    for a in range(n):  # ended by the fault, as the rollout workers end theirs
+                        if ep_len[a] and len(returns) < wanted:
+                            returns.append(float(ep_ret[a]))
+                            lengths.append(int(ep_len[a]))
+                    ep_ret[:], ep_len[:] = 0.0, 0
+                    rnn = torch.zeros(n, acting_state_size(self.model), device=device)
+                    continue
                 ep_ret += np.asarray(rew, dtype=np.float64)
                 ep_len += 1
                 ended = [bool(term[a] or trunc[a]) for a in range(n)]
@@ -230,6 +257,30 @@ class EpisodePlayer:
                     resets += 1
                     obs, _ = env.reset(seed=eval_seed(cfg, resets, self.base_seed))
         return returns[:wanted], lengths[:wanted]
+
+    def _rebuild(self, error: Exception, streak: int, seed: int | None) -> Any:
+        """Counts the fault `error` (the `streak`-th in a row), closes the env, builds a new one
+        and resets it with `seed`; returns its first observations. Raises EnvError at
+        `MAX_CONSECUTIVE_EVAL_FAULTS` faults in a row."""
+        self.env_faults += 1
+        text = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        if streak >= MAX_CONSECUTIVE_EVAL_FAULTS:
+            raise EnvError(
+                f"the eval env {self.cfg.eval_env or self.cfg.env!r} raised {streak} times in a row "
+                f"(rebuilt after each); last: {text}"
+            ) from error
+        log.warning(
+            "Eval env raised in step (%d fault(s) so far; rebuilt, its episode ended there): %s",
+            self.env_faults,
+            text,
+        )
+        try:
+            self.env.close()
+        except Exception:  # noqa: BLE001 - a crashed env may not close cleanly
+            pass
+        self.env = self._make()
+        obs, _ = self.env.reset(seed=seed)
+        return obs
 
     def evaluate(
         self, policy_id: int, policy_version: int, env_frames: int, stop: Callable[[], bool] | None = None
