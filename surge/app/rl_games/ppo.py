@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from surge.app.rl_games.central_value import translate_central_value
 from surge.app.rl_games.envs import RlGamesKeyError
 from surge.app.rl_games.network import NetInfo
@@ -406,8 +408,6 @@ def _translate_mixed_precision(t: Translator) -> None:
     `torch.amp.autocast('cuda', dtype=torch.bfloat16)` (a2c_continuous.py and a2c_discrete.py
     `calc_gradients`), i.e. bf16 on a CUDA GPU. Without CUDA, that autocast does not touch CPU
     tensors and `GradScaler('cuda')` disables itself, so rl_games trains in float32: `none`."""
-    import torch  # the device decides what rl_games would run; torch is loaded by now anyway
-
     if torch.cuda.is_available():
         t.set("mixed_precision", "bf16")
         t.note(
