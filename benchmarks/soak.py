@@ -8,8 +8,8 @@ Scenarios (CartPole-v1 in a subprocess, `python -m surge.train`; the env raises 
   rollout, inference, learner, evaluator and main (the main process), then a process of it, and
   SIGKILL or SIGSTOP at random (the roles of `--sigkill_only`, by default the main process, see
   below, SIGKILL only). A rollout or inference
-  worker must be replaced by the run (a SIGSTOPped one found hung by its heartbeat,
-  `--heartbeat_timeout_sec`); a learner or evaluator ends the run (the main process writes the
+  worker or the evaluator must be replaced by the run (a SIGSTOPped one found hung by its
+  heartbeat, `--heartbeat_timeout_sec`); a learner ends the run (the main process writes the
   final checkpoints) and a killed main process takes every child with it: the soak then starts
   the same command again, which must resume (`Resumed from env frame N`).
 - `dqn`: async DQN with `--save_replay_buffer=True`, the same kills.
@@ -77,7 +77,7 @@ SCENARIOS: dict[str, list[str]] = {
 }
 ROLES = {"appo": ("rollout", "inference", "learner", "evaluator", "main"), "ray": ("sampler_node",)}
 ROLES["dqn"] = ROLES["appo"]
-RUN_ENDING = ("main", "learner", "evaluator")
+REPLACED = ("rollout", "inference", "evaluator")  # by the run itself
 
 
 class Soak:
@@ -215,7 +215,7 @@ class Soak:
                 continue
             after = raw[k["offset"] :].decode(errors="replace")
             how, extra = None, {}
-            if k["role"] in ("rollout", "inference"):
+            if k["role"] in REPLACED:
                 m = re.search(rf"Process {re.escape(k['name'])} (.*?): replacing it", after)
                 if m:
                     how, extra = "replacement", {"detected_as": m.group(1)}

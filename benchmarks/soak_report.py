@@ -114,7 +114,7 @@ def table(res: dict[str, Any]) -> str:
     lines += ["| frames lost | measured | bound |", "|---|---|---|"]
     if worst is not None:
         lines.append(
-            f"| run-ending kill (main, learner, evaluator): env frames at the kill - frame resumed from "
+            f"| run-ending kill (main, learner): env frames at the kill - frame resumed from "
             f"| max {max(k['lost'] for k in ended)} (worst vs bound: {worst['lost']} at a {worst['role']} {worst['sig']}) "
             f"| frames since the latest checkpoint on disk at the kill ({worst['bound']} there) |"
         )

@@ -249,10 +249,12 @@ class SamplingParams:
     )
     heartbeat_timeout_sec: float = param(
         60.0,
-        "A rollout or inference worker whose loop shows no sign of life for this many seconds is hung: "
-        "it is killed and replaced, as one that crashed. A learner with no optimizer step, finished "
-        "batch or checkpoint, or poll of its queues for this long is hung too: it is killed and the "
-        "run stops with the final checkpoint of its published weights.",
+        "A rollout or inference worker or the evaluator whose loop shows no sign of life for this "
+        "many seconds is hung: it is killed and replaced, as one that crashed. A learner with no "
+        "optimizer step, finished batch or checkpoint, or poll of its queues for this long is hung "
+        "too: it is killed and the run stops with the final checkpoint of its published weights. "
+        "With --distributed=ray, a sampler node whose pull has not returned for this long is killed "
+        "for Ray to restart.",
     )
     max_worker_restarts_per_hour: int = param(
         30,

@@ -28,7 +28,10 @@ A node whose actor dies (its machine lost, its processes killed) loses the block
 shipped: those being filled and those finished since its last shipment, at most its trajectory
 pool (`Shipment`, logged). Ray restarts the actor (`--ray_max_restarts`), which starts its
 processes again at its next `pull`; training goes on meanwhile with the other nodes' experience
-(or waits for it, with one node).
+(or waits for it, with one node). A node whose `pull` has not returned for
+`--heartbeat_timeout_sec` (a pull ships within about `SHIP_WAIT_SEC`; one that starts the node's
+processes gets `NODE_START_GRACE_SEC` more) is hung (a stopped process, a machine that stopped
+answering): the head kills its actor with `ray.kill`, and Ray restarts it as one that died.
 """
 
 from __future__ import annotations
@@ -61,6 +64,10 @@ log = logging.getLogger("surge")
 STATS_INTERVAL_SEC = 30.0  # a log line of the transfers' statistics this often
 CLOSE_TIMEOUT_SEC = 30.0
 RETRY_SEC = 1.0  # a lost node is called again this often while Ray restarts it
+#: a pull that starts a node's processes (its first, or the first after a restart) may take this
+#: much longer than `--heartbeat_timeout_sec` before the node counts as hung: the imports, the
+#: processes' start and their envs' first reset (`--reset_timeout_seconds` more)
+NODE_START_GRACE_SEC = 120.0
 
 
 class RayPlacement:
@@ -80,6 +87,9 @@ class RayPlacement:
         self.head.spawn_samplers = False
         self.nodes: list[Any] = []
         self.inflight: dict[Any, int] = {}  # ObjectRef of a pull -> node index
+        self.pulled_at: dict[Any, float] = {}  # ObjectRef of a pull -> time.monotonic() of the call
+        self.killed: set[Any] = set()  # pulls whose node was killed as hung (`_kill_hung`)
+        self.shipped: set[int] = set()  # nodes that shipped since their processes (re)started
         self.waiting: list[tuple[int, int, int, dict[str, Any]]] = []  # (node, owner, slots, data)
         self.failures = [0] * n
         self.idle: set[int] = set()  # nodes without a pull in flight
@@ -179,6 +189,29 @@ class RayPlacement:
             version, [self.weights_ref], self.env_frames, share, self.cfg.ray_blocks_per_shipment
         )
         self.inflight[ref] = i
+        self.pulled_at[ref] = time.monotonic()
+
+    def _kill_hung(self) -> None:
+        """Kills the actor of each node whose pull has been in flight too long (module docstring);
+        its pull then fails as a dead node's does (`_lost`), and Ray restarts it."""
+        import ray
+
+        cfg, now = self.cfg, time.monotonic()
+        for ref, i in self.inflight.items():
+            limit = cfg.heartbeat_timeout_sec
+            if i not in self.shipped:  # this pull starts the node's processes
+                limit += NODE_START_GRACE_SEC + cfg.reset_timeout_seconds
+            if ref in self.killed or now - self.pulled_at[ref] <= limit:
+                continue
+            log.warning(
+                "Sampler node %d hung: its pull has not returned for %.0f s (--heartbeat_timeout_sec=%g): "
+                "its actor is killed",
+                i,
+                now - self.pulled_at[ref],
+                cfg.heartbeat_timeout_sec,
+            )
+            ray.kill(self.nodes[i], no_restart=False)
+            self.killed.add(ref)
 
     # ---------------------------------------------------------------------------------------
     def step(self) -> StepReport:
@@ -203,6 +236,8 @@ class RayPlacement:
         repull: list[int] = []
         for ref in ready:
             i = self.inflight.pop(ref)
+            self.pulled_at.pop(ref)
+            self.killed.discard(ref)
             t0 = time.monotonic()
             try:
                 ship: Shipment = ray.get(ref)
@@ -222,6 +257,7 @@ class RayPlacement:
             self.stats["get_seconds"] += time.monotonic() - t0
             self._receive(ship, report)
             repull.append(i)
+        self._kill_hung()
         self.idle.update(repull)
         t0 = time.monotonic()
         self._write_waiting()
@@ -247,6 +283,7 @@ class RayPlacement:
         """
         cfg = self.cfg
         self.restarting.add(i)
+        self.shipped.discard(i)
         self.failures[i] += 1
         self.stats["lost_nodes"] += 1
         pool = self.head.block_pool
@@ -274,6 +311,7 @@ class RayPlacement:
         if ship.started:
             log.info("Sampler node %d started its processes", ship.node)
             self.restarting.discard(ship.node)
+        self.shipped.add(ship.node)
         report.env_steps += ship.env_steps
         self.env_steps_counted += ship.env_steps
         report.episodes += [EpisodeStats(*e) for e in ship.episodes]
@@ -399,6 +437,7 @@ class RayPlacement:
                 ray.kill(node, no_restart=True)
             self.nodes = []
         self.inflight.clear()
+        self.pulled_at.clear()
         self.head.close()
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()

@@ -4,11 +4,13 @@ with), plays `--eval_episodes` on its own eval env (`EpisodePlayer`) and sends e
 back; with `--save_best_by_eval` it writes the best checkpoint itself (`BestByEval`), from the
 weights it played.
 
-It is spawned and supervised as the other children (`AsyncPlacement.spawn_extra`: it dies with its
-parent, a crash ends the run with its traceback) and runs at `--default_niceness` + 15 (at most
-19; `surge.runtime.process_setup.child_niceness`), above the rollout workers' + 10 (level with
-them at 19 where they act themselves), so that where cores are short the sampler and the learner
-come first.
+It is spawned and supervised as a rollout worker is (`AsyncPlacement.spawn_extra` with a
+heartbeat: it dies with its parent; one that crashes, exits or shows no sign of life for
+`--heartbeat_timeout_sec` is replaced, within `--max_worker_restarts_per_hour`), and runs at
+`--default_niceness` + 15 (at most 19; `surge.runtime.process_setup.child_niceness`), above the
+rollout workers' + 10 (level with them at 19 where they act themselves), so that where cores are
+short the sampler and the learner come first. Its signs of life: each poll of its requests, and
+every `STOP_CHECK_STEPS` env steps of an evaluation.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import time
 from dataclasses import dataclass
 from queue import Empty
 from typing import Any
+
+import torch
 
 from surge.evaluation.best_by_eval import BestByEval
 from surge.evaluation.episodes import EpisodePlayer
@@ -32,14 +36,17 @@ log = logging.getLogger("surge")
 
 @dataclass
 class EvaluatorContext:
-    """The evaluator process: requests `(env_frames, {policy_id: counters})` from
+    """The evaluator process: requests `(request_id, env_frames, {policy_id: counters})` from
     `request_queue` (the env frames of the request are replaced by the run's when the weights are
-    read: `SharedContext.env_frames`), `(EvalResult, best checkpoint path or None)` to `result_queue`; `resume`:
-    see `BestByEval`."""
+    read: `SharedContext.env_frames`), `(request_id, EvalResult or None, best checkpoint path or
+    None)` to `result_queue`, one per policy requested; `heartbeat`: `[1]` float64 in shared memory,
+    the `time.monotonic()` of its latest sign of life; `resume`: see `BestByEval` (a replacement
+    evaluator resumes the best scores its predecessor wrote)."""
 
     shared: SharedContext
     request_queue: Any
     result_queue: Any
+    heartbeat: torch.Tensor
     resume: bool
 
 
@@ -55,8 +62,6 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
     )
 
     def loop() -> None:
-        import torch
-
         torch.set_grad_enabled(False)
         player = EpisodePlayer(cfg, torch_device(cfg))
         best = None
@@ -64,12 +69,18 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
             folder = ExperimentFolder(cfg)
             policies = range(cfg.num_policies)
             best = BestByEval(cfg, {p: folder.checkpoints(p) for p in policies}, ctx.resume)
-        stop = shared.stop_flag.is_set
+        stopping = shared.stop_flag.is_set
+        heartbeat = ctx.heartbeat
+
+        def stop() -> bool:  # asked at each poll and every STOP_CHECK_STEPS env steps: a sign of life
+            heartbeat[0] = time.monotonic()
+            return stopping()
+
         played = 0
         try:
             while not stop():
                 try:
-                    _, requested = ctx.request_queue.get(timeout=0.1)
+                    request_id, _, requested = ctx.request_queue.get(timeout=0.1)
                 except Empty:
                     continue
                 for p, counters in requested.items():
@@ -79,7 +90,7 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
                     env_frames = int(shared.env_frames[0])
                     if version is None:  # a learner died or kept publishing for a second
                         log.warning("Evaluator: policy %d's weights could not be read; skipped", p)
-                        ctx.result_queue.put((None, None))  # the run counts it as answered
+                        ctx.result_queue.put((request_id, None, None))  # the run counts it as answered
                         continue
                     result = player.evaluate(p, version, env_frames, stop=stop)
                     if stop():  # a partial evaluation is not reported
@@ -93,7 +104,7 @@ def evaluator_process_main(ctx: EvaluatorContext) -> None:
                             result.return_mean,
                             {**counters, "env_frames": env_frames},
                         )
-                    ctx.result_queue.put((result, str(path) if path is not None else None))
+                    ctx.result_queue.put((request_id, result, str(path) if path is not None else None))
                     played += 1
         finally:
             player.close()

@@ -10,7 +10,9 @@ each learning policy's current weights play `--eval_episodes` full episodes. The
 reported with a result are the run's when the weights were read (in the async placement, by the
 evaluator process once it takes the request). In the async
 placement an evaluation that is still running when the next is due makes that one skipped (the
-next request goes out once the results are in): training never waits for evaluation.
+next request goes out once the results are in): training never waits for evaluation. An evaluator
+process that crashed or hung is replaced (`surge.runtime.supervision`); the evaluation it was
+playing is then lost, and the next one is requested when it falls due.
 
 With `--save_best_by_eval`, a run that finishes (its budget, `--train_for_env_steps` or
 `--train_for_seconds`, or a stop condition: `--score_to_win`, `--eval_score_to_win`, another
@@ -23,11 +25,14 @@ due after the budget.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 from pathlib import Path
 from queue import Empty
 from typing import Any
+
+import torch
 
 from surge.evaluation.best_by_eval import BestByEval
 from surge.evaluation.episodes import EpisodePlayer
@@ -53,7 +58,10 @@ class TrainEvaluator:
         self.every = int(cfg.eval_every_env_frames)
         self.policies = list(run.learning)
         self.next_at = (run.monitor.env_frames // self.every + 1) * self.every
-        self.pending = 0  # async: results still expected
+        self.pending = 0  # async: results still expected for request `request_id`
+        self.request_id = 0  # async: the latest request's number (results carry it)
+        self.incarnation = 0  # async: the evaluator process's, when the latest request was sent
+        self.requested_at = 0  # async: the env frames of the latest request
         self.skipped = 0  # async: evaluations not requested because one was running
         self.resume = cfg.restart_behavior == "resume"
         self.player: Any = None
@@ -82,8 +90,11 @@ class TrainEvaluator:
     def _start_process(self) -> None:
         placement = self.run.placement
         self.requests, self.results = PipeQueue(), PipeQueue()  # kill-safe (surge.runtime.pipe_queue)
-        ctx = EvaluatorContext(placement.shared, self.requests, self.results, self.resume)
-        placement.spawn_extra("evaluator", evaluator_process_main, ctx)
+        heartbeat = torch.zeros(1, dtype=torch.float64).share_memory_()
+        ctx = EvaluatorContext(placement.shared, self.requests, self.results, heartbeat, self.resume)
+        # a replacement keeps the best scores its predecessor wrote (`BestByEval`)
+        again = dataclasses.replace(ctx, resume=True)
+        placement.spawn_extra("evaluator", evaluator_process_main, ctx, heartbeat, again)
 
     def step(self, env_frames: int) -> None:
         """Called by the run after each placement step: reports finished evaluations and starts
@@ -100,8 +111,11 @@ class TrainEvaluator:
         self.next_at = (env_frames // self.every + 1) * self.every
         counters = {p: self.run._counters(p) for p in self.policies}
         if self.player is None:
-            self.requests.put((env_frames, counters))
+            self.request_id += 1
+            self.requested_at = env_frames
+            self.requests.put((self.request_id, env_frames, counters))
             self.pending = len(self.policies)
+            self.incarnation = self.run.placement.extras["evaluator"].incarnation
             return
         for p in self.policies:
             weights, version = self.run.placement.policy_weights(p)
@@ -116,12 +130,25 @@ class TrainEvaluator:
             self._report(result, path)
 
     def _collect(self) -> None:
-        while self.pending:
+        """Reports the results that arrived. Those of an earlier request (answered by a replaced
+        evaluator's successor) are reported too, but only the latest request's count as its
+        answers; a request whose evaluator was replaced since is no longer awaited."""
+        extra = self.run.placement.extras.get("evaluator")
+        if self.pending and extra is not None and extra.incarnation != self.incarnation:
+            log.warning(
+                "The evaluator process was replaced: its evaluation at env frame %d is lost (%d "
+                "result(s) missing); the next is requested when it falls due.",
+                self.requested_at,
+                self.pending,
+            )
+            self.pending = 0
+        while True:
             try:
-                result, path = self.results.get(block=False)
+                request_id, result, path = self.results.get(block=False)
             except Empty:
                 return
-            self.pending -= 1
+            if request_id == self.request_id and self.pending:
+                self.pending -= 1
             if result is None:  # the evaluator could not read this policy's weights: nothing to report
                 continue
             self._report(result, Path(path) if path else None)

@@ -65,11 +65,11 @@ from surge.runtime.placement import StepReport, check_policy_state_fits, save_pu
 from surge.runtime.policy_stats import log_train_notes
 from surge.runtime.process_context import InferenceContext, LearnerContext, RolloutContext, SharedContext
 from surge.runtime.process_setup import thread_oversubscription
-from surge.runtime.repeated_errors import RepeatedErrors, exception_text
+from surge.runtime.repeated_errors import RepeatedErrors
 from surge.runtime.rollout_process import rollout_process_main
 from surge.runtime.shared_state import SharedWeights
 from surge.runtime.stop_flag import StopFlag
-from surge.runtime.supervision import Supervisor
+from surge.runtime.supervision import ReplaceableExtra, Supervisor
 from surge.sampling.rollout_worker import EpisodeStats
 
 log = logging.getLogger("surge")
@@ -117,6 +117,7 @@ class AsyncPlacement:
         self._early: list[Any] = []
         self.errors_seen = RepeatedErrors()  # workers' errors: a repeat is not logged in full again
         self.forked_by: dict[str, int] = {}  # worker process name -> pid of the fork server that forked it
+        self.extras: dict[str, ReplaceableExtra] = {}  # `spawn_extra`'s processes with a heartbeat
         self.supervisor = Supervisor(self)
 
     # ---------------------------------------------------------------------------------------
@@ -257,12 +258,23 @@ class AsyncPlacement:
         self.spawned_at[name] = time.monotonic()
         log.info("Started process %s (pid %d)", name, p.pid)
 
-    def spawn_extra(self, name: str, fn: Callable[[Any], None], context: Any) -> None:
-        """Starts a process of another role (the evaluator of `surge.evaluation.eval_process`):
+    def spawn_extra(
+        self,
+        name: str,
+        fn: Callable[[Any], None],
+        context: Any,
+        heartbeat: torch.Tensor | None = None,
+        replacement_context: Any = None,
+    ) -> None:
+        """Starts a process of another role (the evaluator, `surge.evaluation.eval_process`):
         `fn(context)` in a child that dies with this process (not daemonic: its env may start
-        processes of its own, as a rollout worker's may); supervised as a learner is (its exit or
-        crash ends the run), stopped by `close` (it must leave its loop once `shared.stop_flag`
-        is set, or it is killed after `JOIN_TIMEOUT_SEC`)."""
+        processes of its own), stopped by `close` (it must leave its loop once `shared.stop_flag`
+        is set, or it is killed after `JOIN_TIMEOUT_SEC`). Without `heartbeat` its exit or crash
+        ends the run; with one it is replaced as a worker is (`supervision.ReplaceableExtra`: its
+        replacements run `fn(replacement_context)`, by default `context`)."""
+        if heartbeat is not None:
+            again = context if replacement_context is None else replacement_context
+            self.extras[name] = ReplaceableExtra(fn, again, heartbeat)
         self._spawn(name, fn, context, daemon=False, worker=False)
 
     def _spawn_inference(self, p: int, i: int) -> None:
@@ -339,15 +351,7 @@ class AsyncPlacement:
             elif isinstance(msg, PolicyImported):
                 self.commands.on_imported(msg)
             elif isinstance(msg, ChildError):
-                if not msg.name.startswith(("rollout worker", "inference worker")):
-                    raise ChildProcessFailed(f"{msg.name} crashed:\n{msg.traceback}")
-                if self.errors_seen.first_raised_by(msg.name, msg.traceback) is None:
-                    log.error("%s crashed (it will be replaced):\n%s", msg.name, msg.traceback)
-                else:  # a fault that recurs now and then is tolerated; its traceback is above
-                    error = exception_text(msg.traceback).splitlines()[-1]
-                    log.error(
-                        "%s crashed with an error seen before (it will be replaced): %s", msg.name, error
-                    )
+                self.supervisor.on_crash(msg)
         self.supervisor.check()
         report.worker_restarts = self.supervisor.pop_restarts()
         return report

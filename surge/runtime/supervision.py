@@ -15,6 +15,12 @@ as one restart; the next spawn starts a new server. The learners and extra proce
 evaluator), whose death would end the run, are spawned directly by the main process instead, so
 they do not depend on the server.
 
+An extra process spawned with a heartbeat (the evaluator, `AsyncPlacement.spawn_extra`) is
+supervised as a worker: one that crashes, exits or shows no sign of life for
+`--heartbeat_timeout_sec` (after `EXTRA_START_GRACE_SEC` for its start) is killed and started again,
+charged to the same restart budget; the evaluation it was playing is lost (the main process
+requests the next when it falls due: `surge.evaluation.train_eval`).
+
 A learner that dies ends the run: the main process then writes the final checkpoint itself, from
 the weights the learner last published in shared memory, and says so. So does a hung learner, which
 the main process kills first: one that showed no sign of life for `--heartbeat_timeout_sec` (a
@@ -27,7 +33,11 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from torch import Tensor
 
 from surge.errors import ChildProcessFailed
 from surge.runtime.child_start import child_exited
@@ -41,11 +51,33 @@ if TYPE_CHECKING:  # the placement owns its supervisor: a type only, no import c
 log = logging.getLogger("surge")
 
 RESTART_WINDOW_SEC = 3600.0  # --max_worker_restarts_per_hour counts replacements in this window
+#: an extra process's first sign of life may come this long after its start: at the lowest
+#: priority (`process_setup.NICENESS_OFFSET`) on a loaded machine its imports and its env's build
+#: take minutes; never less than `--heartbeat_timeout_sec`
+EXTRA_START_GRACE_SEC = 300.0
+
+
+@dataclass
+class ReplaceableExtra:
+    """An extra process supervised as a worker (`AsyncPlacement.spawn_extra` with a heartbeat).
+
+    Attributes:
+        fn, context: what its replacements run (`fn(context)`).
+        heartbeat: `[1]` float64 in shared memory, the `time.monotonic()` of its latest sign of
+            life (0 until its loop starts).
+        incarnation: processes started for it after the first (its replacements so far).
+    """
+
+    fn: Callable[[Any], None]
+    context: Any
+    heartbeat: Tensor
+    incarnation: int = 0
 
 
 class Supervisor:
     """Watches the processes of an `AsyncPlacement` (its `procs`, heartbeats and start times) and
-    replaces rollout and inference workers that died or hung, within the restart budget.
+    replaces rollout and inference workers and extra processes with a heartbeat that died or hung,
+    within the restart budget.
 
     Args:
         placement: the placement whose processes are supervised (it spawns the replacements).
@@ -133,9 +165,26 @@ class Supervisor:
                         tb += f"\n{msg.name}:\n{msg.traceback}"
                 raise ChildProcessFailed(f"process {name} exited with code {p.exitcode}{tb}")
 
+    def on_crash(self, msg: ChildError) -> None:
+        """Logs a child's crash report: a worker or an extra process with a heartbeat is replaced
+        (by `check`, once it exited); an error seen before is logged in one line (a fault that
+        recurs now and then is tolerated, its traceback is above).
+
+        Raises:
+            ChildProcessFailed: any other process crashed (a learner).
+        """
+        name, tb = msg.name, msg.traceback
+        if not name.startswith(("rollout worker", "inference worker")) and name not in self.placement.extras:
+            raise ChildProcessFailed(f"{name} crashed:\n{tb}")
+        if self.placement.errors_seen.first_raised_by(name, tb) is None:
+            log.error("%s crashed (it will be replaced):\n%s", name, tb)
+        else:
+            error = exception_text(tb).splitlines()[-1]
+            log.error("%s crashed with an error seen before (it will be replaced): %s", name, error)
+
     def check(self) -> None:
-        """Replaces rollout and inference workers that died or hung (see the module docstring);
-        any other dead child ends the run.
+        """Replaces rollout and inference workers and extra processes with a heartbeat that died or
+        hung (see the module docstring); any other dead child ends the run.
 
         Raises:
             ChildProcessFailed: a learner exited or hung (it is killed), or the restart budget is
@@ -153,13 +202,17 @@ class Supervisor:
                 p, i = (int(x) for x in name[len("inference_p") :].split("_"))
                 index = cfg.num_workers + self.placement.shared.inference_index(p, i)
                 start_grace = max(cfg.heartbeat_timeout_sec, 120.0)  # imports and the model build
+            elif name in self.placement.extras:
+                index = -1
+                start_grace = max(cfg.heartbeat_timeout_sec, EXTRA_START_GRACE_SEC)
             else:
                 if not proc.is_alive():
                     raise ChildProcessFailed(f"process {name} exited with code {proc.exitcode}")
                 if name.startswith("learner_p"):  # not an extra process (`spawn_extra`)
                     self._check_learner_progress(name, proc, now)
                 continue
-            beat, started = float(beats[index]), self.placement.spawned_at[name]
+            beat = float(beats[index] if index >= 0 else self.placement.extras[name].heartbeat[0])
+            started = self.placement.spawned_at[name]
             charge = True
             if not proc.is_alive():
                 problem = f"exited with code {proc.exitcode}"
@@ -232,6 +285,12 @@ class Supervisor:
         if proc.is_alive():
             proc.kill()
         proc.join(5)
+        extra = self.placement.extras.get(name)
+        if extra is not None:
+            extra.heartbeat[0] = 0.0  # the replacement's start grace
+            extra.incarnation += 1
+            self.placement._spawn(name, extra.fn, extra.context, daemon=False, worker=False)
+            return
         if name.startswith("rollout_"):
             w, splits, pool = int(name.rsplit("_", 1)[1]), cfg.worker_num_splits, self.placement.block_pool
             lo, hi = pool.owner_slots(w * splits).start, pool.owner_slots((w + 1) * splits - 1).stop

@@ -89,7 +89,11 @@ def test_cartpole_reaches_475_with_its_sampler_node_on_the_second_node(cluster, 
 
 
 @pytest.mark.slow
-def test_killed_sampler_node_is_restarted_and_training_goes_on(cluster, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["sigkill", "sigstop"])
+def test_killed_sampler_node_is_restarted_and_training_goes_on(cluster, tmp_path, sig):
+    """SIGKILL: the node's actor and its workers are killed. SIGSTOP: its actor alone is stopped
+    (a machine that stopped answering): its pull never returns, and the head kills it as hung
+    after `--heartbeat_timeout_sec`, for Ray to restart."""
     frames = 30_000
     log_file = tmp_path / "kill" / "surge_log.txt"
     killed: list[int] = []
@@ -99,10 +103,12 @@ def test_killed_sampler_node_is_restarted_and_training_goes_on(cluster, tmp_path
         while time.time() < deadline:
             if log_file.exists() and "Sampler node 0 started" in log_file.read_text():
                 time.sleep(3.0)
-                pids = cluster.sampler_node_pids()
+                pids = cluster.sampler_node_pids()  # the actor's first
+                if sig == signal.SIGSTOP:
+                    pids = pids[:1]
                 for pid in pids:
                     try:
-                        os.kill(pid, signal.SIGKILL)
+                        os.kill(pid, sig)
                     except ProcessLookupError:
                         pass
                 killed.extend(pids)
@@ -112,12 +118,19 @@ def test_killed_sampler_node_is_restarted_and_training_goes_on(cluster, tmp_path
     killer = threading.Thread(target=kill_when_shipping, daemon=True)
     killer.start()
     # fmt: off
-    flags = ["--num_workers=2", "--num_envs_per_worker=8", f"--train_for_env_steps={frames}", "--seed=1"]
+    flags = ["--num_workers=2", "--num_envs_per_worker=8", f"--train_for_env_steps={frames}", "--seed=1",
+             "--heartbeat_timeout_sec=10"]
     # fmt: on
     assert train(parse_cfg([*ray_args(cluster, tmp_path, "kill"), *flags])) == "done"
     killer.join(5)
-    assert len(killed) >= 4, killed  # the actor, 2 rollout workers, 1 inference worker
+    # SIGKILL: the actor, 2 rollout workers, 1 inference worker
+    assert len(killed) >= (4 if sig == signal.SIGKILL else 1), killed
     text = log_file.read_text()
+    hung = re.search(r"Sampler node 0 hung: its pull has not returned for (\d+) s", text)
+    if sig == signal.SIGSTOP:
+        assert hung and 10 <= int(hung.group(1)) <= 30, text[-3000:]
+    else:
+        assert hung is None
     lost_at = text.find("Sampler node 0 was lost")
     assert lost_at >= 0, text[-3000:]
     assert text.count("Sampler node 0 was lost") == 1, text[-3000:]  # one loss, counted once

@@ -67,7 +67,7 @@ def test_a_shipped_block_lands_whole_in_the_learner_buffers(tmp_path):
     placement.head = SimpleNamespace(
         block_pool=head.block_pool, shared=SimpleNamespace(buffers=head.buffers), learner_queues=[queue]
     )
-    placement.waiting, placement.env_steps_counted = [], 0
+    placement.waiting, placement.env_steps_counted, placement.shipped = [], 0, set()
     placement.stats = {"shipments": 0, "blocks": 0, "bytes": 0}
     placement._receive(ship, StepReport())
     placement._write_waiting()
