@@ -107,15 +107,16 @@ class Soak:
         cmd = [sys.executable, "-m", "surge.train", f"--train_dir={self.exp.parent}", "--experiment=soak",
                *COMMON, *SCENARIOS[a.scenario], "--num_workers=2", "--train_for_env_steps=10000000000",
                "--report_interval_sec=5", f"--save_every_sec={a.save_every_sec}",
-               "--set_workers_cpu_affinity=False", "--write_report=False"]  # fmt: skip
+               "--set_workers_cpu_affinity=False", "--write_report=False",
+               f"--heartbeat_timeout_sec={a.heartbeat_timeout_sec}"]  # fmt: skip
         if a.scenario == "ray":
             import ray_two_nodes
 
             cmd += ["--distributed=ray", f"--ray_address={self.cluster.address}", "--ray_max_restarts=-1",
                     f"--ray_node_resource={ray_two_nodes.SAMPLER_RESOURCE}", "--num_torch_threads=1"]  # fmt: skip
         else:
-            cmd += [f"--heartbeat_timeout_sec={a.heartbeat_timeout_sec}", "--max_worker_restarts_per_hour=100000",
-                    f"--eval_every_env_frames={a.eval_every}", "--eval_episodes=2"]  # fmt: skip
+            cmd += ["--max_worker_restarts_per_hour=100000", f"--eval_every_env_frames={a.eval_every}",
+                    "--eval_episodes=2"]  # fmt: skip
         return cmd
 
     def start_run(self) -> None:
@@ -384,7 +385,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--heartbeat_timeout_sec",
         type=int,
         default=20,
-        help="the run's; a SIGSTOPped worker is found hung after it",
+        help="the run's; a SIGSTOPped worker, evaluator or Ray sampler node is found hung after it",
     )
     ap.add_argument("--save_every_sec", type=int, default=20)
     ap.add_argument("--sigkill_only", nargs="*", default=["main"], help="roles never sent SIGSTOP (main: "
