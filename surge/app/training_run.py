@@ -242,7 +242,6 @@ class TrainingRun:
             failed = True
         finally:
             try:
-                m.tick(force=True)
                 if self.writes and hasattr(self, "start_time"):
                     # an algorithm without a learner has no weights to save
                     saving = get_algorithm(cfg.algo).trains and not cfg.sampler_only
@@ -250,9 +249,11 @@ class TrainingRun:
             finally:
                 written = False
                 try:
-                    p.close()  # a data-parallel rank leaves its process group here, if not yet
+                    late = p.close()  # a data-parallel rank leaves its process group here, if not yet
                     written = all(i in p.final_written for i in self.learning)
+                    m.add_episodes(late.episodes)  # finished after the last step: in the final line
                 finally:
+                    m.tick(force=True)
                     try:
                         if self.evaluator is not None:
                             # after the placement's close: the evaluator process has stopped, so

@@ -421,9 +421,10 @@ class RayPlacement:
     def interrupt(self) -> None:
         self.head.interrupt()
 
-    def close(self) -> None:
+    def close(self) -> StepReport:
         """Stops the sampler nodes (their processes, then their actors), the learner, and Ray when
-        it was started here."""
+        it was started here. What the nodes had not shipped is not counted: an empty report
+        (`Placement.close`)."""
         import ray
 
         self._maybe_log_stats(force=True)
@@ -438,9 +439,10 @@ class RayPlacement:
             self.nodes = []
         self.inflight.clear()
         self.pulled_at.clear()
-        self.head.close()
+        self.head.close()  # no rollout worker of its own: nothing late
         if self.owns_ray and ray.is_initialized():
             ray.shutdown()
+        return StepReport()
 
 
 def _rows(data: dict[str, Any], lo: int, hi: int) -> dict[str, Any]:

@@ -451,12 +451,14 @@ class AsyncPlacement:
         elif result:
             self.final_written.add(p)
 
-    def close(self) -> None:
+    def close(self) -> StepReport:
         """Stops every child within a bounded time: the learners finish pending commands (the last
-        checkpoint) and exit; workers and inference leave their loops; stragglers are killed."""
+        checkpoint) and exit; workers and inference leave their loops; stragglers are killed.
+        Returns the episodes reported after the last `step` (`Placement.close`)."""
         self.stopping = True
+        late = StepReport()
         if not self.procs:
-            return
+            return late
         self.shared.stop_flag.set()
         learners = [(p, self.procs.get(f"learner_p{p}")) for p in range(self.cfg.num_policies)]
         for p, learner in learners:
@@ -482,7 +484,9 @@ class AsyncPlacement:
         while got := self._drain(timeout=0.05):
             left += got
         for msg in early + left:
-            if isinstance(msg, TrainStats):
+            if isinstance(msg, Episodes):
+                late.episodes += [EpisodeStats(*e) for e in msg.episodes]
+            elif isinstance(msg, TrainStats):
                 log_train_notes(msg.policy_id, msg.stats)
             elif isinstance(msg, (Saved, SaveRefused)):
                 self._on_save(msg)
@@ -490,3 +494,4 @@ class AsyncPlacement:
                 log.error("%s crashed:\n%s", msg.name, msg.traceback)
         self.procs.clear()
         self.commands.close()
+        return late

@@ -127,8 +127,11 @@ class Placement(Protocol):
         at their next optimizer step, so the stop is not held up by a long batch."""
         ...
 
-    def close(self) -> None:
-        """Stops everything the placement started; no process or shared memory is left."""
+    def close(self) -> StepReport:
+        """Stops everything the placement started; no process or shared memory is left. Returns
+        the episodes reported while it stopped, after the last `step` (none where nothing runs on
+        its own: the serial placement). Env steps taken then are not counted: the run's frames
+        stay those of its final checkpoint, written before the stop."""
         ...
 
 

@@ -410,9 +410,11 @@ class SerialPlacement:
         self.data_parallel = None
         leave_data_parallel(dp, self.env_frames, c.models[next(iter(c.learners))])
 
-    def close(self) -> None:
+    def close(self) -> StepReport:
+        """See `Placement.close` (nothing runs between steps here: an empty report)."""
         try:
             self._leave_data_parallel()
         finally:
             if self.c is not None:
                 self.c.close()
+        return StepReport()
