@@ -41,6 +41,7 @@ from surge.runtime.commands import Command
 from surge.runtime.components import env_info, make_layout, make_model, seed_everything
 from surge.runtime.inference_process import inference_process_main
 from surge.runtime.learner_process import learner_process_main
+from surge.runtime.lockstep import LockstepShared
 from surge.runtime.main_module import children_skip_an_unreadable_main
 from surge.runtime.messages import (
     BLOCK_CODEC,
@@ -197,7 +198,7 @@ class AsyncPlacement:
             self.actor_offset,
             self.run_actors,
             # --deterministic: no rollout acts before the learner's first publish
-            torch.full((P,), -1, dtype=torch.int64).share_memory_() if cfg.deterministic else None,
+            LockstepShared.make(model, P) if cfg.deterministic else None,
         )
         # written by the rollout workers, which may be killed at any moment (`surge.runtime.pipe_queue`)
         self.learner_queues = [PipeQueue(codec=BLOCK_CODEC) for _ in range(P)]

@@ -46,7 +46,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
         if cfg.deterministic:  # its own seeded stream of action samples; env frames stay 0
             assert cfg.seed is not None
             seed_everything(cfg.seed + 1_000_003 * (1 + shared.inference_index(p, ctx.index)))
-            serve_lockstep(ctx, InferenceLoop(inference, shared.weights[p]), beat_index)
+            serve_lockstep(ctx, inference, beat_index)
             return
         # weights reloaded when the learner published (or the main process set) new ones; the
         # run's env frames as the main process counts them

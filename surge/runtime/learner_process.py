@@ -207,9 +207,9 @@ def learner_process_main(ctx: LearnerContext) -> None:
                 collect_lockstep(
                     ctx,
                     learner,
+                    model,
                     batcher,
                     lambda slots, frames: do(OnPolicyBatch(learner.prepare_batch(slots), slots, frames)),
-                    lambda: weights.publish(model, learner.policy_version),
                     do,
                     idle_beat,
                 )

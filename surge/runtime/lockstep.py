@@ -7,18 +7,48 @@ A *round* is one rollout of every split of every rollout worker: `B` trajectorie
 (`Batcher.traj_per_batch`) taken from the blocks in (round, owner) order, owner = `worker x
 num_splits + split`. Rollout `r` of every split acts with the weights after iteration `n(r)` =
 `floor(B x max(0, r - 1) / T)`: the iterations trained on rounds `0..r-2` only, so the learner trains
-on round `r - 1` while round `r` is collected (double buffering, a lag of one round). The learner
-publishes iteration `k` only once every rollout acting with earlier weights is complete, and tells
-the inference processes the last round that may act with it (`last_round(k)`); an inference
-process acts on a rollout only when it is allowed, so the weights of every step are fixed by the
-step's round alone.
+on round `r - 1` while round `r` is collected (double buffering, a lag of one round).
+
+The *acting versions* (the `n(r)`; the iterations in between are trained but never acted with)
+are published into two weight slots in turn (`LockstepShared`), each with the rounds that act with
+it: `[first_round(k), last_round(k)]`. A slot is written again only once every rollout acting with
+its previous version is complete, so the learner trains on while the last rollouts of a round
+finish, and keeps a copy of a version whose slot is not free yet. An inference process acts on a
+rollout of round `r` only with the slot whose rounds hold `r` (it waits while none does), so the
+weights of every step are fixed by the step's round alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
 from surge.cfg.config import Config, minibatches_to_accumulate
 from surge.errors import ConfigError
 from surge.learning.algorithm import Feed, get_algorithm
+from surge.runtime.shared_state import SharedWeights
+
+#: a slot's rounds before its first publish and while it is written again: none
+NO_ROUNDS = -1
+
+
+def pack_rounds(first: int, last: int) -> int:
+    """A slot's rounds `[first, last]` (0 <= first <= last < 2**31) as one int64, so that a reader
+    never sees one end of an old range with the other end of a new one (one aligned 8-byte store)."""
+    return (first << 32) | last
+
+
+def slot_of(rounds: Any, r: int) -> int:
+    """The slot whose rounds (`LockstepShared.rounds[policy]`, a numpy view) hold round `r`; -1 when
+    none does (its weights are not published yet)."""
+    for i in range(len(rounds)):
+        packed = int(rounds[i])
+        if packed >= 0 and packed >> 32 <= r <= packed & 0xFFFFFFFF:
+            return i
+    return -1
 
 
 class Schedule:
@@ -37,6 +67,17 @@ class Schedule:
         """`n(r)`: the iterations trained before the weights rollout `r` (0-based) acts with."""
         return self.B * max(0, r - 1) // self.T
 
+    def first_round(self, k: int) -> int:
+        """The first rollout that acts with the weights of iteration `k` or later (the smallest `r`
+        with `n(r) >= k`)."""
+        if k <= 0:
+            return 0
+        return -(-k * self.T // self.B) + 1
+
+    def acts(self, k: int) -> bool:
+        """Whether some rollout acts with the weights of iteration `k` (`n(r) == k` for some `r`)."""
+        return self.acting_iteration(self.first_round(k)) == k
+
     def last_round(self, k: int) -> int:
         """The last rollout that acts with the weights of iteration `k` (the largest `r` with
         `n(r) <= k`); -1 for `k < 0` (no rollout may act yet)."""
@@ -52,6 +93,27 @@ class Schedule:
         `budget // round_env_steps - 1` are complete whichever worker took the last step."""
         rounds = env_steps_budget // self.round_env_steps - 1
         return max(0, rounds * self.B // self.T)
+
+
+@dataclass
+class LockstepShared:
+    """The shared memory of `--deterministic=True` (module docstring), per policy.
+
+    Attributes:
+        slots: `[num_policies][2]` the two weight slots of each policy.
+        rounds: `[num_policies, 2]` int64, each slot's first and last round acting with its
+            weights (`pack_rounds`); `NO_ROUNDS` before its first publish and while it is written.
+    """
+
+    slots: list[list[SharedWeights]]
+    rounds: Tensor
+
+    @staticmethod
+    def make(model: nn.Module, num_policies: int) -> LockstepShared:
+        """Two empty slots per policy for weights of `model`'s layout."""
+        rounds = torch.full((num_policies, 2), NO_ROUNDS, dtype=torch.int64)
+        slots = [[SharedWeights(model), SharedWeights(model)] for _ in range(num_policies)]
+        return LockstepShared(slots, rounds.share_memory_())
 
 
 class BlockOrder:

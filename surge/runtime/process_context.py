@@ -14,6 +14,7 @@ from surge.data.trajectory import TrajectoryBuffers
 from surge.learning.algorithm import get_algorithm
 from surge.learning.run_flags import rebuild_cfg
 from surge.runtime.components import EnvInfo, RunLayout
+from surge.runtime.lockstep import LockstepShared
 from surge.runtime.shared_state import SharedWeights
 from surge.runtime.stop_flag import StopFlag
 
@@ -50,9 +51,9 @@ class SharedContext:
         stop_flag: set by the main process to stop every loop (`surge.runtime.stop_flag`).
         actor_offset, run_actors: a Ray sampler node's first actor's run-wide id and the run's
             acting agents over all nodes (`ActContext`); 0 and 0 (this layout's own) elsewhere.
-        lockstep_rounds: `[num_policies]` int64, with `--deterministic=True`: the last rollout
-            (0-based, counted per split) the policy's published weights may act on, -1 before the
-            learner's first publish (`surge.runtime.lockstep`); None otherwise.
+        lockstep: with `--deterministic=True`, the weight slots inference acts with and the rounds
+            (0-based rollouts, counted per split) each slot may act on (`surge.runtime.lockstep`);
+            None otherwise.
     """
 
     cfg_values: dict[str, Any]
@@ -72,7 +73,7 @@ class SharedContext:
     stop_flag: StopFlag
     actor_offset: int = 0
     run_actors: int = 0
-    lockstep_rounds: Tensor | None = None
+    lockstep: LockstepShared | None = None
 
     def inference_index(self, policy_id: int, index: int) -> int:
         """Position of inference worker `index` of policy `policy_id` in `inference_generation`

@@ -69,6 +69,15 @@ class SharedWeights:
             self.version[0] = policy_version
             self.seq[0] += 1
 
+    def publish_copy(self, source: SharedWeights) -> None:
+        """Writer side: publishes the state and policy_version held by `source` (a staging copy
+        the writer published into earlier; of the same layout)."""
+        with torch.no_grad():
+            self.seq[0] += 1
+            self.flat.copy_(source.flat)
+            self.version[0] = source.version[0]
+            self.seq[0] += 1
+
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.pop("_version_view", None)  # numpy views would travel as copies, not shared

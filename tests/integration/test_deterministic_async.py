@@ -13,10 +13,12 @@ from surge.app.training_run import train
 CARTPOLE = [
     "--env=cartpole",
     "--num_workers=2",
-    "--num_envs_per_worker=8",
+    # a round of 40 trajectories, an iteration of 16 (the benchmark's shape): an acting version
+    # can be trained before the rounds of its slot's previous version are complete
+    "--num_envs_per_worker=20",
     "--worker_num_splits=2",
     "--policy_workers_per_policy=2",  # each inference worker batches the splits of its own workers
-    "--batch_size=256",
+    "--batch_size=512",
     "--train_for_env_steps=20000",
     "--set_workers_cpu_affinity=False",
 ]

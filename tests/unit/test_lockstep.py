@@ -4,11 +4,12 @@ starts."""
 
 import random
 
+import numpy as np
 import pytest
 
 from surge.app.resolve import parse_cfg
 from surge.errors import ConfigError
-from surge.runtime.lockstep import BlockOrder, Schedule, check_deterministic
+from surge.runtime.lockstep import NO_ROUNDS, BlockOrder, Schedule, check_deterministic, pack_rounds, slot_of
 
 
 def _naive_acting_iteration(B: int, T: int, r: int) -> int:
@@ -32,6 +33,30 @@ def test_schedule_matches_a_naive_walk(B, T):
             else [-1]
         )
         assert s.last_round(k) == max(rounds), k
+
+
+@pytest.mark.parametrize("B,T", [(40, 16), (16, 16), (8, 32), (10, 3), (7, 7), (64, 512)])
+def test_first_round_and_acting_versions_match_a_naive_walk(B, T):
+    """The weight slots hold the acting versions only, each with its rounds `[first, last]`."""
+    s = Schedule(B, T, round_env_steps=B * 32)
+    acting = [_naive_acting_iteration(B, T, r) for r in range(1000)]
+    for k in range(40):
+        assert s.acts(k) == (k in acting), k
+        later = [r for r, n in enumerate(acting) if n >= k]
+        assert s.first_round(k) == later[0], k
+        if s.acts(k):  # its rounds are exactly those acting with it
+            assert [r for r, n in enumerate(acting) if n == k] == list(
+                range(s.first_round(k), s.last_round(k) + 1)
+            )
+
+
+def test_a_slot_is_found_by_the_packed_rounds_it_holds():
+    rounds = np.full(2, NO_ROUNDS, dtype=np.int64)
+    assert slot_of(rounds, 0) == -1  # nothing published: every round waits
+    rounds[1] = pack_rounds(3, 5)
+    assert [slot_of(rounds, r) for r in range(7)] == [-1, -1, -1, 1, 1, 1, -1]
+    rounds[0] = pack_rounds(6, 2**31 - 1)
+    assert slot_of(rounds, 6) == 0 and slot_of(rounds, 2**31 - 1) == 0 and slot_of(rounds, 5) == 1
 
 
 def test_iteration_limit_counts_iterations_of_complete_rounds():
