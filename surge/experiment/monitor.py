@@ -54,6 +54,11 @@ class Monitor:
 
     WINDOWS = (10.0, 60.0, 300.0)  # seconds: FPS over the last 10 s, 1 min, 5 min
     MIN_SPAN_SEC = 1.0  # a rate needs two points at least this far apart
+    #: once sampling started, `history` keeps points at least this far apart (a newer tick
+    #: replaces the newest point until then): about 600 points over the longest window, where a
+    #: point per tick (~10 a second in the async placement) grew the main process's memory for
+    #: the window's first 5 minutes
+    HISTORY_STEP_SEC = 0.5
     #: seconds of sampling before the ETA is estimated ("ETA measuring" until then): a rate from
     #: the first seconds is that of the start-up (an async CartPole run: 4 s without a frame,
     #: then a rate that ramps up; its first line said ETA 25m for a run that took 2m 30s more)
@@ -320,7 +325,11 @@ class Monitor:
     def tick(self, force: bool = False) -> None:
         """Records throughput; prints progress and writes summaries when their intervals are due."""
         now = time.time()
-        self.history.append((now, self.env_frames))
+        h = self.history
+        if len(h) >= 2 and now - h[-2][0] < self.HISTORY_STEP_SEC and h[-1][1] > h[0][1]:
+            h[-1] = (now, self.env_frames)  # (the last start-up point is kept: `sampling_since`)
+        else:
+            h.append((now, self.env_frames))
         while self.history and now - self.history[0][0] > self.WINDOWS[-1] + 1.0:
             self.history.popleft()
         if self.bar is not None and (force or now - self.last_bar >= REFRESH_SEC):

@@ -116,3 +116,33 @@ def test_the_10_s_rate_is_shown_when_the_last_report_came_late():
     assert m.fps(10.0) == pytest.approx(8192 / 20)
     # one point: no rate at all
     assert _monitor([(T0, 0)]).fps(10.0) != _monitor([(T0, 0)]).fps(10.0)  # nan
+
+
+def test_ticks_many_times_a_second_keep_a_bounded_history_with_the_same_rates(monkeypatch):
+    """A tick every 10 ms for 400 s (5 s of start-up, then 1000 frames/s): the history holds about
+    two points a second, and the rates and start-up end are those of every tick's point (the
+    reference: the frames are a known line of time)."""
+    import surge.experiment.monitor as monitor_module
+
+    clock = [T0]
+    monkeypatch.setattr(monitor_module.time, "time", lambda: clock[0])
+    m = _monitor([(T0, 0)])
+    m.bar = None
+    monkeypatch.setattr(m, "_print", lambda: None)
+    monkeypatch.setattr(m, "_report_nonfinite", lambda: None)
+    monkeypatch.setattr(m, "_report_faults", lambda: None)
+    longest = 0
+    for i in range(1, 40_001):
+        clock[0] = T0 + i * 0.01
+        m.env_frames = max(0, round((clock[0] - T0 - 5.0) * 1000))
+        m.tick()
+        longest = max(longest, len(m.history))
+        if i == 2000:  # 20 s: the progress lines ask for it from their first ETA on
+            assert m.sampling_since() == pytest.approx(T0 + 5.0, abs=0.011)  # the last tick without frames
+    # kept points are a step apart less one tick at worst (the replaced point was a tick older)
+    bound = (m.WINDOWS[-1] + 1.0) / (m.HISTORY_STEP_SEC - 0.01) + 2
+    assert longest <= bound + 500  # the start-up's 500 ticks are each kept (`sampling_since`)
+    assert len(m.history) <= bound
+    assert m.history[-1] == (clock[0], m.env_frames)  # the newest point is the last tick's
+    for window in m.WINDOWS:
+        assert m.fps(window) == pytest.approx(1000.0, rel=1e-3)
