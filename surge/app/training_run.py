@@ -249,9 +249,10 @@ class TrainingRun:
             finally:
                 written = False
                 try:
-                    late = p.close()  # a data-parallel rank leaves its process group here, if not yet
+                    # a data-parallel rank leaves its process group here, if not yet; the episodes
+                    # finished after the last step go into the final progress line
+                    m.add_episodes(p.close().episodes)
                     written = all(i in p.final_written for i in self.learning)
-                    m.add_episodes(late.episodes)  # finished after the last step: in the final line
                 finally:
                     m.tick(force=True)
                     try:
@@ -269,7 +270,7 @@ class TrainingRun:
         self._summarise()
         if failed:
             return "failed"
-        if saving and not self._final_checkpoints_written():
+        if saving and not final_checkpoints_written(p, self.learning, self.ckpts, folder.root):
             return "failed"
         if not finished:
             log.info(
@@ -282,10 +283,6 @@ class TrainingRun:
             folder.done_file.write_text(f"env_frames={m.env_frames}\n")
         log.info("Training finished: %d env frames.", m.env_frames)
         return "done"
-
-    def _final_checkpoints_written(self) -> bool:
-        """`final_checkpoints_written` of this run's learning policies."""
-        return final_checkpoints_written(self.placement, self.learning, self.ckpts, self.folder.root)
 
     def _summarise(self) -> None:
         """Throughput from the first env steps to the end (start-up excluded), in `self.summary`;

@@ -193,7 +193,7 @@ def test_the_resumed_policy_acts_as_the_saved_one(tmp_path, monkeypatch):
 
     def close(self):
         outputs.setdefault("stopped", forward(self.c.models[0]))
-        original_close(self)
+        return original_close(self)
 
     def start(self):
         original_start(self)
