@@ -66,7 +66,7 @@ def collect_lockstep(
     )
     frames_per_iteration = batcher.traj_per_batch * cfg.rollout * shared.info.frameskip
     assert shared.lockstep is not None
-    slots, rounds = shared.lockstep.slots[p], shared.lockstep.rounds[p].numpy()
+    weight_slots, rounds = shared.lockstep.slots[p], shared.lockstep.rounds[p].numpy()
     budget, env_steps = shared.env_steps_budget.numpy(), shared.env_steps.numpy()
     held = [-1, -1]  # the iteration whose weights each slot holds
     staged: list[tuple[int, SharedWeights]] = []  # acting versions waiting for their slot, oldest first
@@ -85,9 +85,9 @@ def collect_lockstep(
             return False
         rounds[slot] = NO_ROUNDS  # no round reads the slot while it is written
         if staging is None:
-            slots[slot].publish(model, learner.policy_version)
+            weight_slots[slot].publish(model, learner.policy_version)
         else:
-            slots[slot].publish_copy(staging)
+            weight_slots[slot].publish_copy(staging)
             spare.append(staging)
         rounds[slot] = pack_rounds(schedule.first_round(k), schedule.last_round(k))
         held[slot], placed = k, placed + 1
@@ -158,9 +158,9 @@ def collect_lockstep(
             shared.weights[p].publish(model, learner.policy_version)
             if schedule.acts(trained):
                 version_of[trained] = learner.policy_version
-            if schedule.acts(trained) and (staged or not place(trained, None)):
-                copy = spare.pop() if spare else SharedWeights(model)
-                copy.publish(model, learner.policy_version)
-                staged.append((trained, copy))
+                if staged or not place(trained, None):  # in order: after those staged before it
+                    copy = spare.pop() if spare else SharedWeights(model)
+                    copy.publish(model, learner.policy_version)
+                    staged.append((trained, copy))
         # waits for a block only when there was nothing to do: collection may wait for a slot
         receive(0.0 if busy else 0.05)
