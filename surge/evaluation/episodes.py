@@ -189,8 +189,9 @@ class EpisodePlayer:
         `STOP_CHECK_STEPS` env steps) True ends the play early, with the episodes finished so far.
         An exception from the env's `step` (a flaky emulator, `FlakyStep`) is a fault, as in the
         rollout workers: the env is closed, rebuilt and reset with the next seed, and the episodes
-        it was playing end there (truncated, their return so far counted, as training counts them:
-        a long episode under frequent faults would otherwise never finish).
+        it was playing end there, counted with their return so far (training drops a faulted
+        episode's statistics instead, `surge.sampling.env_faults`; an evaluation must finish its
+        episodes, and a long one under frequent faults would never finish whole).
 
         Raises:
             EnvError: the env raised `MAX_CONSECUTIVE_EVAL_FAULTS` times in a row (rebuilt each time).
@@ -231,7 +232,7 @@ class EpisodePlayer:
                     streak += 1
                     resets += 1
                     obs, env = self._rebuild(e, streak, eval_seed(cfg, resets, self.base_seed)), self.env
-                    for a in range(n):  # ended by the fault, as the rollout workers end theirs
+                    for a in range(n):  # ended by the fault, counted partial (docstring)
                         if ep_len[a] and len(returns) < wanted:
                             returns.append(float(ep_ret[a]))
                             lengths.append(int(ep_len[a]))
