@@ -115,8 +115,12 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 
 def _slope(points: list[tuple[float, int]]) -> float:
-    """Env frames per second between the first report with frames > 0 and the last one."""
+    """Env frames per second between the first report with frames > 0 and the first report of the
+    final count. Reports after the last frame came in (a summary line printed after the workers are
+    closed and the checkpoint written) add shut-down time without frames, so they are left out."""
     points = [p for p in points if p[1] > 0]
+    while len(points) >= 2 and points[-2][1] == points[-1][1]:
+        points.pop()
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return float("nan")
     return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])

@@ -46,3 +46,12 @@ def test_a_synchronous_runs_rate_is_taken_between_the_ends_of_its_collections():
     assert peers.cycle_slope(points, default=-1.0) == pytest.approx(250.0)
     # no plateaus (cycles shorter than a report): the default (first to last report) is kept
     assert peers.cycle_slope([(0.0, 0), (1.0, 10), (2.0, 20)], default=7.0) == 7.0
+
+
+def test_a_runs_rate_ends_at_its_last_frames_not_at_its_closing_lines():
+    compare = pytest.importorskip("compare_sample_factory")
+    # 1000 frames a second for 10 s, then two lines with the final count during 1.5 s of shut-down
+    points = [(float(t), 1000 * t) for t in range(11)] + [(11.0, 10_000), (11.5, 10_000)]
+    assert compare._slope(points) == pytest.approx(1000.0)
+    # reports before the first frame are not the start
+    assert compare._slope([(0.0, 0), (2.0, 0), (3.0, 500), (4.0, 1500)]) == pytest.approx(1000.0)
