@@ -242,19 +242,21 @@ class TrainingRun:
             failed = True
         finally:
             try:
+                m.tick(force=True)  # the budget's line at once, before the save and the close
                 if self.writes and hasattr(self, "start_time"):
                     # an algorithm without a learner has no weights to save
                     saving = get_algorithm(cfg.algo).trains and not cfg.sampler_only
                     self._save_all("final")
             finally:
-                written = False
+                written, late = False, []
                 try:
                     # a data-parallel rank leaves its process group here, if not yet; the episodes
                     # finished after the last step go into the final progress line
-                    m.add_episodes(p.close().episodes)
+                    m.add_episodes(late := p.close().episodes)
                     written = all(i in p.final_written for i in self.learning)
                 finally:
-                    m.tick(force=True)
+                    if late:  # again with the episodes finished after the last step
+                        m.tick(force=True)
                     try:
                         if self.evaluator is not None:
                             # after the placement's close: the evaluator process has stopped, so
