@@ -2,11 +2,10 @@
 before the final checkpoint is written and the workers are closed, not after (a line printed only
 after the close made every frame-budget benchmark count the shut-down as training time)."""
 
-import logging
 import re
 
 from surge.app.resolve import parse_cfg
-from surge.app.training_run import TrainingRun
+from tests.run_logged import run_logged
 
 
 def test_the_budgets_progress_line_comes_before_the_final_checkpoint(tmp_path, caplog):
@@ -18,13 +17,8 @@ def test_the_budgets_progress_line_comes_before_the_final_checkpoint(tmp_path, c
             f"--train_dir={tmp_path}", "--experiment=b",
         ]
     )  # fmt: skip
-    surge_log = logging.getLogger("surge")  # it does not propagate to the root logger
-    surge_log.addHandler(caplog.handler)
-    try:
-        assert TrainingRun(cfg).run() == "done"
-    finally:
-        surge_log.removeHandler(caplog.handler)
-    msgs = caplog.messages
+    status, msgs = run_logged(cfg, caplog)
+    assert status == "done"
     saved = [i for i, m in enumerate(msgs) if m.startswith("Saved ") and "checkpoint_p0" in m]
     final = [i for i, m in enumerate(msgs) if re.search(r"Total env frames: 512 \(100\.0% of 512", m)]
     assert saved and final, msgs

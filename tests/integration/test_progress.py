@@ -12,6 +12,7 @@ import pytest
 from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import TrainingRun
+from tests.run_logged import run_logged
 
 STEP_SEC = 0.25  # a slow optimizer step, so one batch takes longer than the report interval
 
@@ -36,13 +37,8 @@ def test_the_progress_line_comes_while_the_serial_placement_trains_a_long_batch(
             f"--train_dir={tmp_path}", "--experiment=p",
         ]
     )  # fmt: skip
-    surge_log = logging.getLogger("surge")  # it does not propagate to the root logger
-    surge_log.addHandler(caplog.handler)
-    try:
-        assert TrainingRun(cfg).run() == "done"
-    finally:
-        surge_log.removeHandler(caplog.handler)
-    msgs = caplog.messages
+    status, msgs = run_logged(cfg, caplog)
+    assert status == "done"
     steps = [i for i, m in enumerate(msgs) if m == "optimizer step"]
     assert len(steps) == 8
     # the serial placement's process uses one torch thread by default, and says so once
