@@ -17,27 +17,48 @@ def _cfg(**kw):
     return cfg
 
 
-@pytest.mark.parametrize("rnn_type,layers", [("gru", 1), ("lstm", 1), ("gru", 2)])
-def test_rnn_sequence_matches_stepping_with_resets_and_chunk_states(rnn_type, layers):
-    torch.manual_seed(0)
-    core = RnnCore(6, 8, rnn_type, layers)
-    T, B, R = 8, 3, 4
-    x = torch.randn(T, B, 6)
-    dones = torch.zeros(T, B)
-    dones[2, 0] = 1.0
-    dones[5, 1] = 1.0
-    # reference: step one at a time, zero after a done, replace state at chunk starts
-    stored = torch.randn(T, B, core.state_size)
+def _stepped(core, x, stored, dones, R):
+    """The reference: one step at a time, zeros after a done, the stored state at chunk starts."""
     state = stored[0]
     ref = []
-    for t in range(T):
+    for t in range(x.shape[0]):
         if t % R == 0:
-            state = stored[t]
+            state = stored[t].detach()
         out, state = core.step(x[t], state)
         ref.append(out)
         state = state * (1 - dones[t]).unsqueeze(1)
-    got = core.sequence(x, stored, dones, R)
-    torch.testing.assert_close(got, torch.stack(ref), rtol=1e-5, atol=1e-5)
+    return torch.stack(ref)
+
+
+@pytest.mark.parametrize("rnn_type,layers", [("gru", 1), ("lstm", 1), ("gru", 2), ("lstm", 2)])
+@pytest.mark.parametrize(
+    "T,B,R,p_done",
+    [(8, 3, 4, 0.0), (8, 3, 4, 0.2), (10, 5, 4, 0.3), (32, 16, 32, 0.05), (12, 4, 12, 0.6), (6, 2, 6, 1.0)],
+)
+@pytest.mark.parametrize("path", ["sequence", "packed", "split"])
+def test_rnn_sequence_matches_stepping_with_resets_and_chunk_states(rnn_type, layers, T, B, R, p_done, path):
+    """Outputs and gradients (input, weights) of `sequence` and of both its paths (one packed call,
+    one call per time range) against the naive step loop."""
+    torch.manual_seed(T * 100 + B)
+    core = RnnCore(6, 8, rnn_type, layers)
+    x = torch.randn(T, B, 6, requires_grad=True)
+    dones = (torch.rand(T, B) < p_done).float()
+    dones[2 % T, 0] = 1.0
+    stored = torch.randn(T, B, core.state_size)
+    ref = _stepped(core, x, stored, dones, R)
+    w = torch.randn_like(ref)
+    ref_grads = torch.autograd.grad((ref * w).sum(), [x, *core.parameters()])
+    if path == "packed":
+        got = core.sequence_packed(x, stored, dones.numpy(), R)
+    elif path == "split":
+        ends = {t + 1 for t in range(T - 1) if dones[t].any()}
+        got = core.sequence_split(x, stored, dones, R, sorted(set(range(0, T, R)) | ends))
+    else:
+        got = core.sequence(x, stored, dones, R)
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+    got_grads = torch.autograd.grad((got * w).sum(), [x, *core.parameters()])
+    for g, r in zip(got_grads, ref_grads, strict=True):
+        torch.testing.assert_close(g, r, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize(
