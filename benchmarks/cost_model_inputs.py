@@ -17,7 +17,11 @@ in CPU seconds of this thread (`time.thread_time`, steadier than wall time on a 
   `train_batch` (the model's compute on this CPU, which a GPU takes over);
 - torch operations per `act` call and per `train_batch`, counted with a `TorchDispatchMode`,
   view operations (reshape, slicing: no kernel) left out. On a GPU each of the others is about one
-  kernel launch, and its host side costs the cost model's `launch_us`.
+  kernel launch, and its host side costs the cost model's `launch_us`. `--count=gpu` (the
+  default) counts them as a CUDA run launches them: an RNN module's call is one operation forward
+  and one backward (cuDNN), where this CPU decomposes it into per-step operations (`--count=cpu`,
+  how the figures before 2026-12-03 were counted). The learner's batch is counted as collected
+  (the first batches of a run: no episode end inside) and again with `--ends` ends spread over it.
 
 Figures are per env frame (µs) or per call: an `act` call's operations do not depend on its rows
 (the agents of its requests; the serial placement puts every split in one call), a
@@ -42,21 +46,96 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
 
 
-def _count_ops(fn: Any, *args: Any) -> tuple[Any, int]:
-    """`fn(*args)` and the number of non-view aten operations it dispatched."""
+def _grad_nodes(x: Any) -> list[Any]:
+    if isinstance(x, torch.Tensor):
+        return [x.grad_fn] if x.grad_fn is not None else []
+    if isinstance(x, tuple | list):  # a PackedSequence is a tuple too
+        return [n for y in x for n in _grad_nodes(y)]
+    return []
+
+
+def _count_ops(fn: Any, *args: Any, count: str = "gpu") -> tuple[Any, int]:
+    """`fn(*args)` and the number of non-view aten operations it dispatched.
+
+    `count="cpu"`: every operation this CPU dispatches. `count="gpu"`: what a CUDA run launches
+    from the host: a call of an `nn.RNNBase` module is one operation forward and one backward
+    (cuDNN's `_cudnn_rnn` and its backward), not the per-step operations the CPU decomposes it
+    into (a 32-step GRU: about 1060), and `RnnCore.sequence` takes the packed path it takes on a GPU.
+    """
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    count = collections.Counter[str]()
+    n = collections.Counter[str]()
+    rnn_nodes: set[Any] = set()
+    stops: list[set[Any]] = []
+
+    def pre(mod: Any, inp: Any) -> None:
+        if isinstance(mod, torch.nn.RNNBase):
+            stops.append(set(_grad_nodes(inp)))
+
+    def post(mod: Any, inp: Any, out: Any) -> None:
+        if not isinstance(mod, torch.nn.RNNBase):
+            return
+        stop = stops.pop()
+        todo = _grad_nodes(out)
+        n["ops"] += 1 + bool(todo)  # forward, and backward when it has a graph
+        while todo:  # the RNN's own autograd nodes, whose backward operations cuDNN does in one
+            node = todo.pop()
+            if node is None or node in stop or node in rnn_nodes or type(node).__name__ == "AccumulateGrad":
+                continue
+            rnn_nodes.add(node)
+            todo.extend(m for m, _ in node.next_functions)
 
     class _Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-            if not getattr(func, "is_view", False):
-                count["ops"] += 1
+            inside = count == "gpu" and (stops or torch._C._current_autograd_node() in rnn_nodes)
+            if not getattr(func, "is_view", False) and not inside:
+                n["ops"] += 1
             return func(*args, **(kwargs or {}))
 
-    with _Count():
-        out = fn(*args)
-    return out, count["ops"]
+    hooks = []
+    restore = None
+    if count == "gpu":
+        mm = torch.nn.modules.module
+        hooks = [mm.register_module_forward_pre_hook(pre), mm.register_module_forward_hook(post)]
+        try:
+            from surge.models.cores import RnnCore
+        except ImportError:
+            RnnCore = None
+        if RnnCore is not None and hasattr(RnnCore, "sequence_packed"):  # take the CUDA path
+            restore = RnnCore.sequence_split
+
+            def as_on_gpu(
+                self: Any, x: Any, chunk_states: Any, dones: Any, recurrence: int, cuts: Any
+            ) -> Any:
+                if len(cuts) <= -(-x.shape[0] // recurrence):  # no end inside a chunk
+                    return restore(self, x, chunk_states, dones, recurrence, cuts)
+                d = dones.detach().to("cpu", torch.float32).numpy()
+                return self.sequence_packed(x, chunk_states, d, recurrence)
+
+            RnnCore.sequence_split = as_on_gpu
+    try:
+        with _Count():
+            out = fn(*args)
+    finally:
+        for h in hooks:
+            h.remove()
+        if restore is not None:
+            RnnCore.sequence_split = restore
+    return out, n["ops"]
+
+
+def _with_ends(batch: Any, ends: int) -> dict[str, Any]:
+    """A copy of a prepared batch with `ends` episode ends (terminated steps; 0ce9d02: "dones")
+    spread over its steps and trajectories, as a steady-state batch has them (the batches a run
+    collects first have none: every episode starts at once)."""
+    b = dict(batch)
+    key = "terminated" if "terminated" in b else "dones"
+    d = b[key].clone()
+    T, N = d.shape[:2]
+    for i in range(ends):
+        d[(7 * i + 3) % T, (5 * i + 1) % N] = 1.0
+    b[key] = d
+    return b
 
 
 def _imports() -> tuple[Any, Any, Any]:
@@ -73,7 +152,9 @@ def _imports() -> tuple[Any, Any, Any]:
     return parse_cfg, build_components, SerialSampler
 
 
-def measure(config: str, batches: int = 6, count_every: int = 10) -> dict[str, float]:
+def measure(
+    config: str, batches: int = 6, count_every: int = 10, count: str = "gpu", ends: int = 2
+) -> dict[str, float]:
     """Host-side µs per env frame and operations per frame of `config`'s inference and learner."""
     parse_cfg, build_components, SerialSampler = _imports()
     cfg = parse_cfg(
@@ -92,7 +173,7 @@ def measure(config: str, batches: int = 6, count_every: int = 10) -> dict[str, f
     def timed_act(model: Any, obs: Any, rnn_states: torch.Tensor, ctx: Any) -> Any:
         rows = int(rnn_states.shape[0])
         if len(rec["act_s"]) % count_every == count_every - 1:
-            out, ops = _count_ops(act, model, obs, rnn_states, ctx)
+            out, ops = _count_ops(act, model, obs, rnn_states, ctx, count=count)
             rec["act_ops"].append(ops)
             rec["act_s"].append(float("nan"))
             return out
@@ -135,7 +216,8 @@ def measure(config: str, batches: int = 6, count_every: int = 10) -> dict[str, f
         t0 = time.thread_time()
         learner.train_batch(dict(b))
         rec["train_s"].append((time.thread_time() - t0) / frames)
-    _, ops = _count_ops(learner.train_batch, dict(prepared[0]))
+    _, ops = _count_ops(learner.train_batch, dict(prepared[0]), count=count)
+    _, ops_ends = _count_ops(learner.train_batch, _with_ends(prepared[0], ends), count=count)
     c.close()
 
     def med(key: str, scale: float = 1e6) -> float:
@@ -151,6 +233,7 @@ def measure(config: str, batches: int = 6, count_every: int = 10) -> dict[str, f
         "learner_prepare_us": med("prepare_s"),
         "learner_train_us": med("train_s"),
         "learner_ops_per_frame": ops / frames,
+        f"learner_ops_per_frame_{ends}_ends": ops_ends / frames,
     }
 
 
@@ -158,6 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", action="append", choices=sorted(CONFIGS), required=True)
     ap.add_argument("--batches", type=int, default=6, help="learner batches to collect and time")
+    ap.add_argument(
+        "--count",
+        choices=["gpu", "cpu"],
+        default="gpu",
+        help="operations as a CUDA run launches them (an RNN call is one each way) or as this CPU dispatches them",
+    )
+    ap.add_argument("--ends", type=int, default=2, help="episode ends in the batch counted a second time")
     ap.add_argument("--out", type=Path, help="also write the figures as JSON here")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
@@ -166,10 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     load = open("/proc/loadavg").read().split()[0]
     res = {}
     for name in a.config:
-        res[name] = measure(name, a.batches)
+        res[name] = measure(name, a.batches, count=a.count, ends=a.ends)
         print(f"{name} (surge from {Path(surge.__file__).parent.parent}, load {load}):", flush=True)
         for k, v in res[name].items():
-            print(f"  {k}: {v:.2f}", flush=True)
+            print(f"  {k}: {v:.3f}", flush=True)
     if a.out:
         a.out.write_text(json.dumps(res, indent=1))
     return 0
