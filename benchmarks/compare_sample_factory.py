@@ -295,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
         help="flags appended to both frameworks' command lines, space-separated; the last spelling of "
         'a flag wins in both, e.g. "--device=gpu --num_workers=16" on a GPU machine',
     )
+    p.add_argument(
+        "--keep",
+        type=Path,
+        help="keep every run's folder (logs, TensorBoard summaries: learning curves) under this folder",
+    )
     p.add_argument("--no-dummy", action="store_true", help="skip surge's dummy-sampler run per config")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -339,7 +344,11 @@ def main(argv: list[str] | None = None) -> int:
                         flush=True,
                     )
                     continue
-                work = Path(tempfile.mkdtemp(prefix=f"bench_{name}_{fw}_"))
+                if args.keep:
+                    work = args.keep / f"{name}_{fw}_{mode}_round{r + 1}"
+                    work.mkdir(parents=True, exist_ok=True)
+                else:
+                    work = Path(tempfile.mkdtemp(prefix=f"bench_{name}_{fw}_"))
                 try:
                     if fw in ("surge", "before"):
                         root = args.surge_before if fw == "before" else ROOT
@@ -350,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                         run_args = [*cfg.sf_modes[mode], *seed]
                         fps, ret = run_sf(cfg, run_args, frames, work, args.sf_python, args.timeout)
                 finally:
-                    shutil.rmtree(work, ignore_errors=True)
+                    if not args.keep:
+                        shutil.rmtree(work, ignore_errors=True)
                 results.setdefault(f"{fw}/{mode}", []).append(fps)
                 returns[fw].append(ret)
                 print(

@@ -108,6 +108,31 @@ _SF_CORE_FOR_GYM = [
 ]  # fmt: skip
 
 CONFIGS: dict[str, BenchConfig] = {
+    # the seed's doom_battle training line (`--env=doom_battle --env_frameskip=4 --use_rnn=True
+    # --num_workers=72 --num_envs_per_worker=8 --num_policies=1 --ppo_epochs=1 --rollout=32
+    # --recurrence=32 --batch_size=2048 --wide_aspect_ratio=False`) scaled from 72 workers to 2,
+    # 4B env frames to 5M: a learning comparison (issue 58), both on Sample Factory's battle.wad
+    # (`surge doom-scenarios install`). SF's doom_battle keeps its reward (no scaling).
+    "doom_battle": BenchConfig(
+        surge_args=[
+            "--env=doom_battle",
+            *_COMMON,
+            *_DOOM_CORE,
+            *_DOOM_BENCH[:-1],
+            "--batch_size=2048",
+            "--ppo_epochs=1",
+        ],
+        sf_module="sf_examples.vizdoom.train_vizdoom",
+        sf_args=[
+            "--env=doom_battle",
+            *_COMMON,
+            *_DOOM_CORE,
+            *_DOOM_BENCH[:-1],
+            "--batch_size=2048",
+            "--num_epochs=1",
+        ],
+        frames=5_000_000,
+    ),
     # Sample Factory's gym example command line (sf_examples/train_gym_env.py docstring)
     "cartpole": BenchConfig(
         surge_args=[
