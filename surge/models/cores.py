@@ -82,7 +82,8 @@ class RnnCore(nn.Module):
         cuts = sorted(set(range(0, T, recurrence)) | {int(t) + 1 for t in np.flatnonzero(d[:-1].any(axis=1))})
         # On a GPU one packed call (one cuDNN call each way) beats a call per time range; on a CPU the
         # time ranges are faster until they are short (bench: 32 steps x 32 envs, hidden 512).
-        if x.is_cuda or len(cuts) > max(2, T // 2):
+        ends_inside = len(cuts) > -(-T // recurrence)  # more cuts than chunk starts
+        if ends_inside and (x.is_cuda or len(cuts) > max(2, T // 2)):
             return self.sequence_packed(x, chunk_states, d, recurrence)
         return self.sequence_split(x, chunk_states, dones, recurrence, cuts)
 
