@@ -8,9 +8,10 @@ Configs (`--configs`, default both) and what runs on each, in this order every r
   1. `surge` - `python -m surge.train` with `CONFIGS["cartpole"]` of benchmarks/configs.py (Sample
      Factory's gym example settings, asynchronous APPO), async placement;
   2. `surge_rlg` - surge on rl_games' own `configs/ppo_cartpole.yaml` (`--cfg=FILE`, surge's
-     translation of the file, docs/rl_games.md: synchronous PPO), async placement;
-     `surge_rlg_serial` - the same in the serial placement (one process, collect then train, as
-     rl_games runs it);
+     translation of the file, docs/rl_games.md: synchronous PPO) with no placement flag: the
+     translation's default, the serial placement (one process, collect then train, as rl_games
+     runs it); `surge_rlg_async` - the same with `--serial_mode=False` (rollout workers and
+     inference in processes of their own); `surge_rlg_serial` - with `--serial_mode=True`;
   3. `rl_games` - rl_games 1.6.5 on the same file through its own `Runner` (as
      `rl_games_side_by_side.run_rl_games` runs it: device cpu, `torch_threads` 1, `torch_compile`
      False, no checkpoints);
@@ -70,8 +71,8 @@ from configs import CONFIGS, BenchConfig  # noqa: E402
 from rl_games_side_by_side import _install_ray_shim, run_rl_games  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNNERS = ["surge", "surge_rlg", "surge_rlg_serial", "rl_games", "sb3", "puffer"]
-SURGE_RUNNERS = ["surge", "surge_rlg", "surge_rlg_serial"]
+RUNNERS = ["surge", "surge_rlg", "surge_rlg_async", "surge_rlg_serial", "rl_games", "sb3", "puffer"]
+SURGE_RUNNERS = ["surge", "surge_rlg", "surge_rlg_async", "surge_rlg_serial"]
 PEERS = ["rl_games", "sb3", "puffer"]
 #: rl_games' file for each config, relative to the wheel's `rl_games/configs/`
 RL_GAMES_FILE = {"cartpole": "ppo_cartpole.yaml", "pong": "atari/ppo_pong_envpool.yaml"}
@@ -291,7 +292,8 @@ def describe(config: str, cfg_path: Path) -> dict[str, str]:
     )
     return {
         "surge": f"`python -m surge.train` + benchmarks/configs.py `{surge_cfg}` ({' '.join(CONFIGS[surge_cfg].surge_args)}), --serial_mode=False",
-        "surge_rlg": f"`python -m surge.train --cfg={rel}` (score_to_win 1e12), --serial_mode=False --seed=1; surge's translation of the file (docs/rl_games.md)",
+        "surge_rlg": f"`python -m surge.train --cfg={rel}` (score_to_win 1e12), --seed=1, no placement flag; surge's translation of the file (docs/rl_games.md)",
+        "surge_rlg_async": "the same with --serial_mode=False (rollout workers and inference in processes of their own)",
         "surge_rlg_serial": "the same with --serial_mode=True (one process, collect then train, as rl_games runs the file)",
         "rl_games": f"rl_games 1.6.5 `Runner` on {rel} as shipped ({cc['num_actors']} actors x horizon {cc['horizon_length']}, minibatch {cc['minibatch_size']}, {cc['mini_epochs']} mini-epochs, {model}, lr {cc['learning_rate']} {cc.get('lr_schedule')}) except device cpu, torch_threads 1, torch_compile False, score_to_win 1e12, no epoch/frame limit, seed 1",
         "sb3": f"Stable-Baselines3 PPO, {envs}; "
@@ -328,8 +330,13 @@ def run_one(runner: str, config: str, cfg_path: Path, work: Path, seconds: float
             bench = BenchConfig(
                 surge_args=[f"--cfg={cfg_path}", "--seed=1"], sf_module="", sf_args=[], frames=0
             )
-        serial = runner == "surge_rlg_serial"
-        fps = run_surge(bench, [f"--serial_mode={serial}"], 10**13, work, seconds)[0]
+        placement = {
+            "surge": ["--serial_mode=False"],
+            "surge_rlg": [],
+            "surge_rlg_async": ["--serial_mode=False"],
+            "surge_rlg_serial": ["--serial_mode=True"],
+        }[runner]
+        fps = run_surge(bench, placement, 10**13, work, seconds)[0]
         if runner != "surge":  # synchronous PPO: whole cycles where the log shows them
             fps = cycle_slope(surge_points(work / "surge_console.txt.err"), fps)
         return fps
@@ -431,14 +438,14 @@ def main(argv: list[str] | None = None) -> int:
             f"count env steps and are multiplied by it; surge logs env frames)\n"
         )
         print(
-            "| runner | env frames/s, median | per round | surge_rlg / this | surge_rlg_serial / this | surge / this |"
+            "| runner | env frames/s, median | per round | surge_rlg / this | surge_rlg_async / this | surge / this |"
         )
         print("|---|---|---|---|---|---|")
         for runner in order:
             cells = ", ".join(f"{v:.0f}" for v in fps[runner])
             ratios = [
                 f"{med[s] / med[runner]:.2f}x" if s in med and med[s] == med[s] and med[runner] > 0 else "-"
-                for s in ("surge_rlg", "surge_rlg_serial", "surge")
+                for s in ("surge_rlg", "surge_rlg_async", "surge")
             ]
             value = f"{med[runner]:.0f}" if med[runner] == med[runner] else "-"
             print(f"| {runner} | {value} | {cells} | {' | '.join(ratios)} |")

@@ -200,6 +200,11 @@ def _translate_algo(t: Translator, params: Node) -> None:
     t.set("algo", "APPO")
     t.set("with_vtrace", False)
     t.set("num_batches_to_accumulate", 0)
+    # rl_games' own loop: one process collects, then trains. Synchronous PPO gains nothing from
+    # collecting in other processes while the learner waits, and pays each step's round trip
+    # (ppo_cartpole.yaml: 1.18x rl_games serial, 0.68x async, docs/benchmarks.md "Peers");
+    # --serial_mode=False on the command line still takes the multi-process placement.
+    t.set("serial_mode", True)
     t.set("kl_loss_coeff", 0.0)
     t.set("exploration_loss", "entropy")
     t.set("adam_eps", RL_GAMES_ADAM_EPS)
