@@ -144,3 +144,14 @@ def test_num_workers_on_the_command_line_keeps_num_actors(tmp_path):
     assert (cfg.num_workers, cfg.num_envs_per_worker) == (4, 2)  # both given: the command line's
     with pytest.raises(ConfigError, match="num_actors=16"):
         parse_cfg([f"--cfg={path}", "--num_workers=3", f"--train_dir={tmp_path}"])
+
+
+def test_an_rl_games_ppo_file_runs_serial_unless_the_command_line_says_otherwise(tmp_path):
+    """rl_games' PPO is synchronous and runs in one process; the translation takes the serial
+    placement (docs/rl_games.md "Which placement"), says so in the run's notes, and a placement
+    flag on the command line wins."""
+    path = cartpole_file(tmp_path)
+    cfg = parse_cfg([f"--cfg={path}", f"--train_dir={tmp_path}"])
+    assert cfg.serial_mode is True
+    assert any("serial placement" in n for n in config_notes(cfg))
+    assert parse_cfg([f"--cfg={path}", f"--train_dir={tmp_path}", "--serial_mode=False"]).serial_mode is False

@@ -205,6 +205,11 @@ def _translate_algo(t: Translator, params: Node) -> None:
     # (ppo_cartpole.yaml: 1.18x rl_games serial, 0.68x async, docs/benchmarks.md "Peers");
     # --serial_mode=False on the command line still takes the multi-process placement.
     t.set("serial_mode", True)
+    t.note(
+        "params.algo",
+        "runs in the serial placement, one process collecting then training as rl_games does "
+        "(--serial_mode=False: rollout and inference processes of their own)",
+    )
     t.set("kl_loss_coeff", 0.0)
     t.set("exploration_loss", "entropy")
     t.set("adam_eps", RL_GAMES_ADAM_EPS)
