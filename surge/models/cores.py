@@ -91,7 +91,10 @@ class RnnCore(nn.Module):
         self, x: Tensor, chunk_states: Tensor, dones: Tensor, recurrence: int, cuts: list[int]
     ) -> Tensor:
         """`sequence` as one RNN call per time range between `cuts` (sorted steps where some column's
-        state does not carry on: every chunk start and every step after an episode end)."""
+        state does not carry on: every chunk start and every step after an episode end).
+
+        x `[T, B, in]`, chunk_states `[T, B, state_size]`, dones `[T, B]` float32 (on x's device);
+        returns `[T, B, hidden]`. Raises AssertionError when `cuts` does not start at step 0."""
         T = x.shape[0]
         outs: list[Tensor] = []
         state: Any = None
@@ -108,7 +111,10 @@ class RnnCore(nn.Module):
 
     def sequence_packed(self, x: Tensor, chunk_states: Tensor, dones: np.ndarray, recurrence: int) -> Tensor:
         """`sequence` as one RNN call on a `PackedSequence` of every segment (Sample Factory's layout,
-        `surge.models.rnn_packing`); `dones` `[T, B]` on the CPU."""
+        `surge.models.rnn_packing`).
+
+        x `[T, B, in]`, chunk_states `[T, B, state_size]`, dones `[T, B]` numpy array on the CPU
+        (nonzero at an episode end); returns `[T, B, hidden]`."""
         T, B = x.shape[0], x.shape[1]
         plan = plan_packing(dones, recurrence)
         dev = x.device
