@@ -37,24 +37,63 @@ def reverse_scan(x: Tensor, coef: Tensor, init: Tensor) -> Tensor:
     the same float operations in the same order (a product, then a sum, each rounded), so the
     result is bit-identical to the torch loop, at about a third of its cost for T = 32 (each torch
     op pays several microseconds of dispatch, paid once per learner batch or minibatch whatever its
-    size: docs/logs/learner_fixed_costs_2026-11-24.md). Elsewhere (CUDA, autograd) the torch loop.
+    size: docs/logs/learner_fixed_costs_2026-11-24.md). On the CPU with autograd, the torch loop.
+    Off the CPU, `reverse_scan_matrix`: about 10 kernel launches where the loop makes 3 per step
+    (a learner's host side on a GPU is mostly launches), or the loop where `[T, T, B]` is too large.
     """
     T = x.shape[0]
+    if x.device.type != "cpu":
+        if T * T * x[0].numel() <= MATRIX_SCAN_MAX_ELEMENTS:
+            return reverse_scan_matrix(x, coef, init)
+        return _reverse_scan_loop(x, coef, init)
     out = torch.empty_like(x)
     needs_grad = torch.is_grad_enabled() and (x.requires_grad or coef.requires_grad or init.requires_grad)
     same = x.dtype == coef.dtype == init.dtype and x.device == coef.device == init.device
-    if same and x.device.type == "cpu" and not needs_grad and x.dtype in (torch.float32, torch.float64):
+    if same and not needs_grad and x.dtype in (torch.float32, torch.float64):
         o, xs, cs = out.numpy(), x.detach().numpy(), coef.detach().numpy()
         acc = np.broadcast_to(init.detach().numpy(), o.shape[1:])
         for t in range(T - 1, -1, -1):
             acc = xs[t] + cs[t] * acc
             o[t] = acc
         return out
+    return _reverse_scan_loop(x, coef, init)
+
+
+def _reverse_scan_loop(x: Tensor, coef: Tensor, init: Tensor) -> Tensor:
+    """`reverse_scan` as T torch steps (3 operations each)."""
+    out = torch.empty_like(x)
     acc_t = init
-    for t in range(T - 1, -1, -1):
+    for t in range(x.shape[0] - 1, -1, -1):
         acc_t = x[t] + coef[t] * acc_t
         out[t] = acc_t
     return out
+
+
+#: `reverse_scan_matrix`'s `[T, T, B]` products above this many elements (256 MiB of float32) would
+#: cost more memory than the loop's launches cost time
+MATRIX_SCAN_MAX_ELEMENTS = 1 << 26
+
+
+def reverse_scan_matrix(x: Tensor, coef: Tensor, init: Tensor) -> Tensor:
+    """`reverse_scan`'s recurrence unrolled: `y_t = Σ_{s>=t} (Π_{t<=k<s} coef_k) x_s +
+    (Π_{t<=k<T} coef_k) init`, the products from one `cumprod` over a `[T, T, B]` table and the
+    sum as one reduction, in about 10 operations whatever T (the loop: 3T). The same products
+    and terms as the loop, summed in another order: equal to it within float rounding.
+
+    Args:
+        x, coef: `[T, B...]` float tensors on one device.
+        init: broadcastable to `x[0]`.
+    Returns:
+        `[T, B...]` y, the dtype and device of `x`; differentiable in all three inputs.
+    """
+    T = x.shape[0]
+    lead = (T, T) + (1,) * (x.dim() - 1)
+    upper = torch.ones(T, T, dtype=torch.bool, device=x.device).triu().view(lead)  # [t, k]: k >= t
+    # prods[t, k] = Π_{t<=j<=k} coef_j for k >= t (below the diagonal: ones, masked below)
+    prods = torch.where(upper, coef.unsqueeze(0), 1.0).cumprod(dim=1)
+    # the weight of x_s in y_t: Π_{t<=k<s} coef_k, i.e. 1 at s = t and prods[t, s-1] above it
+    weights = torch.cat([torch.ones_like(prods[:, :1]), prods[:, :-1]], dim=1) * upper
+    return (weights * x.unsqueeze(0)).sum(dim=1) + prods[:, -1] * init
 
 
 def bootstrap_truncated_rewards(rewards: Tensor, values: Tensor, truncated: Tensor, gamma: float) -> Tensor:
