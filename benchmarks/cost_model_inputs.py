@@ -14,7 +14,15 @@ in CPU seconds of this thread (`time.thread_time`, steadier than wall time on a 
   and the algorithm's `act` inside it; `infer` minus `act` is the host side (gathering the
   requests' rows, writing actions and states back), which a GPU does not take over;
 - learner: `prepare_batch` (gathering a batch's slots, the host side of the learner) and
-  `train_batch` (the model's compute on this CPU, which a GPU takes over);
+  `train_batch` (the model's compute on this CPU, which a GPU takes over). Freed memory is
+  retained and each timed batch dropped before the next, as in a training process, so a batch
+  reuses its predecessor's memory (before 2026-12-03 every batch was kept, each came fresh from
+  the system, and a page fault per 4 KiB made doom_benchmark's figure about 2x too high);
+- `learner_staging_us`: one more copy of a prepared batch into reused memory, what a `.to(cuda)`
+  from pageable memory costs the host (the driver stages the bytes; a gather into page-locked
+  memory, as today's CUDA learner makes, spares it); `learner_publish_us` and
+  `inference_load_us`: `SharedWeights.publish` after each batch and `load_into` once per policy
+  version, per env frame of a batch;
 - torch operations per `act` call and per `train_batch`, counted with a `TorchDispatchMode`,
   view operations (reshape, slicing: no kernel) left out. On a GPU each of the others is about one
   kernel launch, and its host side costs the cost model's `launch_us`. `--count=gpu` (the
@@ -41,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import Tensor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
@@ -60,7 +69,8 @@ def _count_ops(fn: Any, *args: Any, count: str = "gpu") -> tuple[Any, int]:
     `count="cpu"`: every operation this CPU dispatches. `count="gpu"`: what a CUDA run launches
     from the host: a call of an `nn.RNNBase` module is one operation forward and one backward
     (cuDNN's `_cudnn_rnn` and its backward), not the per-step operations the CPU decomposes it
-    into (a 32-step GRU: about 1060), and `RnnCore.sequence` takes the packed path it takes on a GPU.
+    into (a 32-step GRU: about 1060), `RnnCore.sequence` takes the packed path it takes on a GPU, and
+    the return estimators' recurrence the torch path (not the numpy one the CPU takes).
     """
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -113,6 +123,7 @@ def _count_ops(fn: Any, *args: Any, count: str = "gpu") -> tuple[Any, int]:
                 return self.sequence_packed(x, chunk_states, d, recurrence)
 
             RnnCore.sequence_split = as_on_gpu
+    scan = _scan_as_on_gpu() if count == "gpu" else None
     try:
         with _Count():
             out = fn(*args)
@@ -121,7 +132,40 @@ def _count_ops(fn: Any, *args: Any, count: str = "gpu") -> tuple[Any, int]:
             h.remove()
         if restore is not None:
             RnnCore.sequence_split = restore
+        if scan is not None:
+            scan[0].reverse_scan = scan[1]
     return out, n["ops"]
+
+
+def _scan_as_on_gpu() -> tuple[Any, Any] | None:
+    """Makes the return estimators' `reverse_scan` take the path it takes off the CPU (on the CPU
+    it runs over numpy views, which dispatch no torch operation; on a GPU every step is launched):
+    today's `reverse_scan_matrix` where the module has it, else the torch loop (0ce9d02). Returns
+    (module, the function to put back), or None where no such module is found."""
+    import importlib
+
+    for name in ("surge.learning.returns", "surge.algorithms.returns"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        original = mod.reverse_scan
+        matrix = getattr(mod, "reverse_scan_matrix", None)
+        limit = getattr(mod, "MATRIX_SCAN_MAX_ELEMENTS", 0)
+
+        def on_gpu(x: Any, coef: Any, init: Any, matrix: Any = matrix, limit: int = limit) -> Any:
+            if matrix is not None and x.shape[0] * x.shape[0] * x[0].numel() <= limit:
+                return matrix(x, coef, init)
+            out = torch.empty_like(x)
+            acc = init
+            for t in range(x.shape[0] - 1, -1, -1):
+                acc = x[t] + coef[t] * acc
+                out[t] = acc
+            return out
+
+        mod.reverse_scan = on_gpu
+        return mod, original
+    return None
 
 
 def _with_ends(batch: Any, ends: int) -> dict[str, Any]:
@@ -136,6 +180,47 @@ def _with_ends(batch: Any, ends: int) -> dict[str, Any]:
         d[(7 * i + 3) % T, (5 * i + 1) % N] = 1.0
     b[key] = d
     return b
+
+
+def _staging_copy(batch: Any, buffers: list[Tensor]) -> float:
+    """Thread CPU seconds of copying every tensor of `batch` once more into reused memory: what a
+    `.to(cuda)` from pageable memory costs the host (the driver stages the bytes through its own
+    page-locked buffer), which a gather into page-locked memory spares."""
+    leaves = [x for x in _leaves(batch) if isinstance(x, Tensor)]
+    while len(buffers) < len(leaves):
+        buffers.append(torch.empty(0, dtype=torch.uint8))
+    t0 = time.thread_time()
+    for x, buf in zip(leaves, buffers, strict=False):
+        nbytes = x.numel() * x.element_size()
+        if buf.numel() < nbytes:
+            buf.resize_(nbytes)
+        buf[:nbytes].view(x.dtype).view(x.shape).copy_(x)
+    return time.thread_time() - t0
+
+
+def _weights_copy(learner_model: Any, inference_model: Any, reps: int = 30) -> tuple[float, float]:
+    """Thread CPU seconds of one `SharedWeights.publish` (the learner, after every batch) and one
+    `load_into` (the inference worker, once per new policy version), medians of `reps`."""
+    from surge.runtime.shared_state import SharedWeights
+
+    shared = SharedWeights(learner_model)
+    pub, load = [], []
+    for i in range(reps + 1):
+        t0 = time.thread_time()
+        shared.publish(learner_model, i)
+        t1 = time.thread_time()
+        shared.load_into(inference_model)
+        t2 = time.thread_time()
+        if i:  # the first call makes the copy plan
+            pub.append(t1 - t0)
+            load.append(t2 - t1)
+    return statistics.median(pub), statistics.median(load)
+
+
+def _leaves(x: Any) -> list[Any]:
+    if isinstance(x, dict) or hasattr(x, "items"):
+        return [leaf for v in x.values() for leaf in _leaves(v)]
+    return [x]
 
 
 def _imports() -> tuple[Any, Any, Any]:
@@ -157,6 +242,9 @@ def measure(
 ) -> dict[str, float]:
     """Host-side µs per env frame and operations per frame of `config`'s inference and learner."""
     parse_cfg, build_components, SerialSampler = _imports()
+    from surge.runtime.process_setup import retain_freed_memory
+
+    retain_freed_memory()  # as every training process does (0ce9d02's too)
     cfg = parse_cfg(
         [
             *CONFIGS[config].surge_args,
@@ -199,7 +287,8 @@ def measure(
     sampler = SerialSampler(c)
     prepared: list[dict[str, Any]] = []
     frames = 0
-    while len(prepared) < batches:
+    staging: list[Tensor] = []
+    while len(rec["prepare_s"]) < batches + len(prepared):
         sampler.step()
         while (slots := sampler.take(0)) is not None:
             t0 = time.thread_time()
@@ -207,15 +296,22 @@ def measure(
             dt = time.thread_time() - t0
             n = int(slots.numel()) * cfg.rollout
             frames = n
-            rec["prepare_s"].append(dt / n)
-            prepared.append(b)
             sampler.release(slots, 0)
+            if len(prepared) < 3:  # trained below; their memory stays taken, as a fresh run's first batches
+                prepared.append(b)
+                continue
+            # later batches are dropped, so the next one reuses their memory as a training run's
+            # learner does (retain_freed_memory; a CUDA learner's pinned staging is cached the same way)
+            rec["prepare_s"].append(dt / n)
+            rec["staging_s"].append(_staging_copy(b, staging) / n)
+            del b
     inf.act, inf.infer = act, infer
     learner.train_batch(dict(prepared[0]))  # warm-up
-    for b in prepared[1:]:
+    for b in prepared[1:] * max(1, batches // 2):
         t0 = time.thread_time()
         learner.train_batch(dict(b))
         rec["train_s"].append((time.thread_time() - t0) / frames)
+    publish_s, load_s = _weights_copy(learner.model, inf.model)
     _, ops = _count_ops(learner.train_batch, dict(prepared[0]), count=count)
     _, ops_ends = _count_ops(learner.train_batch, _with_ends(prepared[0], ends), count=count)
     c.close()
@@ -231,7 +327,10 @@ def measure(
         "inference_ops_per_call": med("act_ops", 1.0),
         "learner_batch_frames": float(frames),
         "learner_prepare_us": med("prepare_s"),
+        "learner_staging_us": med("staging_s"),
         "learner_train_us": med("train_s"),
+        "learner_publish_us": publish_s * 1e6 / frames,
+        "inference_load_us": load_s * 1e6 / frames,
         "learner_ops_per_frame": ops / frames,
         f"learner_ops_per_frame_{ends}_ends": ops_ends / frames,
     }
