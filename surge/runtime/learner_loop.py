@@ -44,6 +44,7 @@ class LearnerLoop:
         self.model, self.learner, self.policy_id = model, learner, policy_id
         self.snapshot: BatchSnapshot | None = BatchSnapshot() if rollback else None
         self.steps = 0  # batches trained or observed
+        self.first_trained = False  # the first optimizer update is logged (start-up's end)
 
     def _first(self) -> None:
         if not self.steps:
@@ -78,7 +79,19 @@ class LearnerLoop:
         if snap is not None and stats.get("stopped_early"):
             snap.restore(self.model, learner)
             stats["rolled_back"] = 1.0
+        self._log_first_trained()
         return stats
+
+    def _log_first_trained(self) -> None:
+        """Logs the end of start-up once: the first batch whose training took an optimizer step
+        (`benchmarks/startup.py` reads this line's time)."""
+        if self.first_trained or self.learner.policy_version == 0:
+            return
+        self.first_trained = True
+        log.info(
+            "LearnerLoop: first batch trained (policy %d, policy version %d)",
+            self.policy_id, self.learner.policy_version,
+        )  # fmt: skip
 
     def observe(self, batch: Batch, release: Callable[[], None], env_frames: int) -> dict[str, float] | None:
         """Replay: copies a block's batch (`prepare_batch`) into the replay buffer, `release()`s its
@@ -87,7 +100,10 @@ class LearnerLoop:
         self._first()
         self.learner.observe(batch)
         release()
-        return self.learner.train_replay(env_frames=env_frames)
+        stats = self.learner.train_replay(env_frames=env_frames)
+        if stats is not None:
+            self._log_first_trained()
+        return stats
 
     def finish_stats(
         self, stats: dict[str, float], dp: DataParallel | None = None, local_frames: int = 0
