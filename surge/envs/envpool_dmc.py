@@ -214,5 +214,6 @@ register_env_family(
     default_overrides={"num_envs_per_worker": 1, "worker_num_splits": 1},
     names=tuple(DMC_TASKS),
     batched=True,
+    preload=("envpool",),
     check_name=dmc_task_id,
 )

@@ -128,6 +128,7 @@ register_env_family(
     extra_params=EnvPoolParams,
     default_overrides=ENVPOOL_DEFAULTS,
     batched=True,
+    preload=("envpool",),
     eval_env_name=lambda name: "atari_" + name[len("envpool_") :],  # enjoy plays the same game through ale-py
     check_name=check_envpool_name,
 )

@@ -59,6 +59,9 @@ class EnvFamily:
         notes: config -> lines for the run's log about what the env will be (the Doom family:
             which map and files a scenario plays); logged once by the run's main process
             (`env_notes`). None: nothing to say.
+        preload: modules the family's factory imports that take long to import (EnvPool: about
+            1.6 s, jax with it); the async placement's fork server imports them once, so that each
+            rollout worker forks with them imported instead of importing them itself.
     """
 
     prefix: str
@@ -72,6 +75,7 @@ class EnvFamily:
     check_name: Callable[[str], object] | None = None
     frame_stack: Callable[[Any], int] | None = None
     notes: Callable[[Any], list[str]] | None = None
+    preload: tuple[str, ...] = ()
 
     def matches(self, env_name: str) -> bool:
         return env_name == self.prefix if self.exact else env_name.startswith(self.prefix)
@@ -93,6 +97,7 @@ def register_env_family(
     check_name: Callable[[str], object] | None = None,
     frame_stack: Callable[[Any], int] | None = None,
     notes: Callable[[Any], list[str]] | None = None,
+    preload: tuple[str, ...] = (),
 ) -> EnvFamily:
     """Registers (or replaces) an env family; see `EnvFamily` for the arguments.
 
@@ -113,6 +118,7 @@ def register_env_family(
         check_name=check_name,
         frame_stack=frame_stack,
         notes=notes,
+        preload=tuple(preload),
     )
     _FAMILIES[:] = [f for f in _FAMILIES if not (f.prefix == prefix and f.exact == exact)]
     _FAMILIES.append(fam)

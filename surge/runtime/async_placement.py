@@ -25,6 +25,7 @@ import torch
 
 from surge.cfg.config import Config
 from surge.cfg.policy_roles import learning_policies
+from surge.envs.registry import find_family
 from surge.errors import ChildProcessFailed
 from surge.learning.algorithm import acting_state_size
 from surge.runtime.async_commands import CommandRelay
@@ -164,7 +165,7 @@ class AsyncPlacement:
         note = thread_oversubscription(cfg, learners, os.cpu_count() or 1)
         if note:
             log.warning(note)
-        self.ctx = process_context()  # the workers' (the fork server's where there is one)
+        self.ctx = process_context(find_family(cfg.env).preload)  # the workers' (the fork server's)
         self.direct_ctx = direct_context()  # the learners' and extra processes'
         start_fork_server(self.ctx)  # its imports overlap with the learners'
         weights = [SharedWeights(model) for _ in range(P)]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from multiprocessing.context import ForkServerContext, SpawnContext
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -74,18 +74,24 @@ def import_startup_modules(modules: list[str] | tuple[str, ...]) -> None:
         importlib.import_module(module)
 
 
-def process_context() -> ForkServerContext | SpawnContext:
+def process_context(preload: Sequence[str] = ()) -> ForkServerContext | SpawnContext:
     """The multiprocessing context surge's async placement starts its children with:
     torch.multiprocessing's "forkserver" context, its server preloading `PRELOAD_MODULES`, where
     the platform has it (Linux, macOS), else "spawn". Both start each child from a clean
-    interpreter state, never a copy of the main process's threads and locks ("fork")."""
+    interpreter state, never a copy of the main process's threads and locks ("fork"). `preload`:
+    more modules for the server to import (the env family's slow imports, `EnvFamily.preload`); one
+    that cannot be imported there is skipped (multiprocessing's server ignores its ImportError) and
+    imported by each child that needs it."""
     import torch.multiprocessing as tmp
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return tmp.get_context("spawn")
     os.environ[FORK_SERVER_PARENT_ENV] = str(os.getpid())  # read by the server (fork_server_init)
     ctx = tmp.get_context("forkserver")
-    ctx.set_forkserver_preload(list(PRELOAD_MODULES) + STARTUP_MODULES)  # no effect once the server runs
+    # no effect once the server runs
+    ctx.set_forkserver_preload(
+        [*PRELOAD_MODULES, *STARTUP_MODULES, *(m for m in preload if m not in STARTUP_MODULES)]
+    )
     return ctx
 
 
