@@ -77,6 +77,14 @@ class Ceiling:
     wall_s: float
     cpu_s: float
     parts: dict[str, float] = field(default_factory=dict)
+    thread_s: float = float("nan")  # CPU seconds of the measuring thread alone
+
+    @property
+    def fps_thread(self) -> float:
+        """Env frames per CPU second of the thread that ran the role (on the CPU with one torch
+        thread, all of its work; unlike `fps_cpu`, blind to other threads of the process, such as
+        a test runner's)."""
+        return self.frames / self.thread_s
 
     @property
     def fps_wall(self) -> float:
@@ -243,7 +251,7 @@ def learner_alone(config: str, device: str, seconds: float, batches: int = 4) ->
             "compute_us": _us(w.thread - host.seconds, w.frames),
             "frames_per_call": w.frames / max(host.calls, 1),
         }
-        return Ceiling("learner", w.frames, w.wall, w.cpu, parts)
+        return Ceiling("learner", w.frames, w.wall, w.cpu, parts, w.thread)
     finally:
         c.close()
 
@@ -278,7 +286,7 @@ def inference_alone(config: str, device: str, seconds: float) -> Ceiling:
             "compute_us": _us(act.seconds, w.frames),
             "frames_per_call": w.frames / max(act.calls, 1),
         }
-        return Ceiling("inference", w.frames, w.wall, w.cpu, parts)
+        return Ceiling("inference", w.frames, w.wall, w.cpu, parts, w.thread)
     finally:
         c.close()
 
@@ -348,7 +356,7 @@ def rollout_alone(config: str, device: str, seconds: float) -> Ceiling:
             "framework_us": split["rest_us"],
             "standin_us": split["standin_us"],
         }
-        return Ceiling("rollout", plain.frames, plain.wall, plain.cpu, parts)
+        return Ceiling("rollout", plain.frames, plain.wall, plain.cpu, parts, plain.thread)
     finally:
         c.close()
 
@@ -419,7 +427,7 @@ def serial(config: str, device: str, seconds: float) -> Ceiling:
         timed = _run(c, seconds, step, 5, lambda: (env.reset(), train.reset(), acting.reset()))
         parts = _split_thread(timed, {"learner": train, "inference": acting, "env": env}, c)
         parts["game_us"] = _us(game, plain.frames)
-        return Ceiling("serial", plain.frames, plain.wall, plain.cpu, parts)
+        return Ceiling("serial", plain.frames, plain.wall, plain.cpu, parts, plain.thread)
     finally:
         c.close()
 
@@ -434,7 +442,8 @@ ROLES: dict[str, Callable[[str, str, float], Ceiling]] = {
 
 def predicted_serial(ceilings: dict[str, Ceiling], per: str = "fps_cpu") -> float:
     """The serial rate the three roles' ceilings predict: 1 / Σ 1 / ceiling (env frames/s, per CPU
-    second of the process with `per="fps_cpu"`, per wall second with "fps_wall")."""
+    second of the process with `per="fps_cpu"`, of the thread with "fps_thread", per wall second with
+    "fps_wall")."""
     return 1.0 / sum(1.0 / getattr(ceilings[r], per) for r in ("learner", "inference", "rollout"))
 
 
