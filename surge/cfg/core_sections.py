@@ -58,10 +58,11 @@ class ExperimentParams:
         "torch.autocast for the APPO learner's forward pass and the inference workers' act: auto "
         "(bf16 for a conv model on a CPU with native bfloat16, avx512_bf16 or amx_bf16; else "
         "float32; the run's log says which), none (float32), bf16 (CPU or a CUDA GPU with bf16), "
-        "fp16 (CUDA only, with a GradScaler). Weights, optimizer "
+        "fp16 (CUDA only, with a GradScaler), bf16_cuda (bf16 where the device is CUDA, float32 "
+        "elsewhere: rl_games' mixed_precision: True). Weights, optimizer "
         "step, V-trace/GAE, targets and what is written to the buffers stay float32 "
         "(docs/mixed_precision.md).",
-        ("auto", "none", "bf16", "fp16"),
+        ("auto", "none", "bf16", "fp16", "bf16_cuda"),
     )
     seed: int | None = param(None, "Random seed for torch, numpy and the envs (None: random).")
     eval_env_frameskip: int | None = param(

@@ -28,7 +28,7 @@ from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.learning.algorithm import algorithm_names, get_algorithm
 
-MODES = ("auto", "none", "bf16", "fp16")
+MODES = ("auto", "none", "bf16", "fp16", "bf16_cuda")
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -69,12 +69,20 @@ def has_convolutions(model: nn.Module) -> bool:
 def resolve_mixed_precision(mode: str, algo: str, device: torch.device, model: nn.Module) -> tuple[str, str]:
     """The mode a process runs (`none`, `bf16` or `fp16`) for `--mixed_precision=mode`, and why.
 
+    `bf16_cuda` becomes bf16 on a CUDA device and none elsewhere (rl_games 1.6.5's
+    `mixed_precision: True`: `autocast('cuda', dtype=torch.bfloat16)`, which leaves CPU tensors in
+    float32).
+
     `auto` becomes bf16 for an APPO model with convolutions on a CPU with native bfloat16
     (`native_bf16_cpu`), else none; other modes are returned as they are (they were checked by
     `check_mixed_precision` before the start). Every process of a run on one machine gets the same
     answer; a Ray sampler node on another machine may act in another precision than the learner
     trains in (its behavior log-probs come from its own forward pass, the target log-probs from
     the learner's, as with any policy lag)."""
+    if mode == "bf16_cuda":  # rl_games' `mixed_precision: True`: its autocast('cuda') acts on CUDA only
+        if device.type == "cuda":
+            return "bf16", "--mixed_precision=bf16_cuda: bf16 on this CUDA device"
+        return "none", f"--mixed_precision=bf16_cuda: float32 on {device.type} (bf16 only on a CUDA device)"
     if mode != "auto":
         return mode, f"--mixed_precision={mode}"
     if not get_algorithm(algo).capabilities.autocast:
@@ -149,6 +157,10 @@ def check_mixed_precision(cfg: Config) -> None:
         raise ConfigError("mixed_precision", f"unknown value {mode!r}.", f"pass one of {', '.join(MODES)}.")
     if mode in ("none", "auto"):  # auto resolves to float32 where bf16 does not apply
         return
+    if mode == "bf16_cuda":
+        if cfg.device == "cpu":  # float32 there, whatever the algorithm
+            return
+        mode = "bf16"  # on a GPU: bf16's checks
     if not get_algorithm(cfg.algo).capabilities.autocast:
         autocasting = [n for n in algorithm_names() if get_algorithm(n).capabilities.autocast]
         raise ConfigError(

@@ -202,19 +202,24 @@ def test_bf16_serial_cartpole_trains(tmp_path):
 @pytest.mark.parametrize("cuda", [False, True])
 def test_rl_games_mixed_precision_true_is_what_rl_games_runs(monkeypatch, cuda):
     """rl_games 1.6.5's `mixed_precision: True`: its PPO losses under `autocast('cuda',
-    dtype=torch.bfloat16)` (a2c_discrete.py), i.e. bf16 with CUDA, and float32 without (CUDA's
-    autocast does nothing to CPU tensors)."""
+    dtype=torch.bfloat16)` (a2c_discrete.py), i.e. bf16 on a CUDA device and float32 on the CPU
+    (CUDA's autocast does nothing to CPU tensors), whatever the machine has: the translation is
+    `bf16_cuda`, which the run resolves by its own `--device`."""
     import rl_games
     import yaml
 
     from surge.app.rl_games.translation import translate
+    from surge.learning.amp import resolve_mixed_precision
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
     path = Path(rl_games.__file__).parent / "configs" / "ppo_cartpole.yaml"
     data = yaml.safe_load(path.read_text())
     assert not translate(data, str(path)).values.get("mixed_precision")
     data["params"]["config"]["mixed_precision"] = True
-    assert translate(data, str(path)).values["mixed_precision"] == ("bf16" if cuda else "none")
-    # rl_games' False is float32: not surge's default (auto), which picks bf16 on some CPUs
+    mode = translate(data, str(path)).values["mixed_precision"]
+    assert mode == "bf16_cuda"
+    model = torch.nn.Conv2d(1, 1, 1)  # a conv model: `auto` could pick bf16 on a CPU, this may not
+    assert resolve_mixed_precision(mode, "APPO", torch.device("cpu"), model)[0] == "none"
+    assert resolve_mixed_precision(mode, "APPO", torch.device("cuda"), model)[0] == "bf16"
     data["params"]["config"]["mixed_precision"] = False
     assert translate(data, str(path)).values["mixed_precision"] == "none"

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from surge.app.rl_games.central_value import translate_central_value
 from surge.app.rl_games.envs import RlGamesKeyError
 from surge.app.rl_games.network import NetInfo
@@ -406,18 +404,12 @@ def _translate_self_play(t: Translator, sp: Node) -> None:
 def _translate_mixed_precision(t: Translator) -> None:
     """rl_games' `mixed_precision: True` as it runs in rl_games 1.6.5: the PPO losses under
     `torch.amp.autocast('cuda', dtype=torch.bfloat16)` (a2c_continuous.py and a2c_discrete.py
-    `calc_gradients`), i.e. bf16 on a CUDA GPU. Without CUDA, that autocast does not touch CPU
-    tensors and `GradScaler('cuda')` disables itself, so rl_games trains in float32: `none`."""
-    if torch.cuda.is_available():
-        t.set("mixed_precision", "bf16")
-        t.note(
-            "params.config.mixed_precision",
-            "True: rl_games 1.6.5 autocasts its PPO losses to bfloat16 on CUDA: --mixed_precision=bf16",
-        )
-        return
-    t.set("mixed_precision", "none")
+    `calc_gradients`), i.e. bf16 on a CUDA GPU; on the CPU that autocast does not touch the tensors
+    and `GradScaler('cuda')` disables itself, so rl_games trains in float32. `--mixed_precision=
+    bf16_cuda` does the same by the run's `--device`, which the command line may still set."""
+    t.set("mixed_precision", "bf16_cuda")
     t.note(
         "params.config.mixed_precision",
-        "True: rl_games 1.6.5's autocast('cuda') and GradScaler('cuda') do nothing without CUDA, so it "
-        "trains in float32 here: --mixed_precision=none",
+        "True: rl_games 1.6.5 autocasts its PPO losses to bfloat16 on CUDA only: --mixed_precision=bf16_cuda "
+        "(bf16 with --device=gpu, float32 on the CPU)",
     )
