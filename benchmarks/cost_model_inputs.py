@@ -137,6 +137,16 @@ def _count_ops(fn: Any, *args: Any, count: str = "gpu") -> tuple[Any, int]:
     return out, n["ops"]
 
 
+def _torch_loop_0ce9d02(x: Any, coef: Any, init: Any) -> Any:
+    """0ce9d02's `reverse_scan` off the CPU (its module has no function of its own for it): an
+    `empty_like`, then a product, a sum and a copy into the output per step."""
+    out, acc = torch.empty_like(x), init
+    for t in reversed(range(x.shape[0])):
+        acc = x[t] + coef[t] * acc
+        out[t] = acc
+    return out
+
+
 def _scan_as_on_gpu() -> tuple[Any, Any] | None:
     """Makes the return estimators' `reverse_scan` take the path it takes off the CPU (on the CPU
     it runs over numpy views, which dispatch no torch operation; on a GPU every step is launched):
@@ -152,16 +162,14 @@ def _scan_as_on_gpu() -> tuple[Any, Any] | None:
         original = mod.reverse_scan
         matrix = getattr(mod, "reverse_scan_matrix", None)
         limit = getattr(mod, "MATRIX_SCAN_MAX_ELEMENTS", 0)
+        loop = getattr(mod, "_reverse_scan_loop", _torch_loop_0ce9d02)
 
-        def on_gpu(x: Any, coef: Any, init: Any, matrix: Any = matrix, limit: int = limit) -> Any:
+        def on_gpu(
+            x: Any, coef: Any, init: Any, matrix: Any = matrix, limit: int = limit, loop: Any = loop
+        ) -> Any:
             if matrix is not None and x.shape[0] * x.shape[0] * x[0].numel() <= limit:
                 return matrix(x, coef, init)
-            out = torch.empty_like(x)
-            acc = init
-            for t in range(x.shape[0] - 1, -1, -1):
-                acc = x[t] + coef[t] * acc
-                out[t] = acc
-            return out
+            return loop(x, coef, init)
 
         mod.reverse_scan = on_gpu
         return mod, original

@@ -58,3 +58,15 @@ def test_gpu_count_of_a_chunk_with_episode_ends_takes_the_packed_path():
         many[t, t % 4] = 1.0
     assert _count_ops(step, few, count="gpu")[1] == _count_ops(step, many, count="gpu")[1]
     assert _count_ops(step, few, count="cpu")[1] < _count_ops(step, many, count="cpu")[1]
+
+
+def test_gpu_count_takes_the_estimators_recurrence_as_a_gpu_runs_it():
+    """On the CPU the recurrence runs over numpy views and dispatches nothing; the GPU count takes
+    the path a GPU runs (one table and one reduction), whose operations do not grow with T."""
+    from surge.learning.returns import gae
+
+    def ops(T: int, count: str) -> int:
+        r, v, d = torch.randn(T, 4), torch.randn(T + 1, 4), torch.zeros(T, 4)
+        return _count_ops(gae, r, v, d, 0.99, 0.95, count=count)[1]
+
+    assert ops(8, "gpu") == ops(32, "gpu") > ops(32, "cpu") + 5
