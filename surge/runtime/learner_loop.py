@@ -45,9 +45,11 @@ class LearnerLoop:
         self.snapshot: BatchSnapshot | None = BatchSnapshot() if rollback else None
         self.steps = 0  # batches trained or observed
         self.first_trained = False  # the first optimizer update is logged (start-up's end)
+        self.start_version = 0  # policy_version when this loop's first batch came (a resumed run's)
 
     def _first(self) -> None:
         if not self.steps:
+            self.start_version = self.learner.policy_version
             log.info("LearnerLoop: first step (pid %d, policy %d)", os.getpid(), self.policy_id)
         self.steps += 1
 
@@ -85,7 +87,7 @@ class LearnerLoop:
     def _log_first_trained(self) -> None:
         """Logs the end of start-up once: the first batch whose training took an optimizer step
         (`benchmarks/startup.py` reads this line's time)."""
-        if self.first_trained or self.learner.policy_version == 0:
+        if self.first_trained or self.learner.policy_version == self.start_version:
             return
         self.first_trained = True
         log.info(

@@ -221,5 +221,6 @@ def test_rl_games_mixed_precision_true_is_what_rl_games_runs(monkeypatch, cuda):
     model = torch.nn.Conv2d(1, 1, 1)  # a conv model: `auto` could pick bf16 on a CPU, this may not
     assert resolve_mixed_precision(mode, "APPO", torch.device("cpu"), model)[0] == "none"
     assert resolve_mixed_precision(mode, "APPO", torch.device("cuda"), model)[0] == "bf16"
+    # rl_games' False is float32: not surge's default (auto), which picks bf16 on some CPUs
     data["params"]["config"]["mixed_precision"] = False
     assert translate(data, str(path)).values["mixed_precision"] == "none"

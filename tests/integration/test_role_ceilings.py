@@ -51,6 +51,6 @@ def test_roles_alone_predict_the_serial_rate(one_torch_thread):
     assert rollout["env_us"] > 0 and rollout["framework_us"] > 0, rollout
     assert rollout["game_us"] == 0  # CartPole runs in this process
     # per CPU second of the measuring thread: the process's CPU would count the threads other tests
-    # of this pytest worker left running (CI: 5.6 once, with the ratio per process CPU)
+    # of this pytest worker left running (a full local run: 5.6 once, with the ratio per process CPU)
     ratio = res["serial"].fps_thread / role_ceilings.predicted_serial(res, "fps_thread")
     assert RATIO[0] <= ratio <= RATIO[1], ratio
