@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import importlib
 import json
 import statistics
 import sys
@@ -152,8 +153,6 @@ def _scan_as_on_gpu() -> tuple[Any, Any] | None:
     it runs over numpy views, which dispatch no torch operation; on a GPU every step is launched):
     today's `reverse_scan_matrix` where the module has it, else the torch loop (0ce9d02). Returns
     (module, the function to put back), or None where no such module is found."""
-    import importlib
-
     for name in ("surge.learning.returns", "surge.algorithms.returns"):
         try:
             mod = importlib.import_module(name)

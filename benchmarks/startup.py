@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compare_sample_factory import _kill_group, _pythonpath, _ts  # noqa: E402
 from configs import CONFIGS, BenchConfig  # noqa: E402
@@ -73,8 +75,6 @@ def surge_first_trained(log: Path) -> float | None:
 
 def sf_first_trained(workdir: Path) -> float | None:
     """The wall time of the first `train/` scalar in Sample Factory's events, None while none."""
-    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
-
     first = None
     for path in sorted(workdir.glob("sf/.summary/*/events.out.tfevents.*")):
         for event in EventFileLoader(str(path)).Load():
