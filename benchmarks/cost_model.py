@@ -178,8 +178,9 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
     µs per frame measured here ("cpu"; the main process's as logged there), the learner's and inference workers' host side measured
     here ("host") plus their launches. An inference worker that is the limit is saturated, so each
     pass takes every split waiting: with W workers and S splits per rollout worker,
-    `rows = C * envs_per_worker / S / W` per pass."""
+    `rows = C * envs_per_worker / S / W` per pass, each row `frameskip` env frames."""
     rows = cores * cfg["envs_per_worker"] / cfg["splits"] / cfg["inference_workers"]
+    frames_per_pass = rows * cfg["frameskip"]
     return [
         *_roles(cfg["pool"]),
         Role("main", cfg["main_us"], processes=1, carry="none"),
@@ -194,7 +195,7 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
             "inference",
             cfg["inference_host_us"],
             processes=cfg["inference_workers"],
-            launches_per_frame=cfg["inference_launches_per_call"] / rows,
+            launches_per_frame=cfg["inference_launches_per_call"] / frames_per_pass,
             carry="host",
         ),
     ]

@@ -32,8 +32,12 @@ in CPU seconds of this thread (`time.thread_time`, steadier than wall time on a 
   (the first batches of a run: no episode end inside) and again with `--ends` ends spread over it.
 
 Figures are per env frame (µs) or per call: an `act` call's operations do not depend on its rows
-(the agents of its requests; the serial placement puts every split in one call), a
-`train_batch`'s frames are the batch size. Runs with the checkout on PYTHONPATH, so
+(the agents of its requests; the serial placement puts every split in one call). An env frame is
+what a run's `env_frames` counts, env steps x `frameskip` (4 on doom_benchmark and the Atari
+configs): a row of an inference pass is `frameskip` env frames, a `train_batch` of B samples
+B x `frameskip` (before the second session of 2026-12-03 both were counted as one frame per sample, 4x too many µs and
+operations per frame on the frameskip-4 configs, against figures logged per env frame). Runs with
+the checkout on PYTHONPATH, so
 an earlier commit is measured the same way (0ce9d02's modules are found under their old paths).
 """
 
@@ -260,6 +264,9 @@ def measure(
             "--mixed_precision=none",
         ]
     )
+    from surge.cfg.config import env_frameskip  # 0ce9d02 has it there too
+
+    frameskip = env_frameskip(cfg)
     c = build_components(cfg)
     inf, learner = c.inferences[0], c.learners[0]
     rec: dict[str, list[float]] = collections.defaultdict(list)
@@ -301,7 +308,7 @@ def measure(
             t0 = time.thread_time()
             b = learner.prepare_batch(slots)
             dt = time.thread_time() - t0
-            n = int(slots.numel()) * cfg.rollout
+            n = int(slots.numel()) * cfg.rollout * frameskip  # env frames of the batch
             frames = n
             sampler.release(slots, 0)
             if len(prepared) < 3:  # trained below; their memory stays taken, as a fresh run's first batches
@@ -328,9 +335,10 @@ def measure(
         return statistics.median(xs) * scale if xs else float("nan")
 
     return {
+        "frameskip": float(frameskip),
         "inference_rows_per_call": med("rows", 1.0),
-        "inference_act_us": med("act_s"),
-        "inference_host_us": med("infer_host_s"),
+        "inference_act_us": med("act_s", 1e6 / frameskip),  # a row is `frameskip` env frames
+        "inference_host_us": med("infer_host_s", 1e6 / frameskip),
         "inference_ops_per_call": med("act_ops", 1.0),
         "learner_batch_frames": float(frames),
         "learner_prepare_us": med("prepare_s"),

@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
 #   bash benchmarks/gpu_session.sh same_map  # doom_benchmark vs Sample Factory on its battle.cfg, 3 rounds
 #   bash benchmarks/gpu_session.sh roles     # then, warm: the CUDA tests; CPU per frame by kind, both
+#   bash benchmarks/gpu_session.sh kernels   # what the learner's 58 µs per kernel is: spin vs blocking
 #
 # The machine's image has Python 3.12 with CUDA torch but none of the env packages, and reaches no
 # package index, so the wheels travel with the call (`carry`), downloaded here for cp312:
@@ -82,6 +83,21 @@ roles)
     step "the same, Sample Factory"
     python3 benchmarks/process_cpu.py --framework sf --seconds 65 --train_dir /tmp/pc_sf -- /tmp/sfpy -m sf_examples.vizdoom.train_vizdoom $(args doom_benchmark sf_args) --serial_mode=False $GPU16 --train_dir=/tmp/pc_sf --experiment=sf 2>&1 | tee "$OUT/process_cpu_sf.txt"
     ;;
+kernels)
+    # the cost model's 58 µs of a single process's CPU per kernel (docs/benchmarks.md): the learner
+    # and the inference worker alone on the GPU, the CPU waiting by spinning (CUDA's default here)
+    # and by sleeping, alternating; each run prints thread CPU and GPU busy µs per env frame
+    [ -d /tmp/site/gymnasium ] || { step install; install .whlall /tmp/site || exit 1; }
+    export PYTHONPATH=$ROOT:/tmp/site
+    for round in 1; do  # about 3 minutes a round
+        for sched in spin blocking; do
+            step "role ceilings on the GPU, round $round, --cuda_schedule $sched"
+            timeout 120 python3 benchmarks/role_ceilings.py --config doom_benchmark --config pong_1epoch --config cartpole \
+                --role learner --role inference --device cuda --seconds 6 --cuda_schedule $sched \
+                --out "$OUT/kernels_${sched}_$round.json" 2>&1 | tee "$OUT/kernels_${sched}_$round.txt" | grep -v "^\[20"
+        done
+    done
+    ;;
 diagnose)
     # where the GPU runs' time goes (for the next lent machine): which process saturates, surge's and
     # Sample Factory's CPU per frame by kind of process, and DQN with more rollout envs than SB3's one
@@ -132,6 +148,6 @@ PY
     du -sh .whlall
     ;;
 *)
-    echo "usage: $0 wheels|surge|both|same_map|roles|diagnose" >&2; exit 2
+    echo "usage: $0 wheels|surge|both|same_map|roles|kernels|diagnose" >&2; exit 2
     ;;
 esac

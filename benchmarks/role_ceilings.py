@@ -56,6 +56,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
+from gpu_timing import gpu_busy_us, set_cuda_schedule, sync  # noqa: E402
 from process_cpu import _processes  # noqa: E402
 
 from surge.app.resolve import parse_cfg  # noqa: E402
@@ -113,11 +114,6 @@ class Ceiling:
         }
 
 
-def _sync(c: Components) -> None:
-    if c.device.type == "cuda":
-        torch.cuda.synchronize(c.device)
-
-
 def _children_cpu() -> float:
     """CPU seconds of this process's descendants (ViZDoom's engine processes)."""
     procs = _processes()
@@ -161,12 +157,12 @@ def _run(
     parts' accumulators), then `step()` for `seconds`."""
     for _ in range(warmup):
         step()
-    _sync(c)
+    sync(c.device)
     reset()
     frames, w0, c0, t0 = 0, time.perf_counter(), time.process_time(), time.thread_time()
     while time.perf_counter() - w0 < seconds:
         frames += step()
-    _sync(c)
+    sync(c.device)
     return Window(frames, time.perf_counter() - w0, time.process_time() - c0, time.thread_time() - t0)
 
 
@@ -185,10 +181,10 @@ class Timed:
         c, clock = self.c, time.thread_time
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            _sync(c)
+            sync(c.device)
             t0 = clock()
             out = fn(*args, **kwargs)
-            _sync(c)
+            sync(c.device)
             self.seconds += clock() - t0
             self.calls += 1
             return out
@@ -251,6 +247,8 @@ def learner_alone(config: str, device: str, seconds: float, batches: int = 4) ->
             "compute_us": _us(w.thread - host.seconds, w.frames),
             "frames_per_call": w.frames / max(host.calls, 1),
         }
+        if c.device.type == "cuda":  # the GPU's own time for the same batches (`gpu_timing`)
+            parts["gpu_busy_us"] = gpu_busy_us(step, 2 * len(held), c.device)
         return Ceiling("learner", w.frames, w.wall, w.cpu, parts, w.thread)
     finally:
         c.close()
@@ -480,7 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=10.0, help="measured seconds per role (after a warm-up)")
     ap.add_argument("--device", default="cpu", help="--device of the model: cpu, cuda, cuda:K")
     ap.add_argument("--out", type=Path, help="also write the figures as JSON here")
+    ap.add_argument("--cuda_schedule", help="how the CPU waits for the GPU: auto, spin, yield, blocking")
     a = ap.parse_args(argv)
+    if a.cuda_schedule:  # before any CUDA work (`gpu_timing.set_cuda_schedule`)
+        set_cuda_schedule(a.cuda_schedule, torch.device(a.device).index or 0)
     torch.set_num_threads(1)
     retain_freed_memory()  # as a training run's process keeps freed memory (`surge.app.training_run`)
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")

@@ -81,3 +81,26 @@ def test_dqn_trains_on_the_gpu_and_plays_on_the_cpu(tmp_path):
     assert train(parse_cfg([*args, *run])) == "done"
     returns = play([*args, "--device=cpu"], "DQN", "latest", episodes=2)
     assert len(returns) == 2 and all(r >= 1 for r in returns), returns
+
+
+def test_the_gpus_busy_time_grows_with_its_work():
+    # benchmarks/gpu_timing.py: the profiler's summed kernel time per env frame; 8 matmuls of 2048^2
+    # take the GPU longer than 1 (the same frames reported)
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from gpu_timing import gpu_busy_us
+
+    x = torch.randn(2048, 2048, device="cuda")
+
+    def work(n: int):
+        def step() -> int:
+            for _ in range(n):
+                x @ x
+            return 100
+
+        return step
+
+    one, eight = gpu_busy_us(work(1), 4, x.device), gpu_busy_us(work(8), 4, x.device)
+    assert 0 < one < eight

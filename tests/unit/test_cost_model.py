@@ -90,3 +90,37 @@ def test_todays_predictions_name_a_binding_term_per_config_and_core_count():
         # more cores never lower the rate: the rollout side's cost per frame does not grow with them
         fps = [by_cores[c].fps for c in (16, 36, 64)]
         assert fps == sorted(fps)
+
+
+def test_an_inference_pass_spreads_its_launches_over_rows_times_frameskip_env_frames():
+    # 16 cores x 16 envs / 2 splits / 1 worker = 128 rows per pass; with frameskip 4 a pass serves
+    # 512 env frames, so 27 launches are 27 / 512 per env frame (not 27 / 128)
+    from cost_model import today_roles
+
+    cfg = {
+        "pool": [{"name": "rollout", "cpu_us": 10.0}],
+        "main_us": 0.4,
+        "learner_host_us": 1.0,
+        "learner_launches_per_frame": 0.1,
+        "inference_host_us": 2.0,
+        "inference_launches_per_call": 27,
+        "inference_workers": 1,
+        "envs_per_worker": 16,
+        "splits": 2,
+        "frameskip": 4,
+    }
+    inference = {r.name: r for r in today_roles(cfg, 16)}["inference"]
+    assert inference.launches_per_frame == pytest.approx(27 / 512)
+
+
+def test_each_predicted_config_has_its_benchmark_configs_frameskip():
+    # the learner's and inference worker's inputs are per env frame (env steps x frameskip, what the
+    # logged H200 figures count); a config whose frameskip differs from the data file's would get
+    # its per-step figures read as per-frame ones (4x off on the frameskip-4 configs)
+    from configs import CONFIGS
+
+    from surge.app.resolve import parse_cfg
+    from surge.cfg.config import env_frameskip
+
+    for name, cfg in load_data()["today"]["configs"].items():
+        assert cfg["frameskip"] == env_frameskip(parse_cfg(list(CONFIGS[name].surge_args))), name
