@@ -287,6 +287,27 @@ def test_sigkill_leaves_no_engine_and_no_shared_memory(name, tmp_path, no_leftov
     # no_leftovers checks, within 10 s, that the engines are gone and their segments unlinked
 
 
+def test_sigkill_of_the_whole_process_group_leaves_no_shared_memory(tmp_path, no_leftovers):
+    # `kill -9 -PGID`, `timeout -s KILL`: every process of the run's group dies at once, the
+    # launchers too unless they left the group; a launcher must outlive its game's process to unlink
+    # the segments
+    script = tmp_path / "child.py"
+    script.write_text(KILLED_CHILD)
+    p = subprocess.Popen(
+        [sys.executable, str(script), "doom_basic"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert engine_pids(no_leftovers), "the running engine should carry the test's tag"
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(10)
+
+
 @pytest.mark.slow
 def test_a_match_that_cannot_start_reports_the_engine_error(tmp_path, no_leftovers):
     bad = tmp_path / "broken.cfg"

@@ -8,6 +8,8 @@ process killed before that (SIGKILL, a crash) leaves the engine running and the 
 surge points `DoomGame.set_vizdoom_path` at a small launcher script (written once per user into
 the temp folder, see `launcher_path`). The launcher:
 
+- leaves the run's process group for a session of its own, so that a SIGKILL of the whole group
+  (`kill -9 -PGID`, `timeout -s KILL`) does not kill it before it cleans up;
 - asks the kernel to send it SIGTERM when its parent (the thread that made the game) dies
   (`PR_SET_PDEATHSIG`), and exits at once if that parent is already gone;
 - starts the real engine in its own session (Ctrl+C in the terminal reaches surge, which closes
@@ -53,6 +55,10 @@ def _cleanup_shm(args):
 def main():
     args = sys.argv[1:]
     engine = None
+    try:  # out of the run's process group: a SIGKILL of the whole group leaves it to clean up
+        os.setsid()
+    except OSError:
+        pass
 
     def stop(signum, frame):
         STOP.append(signum)
