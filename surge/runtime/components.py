@@ -86,6 +86,17 @@ def torch_device(cfg: Config) -> torch.device:
     return torch.device("cuda", info.local_rank) if info.distributed else torch.device("cuda")
 
 
+def configure_backends(cfg: Config, device: torch.device) -> None:
+    """Process-wide torch settings for a process that runs models on `device`: on a CUDA device,
+    cuDNN picks each convolution's algorithm by timing the candidates on the first call of every
+    input shape (`torch.backends.cudnn.benchmark`), as Sample Factory's learner and inference
+    workers do (`init_torch_runtime`); its heuristic's choice can be several times slower. Off under
+    `--deterministic`, whose runs must repeat bit for bit (timing picks may differ between runs). A
+    CPU device changes nothing."""
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = not cfg.deterministic
+
+
 def seed_everything(seed: int | None) -> None:
     """Seeds Python, numpy and torch (no-op for None)."""
     if seed is not None:
@@ -311,6 +322,7 @@ def build_components(cfg: Config) -> Components:
     seed_everything(cfg.seed)
     info = env_info(cfg)
     device = torch_device(cfg)
+    configure_backends(cfg, device)
     parts = [make_model(cfg, info, device) for _ in range(cfg.num_policies)]
     models = [part.acting for part in parts]
     layout = make_layout(cfg, info, acting_state_size(models[0]))
@@ -328,6 +340,7 @@ __all__ = [
     "RunLayout",
     "blocks_per_split",
     "build_components",
+    "configure_backends",
     "env_info",
     "make_inference",
     "make_layout",

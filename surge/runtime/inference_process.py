@@ -14,7 +14,13 @@ from queue import Empty
 
 import torch
 
-from surge.runtime.components import make_inference, make_model, seed_everything, torch_device
+from surge.runtime.components import (
+    configure_backends,
+    make_inference,
+    make_model,
+    seed_everything,
+    torch_device,
+)
 from surge.runtime.experiment_folder import run_log_file
 from surge.runtime.lockstep_inference import serve_lockstep
 from surge.runtime.messages import request_slots
@@ -40,6 +46,7 @@ def inference_process_main(ctx: InferenceContext) -> None:
     def loop() -> None:
         torch.set_grad_enabled(False)  # this process only acts: no autograd, once for all batches
         device = torch_device(cfg)
+        configure_backends(cfg, device)
         model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
         inference = make_inference(layout, model, device, p, shared.actor_offset, shared.run_actors)

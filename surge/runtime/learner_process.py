@@ -32,7 +32,13 @@ from surge.learning.base import LearnerBase
 from surge.learning.batcher import Batcher
 from surge.runtime.checkpoint import CheckpointManager, atomic_torch_save
 from surge.runtime.commands import SetHyperparams
-from surge.runtime.components import make_learner, make_model, seed_everything, torch_device
+from surge.runtime.components import (
+    configure_backends,
+    make_learner,
+    make_model,
+    seed_everything,
+    torch_device,
+)
 from surge.runtime.data_parallel import join_data_parallel, leave_data_parallel
 from surge.runtime.experiment_folder import run_log_file
 from surge.runtime.learner_commands import run_commands
@@ -74,6 +80,7 @@ def learner_process_main(ctx: LearnerContext) -> None:
     def loop() -> None:
         seed_everything(None if cfg.seed is None else cfg.seed + p)
         device = torch_device(cfg)
+        configure_backends(cfg, device)
         parts = make_model(cfg, layout.info, device)
         model = parts.acting
         learner = make_learner(layout, parts, device, p)
