@@ -104,3 +104,23 @@ def test_the_gpus_busy_time_grows_with_its_work():
 
     one, eight = gpu_busy_us(work(1), 4, x.device), gpu_busy_us(work(8), 4, x.device)
     assert 0 < one < eight
+
+
+def test_shared_weights_cross_from_a_gpu_model_to_gpu_and_cpu_models():
+    # SharedWeights stages a GPU model's state through one flat tensor on the device
+    from surge.runtime.shared_state import SharedWeights
+
+    def model(seed: int, device: str) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2)).to(
+            device
+        )
+
+    learner = model(0, "cuda")
+    weights = SharedWeights(learner)
+    weights.publish(learner, policy_version=7)
+    for reader in (model(1, "cuda"), model(2, "cpu")):
+        assert weights.load_into(reader) == 7
+        for a, b in zip(learner.state_dict().values(), reader.state_dict().values(), strict=True):
+            if a.is_floating_point():
+                assert torch.equal(a.cpu(), b.cpu())

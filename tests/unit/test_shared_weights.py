@@ -77,3 +77,28 @@ def test_a_model_of_another_layout_is_refused():
         weights.publish(other, policy_version=1)
     with pytest.raises(ValueError, match="another layout"):
         weights.load_into(other)
+
+
+def test_a_model_on_one_accelerator_crosses_as_one_flat_transfer_with_the_same_state(monkeypatch):
+    # a GPU model's state is gathered into one flat tensor on its device and crosses in one copy
+    # (`_Staging`); forced here on CPU tensors, whose per-tensor path is the reference
+    import surge.runtime.shared_state as shared_state
+
+    learner, actor = _model(0), _model(1)
+    learner(torch.randn(5, 4))  # batch-norm statistics move off their initial values
+    reference = SharedWeights(learner)
+    reference.publish(learner, policy_version=2)
+    monkeypatch.setattr(shared_state, "_stages", lambda tensors: True)
+    staged = SharedWeights(learner)
+    staged.publish(learner, policy_version=2)
+    assert torch.equal(staged.flat, reference.flat)
+    assert staged.load_into(actor) == 2
+    for a, b in zip(learner.state_dict().values(), actor.state_dict().values(), strict=True):
+        if a.is_floating_point():
+            assert torch.equal(a, b)
+    # in-place updates after the first call travel too (the staging keeps the model's tensors)
+    with torch.no_grad():
+        learner[0].weight.add_(1.0)
+    staged.publish(learner, policy_version=3)
+    assert staged.load_into(actor) == 3
+    assert torch.equal(actor[0].weight, learner[0].weight)
