@@ -32,10 +32,15 @@ HYPERPARAM_NAMES: tuple[str, ...] = (
     "adam_beta2",
 )
 
-#: the values of the names an algorithm's config has no flag for (PPO's clips are APPO's section,
-#: `surge.algorithms.appo.config.APPOParams`): Sample Factory's defaults, kept so that every
-#: learner's hyper-parameters (checkpoints, TensorBoard's hyperparams/) have the same names
-_ABSENT_DEFAULTS = {"ppo_clip_ratio": 0.1, "ppo_clip_value": 1.0}
+#: PPO's clips: Sample Factory's defaults (2.1.1's `sample_factory/cfg/cfg.py`), the flags' defaults
+#: in APPO's section (`surge.algorithms.appo.config.APPOParams`, which reads them from here)
+PPO_CLIP_RATIO_DEFAULT = 0.1
+PPO_CLIP_VALUE_DEFAULT = 1.0
+
+#: the values of the names an algorithm's config has no flag for (PPO's clips are APPO's section):
+#: the flags' defaults, kept so that every learner's hyper-parameters (checkpoints, TensorBoard's
+#: hyperparams/) have the same names
+_ABSENT_DEFAULTS = {"ppo_clip_ratio": PPO_CLIP_RATIO_DEFAULT, "ppo_clip_value": PPO_CLIP_VALUE_DEFAULT}
 
 #: per name: (lowest, highest, whether the lowest itself is allowed); used by `check_values`
 _RANGES: dict[str, tuple[float, float, bool]] = {

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from surge.cfg.fields import param
+from surge.cfg.policy_hyperparams import PPO_CLIP_RATIO_DEFAULT, PPO_CLIP_VALUE_DEFAULT
 
 
 @dataclass
@@ -37,7 +38,8 @@ class APPOParams:
         why="below 0 the trace coefficients change sign; 0 gives one-step targets, IMPALA's default is 1",
     )
     ppo_clip_ratio: float = param(
-        0.1, "PPO clip epsilon; the ratio is clipped to [1/(1+e), 1+e] (see ppo_clip_lower)."
+        PPO_CLIP_RATIO_DEFAULT,
+        "PPO clip epsilon; the ratio is clipped to [1/(1+e), 1+e] (see ppo_clip_lower).",
     )
     ppo_clip_lower: str = param(
         "inverse",
@@ -45,7 +47,9 @@ class APPOParams:
         "(Schulman et al. 2017 eq. 7, rl_games, Stable-Baselines3).",
         ("inverse", "symmetric"),
     )
-    ppo_clip_value: float = param(1.0, "Max absolute change of the value estimate before it is clipped.")
+    ppo_clip_value: float = param(
+        PPO_CLIP_VALUE_DEFAULT, "Max absolute change of the value estimate before it is clipped."
+    )
     kl_loss_coeff: float = param(
         0.0,
         "Coefficient of the fixed KL(behavior || target) penalty (Schulman et al. 2017, eq. 8).",
