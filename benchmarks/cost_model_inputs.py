@@ -29,7 +29,9 @@ in CPU seconds of this thread (`time.thread_time`, steadier than wall time on a 
   default) counts them as a CUDA run launches them: an RNN module's call is one operation forward
   and one backward (cuDNN), where this CPU decomposes it into per-step operations (`--count=cpu`,
   how the figures before 2026-12-03 were counted). The learner's batch is counted as collected
-  (the first batches of a run: no episode end inside) and again with `--ends` ends spread over it.
+  (the first batches of a run: no episode end inside) and again with `--ends` ends spread over it,
+  both without the diagnostic statistics that an async learner computes on one batch a second
+  (`surge.runtime.stats_cadence`), and once with them.
 
 Figures are per env frame (µs) or per call: an `act` call's operations do not depend on its rows
 (the agents of its requests; the serial placement puts every split in one call). An env frame is
@@ -326,6 +328,14 @@ def measure(
         learner.train_batch(dict(b))
         rec["train_s"].append((time.thread_time() - t0) / frames)
     publish_s, load_s = _weights_copy(learner.model, inf.model)
+    # an async learner computes its diagnostic statistics on one batch a second (`StatsCadence`):
+    # the batches counted are the others; one with diagnostics is counted apart (0ce9d02 computed
+    # them on every batch and has no such switch)
+    ops_diag = float("nan")
+    if hasattr(learner, "diagnostics"):
+        learner.diagnostics = True
+        _, ops_diag = _count_ops(learner.train_batch, dict(prepared[0]), count=count)
+        learner.diagnostics = False
     _, ops = _count_ops(learner.train_batch, dict(prepared[0]), count=count)
     _, ops_ends = _count_ops(learner.train_batch, _with_ends(prepared[0], ends), count=count)
     c.close()
@@ -348,6 +358,7 @@ def measure(
         "inference_load_us": load_s * 1e6 / frames,
         "learner_ops_per_frame": ops / frames,
         f"learner_ops_per_frame_{ends}_ends": ops_ends / frames,
+        "learner_ops_per_frame_with_diagnostics": ops_diag / frames,
     }
 
 
