@@ -20,6 +20,7 @@ import ctypes
 from collections.abc import Callable
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 #: CUDA driver API `CU_CTX_SCHED_*` flags (cuda.h): how a host thread waits for the GPU
 SCHEDULES = {"auto": 0x0, "spin": 0x1, "yield": 0x2, "blocking": 0x4}
@@ -72,8 +73,6 @@ def gpu_busy_us(step: Callable[[], int], calls: int, device: torch.device) -> fl
     profiler. NaN off CUDA."""
     if device.type != "cuda":
         return float("nan")
-    from torch.profiler import ProfilerActivity, profile
-
     sync(device)
     frames = 0
     with profile(activities=[ProfilerActivity.CUDA]) as prof:

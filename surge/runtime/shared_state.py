@@ -35,6 +35,15 @@ def _copy(dst: list[Tensor], src: list[Tensor], on_cpu: bool) -> None:
             d.copy_(s)
 
 
+def _views(flat: Tensor, tensors: list[Tensor]) -> list[Tensor]:
+    """Views of consecutive ranges of the 1-D `flat`, one per tensor of `tensors`, with its shape."""
+    views, offset = [], 0
+    for v in tensors:
+        views.append(flat[offset : offset + v.numel()].view(v.shape))
+        offset += v.numel()
+    return views
+
+
 def _stages(tensors: list[Tensor]) -> bool:
     """Whether a model's state crosses through a `_Staging`: all of it on one device, not the CPU."""
     return bool(tensors) and len({v.device for v in tensors}) == 1 and tensors[0].device.type != "cpu"
@@ -50,10 +59,7 @@ class _Staging:
         self.flat = torch.empty(
             sum(v.numel() for v in tensors), dtype=torch.float32, device=tensors[0].device
         )
-        self.views, offset = [], 0
-        for v in tensors:
-            self.views.append(self.flat[offset : offset + v.numel()].view(v.shape))
-            offset += v.numel()
+        self.views = _views(self.flat, tensors)
 
     def publish(self, shared: Tensor, tensors: list[Tensor]) -> None:
         """Model -> `shared` (the CPU copy); the device-to-host copy returns once it is written."""
@@ -136,10 +142,7 @@ class SharedWeights:
                     f"the model's floating-point state has {size} values, the shared weights "
                     f"{self.flat.numel()}: a model of another layout than the one they were made for"
                 )
-            views, offset = [], 0
-            for v in tensors:
-                views.append(self.flat[offset : offset + v.numel()].view(v.shape))
-                offset += v.numel()
+            views = _views(self.flat, tensors)
             on_cpu = all(v.device.type == "cpu" for v in tensors)
             staging = _Staging(tensors) if _stages(tensors) else None
             plan = plans[id(model)] = (weakref.ref(model), tensors, views, on_cpu, staging)

@@ -13,6 +13,8 @@ They run on a lent GPU machine through `benchmarks/gpu_session.sh surge`.
 from __future__ import annotations
 
 import copy
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
 from surge.models.actor_critic import ActorCritic
+from surge.runtime.shared_state import SharedWeights
 from tests.integration.test_learner_reference import (
     ACTION_SPACE,
     GAE,
@@ -34,6 +37,9 @@ from tests.integration.test_learner_reference import (
 )
 from tests.learning.test_cartpole import HYPERPARAMS, KIND, PLACEMENTS
 from tests.play_checkpoint import play
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from gpu_timing import gpu_busy_us  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -86,12 +92,6 @@ def test_dqn_trains_on_the_gpu_and_plays_on_the_cpu(tmp_path):
 def test_the_gpus_busy_time_grows_with_its_work():
     # benchmarks/gpu_timing.py: the profiler's summed kernel time per env frame; 8 matmuls of 2048^2
     # take the GPU longer than 1 (the same frames reported)
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from gpu_timing import gpu_busy_us
-
     x = torch.randn(2048, 2048, device="cuda")
 
     def work(n: int):
@@ -108,8 +108,6 @@ def test_the_gpus_busy_time_grows_with_its_work():
 
 def test_shared_weights_cross_from_a_gpu_model_to_gpu_and_cpu_models():
     # SharedWeights stages a GPU model's state through one flat tensor on the device
-    from surge.runtime.shared_state import SharedWeights
-
     def model(seed: int, device: str) -> torch.nn.Module:
         torch.manual_seed(seed)
         return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2)).to(

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from cost_model import Machine, Role, fit_host, load_data, predict, today, validation  # noqa: E402
+from configs import CONFIGS  # noqa: E402
+from cost_model import Machine, Role, fit_host, load_data, predict, today, today_roles, validation  # noqa: E402
+
+from surge.app.resolve import parse_cfg  # noqa: E402
+from surge.cfg.config import env_frameskip  # noqa: E402
 
 
 def test_a_single_process_ceiling_binds_before_the_cores():
@@ -95,8 +99,6 @@ def test_todays_predictions_name_a_binding_term_per_config_and_core_count():
 def test_an_inference_pass_spreads_its_launches_over_rows_times_frameskip_env_frames():
     # 16 cores x 16 envs / 2 splits / 1 worker = 128 rows per pass; with frameskip 4 a pass serves
     # 512 env frames, so 27 launches are 27 / 512 per env frame (not 27 / 128)
-    from cost_model import today_roles
-
     cfg = {
         "pool": [{"name": "rollout", "cpu_us": 10.0}],
         "main_us": 0.4,
@@ -117,10 +119,5 @@ def test_each_predicted_config_has_its_benchmark_configs_frameskip():
     # the learner's and inference worker's inputs are per env frame (env steps x frameskip, what the
     # logged H200 figures count); a config whose frameskip differs from the data file's would get
     # its per-step figures read as per-frame ones (4x off on the frameskip-4 configs)
-    from configs import CONFIGS
-
-    from surge.app.resolve import parse_cfg
-    from surge.cfg.config import env_frameskip
-
     for name, cfg in load_data()["today"]["configs"].items():
         assert cfg["frameskip"] == env_frameskip(parse_cfg(list(CONFIGS[name].surge_args))), name

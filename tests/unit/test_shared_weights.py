@@ -8,6 +8,7 @@ import pytest
 import torch
 from torch import nn
 
+import surge.runtime.shared_state as shared_state
 from surge.runtime.shared_state import SharedWeights
 
 
@@ -82,8 +83,6 @@ def test_a_model_of_another_layout_is_refused():
 def test_a_model_on_one_accelerator_crosses_as_one_flat_transfer_with_the_same_state(monkeypatch):
     # a GPU model's state is gathered into one flat tensor on its device and crosses in one copy
     # (`_Staging`); forced here on CPU tensors, whose per-tensor path is the reference
-    import surge.runtime.shared_state as shared_state
-
     learner, actor = _model(0), _model(1)
     learner(torch.randn(5, 4))  # batch-norm statistics move off their initial values
     reference = SharedWeights(learner)
