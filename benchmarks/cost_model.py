@@ -2,7 +2,7 @@
 GPU, from CPU costs per env frame measured on another machine (this one).
 
     python benchmarks/cost_model.py validate              # the 2026-11-28 H200 run of 0ce9d02
-    python benchmarks/cost_model.py predict --cores 16 36 64   # today's code, one GPU, per config
+    python benchmarks/cost_model.py predict --cores 16 36 64   # today's code and Sample Factory's, one GPU
     python benchmarks/cost_model.py calibrate             # host ratio and µs per kernel launch
 
 An env frame costs CPU time in every role it passes through. The model's terms, in env frames/s:
@@ -201,11 +201,18 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
     ]
 
 
-def today(data: dict[str, Any], cores: list[int]) -> dict[str, dict[int, Prediction]]:
-    """Per config and core count: the prediction for today's code with one GPU."""
+def today(
+    data: dict[str, Any], cores: list[int], framework: str = "surge"
+) -> dict[str, dict[int, Prediction]]:
+    """Per config and core count: the prediction for today's code of `framework` ("surge", or
+    "sample_factory": Sample Factory 2.1.1, whose roles are measured and carried the same way) with
+    one GPU. A config's own "machine" entries (its rollout side's speed ratio, measured in another
+    session) override the shared machine's."""
+    section = data["today"] if framework == "surge" else data["today"][framework]
     out: dict[str, dict[int, Prediction]] = {}
-    for name, cfg in data["today"]["configs"].items():
-        out[name] = {c: predict(today_roles(cfg, c), _machine(data["today"]["machine"], c)) for c in cores}
+    for name, cfg in section["configs"].items():
+        m = {**data["today"]["machine"], **cfg.get("machine", {})}
+        out[name] = {c: predict(today_roles(cfg, c), _machine(m, c)) for c in cores}
     return out
 
 
@@ -243,13 +250,23 @@ def main(argv: list[str] | None = None) -> int:
         f"util {m['util']}\n"
     )
     res = today(data, a.cores)
-    print("| config | " + " | ".join(f"{c} cores" for c in a.cores) + " | terms at the largest |")
-    print("|---|" + "---|" * len(a.cores) + "---|")
-    for name, by_c in res.items():
-        cells = [f"{_k(p.fps)} ({p.binding})" for p in by_c.values()]
-        last = by_c[a.cores[-1]]
-        terms = ", ".join(f"{k} {_k(x)}" for k, x in last.terms.items())
-        print(f"| {name} | " + " | ".join(cells) + f" | {terms} |")
+    sf = today(data, a.cores, "sample_factory")
+    for title, r in (("surge", res), ("Sample Factory 2.1.1", sf)):
+        print(f"{title}:\n")
+        print("| config | " + " | ".join(f"{c} cores" for c in a.cores) + " | terms at the largest |")
+        print("|---|" + "---|" * len(a.cores) + "---|")
+        for name, by_c in r.items():
+            cells = [f"{_k(p.fps)} ({p.binding})" for p in by_c.values()]
+            last = by_c[a.cores[-1]]
+            terms = ", ".join(f"{k} {_k(x)}" for k, x in last.terms.items())
+            print(f"| {name} | " + " | ".join(cells) + f" | {terms} |")
+        print()
+    print("surge / Sample Factory, both predicted:\n")
+    print("| config | " + " | ".join(f"{c} cores" for c in a.cores) + " |")
+    print("|---|" + "---|" * len(a.cores))
+    for name in sf:
+        cells = [f"{res[name][c].fps / sf[name][c].fps:.2f}x" for c in a.cores]
+        print(f"| {name} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -121,3 +121,25 @@ def test_each_predicted_config_has_its_benchmark_configs_frameskip():
     # its per-step figures read as per-frame ones (4x off on the frameskip-4 configs)
     for name, cfg in load_data()["today"]["configs"].items():
         assert cfg["frameskip"] == env_frameskip(parse_cfg(list(CONFIGS[name].surge_args))), name
+
+
+def test_sample_factory_is_predicted_from_its_own_inputs_with_its_configs_machine():
+    # Sample Factory's roles are carried the same way as surge's; each config's own speed ratio
+    # (its rollout side measured in another session) replaces the shared machine's
+    data = load_data()
+    res = today(data, [16, 64], "sample_factory")
+    assert set(res) == {"doom_benchmark", "pong_1epoch"}
+    cfg = data["today"]["sample_factory"]["configs"]["pong_1epoch"]
+    m = data["today"]["machine"]
+    rollout = cfg["pool"][0]["cpu_us"] * cfg["machine"]["speed_ratio"]
+    learner = cfg["learner_host_us"] * m["host_ratio"] + cfg["learner_launches_per_frame"] * m["launch_us"]
+    p = res["pong_1epoch"][64]
+    assert p.cost_us["rollout"] == pytest.approx(rollout)
+    assert p.terms["learner"] == pytest.approx(1e6 / learner)
+    # without the override the shared machine's ratio would carry it
+    plain = today(
+        {**data, "today": {**data["today"], "sample_factory": {"configs": {"x": {**cfg, "machine": {}}}}}},
+        [64],
+        "sample_factory",
+    )
+    assert plain["x"][64].cost_us["rollout"] == pytest.approx(cfg["pool"][0]["cpu_us"] * m["speed_ratio"])
