@@ -84,12 +84,14 @@ class Machine:
 @dataclass
 class Prediction:
     """`fps`: env frames/s; `binding`: the term that sets it ("cores" or a role's name); `terms`:
-    every term's env frames/s; `cost_us`: each role's µs per env frame on the target machine."""
+    every term's env frames/s; `cost_us`: each role's µs per env frame on the target machine;
+    `inference_workers`: the inference workers per policy it was predicted with (0: not chosen)."""
 
     fps: float
     binding: str
     terms: dict[str, float] = field(default_factory=dict)
     cost_us: dict[str, float] = field(default_factory=dict)
+    inference_workers: int = 0  # per policy, where the prediction chose it (`today`)
 
 
 def role_cost_us(role: Role, machine: Machine) -> float:
@@ -202,17 +204,28 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
 
 
 def today(
-    data: dict[str, Any], cores: list[int], framework: str = "surge"
+    data: dict[str, Any], cores: list[int], framework: str = "surge", max_inference_workers: int = 4
 ) -> dict[str, dict[int, Prediction]]:
     """Per config and core count: the prediction for today's code of `framework` ("surge", or
     "sample_factory": Sample Factory 2.1.1, whose roles are measured and carried the same way) with
     one GPU. A config's own "machine" entries (its rollout side's speed ratio, measured in another
-    session) override the shared machine's."""
+    session) override the shared machine's. Each core count takes the number of inference workers
+    per policy (`--policy_workers_per_policy`, both frameworks' flag) from 1 to
+    `max_inference_workers` with the highest rate, the fewest on a tie, as a run tuned for that
+    machine would (`surge tune`): inference workers are not single processes, the learner is."""
     section = data["today"] if framework == "surge" else data["today"][framework]
     out: dict[str, dict[int, Prediction]] = {}
     for name, cfg in section["configs"].items():
         m = {**data["today"]["machine"], **cfg.get("machine", {})}
-        out[name] = {c: predict(today_roles(cfg, c), _machine(m, c)) for c in cores}
+        out[name] = {}
+        for c in cores:
+            best: Prediction | None = None
+            for k in range(1, max_inference_workers + 1):
+                p = predict(today_roles({**cfg, "inference_workers": k}, c), _machine(m, c))
+                if best is None or p.fps > best.fps:
+                    best, p.inference_workers = p, k
+            assert best is not None
+            out[name][c] = best
     return out
 
 
@@ -226,6 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cores", type=int, nargs="+", default=[16, 36, 64])
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--launch_us", type=float, help="predict: override the host µs per kernel launch")
+    ap.add_argument(
+        "--max_inference_workers",
+        type=int,
+        default=4,
+        help="predict: inference workers per policy tried (from 1)",
+    )
     a = ap.parse_args(argv)
     data = load_data(a.data)
     if a.what == "calibrate":
@@ -249,14 +268,17 @@ def main(argv: list[str] | None = None) -> int:
         f"speed ratio {m['speed_ratio']}, host ratio {m['host_ratio']}, launch {m['launch_us']} µs, "
         f"util {m['util']}\n"
     )
-    res = today(data, a.cores)
-    sf = today(data, a.cores, "sample_factory")
+    res = today(data, a.cores, max_inference_workers=a.max_inference_workers)
+    sf = today(data, a.cores, "sample_factory", a.max_inference_workers)
     for title, r in (("surge", res), ("Sample Factory 2.1.1", sf)):
         print(f"{title}:\n")
         print("| config | " + " | ".join(f"{c} cores" for c in a.cores) + " | terms at the largest |")
         print("|---|" + "---|" * len(a.cores) + "---|")
         for name, by_c in r.items():
-            cells = [f"{_k(p.fps)} ({p.binding})" for p in by_c.values()]
+            cells = [
+                f"{_k(p.fps)} ({p.binding}{f', {p.inference_workers} inference' if p.inference_workers > 1 else ''})"
+                for p in by_c.values()
+            ]
             last = by_c[a.cores[-1]]
             terms = ", ".join(f"{k} {_k(x)}" for k, x in last.terms.items())
             print(f"| {name} | " + " | ".join(cells) + f" | {terms} |")

@@ -353,7 +353,7 @@ class LearnerBase:
         if self.popart:
             mean0, std0 = norm.mean.float().clone(), (norm.var.float() + norm.epsilon).sqrt()
         norm.update(targets[(valids > 0) & torch.isfinite(targets)])  # a NaN would stay in the statistics
-        mean, std = norm.mean.float(), (norm.var.float() + norm.epsilon).sqrt()
+        mean, std = norm.derived()  # float32 (mean, sqrt(var + eps)), cached for the next denormalize
         if self.popart:
             preserve_outputs(self.model.value_head, mean0, std0, mean, std)
         return (targets - mean) / std

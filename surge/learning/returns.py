@@ -18,6 +18,8 @@ Conventions shared by all of them:
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -74,6 +76,14 @@ def _reverse_scan_loop(x: Tensor, coef: Tensor, init: Tensor) -> Tensor:
 MATRIX_SCAN_MAX_ELEMENTS = 1 << 26
 
 
+@functools.lru_cache(maxsize=16)
+def _triangles(T: int, batch_dims: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """`[T, T, 1...]` bool masks of `k >= t` and `k < t`, kept per shape and device: made on every
+    call they were two of the scan's kernels."""
+    upper = torch.ones(T, T, dtype=torch.bool, device=device).triu().view((T, T) + (1,) * batch_dims)
+    return upper, ~upper
+
+
 def reverse_scan_matrix(x: Tensor, coef: Tensor, init: Tensor) -> Tensor:
     """`reverse_scan`'s recurrence unrolled: `y_t = Σ_{s>=t} (Π_{t<=k<s} coef_k) x_s +
     (Π_{t<=k<T} coef_k) init`, the products from one `cumprod` over a `[T, T, B]` table and the
@@ -87,10 +97,9 @@ def reverse_scan_matrix(x: Tensor, coef: Tensor, init: Tensor) -> Tensor:
         `[T, B...]` y, the dtype and device of `x`; differentiable in all three inputs.
     """
     T = x.shape[0]
-    lead = (T, T) + (1,) * (x.dim() - 1)
-    upper = torch.ones(T, T, dtype=torch.bool, device=x.device).triu().view(lead)  # [t, k]: k >= t
+    upper, lower = _triangles(T, x.dim() - 1, x.device)  # [t, k]: k >= t, and k < t
     # prods[t, k] = Π_{t<=j<=k} coef_j for k >= t (below the diagonal: ones, masked below)
-    prods = torch.where(upper, coef.unsqueeze(0), 1.0).cumprod(dim=1)
+    prods = coef.unsqueeze(0).masked_fill(lower, 1.0).cumprod(dim=1)
     # the weight of x_s in y_t: Π_{t<=k<s} coef_k, i.e. 1 at s = t and prods[t, s-1] above it
     weights = torch.cat([torch.ones_like(prods[:, :1]), prods[:, :-1]], dim=1) * upper
     return (weights * x.unsqueeze(0)).sum(dim=1) + prods[:, -1] * init

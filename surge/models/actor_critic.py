@@ -104,6 +104,7 @@ class ActorCritic(nn.Module):
         if getattr(cfg, "use_prev_action_reward", False):
             obs_space, self.prev_width = split_prev_space(obs_space)
         self.has_action_mask = has_action_mask(obs_space)
+        self._masks_applied = False  # set once act or evaluate masks logits (an explicit action_mask)
         self._obs_key = unwrapped_key(obs_space)  # the one other entry of a masked Dict, or None
         obs_space = model_obs_space(obs_space)
         self.obs_normalizer: RunningMeanStd | DictNormalizer | _StripMask | StripPrev | None = (
@@ -259,7 +260,10 @@ class ActorCritic(nn.Module):
     def distribution(self, logits: Tensor, action_mask: Tensor | None = None) -> ActionDistribution:
         """The action distribution parameterised by `logits` `[..., num_logits]`; `action_mask`
         `[..., num_logits]` bool or 0/1 (1 = legal) gives illegal actions probability 0."""
-        return make_distribution(self.action_space, logits, action_mask)
+        # logits this model never masked (no mask in its observations, none passed to act or
+        # evaluate) take the symmetric KL's plain formula
+        all_legal = not (self.has_action_mask or self._masks_applied)
+        return make_distribution(self.action_space, logits, action_mask, all_legal=all_legal)
 
     @torch.no_grad()
     def act(
@@ -287,7 +291,7 @@ class ActorCritic(nn.Module):
         if logits.dtype != torch.float32:  # under autocast (--mixed_precision): sample in float32
             logits, values = logits.float(), values.float()
         if action_mask is not None:
-            logits = apply_action_mask(self.action_space, logits, action_mask)
+            logits, self._masks_applied = apply_action_mask(self.action_space, logits, action_mask), True
         dist = self.distribution(logits)
         if deterministic:
             actions = dist.mode()
@@ -331,7 +335,7 @@ class ActorCritic(nn.Module):
             x = self._sequence(self._actor_body(), flat, T, B, rnn_states, dones, recurrence, prev)
             logits, values = self._heads(x)
         if action_mask is not None:
-            logits = apply_action_mask(self.action_space, logits, action_mask)
+            logits, self._masks_applied = apply_action_mask(self.action_space, logits, action_mask), True
         return logits, values
 
 

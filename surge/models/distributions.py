@@ -161,8 +161,10 @@ class CategoricalDistribution(ActionDistribution):
     `heads` the same as `torch.distributions.Categorical`, built on first use (entropy, KL).
     """
 
-    def __init__(self, logits: Tensor, sizes: list[int], single: bool):
-        self.sizes, self.single = sizes, single
+    def __init__(self, logits: Tensor, sizes: list[int], single: bool, all_legal: bool = False):
+        """`all_legal`: the caller knows no action was masked (no `apply_action_mask` on these
+        logits), so the symmetric KL takes the plain formula, without finding the legal actions."""
+        self.sizes, self.single, self.all_legal = sizes, single, all_legal
         parts = [logits] if len(sizes) == 1 else torch.split(logits, sizes, dim=-1)
         self.log_probs = [torch.log_softmax(p, dim=-1) for p in parts]
         self._heads: list[Categorical] | None = None
@@ -207,17 +209,24 @@ class CategoricalDistribution(ActionDistribution):
 
     def symmetric_kl_with_uniform(self) -> Tensor:
         """Against the uniform distribution over the legal actions when logits are masked
-        (`apply_action_mask`): masked entries take no part, as if the action did not exist."""
-        total: Tensor | float = 0.0
-        for h in self.heads:
-            log_p = h.logits  # normalised log-probabilities
-            legal = log_p > _LEGAL_ABOVE  # all True without a mask: the plain formula
-            n_legal = legal.sum(-1, keepdim=True).to(log_p.dtype)
-            log_u = -n_legal.log()
-            kl_pu = (h.probs * (log_p - log_u)).sum(-1)  # masked actions' probs are 0
-            kl_up = torch.where(legal, (log_u - log_p) / n_legal, torch.zeros_like(log_p)).sum(-1)
-            total = total + 0.5 * (kl_pu + kl_up)
-        return cast(Tensor, total)
+        (`apply_action_mask`): masked entries take no part, as if the action did not exist.
+        With `all_legal`, Sample Factory's formula over all n actions (u = 1/n):
+        `0.5·(Σ p·(log p - log u) + log u - mean(log p))`, 8 operations per head instead of 16."""
+        total: Tensor | None = None
+        for log_p in self.log_probs:  # normalised log-probabilities
+            if self.all_legal:
+                log_un = -math.log(log_p.shape[-1])
+                kl = (log_p.exp() * (log_p - log_un)).sum(-1) + (log_un - log_p.mean(-1))
+            else:
+                legal = log_p > _LEGAL_ABOVE
+                n_legal = legal.sum(-1, keepdim=True).to(log_p.dtype)
+                log_u = -n_legal.log()
+                kl_pu = (log_p.exp() * (log_p - log_u)).sum(-1)  # masked actions' probs are 0
+                kl_up = torch.where(legal, (log_u - log_p) / n_legal, torch.zeros_like(log_p)).sum(-1)
+                kl = kl_pu + kl_up
+            total = 0.5 * kl if total is None else total + 0.5 * kl
+        assert total is not None  # at least one head
+        return total
 
 
 class GaussianDistribution(ActionDistribution):
@@ -350,17 +359,18 @@ def _exponential_race_sample(log_p: Tensor) -> Tensor:
 
 
 def make_distribution(
-    space: gym.Space, logits: Tensor, action_mask: Tensor | None = None
+    space: gym.Space, logits: Tensor, action_mask: Tensor | None = None, all_legal: bool = False
 ) -> ActionDistribution:
     """The action distribution of `space` parameterised by `logits` `[B, num_action_logits(space)]`;
     with `action_mask` `[B, num_action_logits]` (bool or 0/1, 1 = legal; Discrete and MultiDiscrete
     only) the illegal actions get probability 0, and entropy and KL are over the legal ones
-    (`apply_action_mask`)."""
+    (`apply_action_mask`). `all_legal`: the caller knows `logits` were never masked (a model
+    without action masks), which spares the symmetric KL the search for the legal actions."""
     if action_mask is not None:
-        logits = apply_action_mask(space, logits, action_mask)
+        logits, all_legal = apply_action_mask(space, logits, action_mask), False
     sizes = _discrete_sizes(space)
     if sizes is not None:
-        return CategoricalDistribution(logits, sizes, isinstance(space, gym.spaces.Discrete))
+        return CategoricalDistribution(logits, sizes, isinstance(space, gym.spaces.Discrete), all_legal)
     mixed = _mixed_parts(space)
     if mixed is not None:
         return MixedDistribution(logits, mixed)

@@ -42,6 +42,7 @@ class RunningMeanStd(nn.Module):
         self.register_buffer("count", torch.tensor(prior_count, dtype=torch.float64))
         self.epsilon, self.clip = epsilon, clip
         self._derived_key: tuple[int, ...] | None = None
+        self._count_seen: tuple[int, int, float] = (-1, 0, 0.0)  # (version, data_ptr, value)
         self._derived: tuple[Tensor, Tensor] = (torch.empty(0), torch.empty(0))
 
     def _stats_key(self) -> tuple[int, ...]:
@@ -87,12 +88,28 @@ class RunningMeanStd(nn.Module):
             n, b_mean, b_var = reduce(n, b_mean, b_var)
             if n == 0:
                 return
+        # the fold's weights are host scalars (the count known without reading the device): six
+        # operations where tensor arithmetic on the count made sixteen, each a kernel on a GPU
+        count = self._host_count()
+        total = count + n
         delta = b_mean - self.mean
-        total = self.count + n
-        self.mean += delta * n / total
-        m2 = self.var * self.count + b_var * n + delta.pow(2) * self.count * n / total
-        self.var.copy_(m2 / total)
-        self.count.copy_(total)
+        self.mean.add_(delta, alpha=n / total)
+        # var' = (var·count + b_var·n + delta²·count·n/total) / total
+        self.var.mul_(count / total).add_(b_var, alpha=n / total).addcmul_(
+            delta, delta, value=count * n / total**2
+        )
+        self.count.fill_(total)
+        self._count_seen = (self.count._version, self.count.data_ptr(), total)
+
+    def _host_count(self) -> float:
+        """`count` as a Python float: remembered from this module's own last update, read from the
+        buffer (a device read, a sync on a GPU) only after something else wrote it (a checkpoint or
+        shared-weights load, `.to()`), as its version counter and storage tell."""
+        version, ptr, value = self._count_seen
+        if (self.count._version, self.count.data_ptr()) != (version, ptr):
+            value = float(self.count)
+            self._count_seen = (self.count._version, self.count.data_ptr(), value)
+        return value
 
     def forward(self, x: Tensor) -> Tensor:
         """`(x - mean) / sqrt(var + eps)` clipped, as float32, same shape as `x`."""

@@ -261,3 +261,23 @@ def test_check_env_points_to_the_wrapper_for_info_masks_and_keeps_to_them():
     found = check_env(InfoActionMask(_InfoMaskEnv()), num_steps=20, notes=notes)  # raises on an illegal move
     assert not any("InfoActionMask" in w for w in found)
     assert any("4 entries for Discrete(4)" in n for n in notes), notes
+
+
+def test_a_model_takes_the_plain_symmetric_kl_only_while_it_has_masked_nothing():
+    masked, _ = _masked_model()
+    assert not masked.distribution(torch.zeros(2, 7)).all_legal  # masks come in its observations
+    cfg = Config(encoder_type="mlp", encoder_subtype="mlp", encoder_mlp_layers=[16], use_rnn=False)
+    model = ActorCritic(cfg, gym.spaces.Box(-1, 1, (3,), np.float32), D7)
+    assert model.distribution(torch.zeros(2, 7)).all_legal
+    # an explicit mask to evaluate: from then on the KL is over the legal actions of its logits
+    mask = torch.zeros(1, 2, 7, dtype=torch.bool)
+    mask[..., [1, 4]] = True
+    logits, _ = model.evaluate(
+        torch.randn(1, 2, 3), torch.zeros(1, 2, 0), torch.zeros(1, 2), 1, action_mask=mask
+    )
+    dist = model.distribution(logits[0])
+    assert not dist.all_legal
+    legal = logits[0][:, [1, 4]]
+    p, u = Categorical(logits=legal), Categorical(logits=torch.zeros_like(legal))
+    expected = 0.5 * (kl_divergence(p, u) + kl_divergence(u, p))
+    torch.testing.assert_close(dist.symmetric_kl_with_uniform(), expected, atol=1e-5, rtol=1e-5)

@@ -143,3 +143,28 @@ def test_sample_factory_is_predicted_from_its_own_inputs_with_its_configs_machin
         "sample_factory",
     )
     assert plain["x"][64].cost_us["rollout"] == pytest.approx(cfg["pool"][0]["cpu_us"] * m["speed_ratio"])
+
+
+def test_a_prediction_takes_as_many_inference_workers_as_lift_the_rate():
+    # inference: 10 µs per frame of host side and 64 launches per pass at 5 µs; 16 cores x 8 envs /
+    # 2 splits = 64 rows of one frame per pass with one worker: 10 + 5 = 15 µs -> 66.7k frames/s,
+    # under the learner's 1e6 / 12.5 = 80k; two workers take 32 rows each: 10 + 10 = 20 µs, shared
+    # by 2 -> 100k, and the learner binds; a third adds nothing (the fewest on a tie)
+    cfg = {
+        "pool": [{"name": "rollout", "cpu_us": 10.0}],
+        "main_us": 0.0,
+        "learner_host_us": 12.5,
+        "learner_launches_per_frame": 0.0,
+        "inference_host_us": 10.0,
+        "inference_launches_per_call": 64,
+        "inference_workers": 1,
+        "envs_per_worker": 8,
+        "splits": 2,
+        "frameskip": 1,
+    }
+    data = {"today": {"machine": {"speed_ratio": 1.0, "host_ratio": 1.0, "launch_us": 5.0}, "configs": {"x": cfg}}}
+    p = today(data, [16])["x"][16]
+    assert p.inference_workers == 2 and p.binding == "learner" and p.fps == pytest.approx(80_000)
+    single = today(data, [16], max_inference_workers=1)["x"][16]
+    assert single.inference_workers == 1 and single.binding == "inference"
+    assert single.fps == pytest.approx(1e6 / 15)

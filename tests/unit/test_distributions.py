@@ -222,3 +222,24 @@ def test_acting_gaussian_log_prob_matches_normal_and_draws_its_moments():
     m, ls = logits.chunk(2, -1)
     (ref,) = torch.autograd.grad(torch.distributions.Normal(m, ls.exp()).log_prob(a).sum(), logits)
     torch.testing.assert_close(grad, ref)
+
+
+def test_symmetric_kl_of_logits_known_unmasked_takes_sample_factorys_formula():
+    # all_legal (a model without action masks) takes the plain formula; it must equal the masked
+    # path's result on unmasked logits and the two KL directions of torch.distributions
+    space = gym.spaces.MultiDiscrete([5, 3])
+    logits = torch.tensor([[10.0, 0, 0, 0, 0, 1.0, -1.0, 0.0], [1.0, -2.0, 0.5, 0, 3.0, 0.0, 0.0, 0.0]])
+    kl = torch.distributions.kl_divergence
+    expected = torch.zeros(2)
+    for part in torch.split(logits, [5, 3], dim=-1):
+        p, u = (
+            torch.distributions.Categorical(logits=part),
+            torch.distributions.Categorical(logits=torch.zeros_like(part)),
+        )
+        expected = expected + 0.5 * (kl(p, u) + kl(u, p))
+    fast = make_distribution(space, logits, all_legal=True)
+    assert fast.all_legal
+    torch.testing.assert_close(fast.symmetric_kl_with_uniform(), expected)
+    torch.testing.assert_close(make_distribution(space, logits).symmetric_kl_with_uniform(), expected)
+    # a mask always takes the legal-actions path, whatever the caller claimed
+    assert not make_distribution(space, logits, torch.ones(2, 8, dtype=torch.bool), all_legal=True).all_legal

@@ -71,3 +71,24 @@ def test_forward_follows_a_dtype_move():
     norm.double()
     norm.var.mul_(4.0)
     torch.testing.assert_close(norm(x), _plain(norm, x), rtol=1e-5, atol=1e-5)
+
+
+def test_an_update_after_a_load_folds_into_the_loaded_count():
+    # the update weighs the batch by the count it knows on the host; a count written by a load
+    # (checkpoint or shared weights) must be the one it folds into, not the one it last wrote
+    torch.manual_seed(0)
+    a, b = torch.randn(50, 3) * 2 + 1, torch.randn(30, 3) - 4
+    src, dst = RunningMeanStd((3,)), RunningMeanStd((3,))
+    for _ in range(3):
+        src.update(a)  # count 151
+    dst.update(b)  # dst's own count: 31
+    dst.load_state_dict(src.state_dict())
+    dst.update(b)
+    # reference: one pass over the prior pseudo-sample and every batch (Chan et al.'s fold is exact)
+    x = torch.cat([a, a, a, b]).double()
+    n = x.shape[0]
+    mean = x.sum(0) / (n + 1)
+    var = (1 + (x - mean).pow(2).sum(0) + mean.pow(2)) / (n + 1)
+    assert float(dst.count) == n + 1
+    torch.testing.assert_close(dst.mean, mean, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(dst.var, var, rtol=1e-5, atol=1e-5)

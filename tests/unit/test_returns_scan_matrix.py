@@ -77,7 +77,10 @@ def _ops(fn, T):
 
 
 def test_operations_do_not_grow_with_the_number_of_steps():
+    # a T's first call also makes its triangular masks (kept for the next calls)
+    first = [_ops(reverse_scan_matrix, T) for T in (4, 32, 128)]
     matrix = [_ops(reverse_scan_matrix, T) for T in (4, 32, 128)]
     loop = [_ops(_reverse_scan_loop, T) for T in (4, 32, 128)]
-    assert matrix[0] == matrix[1] == matrix[2] <= 12
+    assert matrix[0] == matrix[1] == matrix[2] <= 9
+    assert all(f <= m + 3 for f, m in zip(first, matrix, strict=True))
     assert loop == [3 * T + 1 for T in (4, 32, 128)]  # empty_like, then a mul, an add, a copy per step

@@ -73,11 +73,12 @@ def ppo_loss(
     v_loss = torch.max((values - targets).pow(2), (v_clipped - targets).pow(2))
     value_loss = masked_mean(v_loss, valids, count) * cfg.value_loss_coeff
 
-    entropy = dist.entropy()
+    entropy = None  # computed only where something reads it (a statistic or the loss)
     if cfg.exploration_loss == "symmetric_kl":
         # clamped at 30 as in Sample Factory 2 (a near-deterministic head cannot blow up the loss)
         exploration = masked_mean(dist.symmetric_kl_with_uniform(), valids, count).clamp(max=30.0)
     else:
+        entropy = dist.entropy()
         exploration = -masked_mean(entropy, valids, count)
     exploration_loss = exploration * cfg.exploration_loss_coeff
 
@@ -95,7 +96,7 @@ def ppo_loss(
             policy_loss=policy_loss.detach(),
             value_loss=value_loss.detach(),
             exploration_loss=exploration_loss.detach(),
-            entropy=masked_mean(entropy, valids, count),
+            entropy=masked_mean(dist.entropy() if entropy is None else entropy, valids, count),
             # k3 estimator of KL(behavior || target), Schulman 2020 "Approximating KL divergence"
             approx_kl=masked_mean((ratio - 1.0) - log_ratio, valids, count),
             clip_fraction=masked_mean(((ratio - 1.0).abs() > eps).float(), valids, count),
