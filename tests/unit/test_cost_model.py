@@ -162,7 +162,9 @@ def test_a_prediction_takes_as_many_inference_workers_as_lift_the_rate():
         "splits": 2,
         "frameskip": 1,
     }
-    data = {"today": {"machine": {"speed_ratio": 1.0, "host_ratio": 1.0, "launch_us": 5.0}, "configs": {"x": cfg}}}
+    data = {
+        "today": {"machine": {"speed_ratio": 1.0, "host_ratio": 1.0, "launch_us": 5.0}, "configs": {"x": cfg}}
+    }
     p = today(data, [16])["x"][16]
     assert p.inference_workers == 2 and p.binding == "learner" and p.fps == pytest.approx(80_000)
     single = today(data, [16], max_inference_workers=1)["x"][16]
