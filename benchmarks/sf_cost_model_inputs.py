@@ -75,9 +75,8 @@ def measure(config: str, batches: int = 8, count_every: int = 10) -> dict[str, f
         dt = time.thread_time() - t0
         made -= len(self.available_batches)  # batches it filled in this call
         state["busy"] += dt
-        if made > 0:
-            frames = made * self.traj_per_training_iteration * self.cfg.rollout * state["frameskip"]
-            rec["batcher_s"].append(dt / frames)
+        if made > 0:  # per env step here, per env frame at the end (the frameskip is known by then)
+            rec["batcher_s"].append(dt / (made * self.traj_per_training_iteration * self.cfg.rollout))
 
     train = learner_mod.Learner.train
 
@@ -154,9 +153,9 @@ def measure(config: str, batches: int = 8, count_every: int = 10) -> dict[str, f
             if state["count"]:
                 rec["infer_ops"].append(state["ops"])
             else:
-                rec["infer_rows"].append(rows)
-                rec["infer_host_s"].append((dt - state["model_s"]) / (rows * state["frameskip"]))
-                rec["infer_model_s"].append(state["model_s"] / (rows * state["frameskip"]))
+                rec["infer_rows"].append(rows)  # per env step (a row) here, per env frame at the end
+                rec["infer_host_s"].append((dt - state["model_s"]) / rows)
+                rec["infer_model_s"].append(state["model_s"] / rows)
             state["in_handle"] = state["count"] = False
 
     patches = [
@@ -202,14 +201,15 @@ def measure(config: str, batches: int = 8, count_every: int = 10) -> dict[str, f
         xs = rec[key]
         return statistics.median(xs) * scale if xs else float("nan")
 
+    per_frame = 1e6 / state["frameskip"]  # µs per env frame from seconds per env step
     return {
         "frameskip": float(state["frameskip"]),
         "learner_batches_counted": float(len(rec["learner_ops"])),
-        "learner_batcher_us": med("batcher_s"),
+        "learner_batcher_us": med("batcher_s", per_frame),
         "learner_ops_per_frame": med("learner_ops", 1.0),
         "inference_rows_per_call": med("infer_rows", 1.0),
-        "inference_host_us": med("infer_host_s"),
-        "inference_model_us": med("infer_model_s"),
+        "inference_host_us": med("infer_host_s", per_frame),
+        "inference_model_us": med("infer_model_s", per_frame),
         "inference_ops_per_call": med("infer_ops", 1.0),
         "rollout_serial_us": rollout_us,
     }

@@ -208,8 +208,7 @@ class TrainingRun:
         old_handlers = {s: signal.signal(s, self._on_signal) for s in STOP_SIGNALS}
         finished = failed = saving = False
         try:
-            # before the first step: a resumed run's exploration schedules (`ActContext.env_frames`)
-            # and learning rate continue from its frame, not from 0
+            # before the first step: a resumed run's schedules (exploration, learning rate) continue from its frame
             p.set_env_frames(m.env_frames)
             # before the start: workers that step while this process is slow to go on (a loaded
             # machine) must not pass the budget (an async CartPole run once ended 348 frames past it)
@@ -254,6 +253,8 @@ class TrainingRun:
                     # finished after the last step go into the final progress line
                     m.add_episodes(late := p.close().episodes)
                     written = all(i in p.final_written for i in self.learning)
+                    if self.pbt is not None:  # the final checkpoints may complete a replacement
+                        self.pbt.maybe_release(p.checkpoints_written)
                 finally:
                     if late:  # again with the episodes finished after the last step
                         m.tick(force=True)
@@ -317,9 +318,8 @@ class TrainingRun:
                 self.summary["env_frames_per_sec"],
             )
         if self.rank.distributed and self.global_env_frames and m.env_frames:
-            # the ranks sample at the same pace (rounds keep them together): the global rate is this
-            # rank's scaled by the global / local frames at the last training round; the global
-            # frames are reported even when the run was too short for a rate
+            # the ranks sample at the same pace (rounds keep them together): the global rate is this rank's
+            # scaled by global / local frames at the last round (the frames even in a run too short for a rate)
             share = self.global_env_frames / max(1, self.monitor_frames_at_last_round)
             self.summary["global_env_frames"] = self.global_env_frames
             self.summary["global_env_frames_per_sec"] = self.summary["env_frames_per_sec"] * share
@@ -407,8 +407,8 @@ class TrainingRun:
         m.add_episodes(report.episodes)
         if self.pbt is not None:
             self.pbt.observe(report.episodes, p.frameskip)
-            if replaced(self.pbt.step(m.env_frames)) and self.writes:  # copied weights: save them
-                self._save_all("checkpoint")  # (then PBT's state) before a crash can lose them
+            if replaced(self.pbt.step(m.env_frames, p.checkpoints_written)) and self.writes:
+                self._save_all("checkpoint")  # copied weights; PBT's state waits until they are on disk
         if self.self_play is not None and report.episodes:
             self.self_play.on_episodes(report.episodes, m.env_frames)
         if report.nonfinite_rewards or report.nonfinite_obs:

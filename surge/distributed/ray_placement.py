@@ -118,6 +118,7 @@ class RayPlacement:
         # Placement's attributes: the head's (the same objects; num_agents and frameskip at start)
         self.num_agents, self.frameskip = 1, 1
         self.final_written: set[int] = self.head.final_written
+        self.checkpoints_written: list[int] = self.head.checkpoints_written
         self.save_refusals: list[SaveRefused] = self.head.save_refusals
 
     # ---------------------------------------------------------------------------------------

@@ -29,7 +29,9 @@ One deviation: a replaced policy's objective window is emptied (its episodes wer
 weights it no longer has), so its next update waits for episodes of its new weights.
 
 Every update that changes something is logged and appended to `pbt_log.jsonl`; the controller's
-state is in `pbt_state.json` (both in the experiment folder) and survives a resume.
+state is in `pbt_state.json` (both in the experiment folder) and survives a resume. The log's lines
+are written after the state they belong to, and after a replacement both wait for the replaced
+policy's checkpoint (`step`, `maybe_release`).
 """
 
 from __future__ import annotations
@@ -99,6 +101,10 @@ class PopulationBasedTraining:
     ):
         self.cfg, self.send = cfg, send
         self.state_file, self.log_file = state_file, log_file
+        #: a replacement's checkpoints are not written yet: `save` waits for `release`
+        self.held = False
+        self.waits: dict[int, int] = {}  # replaced policy -> its checkpoints written at the replacement
+        self._unwritten: list[dict[str, Any]] = []  # log records of changes the state file lacks
         self.writers = writers or []
         P = cfg.num_policies
         self.names = tuned_names(cfg)
@@ -172,11 +178,16 @@ class PopulationBasedTraining:
                 name,
             )
 
-    def step(self, env_frames: int) -> list[dict[str, Any]]:
-        """Updates every policy that is due (module docstring); returns the log records written.
-        Saves the state unless a policy was replaced: then the caller checkpoints the policies
-        first and saves this state after them (`replaced`), so a kill between the two writes
-        cannot leave a state that counts a policy as replaced beside its old weights."""
+    def step(self, env_frames: int, checkpoints_written: list[int] | None = None) -> list[dict[str, Any]]:
+        """Updates every policy that is due (module docstring); returns its log records. Saves the
+        state unless a policy was replaced: then the state (and the log records, which are written
+        after the state they belong to) is held until the caller has the replaced policies'
+        checkpoints written and calls `release`, so a kill at any moment cannot leave a state or
+        a log that counts a policy as replaced beside its old weights. `checkpoints_written`:
+        the placement's count of each policy's regular checkpoints (`maybe_release` waits for the
+        replaced ones' to pass it)."""
+        if checkpoints_written is not None:  # an earlier replacement's checkpoints may be written
+            self.maybe_release(checkpoints_written)
         cfg, out = self.cfg, []
         for p in range(cfg.num_policies):
             played = self.frames_played[p]
@@ -186,7 +197,12 @@ class PopulationBasedTraining:
             self.last_update[p] = played
             if record is not None:
                 out.append(record)
-        if out and not replaced(out):
+        if replaced(out):
+            self.held = True
+            for r in out:
+                if r["event"] == "replace" and checkpoints_written is not None:
+                    self.waits[r["policy"]] = checkpoints_written[r["policy"]]
+        elif out:
             self.save()
         return out
 
@@ -331,12 +347,31 @@ class PopulationBasedTraining:
         self.rng.setstate((version, tuple(internal), gauss))
 
     def save(self) -> None:
-        """Writes the state to `state_file` (atomically)."""
-        if self.state_file is None:
+        """Writes the state to `state_file` (atomically), then appends the log records made since
+        the last save; nothing while a replacement's checkpoints are awaited (`held`)."""
+        if self.held:
             return
-        tmp = self.state_file.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(self.state_dict()))
-        os.replace(tmp, self.state_file)
+        if self.state_file is not None:
+            tmp = self.state_file.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(self.state_dict()))
+            os.replace(tmp, self.state_file)
+        records, self._unwritten = self._unwritten, []
+        if self.log_file is not None and records:
+            with open(self.log_file, "a") as f:
+                f.writelines(json.dumps(r) + "\n" for r in records)
+
+    def release(self) -> None:
+        """The replaced policies' checkpoints are written: saves the held state and log records."""
+        self.held = False
+        self.waits.clear()
+        self.save()
+
+    def maybe_release(self, checkpoints_written: list[int]) -> None:
+        """`release` once every policy replaced since the last save has a regular checkpoint
+        written after its replacement (its count in `checkpoints_written` passed the one `step`
+        saw)."""
+        if self.held and all(checkpoints_written[q] > n for q, n in self.waits.items()):
+            self.release()
 
     def _load(self) -> bool:
         path = self.state_file
@@ -347,9 +382,8 @@ class PopulationBasedTraining:
         return True
 
     def _append(self, record: dict[str, Any]) -> None:
-        if self.log_file is not None:
-            with open(self.log_file, "a") as f:
-                f.write(json.dumps(record) + "\n")
+        """Queues a log record; the next `save` writes it after the state it belongs to."""
+        self._unwritten.append(record)
 
 
 def replaced(records: list[dict[str, Any]]) -> bool:

@@ -100,6 +100,7 @@ class AsyncPlacement:
         self.stopping = False
         self.supervising = False  # after the start-up: replace crashed or hung workers
         self.final_written: set[int] = set()  # see `Placement`
+        self.checkpoints_written = [0] * cfg.num_policies  # see `Placement`
         self.save_refusals: list[SaveRefused] = []
         self.commands = CommandRelay(self)  # ReplacePolicy's exchanges in flight
         self.reward_shaping: dict[int, dict] = {}  # each policy's latest SetRewardShaping scheme
@@ -436,13 +437,12 @@ class AsyncPlacement:
             (log.debug if msg.kind == "best" else log.info)("Saved %s", msg.path)
             if msg.kind == "final":
                 self.final_written.add(msg.policy_id)
+            self.checkpoints_written[msg.policy_id] += msg.kind in ("checkpoint", "final")  # regular ones
             return
         log.error(
             "Policy %d: %s checkpoint not written: %s; the previous checkpoint stays the latest.",
-            msg.policy_id,
-            msg.kind,
-            msg.reason,
-        )
+            msg.policy_id, msg.kind, msg.reason,
+        )  # fmt: skip
         self.save_refusals.append(msg)
 
     def _save_published(self, p: int, counters: dict[str, Any]) -> None:
@@ -452,6 +452,7 @@ class AsyncPlacement:
             self.save_refusals.append(result)
         elif result:
             self.final_written.add(p)
+            self.checkpoints_written[p] += 1
 
     def close(self) -> StepReport:
         """Stops every child within a bounded time: the learners finish pending commands (the last

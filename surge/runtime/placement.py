@@ -60,11 +60,14 @@ class Placement(Protocol):
     What became of the checkpoints, complete once `close` returned: `final_written` holds the
     policies whose final checkpoint (`save("final", ...)`) was written; `save_refusals` lists every
     checkpoint not written because its state held a NaN or inf, oldest first (kind "final" for
-    the final one)."""
+    the final one). `checkpoints_written[p]` counts policy `p`'s regular checkpoints (kinds
+    checkpoint and final) written so far, as the placement has heard of them: a checkpoint asked
+    for is on disk once the count passed its value at the asking."""
 
     num_agents: int
     frameskip: int
     final_written: set[int]
+    checkpoints_written: list[int]
     save_refusals: list[SaveRefused]
 
     def start(self) -> None:

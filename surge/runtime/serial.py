@@ -77,6 +77,7 @@ class SerialPlacement:
         self.stepping = False  # inside `step`: a save now (second Ctrl+C) cannot hold the sampler's state
         self.learner_loops: dict[int, LearnerLoop] = {}  # per learning policy (`start`)
         self.final_written: set[int] = set()  # see `Placement`
+        self.checkpoints_written = [0] * cfg.num_policies  # see `Placement`
         self.save_refusals: list[SaveRefused] = []
         self.progress: Callable[[], None] = lambda: None  # see set_progress
         self.data_parallel: DataParallel | None = None  # the process group of a torchrun run
@@ -360,6 +361,8 @@ class SerialPlacement:
                 (log.debug if kind == "best" else log.info)("Saved %s", path)
                 if final:
                     self.final_written.add(p)
+                if final or kind == "checkpoint":
+                    self.checkpoints_written[p] += 1
             else:  # CheckpointManager logged why
                 self.save_refusals.append(
                     SaveRefused(p, kind, self.ckpts[p].last_refusal, int(counters["env_frames"]))

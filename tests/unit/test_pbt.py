@@ -153,6 +153,7 @@ def test_every_decision_is_appended_to_the_log(tmp_path):
     pbt, _ = _pbt([[10], [50], [30], [5]], tmp_path=tmp_path)
     pbt.rng.choice = lambda seq: seq[0]
     pbt.update_policy(3, 777)
+    pbt.save()  # the log is written after the state the record belongs to
     lines = [json.loads(line) for line in (tmp_path / "pbt_log.jsonl").read_text().splitlines()]
     assert lines[-1]["env_frames"] == 777 and lines[-1]["policy"] == 3 and lines[-1]["source"] == 1
     assert math.isclose(lines[-1]["objective"], 5.0) and "hyperparams" in lines[-1]
@@ -201,3 +202,26 @@ def test_a_budget_too_short_for_any_update_is_reported(monkeypatch, start, perio
         pbt_budget_notes(_cfg(*flags, f"--train_for_env_steps={2 * first - 2}", "--with_pbt=False", P=2))
         == []
     )
+
+
+def test_a_replacement_holds_the_state_and_its_log_until_the_checkpoints_are_written(tmp_path):
+    # the caller checkpoints the replaced policy (asynchronously, in the async placement) and
+    # releases PBT once it is on disk: until then a kill must find neither a state nor a log line
+    # that counts the policy as replaced, or a resume would pair them with its old weights
+    cfg = _cfg(P=4)
+    state, log_file = tmp_path / "pbt_state.json", tmp_path / "pbt_log.jsonl"
+    pbt = PopulationBasedTraining(cfg, lambda cmd: None, state, log_file)
+    pbt.start(0)
+    before = state.read_text()
+    for p, values in enumerate([[10], [50], [30], [5]]):
+        pbt.objectives[p].extend(values)
+    pbt.frames_played = [cfg.pbt_start_mutation + cfg.pbt_period_env_steps + 1] * 4
+    records = pbt.step(1000)
+    assert any(r["event"] == "replace" for r in records) and pbt.held
+    pbt.save()  # a periodic save meanwhile writes nothing either
+    assert state.read_text() == before
+    assert [json.loads(line)["event"] for line in log_file.read_text().splitlines()] == ["start"]
+    pbt.release()
+    assert not pbt.held and json.loads(state.read_text()) == json.loads(json.dumps(pbt.state_dict()))
+    logged = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert [r["event"] for r in logged[1:]] == [r["event"] for r in records]
