@@ -15,7 +15,8 @@ time, in CPU seconds of this thread (`time.thread_time`):
   frame of the batches it made;
 - learner operations: every torch operation of `Learner.train` (`_prepare_batch` and `_train`:
   on a GPU each is a kernel launch), counted with `cost_model_inputs._count_ops` as a CUDA run
-  launches them (an `nn.GRU` call is one operation each way), per env frame of the batch;
+  launches them (an `nn.GRU` call is one operation each way), per env frame of the batch, on
+  batches without its summaries (they come every 2-60 s: on a GPU few batches have them);
 - inference host side: `InferenceWorker._handle_policy_steps` minus the observation normalisation
   and the model's forward pass (gathering the requests' rows, writing the outputs back), per env
   frame of the rows; inference operations: those of the normalisation, the forward pass and the
@@ -159,6 +160,10 @@ def measure(config: str, batches: int = 8, count_every: int = 10) -> dict[str, f
             state["in_handle"] = state["count"] = False
 
     patches = [
+        # its summaries come every 2 s early in a run (decaying to every 60 s): on this slow CPU that
+        # is most batches, on a GPU few, so batches are counted without them, as surge's are
+        # without its diagnostics (`StatsCadence`)
+        (learner_mod.Learner, "_should_save_summaries", lambda self: False),
         (batcher_mod.Batcher, "_maybe_enqueue_new_training_batches", timed_enqueue),
         (learner_mod.Learner, "train", counted_train),
         (iw_mod, "prepare_and_normalize_obs", timed_normalize),
