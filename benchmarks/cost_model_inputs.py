@@ -378,16 +378,26 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     import surge
 
+    label = f"surge from {Path(surge.__file__).parent.parent}"
+    run_configs(a.config, lambda n: measure(n, a.batches, count=a.count, ends=a.ends), label, a.out, 3)
+    return 0
+
+
+def run_configs(
+    names: list[str], measure_one: Any, label: str, out: Path | None, digits: int
+) -> dict[str, dict[str, float]]:
+    """`measure_one(name)` per config, each printed as it comes (with the machine's load at the
+    start), and all of them written to `out` as JSON when given."""
     load = open("/proc/loadavg").read().split()[0]
     res = {}
-    for name in a.config:
-        res[name] = measure(name, a.batches, count=a.count, ends=a.ends)
-        print(f"{name} (surge from {Path(surge.__file__).parent.parent}, load {load}):", flush=True)
+    for name in names:
+        res[name] = measure_one(name)
+        print(f"{name} ({label}, load {load}):", flush=True)
         for k, v in res[name].items():
-            print(f"  {k}: {v:.3f}", flush=True)
-    if a.out:
-        a.out.write_text(json.dumps(res, indent=1))
-    return 0
+            print(f"  {k}: {v:.{digits}f}", flush=True)
+    if out:
+        out.write_text(json.dumps(res, indent=1))
+    return res
 
 
 if __name__ == "__main__":

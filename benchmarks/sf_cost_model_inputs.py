@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib
-import json
 import statistics
 import sys
 import tempfile
@@ -44,7 +43,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
-from cost_model_inputs import _count_ops  # noqa: E402
+from cost_model_inputs import _count_ops, run_configs  # noqa: E402
 
 
 def measure(config: str, batches: int = 8, count_every: int = 10) -> dict[str, float]:
@@ -234,15 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="also write the figures as JSON here")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
-    load = open("/proc/loadavg").read().split()[0]
-    res = {}
-    for name in a.config:
-        res[name] = measure(name, a.batches)
-        print(f"{name} (Sample Factory, load {load}):", flush=True)
-        for k, v in res[name].items():
-            print(f"  {k}: {v:.4f}", flush=True)
-    if a.out:
-        a.out.write_text(json.dumps(res, indent=1))
+    run_configs(a.config, lambda n: measure(n, a.batches), "Sample Factory", a.out, 4)
     return 0
 
 
