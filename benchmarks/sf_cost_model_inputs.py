@@ -40,6 +40,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from sample_factory.algo.learning import batcher as batcher_mod
+from sample_factory.algo.learning import learner as learner_mod
+from sample_factory.algo.sampling import inference_worker as iw_mod
+from sample_factory.model.actor_critic import ActorCritic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
@@ -49,9 +53,6 @@ from cost_model_inputs import _count_ops, run_configs  # noqa: E402
 def measure(config: str, batches: int = 8, count_every: int = 10) -> dict[str, float]:
     """Host-side µs per env frame and operations per frame (learner) or per call (inference) of
     Sample Factory's learner and inference worker on `config`, over `batches` training batches."""
-    from sample_factory.algo.learning import batcher as batcher_mod
-    from sample_factory.algo.learning import learner as learner_mod
-    from sample_factory.algo.sampling import inference_worker as iw_mod
 
     rec: dict[str, list[float]] = collections.defaultdict(list)
     state: dict[str, Any] = {
@@ -108,8 +109,6 @@ def measure(config: str, batches: int = 8, count_every: int = 10) -> dict[str, f
         out = normalize(model, obs)
         state["model_s"] += time.thread_time() - t0
         return out
-
-    from sample_factory.model.actor_critic import ActorCritic
 
     call = ActorCritic.__call__
 
