@@ -284,6 +284,12 @@ def main(argv: list[str] | None = None) -> int:
         help="run only these placements of both frameworks (default: both)",
     )
     p.add_argument(
+        "--sf-mode",
+        action="append",
+        choices=["async", "serial", "async_rl"],
+        help="run only these of Sample Factory's modes (default: all the config has, within --placement)",
+    )
+    p.add_argument(
         "--seed-per-round",
         action="store_true",
         help="round r runs every framework with --seed=r (default: the config's seed, 1), so the "
@@ -331,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                 order += [("before", m) for m in cfg.surge_modes]
             if args.placement:  # "async" also selects SF's async_rl mode (an async placement)
                 order = [(fw, m) for fw, m in order if m.split("_")[0] in args.placement]
+            if args.sf_mode:
+                order = [(fw, m) for fw, m in order if fw != "sf" or m in args.sf_mode]
             seed = [f"--seed={r + 1}"] if args.seed_per_round else []
             if r % 2:
                 order.reverse()

@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_session.sh both    # surge vs Sample Factory 2.1.1 on doom_benchmark; DQN vs SB3
 #   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
 #   bash benchmarks/gpu_session.sh same_map  # doom_benchmark vs Sample Factory on its battle.cfg, 3 rounds
+#   bash benchmarks/gpu_session.sh pong_roles  # then, warm: role ceilings on the GPU; pong_1epoch vs SF, 1 round
 #   bash benchmarks/gpu_session.sh roles     # then, warm: the CUDA tests; CPU per frame by kind, both
 #   bash benchmarks/gpu_session.sh kernels   # what the learner's 58 µs per kernel is: spin vs blocking
 #
@@ -27,6 +28,15 @@ export PYTHONUNBUFFERED=1
 ROOT=$PWD
 step() { echo "=== [$(date +%T)] $*"; }
 install() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$2" "$1"/*.whl; }
+# /tmp/sfpy: python3 with Sample Factory's packages first. ale-py 0.12 (the cp312 wheel, ROMs bundled)
+# skips registering its ids under Sample Factory's gymnasium 0.29 (its vector env needs gymnasium 1.x),
+# so a sitecustomize registers the v0/v4 ids (PongNoFrameskip-v4) in every process Sample Factory starts
+sf_python() {
+    mkdir -p /tmp/sfale
+    printf 'try:\n    from ale_py.registration import register_v0_v4_envs\n    register_v0_v4_envs()\nexcept ImportError:\n    pass\n' >/tmp/sfale/sitecustomize.py
+    printf '#!/bin/sh\nPYTHONPATH=/tmp/sfale:/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy
+    chmod +x /tmp/sfpy
+}
 
 case "${1:-}" in
 surge)
@@ -46,8 +56,7 @@ both)
     # vizdoom's freedoom1.wad and Sample Factory's deathmatch wads (freedm, dwango5) are left out
     # of the wheels (doom_benchmark plays battle.wad on freedoom2)
     step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
-    printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy
-    chmod +x /tmp/sfpy
+    sf_python
     export PYTHONPATH=$ROOT:/tmp/site
     nvidia-smi -L; nproc
     /tmp/sfpy -c "import numpy, gymnasium, sample_factory, vizdoom; print('SF side: numpy', numpy.__version__, 'gymnasium', gymnasium.__version__)"
@@ -61,18 +70,30 @@ same_map)
     # 11-27 session's 0.88x compared different maps), 3 alternating rounds; 75 s a run, since Sample
     # Factory's first progress lines with frames came after ~40 s there
     step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
-    printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy
-    chmod +x /tmp/sfpy
+    sf_python
     export PYTHONPATH=$ROOT:/tmp/site
     nvidia-smi -L; nproc; git log --oneline -1 2>/dev/null
+    step "smoke: one learner step on the GPU equals the CPU step"
+    timeout 60 python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/integration/test_cuda.py -k one_learner_step 2>&1 | tail -3
     step "doom_benchmark on the GPU, same map: surge vs Sample Factory 2.1.1, 16 workers, 3 rounds"
     timeout 500 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 3 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 75 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_same_map.txt" | grep -v "^\[20" | tail -14
+    ;;
+pong_roles)
+    # on the machine `same_map` left warm: the role ceilings on the GPU (auto CUDA schedule, as
+    # training runs), then pong_1epoch against Sample Factory's default async_rl, one round
+    [ -x /tmp/sfpy ] || { step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1; sf_python; }
+    export PYTHONPATH=$ROOT:/tmp/site
+    step "role ceilings on the GPU: learner and inference, three shapes"
+    timeout 100 python3 benchmarks/role_ceilings.py --config doom_benchmark --config pong_1epoch --config cartpole \
+        --role learner --role inference --device cuda --seconds 4 --out "$OUT/role_ceilings_gpu.json" 2>&1 | tee "$OUT/role_ceilings_gpu.txt" | grep -v "^\[20"
+    step "pong_1epoch on the GPU: surge vs Sample Factory 2.1.1 (async_rl), 16 workers, 1 round"
+    timeout 170 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 1 --placement async --sf-mode async_rl --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 70 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/pong_gpu_vs_sf.txt" | grep -v "^\[20" | tail -8
     ;;
 roles)
     # on the machine `same_map` left warm (/tmp keeps its installs): the CUDA tests, then the CPU
     # per frame of each kind of process for both frameworks (which process saturates)
     [ -f /tmp/sfpy ] || { step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
-        printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy; chmod +x /tmp/sfpy; }
+        sf_python; }
     export PYTHONPATH=$ROOT:/tmp/site
     step "pytest tests/integration/test_cuda.py"
     timeout 150 python3 -m pytest -q -p no:cacheprovider -o addopts="" --durations=10 tests/integration/test_cuda.py 2>&1 | tee "$OUT/pytest_cuda.txt" | tail -16
@@ -102,8 +123,7 @@ diagnose)
     # where the GPU runs' time goes (for the next lent machine): which process saturates, surge's and
     # Sample Factory's CPU per frame by kind of process, and DQN with more rollout envs than SB3's one
     step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
-    printf '#!/bin/sh\nPYTHONPATH=/tmp/sfsite:/tmp/site exec python3 "$@"\n' >/tmp/sfpy
-    chmod +x /tmp/sfpy
+    sf_python
     export PYTHONPATH=$ROOT:/tmp/site
     GPU16="--device=gpu --num_workers=16 --train_for_env_steps=1000000000 --decorrelate_experience_max_seconds=0"
     args() { python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from configs import CONFIGS; print(' '.join(CONFIGS['$1'].$2))"; }
@@ -148,6 +168,6 @@ PY
     du -sh .whlall
     ;;
 *)
-    echo "usage: $0 wheels|surge|both|same_map|roles|kernels|diagnose" >&2; exit 2
+    echo "usage: $0 wheels|surge|both|same_map|pong_roles|roles|kernels|diagnose" >&2; exit 2
     ;;
 esac
