@@ -1,7 +1,7 @@
 """A cost model of env frames/s that knows single processes: the rate on C cores, with or without a
 GPU, from CPU costs per env frame measured on another machine (this one).
 
-    python benchmarks/cost_model.py validate              # the 2026-11-28 H200 run of 0ce9d02
+    python benchmarks/cost_model.py validate              # the H200 runs of 2026-11-28 and 2026-12-04
     python benchmarks/cost_model.py predict --cores 16 36 64   # today's code and Sample Factory's, one GPU
     python benchmarks/cost_model.py calibrate             # host ratio and µs per kernel launch
 
@@ -158,34 +158,64 @@ def fit_host(
 
 
 def validation(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per "framework route": the prediction of the 2026-11-28 H200 run (`validation.cores` cores,
-    the route's ratios and roles), the rate measured there and whether the route is expected within
-    20% (False: a route kept to show what it misses)."""
-    v = data["validation"]
+    """Per logged GPU run and "framework route": the prediction of the run (`cores` cores, the
+    route's ratios and roles), the rate measured there and whether the route is expected within 20%
+    (False: a route kept to show what it misses). Keys: "DATE FRAMEWORK ROUTE". A route gives its
+    roles and ratios, or `today`: a config of `data["today"]` (`framework`, `config`,
+    `inference_workers`) with `override` replacing the config's entries and `machine` the machine's
+    (today's code predicted as `today` predicts it, to set beside a run of that code)."""
     out: dict[str, dict[str, Any]] = {}
-    for fw, d in v["frameworks"].items():
-        for route, r in d["routes"].items():
-            p = predict(_roles(r["roles"]), _machine(r, v["cores"]))
-            out[f"{fw} {route}"] = {
-                "prediction": p,
-                "measured": d["measured_fps"],
-                "within_20": r.get("within_20", True),
-            }
+    for v in data["validations"]:
+        for fw, d in v["frameworks"].items():
+            for route, r in d["routes"].items():
+                if "today" in r:
+                    t = r["today"]
+                    cfg, m = _today_config(data, t["framework"], t["config"])
+                    cfg = {**cfg, **t.get("override", {}), "inference_workers": t["inference_workers"]}
+                    p = predict(
+                        today_roles(cfg, v["cores"]), _machine({**m, **t.get("machine", {})}, v["cores"])
+                    )
+                else:
+                    p = predict(_roles(r["roles"]), _machine(r, v["cores"]))
+                out[f"{v['date']} {fw} {route}"] = {
+                    "prediction": p,
+                    "measured": d["measured_fps"],
+                    "within_20": r.get("within_20", True),
+                }
     return out
+
+
+def _today_config(data: dict[str, Any], framework: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A config of today's inputs for `framework` and its machine (the shared one, with the config's
+    own "machine" entries over it)."""
+    section = data["today"] if framework == "surge" else data["today"][framework]
+    cfg = section["configs"][name]
+    return cfg, {**data["today"]["machine"], **cfg.get("machine", {})}
 
 
 def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
     """Today's code on a config with one rollout worker per core (`--num_workers=C`, as the H200 runs
     were) and the learner and inference workers on one GPU: the rollout side's and main process's
-    µs per frame measured here ("cpu"; the main process's as logged there), the learner's and inference workers' host side measured
-    here ("host") plus their launches. An inference worker that is the limit is saturated, so each
+    µs per frame measured here ("cpu"; the main process's as logged there). The learner and the
+    inference workers: where the config has `gpu_measured` (their CPU µs per env frame measured on
+    the GPU machine by `role_ceilings.py --device cuda`), those figures ("none"; an inference
+    worker's taken at the pass size it was measured at); otherwise their host side measured here
+    ("host") plus their launches. An inference worker that is the limit is saturated, so each
     pass takes every split waiting: with W workers and S splits per rollout worker,
     `rows = C * envs_per_worker / S / W` per pass, each row `frameskip` env frames."""
-    rows = cores * cfg["envs_per_worker"] / cfg["splits"] / cfg["inference_workers"]
+    k = cfg["inference_workers"]
+    rows = cores * cfg["envs_per_worker"] / cfg["splits"] / k
     frames_per_pass = rows * cfg["frameskip"]
+    common = [*_roles(cfg["pool"]), Role("main", cfg["main_us"], processes=1, carry="none")]
+    g = cfg.get("gpu_measured")
+    if g:
+        return [
+            *common,
+            Role("learner", g["learner_us"], processes=1, carry="none"),
+            Role("inference", g["inference_us"], processes=k, carry="none"),
+        ]
     return [
-        *_roles(cfg["pool"]),
-        Role("main", cfg["main_us"], processes=1, carry="none"),
+        *common,
         Role(
             "learner",
             cfg["learner_host_us"],
@@ -196,7 +226,7 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
         Role(
             "inference",
             cfg["inference_host_us"],
-            processes=cfg["inference_workers"],
+            processes=k,
             launches_per_frame=cfg["inference_launches_per_call"] / frames_per_pass,
             carry="host",
         ),
@@ -215,8 +245,8 @@ def today(
     machine would (`surge tune`): inference workers are not single processes, the learner is."""
     section = data["today"] if framework == "surge" else data["today"][framework]
     out: dict[str, dict[int, Prediction]] = {}
-    for name, cfg in section["configs"].items():
-        m = {**data["today"]["machine"], **cfg.get("machine", {})}
+    for name in section["configs"]:
+        cfg, m = _today_config(data, framework, name)
         out[name] = {}
         for c in cores:
             best: Prediction | None = None
@@ -253,13 +283,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"host ratio {ratio:.3f}, host µs per kernel launch {launch:.2f}")
         return 0
     if a.what == "validate":
-        print("| run | route | predicted env frames/s | measured | predicted / measured | binds | terms |")
-        print("|---|---|---|---|---|---|---|")
+        print(
+            "| date | run | route | predicted env frames/s | measured | predicted / measured | binds | terms |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
         for key, r in validation(data).items():
             p, meas = r["prediction"], r["measured"]
-            fw, route = key.split(" ")
+            date, fw, route = key.split(" ")
             terms = ", ".join(f"{k} {_k(x)}" for k, x in p.terms.items())
-            print(f"| {fw} | {route} | {p.fps:.0f} | {meas} | {p.fps / meas:.2f} | {p.binding} | {terms} |")
+            print(
+                f"| {date} | {fw} | {route} | {p.fps:.0f} | {meas} | {p.fps / meas:.2f} | {p.binding} | {terms} |"
+            )
         return 0
     if a.launch_us is not None:
         data["today"]["machine"]["launch_us"] = a.launch_us
