@@ -24,7 +24,15 @@ from surge.cfg.config import Config
 from surge.errors import ConfigError
 from surge.tune.measure import Measurement, measure
 from surge.tune.plan import OVERHEAD_SECONDS, make_plan
-from surge.tune.search import Row, acting_twin, choose, finalists, sampler_phase, training_phase
+from surge.tune.search import (
+    Row,
+    acting_twin,
+    choose,
+    finalists,
+    inference_twin,
+    sampler_phase,
+    training_phase,
+)
 from surge.tune.space import LAYOUT_KEYS, Layout, axis_values, batch_values, usable_cpus
 
 log = logging.getLogger("surge")
@@ -214,7 +222,13 @@ def _tune(
     if batches:
         default = dataclasses.replace(default, batch_size=cfg.batch_size)
     n_sampler = 1 + sum(len(v) - 1 for v in axes.values())
-    n_finalists = a.top + 1 + (len(batches) - 1 if batches else 0) + acts_in_workers_possible(cfg, given)
+    n_finalists = (
+        a.top
+        + 1
+        + (len(batches) - 1 if batches else 0)
+        + acts_in_workers_possible(cfg, given)
+        + more_inference_workers_possible(cfg, given, cpus)
+    )
     n_training = n_finalists * a.rounds
     plan = make_plan(n_sampler, n_finalists, a.rounds, a.bench_seconds, a.train_seconds, a.budget_seconds)
     bench, train = plan.bench, plan.train
@@ -255,6 +269,10 @@ def _tune(
         twin = acting_twin(sampler_rows, chosen_layouts, keep_splits="worker_num_splits" in given)
         if twin is not None:
             chosen_layouts.append(twin)
+    if more_inference_workers_possible(cfg, given, cpus):
+        twin = inference_twin(sampler_rows, chosen_layouts)
+        if twin is not None:
+            chosen_layouts.append(twin)
     training_rows, more = training_phase(chosen_layouts, run, a.rounds, start + a.budget_seconds)
     notes += more
     best = choose(training_rows)
@@ -281,6 +299,23 @@ def acts_in_workers_possible(cfg: Config, given: list[str]) -> bool:
     (`surge.tune.search.acting_twin`): the async placement on the CPU, with
     --policy_workers_per_policy not given (a given one is held fixed, as every given flag)."""
     return not cfg.serial_mode and cfg.device == "cpu" and "policy_workers_per_policy" not in given
+
+
+#: usable CPUs from which the training phase also tries two inference workers per policy
+MIN_CPUS_FOR_MORE_INFERENCE = 4
+
+
+def more_inference_workers_possible(cfg: Config, given: list[str], cpus: int) -> bool:
+    """Whether the training phase also tries two inference workers per policy
+    (`surge.tune.search.inference_twin`): the async placement with inference workers (on the CPU or
+    a GPU), --policy_workers_per_policy not given, and at least `MIN_CPUS_FOR_MORE_INFERENCE` usable
+    CPUs (a second inference process needs a core beside the learner's and the rollout workers')."""
+    return (
+        not cfg.serial_mode
+        and "policy_workers_per_policy" not in given
+        and cfg.policy_workers_per_policy == 1
+        and cpus >= MIN_CPUS_FOR_MORE_INFERENCE
+    )
 
 
 def _header(

@@ -135,6 +135,19 @@ def acting_twin(sampler_rows: list[Row], finalists: list[Layout], keep_splits: b
     return None if twin in finalists else twin
 
 
+def inference_twin(sampler_rows: list[Row], finalists: list[Layout], workers: int = 2) -> Layout | None:
+    """The fastest sampler layout with `workers` inference workers per policy
+    (`--policy_workers_per_policy`), as one more training finalist; None when there is no measured
+    layout or it is a finalist already. One inference worker per policy is a single process: on
+    many cores it can bind before the cores do (a saturated inference worker's ceiling, issue 57),
+    and only training shows it, the dummy sampler's random actions needing no forward pass."""
+    ranked = sorted((r for r in sampler_rows if r.median == r.median), key=lambda r: -r.median)
+    if not ranked:
+        return None
+    twin = dataclasses.replace(ranked[0].layout, policy_workers_per_policy=workers)
+    return None if twin in finalists else twin
+
+
 def training_phase(
     layouts: list[Layout],
     measure: MeasureFn,

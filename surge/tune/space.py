@@ -20,7 +20,8 @@ MAX_ENVS_PER_CPU = 16
 class Layout:
     """One candidate setting. `batch_size` None: the run's own (not tuned).
     `policy_workers_per_policy` None: the run's own; 0: the rollout workers act themselves (the
-    acting-in-workers finalist, `surge.tune.search.acting_twin`)."""
+    acting-in-workers finalist, `surge.tune.search.acting_twin`); N >= 2: N inference workers per
+    policy (`surge.tune.search.inference_twin`)."""
 
     num_workers: int
     num_envs_per_worker: int
@@ -43,9 +44,13 @@ class Layout:
 
     def sampler_label(self) -> str:
         """`W x E / S` (workers x envs per worker / splits), and `, acting in workers` with
-        `policy_workers_per_policy` 0."""
+        `policy_workers_per_policy` 0 or `, N inference workers` with N."""
         s = f"{self.num_workers} x {self.num_envs_per_worker} / {self.worker_num_splits}"
-        return s + (", acting in workers" if self.policy_workers_per_policy == 0 else "")
+        if self.policy_workers_per_policy == 0:
+            return s + ", acting in workers"
+        if self.policy_workers_per_policy is not None:
+            return s + f", {self.policy_workers_per_policy} inference workers"
+        return s
 
     def label(self) -> str:
         """`sampler_label()` and `, batch B` when the batch size is tuned."""

@@ -83,3 +83,35 @@ def test_tune_also_trains_with_the_rollout_workers_acting_and_writes_it_when_fas
     cfg = parse_cfg([f"--cfg={out}", f"--train_dir={tmp_path}"])
     assert (cfg.policy_workers_per_policy == 0) is chosen_acting
     assert cfg.worker_num_splits == (1 if chosen_acting else 2)
+
+
+@pytest.mark.slow
+def test_tune_also_trains_with_two_inference_workers_on_enough_cpus(tmp_path, capsys, monkeypatch):
+    """With 4 usable CPUs or more (here made to look so), the training phase has the fastest sampler
+    layout with two inference workers per policy as a finalist, measured by a real run; the YAML
+    holds whichever row is chosen."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("surge.tune.command.usable_cpus", lambda: 4)
+    out = tmp_path / "tuned.yaml"
+    code = surge_main(
+        [
+            "tune",
+            "--env=CartPole-v1",
+            "--num_workers=2",
+            "--try_num_envs_per_worker=8",
+            "--try_worker_num_splits=2",
+            "--bench_seconds=2",
+            "--train_seconds=4",
+            "--rounds=1",
+            "--top=1",
+            "--table=plain",
+            f"--out={out}",
+        ]
+    )
+    text = capsys.readouterr().out
+    assert code == 0, text
+    row = re.search(r"^training\s+\d+ x \d+ / \d, 2 inference workers\s+\S+\s+(\d+)\s", text, re.M)
+    assert row and int(row.group(1)) > 0, text
+    chosen = re.search(r"^training .*2 inference workers.*CHOSEN", text, re.M) is not None
+    cfg = parse_cfg([f"--cfg={out}", f"--train_dir={tmp_path}"])
+    assert (cfg.policy_workers_per_policy == 2) is chosen

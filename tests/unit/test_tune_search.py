@@ -251,3 +251,45 @@ def test_acting_in_workers_is_tried_in_the_async_placement_on_the_cpu_unless_giv
     assert acts_in_workers_possible(cfg, _given_names(argv)) is tried
     # a GPU run (not parsed here: the parser refuses --device=gpu without CUDA) keeps inference workers
     assert not acts_in_workers_possible(dataclasses.replace(cfg, device="cuda:0"), [])
+
+
+def test_the_two_inference_workers_finalist_is_the_fastest_sampler_layout():
+    """One inference worker per policy can bind before the cores do; the dummy sampler cannot show
+    it (no forward pass), so training gets the fastest sampler layout with two, once."""
+    from surge.tune.search import inference_twin
+
+    rows = [
+        Row("sampler", DEFAULT, [100.0]),
+        Row("sampler", Layout(2, 8, 2), [300.0]),
+        Row("sampler", Layout(4, 8, 2), [math.nan]),
+    ]
+    chosen = finalists(rows, DEFAULT, top=1)
+    twin = inference_twin(rows, chosen)
+    assert twin == Layout(2, 8, 2, policy_workers_per_policy=2)
+    assert twin.values()["policy_workers_per_policy"] == 2
+    assert twin.label() == "2 x 8 / 2, 2 inference workers"
+    assert inference_twin(rows, [*chosen, twin]) is None
+    assert inference_twin([Row("sampler", DEFAULT, [math.nan])], [DEFAULT]) is None
+
+
+@pytest.mark.parametrize(
+    "flags,cpus,tried",
+    [
+        ([], 16, True),
+        ([], 4, True),
+        ([], 2, False),  # no core for a second inference process beside the learner and workers
+        (["--serial_mode=True"], 16, False),
+        (["--policy_workers_per_policy=1"], 16, False),  # given: held fixed, as every given flag
+        (["--policy_workers_per_policy=0"], 16, False),
+    ],
+)
+def test_two_inference_workers_are_tried_in_the_async_placement_on_enough_cpus_unless_given(
+    flags, cpus, tried, tmp_path
+):
+    from surge.tune.command import _given_names, more_inference_workers_possible
+
+    argv = ["--env=CartPole-v1", *flags]
+    cfg = parse_cfg([*argv, f"--train_dir={tmp_path}"])
+    assert more_inference_workers_possible(cfg, _given_names(argv), cpus) is tried
+    if tried:  # and on a GPU (not parsed here: the parser refuses --device=gpu without CUDA)
+        assert more_inference_workers_possible(dataclasses.replace(cfg, device="cuda:0"), [], cpus)
