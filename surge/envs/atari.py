@@ -10,7 +10,10 @@ the few ROMs that have no v4 id use `ALE/<CamelCase>-v5` made with `frameskip=1`
 Wrapper stack (innermost first), the standard DQN/PPO Atari preprocessing (Mnih et al. 2015,
 Machado et al. 2018, as in SB3 / CleanRL):
 
-1. `gym.make(id, max_episode_steps=atari_max_episode_frames)`: truncation in emulator frames.
+1. `gym.make(id, max_episode_steps=atari_max_episode_frames, obs_type="grayscale")`: truncation in
+   emulator frames. The ALE env's own observation is never read (the next wrapper takes its frames
+   from the emulator itself), but ALE makes one on every emulator frame: grayscale costs a third of
+   the RGB default (`BASE_OBS_TYPE`; `render_mode="rgb_array"` still renders RGB).
 2. `gymnasium.wrappers.AtariPreprocessing`: 1..`atari_noop_max` random no-ops on reset,
    `env_frameskip` repeated frames per step with a max-pool over the last two, 84x84 grayscale uint8.
 3. `gymnasium.wrappers.RecordEpisodeStatistics`: `info["episode"] = {"r", "l", "t"}` at the end of
@@ -58,6 +61,11 @@ except ImportError:  # optional dependency
 
 ATARI_PREFIX = "atari_"
 ATARI_SCREEN_SIZE = 84
+#: the ALE env's own observation type under `AtariPreprocessing`, which reads its frames from the
+#: emulator (`ale.getScreenGrayscale`) and never this observation: ALE converts every emulator frame
+#: to it all the same, and its grayscale palette costs about a third of RGB (21.6% of a Pong step's
+#: samples in RGB; docs/logs/benchmarks_2026-12-04.md). The observations are the same either way.
+BASE_OBS_TYPE = "grayscale"
 
 #: extra short names -> the ROM name (snake_case) they stand for (Sample Factory's names included)
 ATARI_ALIASES = {
@@ -247,6 +255,7 @@ def make_atari_env(full_env_name: str, cfg: Config, render_mode: str | None = No
     p = atari_params(cfg)
     max_frames = int(p.atari_max_episode_frames)
     kwargs: dict[str, Any] = {
+        "obs_type": BASE_OBS_TYPE,
         "render_mode": render_mode,
         "full_action_space": bool(p.atari_full_action_space),
         "max_num_frames_per_episode": max(max_frames, 0),  # ALE's own limit; 0 = none

@@ -130,6 +130,45 @@ def test_obs_are_stacked_84x84_uint8_frames():
     env.close()
 
 
+@pytest.mark.parametrize("game", ["atari_pong", "atari_breakout"])
+def test_the_grayscale_base_env_gives_the_rgb_base_envs_observations(game, monkeypatch):
+    # AtariPreprocessing reads its frames from the emulator, never the ALE env's own observation:
+    # made in grayscale (cheaper for ALE) the stack must give what the RGB default gives, step for
+    # step, rewards and ends included (the reference: the same stack with ALE's default obs_type)
+    import surge.envs.atari as atari
+
+    def rollout(obs_type: str) -> list:
+        monkeypatch.setattr(atari, "BASE_OBS_TYPE", obs_type)
+        env = make_atari_env(game, atari_cfg())
+        assert env.unwrapped._obs_type == obs_type
+        rng = np.random.default_rng(3)
+        out = [env.reset(seed=5)[0]]
+        for _ in range(300):
+            obs, reward, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+            out.append((obs, reward, terminated, truncated))
+            if terminated or truncated:
+                out.append(env.reset()[0])
+        env.close()
+        return out
+
+    fast, reference = rollout("grayscale"), rollout("rgb")
+    assert len(fast) == len(reference)
+    for a, b in zip(fast, reference, strict=True):
+        if isinstance(a, tuple):
+            assert np.array_equal(a[0], b[0]) and a[1:] == b[1:]
+        else:
+            assert np.array_equal(a, b)
+    assert any(np.any(x[0] if isinstance(x, tuple) else x) for x in fast)  # not blank frames
+
+
+def test_rendering_stays_rgb():
+    env = make_atari_env("atari_pong", atari_cfg(), render_mode="rgb_array")
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (210, 160, 3) and frame.dtype == np.uint8
+    env.close()
+
+
 def test_wrapper_stack_follows_the_config():
     train = make_atari_env("atari_breakout", atari_cfg())
     assert has_wrapper(train, EpisodicLifeEnv) and has_wrapper(train, FireResetEnv)
