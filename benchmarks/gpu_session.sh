@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
 #   bash benchmarks/gpu_session.sh same_map  # doom_benchmark vs Sample Factory on its battle.cfg, 3 rounds
 #   bash benchmarks/gpu_session.sh pong_roles  # then, warm: role ceilings on the GPU; pong_1epoch vs SF, 1 round
+#   bash benchmarks/gpu_session.sh pong_two    # pong_1epoch vs SF, 2 inference workers each, 3 rounds
 #   bash benchmarks/gpu_session.sh roles     # then, warm: the CUDA tests; CPU per frame by kind, both
 #   bash benchmarks/gpu_session.sh kernels   # what the learner's 58 µs per kernel is: spin vs blocking
 #
@@ -78,7 +79,19 @@ same_map)
     step "doom_benchmark on the GPU, same map: surge vs Sample Factory 2.1.1, 16 workers, 3 rounds"
     timeout 500 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 3 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 75 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_same_map.txt" | grep -v "^\[20" | tail -14
     ;;
-pong_roles)
+pong_pong_two)
+    # the next lent machine's first call (about 9 minutes with its start): pong_1epoch against Sample
+    # Factory's async_rl, 3 alternating rounds, both frameworks with two inference workers per policy
+    # (the cost model's 16-core prediction: surge 83.5k, cores-bound, against 59.2k with one;
+    # docs/benchmarks.md); then, warm, `same_map` or `pong_roles`
+    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
+    sf_python
+    export PYTHONPATH=$ROOT:/tmp/site
+    nvidia-smi -L; nproc
+    step "pong_1epoch on the GPU, two inference workers each: surge vs Sample Factory 2.1.1 (async_rl), 16 workers, 3 rounds"
+    timeout 540 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 3 --placement async --sf-mode async_rl --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 70 --extra "--device=gpu --num_workers=16 --policy_workers_per_policy=2" 2>&1 | tee "$OUT/pong_gpu_two_inference.txt" | grep -v "^\[20" | tail -12
+    ;;
+roles)
     # on the machine `same_map` left warm: the role ceilings on the GPU (auto CUDA schedule, as
     # training runs), then pong_1epoch against Sample Factory's default async_rl, one round
     [ -x /tmp/sfpy ] || { step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1; sf_python; }
@@ -168,6 +181,6 @@ PY
     du -sh .whlall
     ;;
 *)
-    echo "usage: $0 wheels|surge|both|same_map|pong_roles|roles|kernels|diagnose" >&2; exit 2
+    echo "usage: $0 wheels|surge|both|same_map|pong_roles|pong_two|roles|kernels|diagnose" >&2; exit 2
     ;;
 esac
