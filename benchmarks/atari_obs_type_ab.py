@@ -1,8 +1,8 @@
-"""The Atari env stack's CPU per env frame with the ALE env made in RGB (ALE's default) against
-grayscale (surge's, `surge.envs.atari.BASE_OBS_TYPE`), alternating in one process: what the
+"""The Atari env stack's CPU per env frame with the ALE env's own observation in RGB (ALE's default),
+grayscale and RAM (surge's, `surge.envs.atari.BASE_OBS_TYPE`), rotating in one process: what the
 observation ALE makes on every emulator frame, and which AtariPreprocessing never reads, costs.
 
-    python benchmarks/atari_obs_type_ab.py --rounds 4 --steps 2000
+    python benchmarks/atari_obs_type_ab.py --rounds 3 --steps 2000
 """
 
 from __future__ import annotations
@@ -46,11 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=2000)
     a = ap.parse_args(argv)
     cfg = parse_cfg(list(CONFIGS[a.config].surge_args))
-    res: dict[str, list[float]] = {"rgb": [], "grayscale": []}
+    types = ("rgb", "grayscale", "ram")
+    res: dict[str, list[float]] = {t: [] for t in types}
     own = atari.BASE_OBS_TYPE
     try:
         for r in range(a.rounds):
-            for t in ("rgb", "grayscale") if r % 2 == 0 else ("grayscale", "rgb"):
+            for t in types[r % 3 :] + types[: r % 3]:  # each type first in turn
                 res[t].append(cpu_us_per_frame(cfg, t, a.steps))
     finally:
         atari.BASE_OBS_TYPE = own
@@ -60,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             + " ".join(f"{x:.1f}" for x in v)
             + f" µs per env frame, median {statistics.median(v):.1f}"
         )
-    print(f"grayscale / rgb: {statistics.median(res['grayscale']) / statistics.median(res['rgb']):.3f}")
+    for t in types[1:]:
+        print(f"{t} / rgb: {statistics.median(res[t]) / statistics.median(res['rgb']):.3f}")
     return 0
 
 

@@ -10,10 +10,11 @@ the few ROMs that have no v4 id use `ALE/<CamelCase>-v5` made with `frameskip=1`
 Wrapper stack (innermost first), the standard DQN/PPO Atari preprocessing (Mnih et al. 2015,
 Machado et al. 2018, as in SB3 / CleanRL):
 
-1. `gym.make(id, max_episode_steps=atari_max_episode_frames, obs_type="grayscale")`: truncation in
+1. `gym.make(id, max_episode_steps=atari_max_episode_frames, obs_type="ram")`: truncation in
    emulator frames. The ALE env's own observation is never read (the next wrapper takes its frames
-   from the emulator itself), but ALE makes one on every emulator frame: grayscale costs a third of
-   the RGB default (`BASE_OBS_TYPE`; `render_mode="rgb_array"` still renders RGB).
+   from the emulator itself), but ALE makes one on every emulator frame, so it is the cheapest,
+   the 128 bytes of RAM (`BASE_OBS_TYPE`; `render_mode="rgb_array"` still renders RGB), behind
+   `ScreenSpace`, which gives the next wrapper the screen's shape to size its buffers from.
 2. `gymnasium.wrappers.AtariPreprocessing`: 1..`atari_noop_max` random no-ops on reset,
    `env_frameskip` repeated frames per step with a max-pool over the last two, 84x84 grayscale uint8.
 3. `gymnasium.wrappers.RecordEpisodeStatistics`: `info["episode"] = {"r", "l", "t"}` at the end of
@@ -42,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.wrappers import (
     AtariPreprocessing,
     FrameStackObservation,
@@ -62,10 +64,11 @@ except ImportError:  # optional dependency
 ATARI_PREFIX = "atari_"
 ATARI_SCREEN_SIZE = 84
 #: the ALE env's own observation type under `AtariPreprocessing`, which reads its frames from the
-#: emulator (`ale.getScreenGrayscale`) and never this observation: ALE converts every emulator frame
-#: to it all the same, and its grayscale palette costs about a third of RGB (21.6% of a Pong step's
-#: samples in RGB; docs/logs/benchmarks_2026-12-04.md). The observations are the same either way.
-BASE_OBS_TYPE = "grayscale"
+#: emulator (`ale.getScreenGrayscale`) and never this observation: ALE makes it on every emulator
+#: frame all the same (in RGB, ALE's default, 21.6% of a Pong step's samples; in grayscale 12%;
+#: docs/logs/benchmarks_2026-12-04.md), so surge asks for the 128 bytes of RAM. The observations
+#: are the same whichever it is (`benchmarks/atari_obs_type_ab.py` times the three).
+BASE_OBS_TYPE = "ram"
 
 #: extra short names -> the ROM name (snake_case) they stand for (Sample Factory's names included)
 ATARI_ALIASES = {
@@ -263,6 +266,8 @@ def make_atari_env(full_env_name: str, cfg: Config, render_mode: str | None = No
     if env_id.startswith("ALE/"):  # v5 ids: turn off their built-in frameskip and sticky actions
         kwargs.update(frameskip=1, repeat_action_probability=0.0)
     env = gym.make(env_id, max_episode_steps=max_frames if max_frames > 0 else None, **kwargs)
+    if BASE_OBS_TYPE == "ram":
+        env = ScreenSpace(env)
     env = AtariPreprocessing(
         env,
         noop_max=int(p.atari_noop_max),
@@ -282,6 +287,19 @@ def make_atari_env(full_env_name: str, cfg: Config, render_mode: str | None = No
         env = TransformReward(env, sign_reward)
     env = FrameStackObservation(env, int(p.env_framestack))
     return env
+
+
+class ScreenSpace(gym.Wrapper):
+    """Declares the emulator's screen `Box(0, 255, (height, width), uint8)` as the observation space
+    of an ALE env made with `obs_type="ram"`, whose steps it passes through unchanged: the space
+    `AtariPreprocessing` sizes its two frame buffers from. That wrapper reads its frames from the
+    emulator itself and never the observations below it, so they may be the RAM (the cheapest
+    ALE makes on every emulator frame)."""
+
+    def __init__(self, env: gym.Env):
+        super().__init__(env)
+        height, width = env.unwrapped.ale.getScreenDims()  # type: ignore[attr-defined]
+        self.observation_space = gym.spaces.Box(0, 255, (height, width), np.uint8)
 
 
 def atari_frame_stack(cfg: Config) -> int:

@@ -21,8 +21,9 @@ def test_a_short_run_reports_both_observation_types(capsys, monkeypatch):
     assert atari_obs_type_ab.main(["--rounds", "2", "--steps", "30"]) == 0
     assert atari.BASE_OBS_TYPE == own
     out = capsys.readouterr().out
-    for t in ("rgb", "grayscale"):
+    for t in ("rgb", "grayscale", "ram"):
         m = re.search(rf"^{t}: ([\d.]+) ([\d.]+) µs per env frame, median ([\d.]+)$", out, re.M)
         assert m, out
         assert float(m[3]) == pytest.approx((float(m[1]) + float(m[2])) / 2, abs=0.06)
-    assert re.search(r"^grayscale / rgb: [\d.]+$", out, re.M), out
+    for t in ("grayscale", "ram"):
+        assert re.search(rf"^{t} / rgb: [\d.]+$", out, re.M), out

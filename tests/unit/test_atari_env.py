@@ -14,6 +14,7 @@ pytest.importorskip("cv2")
 
 from gymnasium.wrappers import RecordEpisodeStatistics  # noqa: E402
 
+import surge.envs.atari as atari  # noqa: E402
 from surge.algorithms.appo.config import APPOParams
 from surge.app.check_env import check_env, main  # noqa: E402
 from surge.cfg.config import Config  # noqa: E402
@@ -131,12 +132,11 @@ def test_obs_are_stacked_84x84_uint8_frames():
 
 
 @pytest.mark.parametrize("game", ["atari_pong", "atari_breakout"])
-def test_the_grayscale_base_env_gives_the_rgb_base_envs_observations(game, monkeypatch):
+def test_the_ram_base_env_gives_the_rgb_base_envs_observations(game, monkeypatch):
     # AtariPreprocessing reads its frames from the emulator, never the ALE env's own observation:
-    # made in grayscale (cheaper for ALE) the stack must give what the RGB default gives, step for
-    # step, rewards and ends included (the reference: the same stack with ALE's default obs_type)
-    import surge.envs.atari as atari
-
+    # made with the RAM as its observation (the cheapest for ALE), or in grayscale, the stack must
+    # give what the RGB default gives, step for step, rewards and ends included (the reference: the
+    # same stack with ALE's default obs_type)
     def rollout(obs_type: str) -> list:
         monkeypatch.setattr(atari, "BASE_OBS_TYPE", obs_type)
         env = make_atari_env(game, atari_cfg())
@@ -151,14 +151,26 @@ def test_the_grayscale_base_env_gives_the_rgb_base_envs_observations(game, monke
         env.close()
         return out
 
-    fast, reference = rollout("grayscale"), rollout("rgb")
-    assert len(fast) == len(reference)
-    for a, b in zip(fast, reference, strict=True):
-        if isinstance(a, tuple):
-            assert np.array_equal(a[0], b[0]) and a[1:] == b[1:]
-        else:
-            assert np.array_equal(a, b)
-    assert any(np.any(x[0] if isinstance(x, tuple) else x) for x in fast)  # not blank frames
+    reference = rollout("rgb")
+    assert any(np.any(x[0] if isinstance(x, tuple) else x) for x in reference)  # not blank frames
+    for obs_type in ("ram", "grayscale"):
+        fast = rollout(obs_type)
+        assert len(fast) == len(reference), obs_type
+        for a, b in zip(fast, reference, strict=True):
+            if isinstance(a, tuple):
+                assert np.array_equal(a[0], b[0]) and a[1:] == b[1:], obs_type
+            else:
+                assert np.array_equal(a, b), obs_type
+
+
+def test_the_family_makes_the_ale_env_with_its_ram_behind_the_screens_space():
+    env = make_atari_env("atari_pong", atari_cfg())
+    assert atari.BASE_OBS_TYPE == "ram" and env.unwrapped._obs_type == "ram"
+    below = env
+    while not isinstance(below, atari.ScreenSpace):
+        below = below.env
+    assert below.observation_space.shape == (210, 160) and below.observation_space.dtype == np.uint8
+    env.close()
 
 
 def test_rendering_stays_rgb():
