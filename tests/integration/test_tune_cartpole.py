@@ -52,6 +52,24 @@ def test_tiny_tune_writes_the_fastest_measured_setting_as_a_yaml(tmp_path, capsy
     assert not list(tmp_path.glob("tuned.yaml.tmp"))
 
 
+def _async_tune_argv(out) -> list[str]:
+    """A tiny tune of CartPole-v1 in the async placement: 2 workers, 8 envs each, 2 splits, one
+    round of the fastest sampler layout and the defaults (and the finalists the machine adds)."""
+    return [
+        "tune",
+        "--env=CartPole-v1",
+        "--num_workers=2",
+        "--try_num_envs_per_worker=8",
+        "--try_worker_num_splits=2",
+        "--bench_seconds=2",
+        "--train_seconds=4",
+        "--rounds=1",
+        "--top=1",
+        "--table=plain",
+        f"--out={out}",
+    ]
+
+
 @pytest.mark.slow
 def test_tune_also_trains_with_the_rollout_workers_acting_and_writes_it_when_fastest(
     tmp_path, capsys, monkeypatch
@@ -60,21 +78,7 @@ def test_tune_also_trains_with_the_rollout_workers_acting_and_writes_it_when_fas
     --policy_workers_per_policy=0), measured by a real run; the YAML holds whichever row is chosen."""
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "tuned.yaml"
-    code = surge_main(
-        [
-            "tune",
-            "--env=CartPole-v1",
-            "--num_workers=2",
-            "--try_num_envs_per_worker=8",
-            "--try_worker_num_splits=2",
-            "--bench_seconds=2",
-            "--train_seconds=4",
-            "--rounds=1",
-            "--top=1",
-            "--table=plain",
-            f"--out={out}",
-        ]
-    )
+    code = surge_main(_async_tune_argv(out))
     text = capsys.readouterr().out
     assert code == 0, text
     acting = re.search(r"^training\s+2 x 8 / 1, acting in workers\s+default\s+(\d+)\s", text, re.M)
@@ -93,21 +97,7 @@ def test_tune_also_trains_with_two_inference_workers_on_enough_cpus(tmp_path, ca
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr("surge.tune.command.usable_cpus", lambda: 4)
     out = tmp_path / "tuned.yaml"
-    code = surge_main(
-        [
-            "tune",
-            "--env=CartPole-v1",
-            "--num_workers=2",
-            "--try_num_envs_per_worker=8",
-            "--try_worker_num_splits=2",
-            "--bench_seconds=2",
-            "--train_seconds=4",
-            "--rounds=1",
-            "--top=1",
-            "--table=plain",
-            f"--out={out}",
-        ]
-    )
+    code = surge_main(_async_tune_argv(out))
     text = capsys.readouterr().out
     assert code == 0, text
     row = re.search(r"^training\s+\d+ x \d+ / \d, 2 inference workers\s+\S+\s+(\d+)\s", text, re.M)

@@ -21,6 +21,12 @@ from surge.tune.search import Row, choose, finalists, sampler_phase, training_ph
 from surge.tune.space import LAYOUT_KEYS, Layout, admissible, axis_values
 
 DEFAULT = Layout(num_workers=2, num_envs_per_worker=2, worker_num_splits=2)
+#: a sampler phase's rows: the defaults, a faster layout (2 x 8 / 2) and one that measured nothing
+SAMPLER_ROWS = (
+    Row("sampler", DEFAULT, [100.0]),
+    Row("sampler", Layout(2, 8, 2), [300.0]),
+    Row("sampler", Layout(4, 8, 2), [math.nan]),
+)
 
 
 def _rate(lay: Layout) -> float:
@@ -215,11 +221,7 @@ def test_the_acting_in_workers_finalist_is_the_fastest_sampler_layout_with_one_s
     one split (the given splits kept), once; its YAML says so."""
     from surge.tune.search import acting_twin
 
-    rows = [
-        Row("sampler", DEFAULT, [100.0]),
-        Row("sampler", Layout(2, 8, 2), [300.0]),
-        Row("sampler", Layout(4, 8, 2), [math.nan]),
-    ]
+    rows = list(SAMPLER_ROWS)
     chosen = finalists(rows, DEFAULT, top=1)
     twin = acting_twin(rows, chosen)
     assert twin == Layout(2, 8, 1, policy_workers_per_policy=0)
@@ -258,11 +260,7 @@ def test_the_two_inference_workers_finalist_is_the_fastest_sampler_layout():
     it (no forward pass), so training gets the fastest sampler layout with two, once."""
     from surge.tune.search import inference_twin
 
-    rows = [
-        Row("sampler", DEFAULT, [100.0]),
-        Row("sampler", Layout(2, 8, 2), [300.0]),
-        Row("sampler", Layout(4, 8, 2), [math.nan]),
-    ]
+    rows = list(SAMPLER_ROWS)
     chosen = finalists(rows, DEFAULT, top=1)
     twin = inference_twin(rows, chosen)
     assert twin == Layout(2, 8, 2, policy_workers_per_policy=2)
