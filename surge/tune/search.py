@@ -127,11 +127,11 @@ def acting_twin(sampler_rows: list[Row], finalists: list[Layout], keep_splits: b
     finalist; None when there is no measured layout or it is a finalist already. The dummy sampler cannot rank it: its random actions need no
     forward pass, so what acting in place saves (the round trip) and costs (no batching across
     workers) shows only in training."""
-    ranked = sorted((r for r in sampler_rows if r.median == r.median), key=lambda r: -r.median)
-    if not ranked:
+    fastest = _fastest_layout(sampler_rows)
+    if fastest is None:
         return None
-    splits = ranked[0].layout.worker_num_splits if keep_splits else 1
-    twin = dataclasses.replace(ranked[0].layout, worker_num_splits=splits, policy_workers_per_policy=0)
+    splits = fastest.worker_num_splits if keep_splits else 1
+    twin = dataclasses.replace(fastest, worker_num_splits=splits, policy_workers_per_policy=0)
     return None if twin in finalists else twin
 
 
@@ -141,11 +141,18 @@ def inference_twin(sampler_rows: list[Row], finalists: list[Layout], workers: in
     layout or it is a finalist already. One inference worker per policy is a single process: on
     many cores it can bind before the cores do (a saturated inference worker's ceiling, issue 57),
     and only training shows it, the dummy sampler's random actions needing no forward pass."""
-    ranked = sorted((r for r in sampler_rows if r.median == r.median), key=lambda r: -r.median)
-    if not ranked:
+    fastest = _fastest_layout(sampler_rows)
+    if fastest is None:
         return None
-    twin = dataclasses.replace(ranked[0].layout, policy_workers_per_policy=workers)
+    twin = dataclasses.replace(fastest, policy_workers_per_policy=workers)
     return None if twin in finalists else twin
+
+
+def _fastest_layout(sampler_rows: list[Row]) -> Layout | None:
+    """The layout of the row with the highest median rate (rows that measured nothing, NaN, left
+    out; the first on a tie), or None when no row measured a rate."""
+    measured = [r for r in sampler_rows if r.median == r.median]
+    return max(measured, key=lambda r: r.median).layout if measured else None
 
 
 def training_phase(
