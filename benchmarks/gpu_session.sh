@@ -9,6 +9,7 @@
 #   bash benchmarks/gpu_session.sh pong_roles  # then, warm: role ceilings on the GPU; pong_1epoch vs SF, 1 round
 #   bash benchmarks/gpu_session.sh pong_two    # pong_1epoch vs SF, 2 inference workers each, 3 rounds
 #   bash benchmarks/gpu_session.sh roles     # then, warm: the CUDA tests; CPU per frame by kind, both
+#   bash benchmarks/gpu_session.sh profile   # torch's profiler over the GPU roles: where their CPU goes
 #   bash benchmarks/gpu_session.sh kernels   # what the learner's 58 µs per kernel is: spin vs blocking
 #
 # The machine's image has Python 3.12 with CUDA torch but none of the env packages, and reaches no
@@ -79,7 +80,7 @@ same_map)
     step "doom_benchmark on the GPU, same map: surge vs Sample Factory 2.1.1, 16 workers, 3 rounds"
     timeout 500 python3 benchmarks/compare_sample_factory.py --config doom_benchmark --rounds 3 --placement async --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 75 --extra "--device=gpu --num_workers=16" 2>&1 | tee "$OUT/doom_gpu_same_map.txt" | grep -v "^\[20" | tail -14
     ;;
-pong_pong_two)
+pong_two)
     # the next lent machine's first call (about 9 minutes with its start): pong_1epoch against Sample
     # Factory's async_rl, 3 alternating rounds, both frameworks with two inference workers per policy
     # (the cost model's 16-core prediction: surge 83.5k, cores-bound, against 59.2k with one;
@@ -91,7 +92,7 @@ pong_pong_two)
     step "pong_1epoch on the GPU, two inference workers each: surge vs Sample Factory 2.1.1 (async_rl), 16 workers, 3 rounds"
     timeout 540 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 3 --placement async --sf-mode async_rl --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 70 --extra "--device=gpu --num_workers=16 --policy_workers_per_policy=2" 2>&1 | tee "$OUT/pong_gpu_two_inference.txt" | grep -v "^\[20" | tail -12
     ;;
-roles)
+pong_roles)
     # on the machine `same_map` left warm: the role ceilings on the GPU (auto CUDA schedule, as
     # training runs), then pong_1epoch against Sample Factory's default async_rl, one round
     [ -x /tmp/sfpy ] || { step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1; sf_python; }
@@ -116,6 +117,17 @@ roles)
     python3 benchmarks/process_cpu.py --framework surge --seconds 55 --train_dir /tmp/pc_surge -- python3 -m surge.train $(args doom_benchmark surge_args) $GPU16 --train_dir=/tmp/pc_surge --experiment=surge --restart_behavior=restart 2>&1 | tee "$OUT/process_cpu_surge.txt"
     step "the same, Sample Factory"
     python3 benchmarks/process_cpu.py --framework sf --seconds 65 --train_dir /tmp/pc_sf -- /tmp/sfpy -m sf_examples.vizdoom.train_vizdoom $(args doom_benchmark sf_args) --serial_mode=False $GPU16 --train_dir=/tmp/pc_sf --experiment=sf 2>&1 | tee "$OUT/process_cpu_sf.txt"
+    ;;
+profile)
+    # where the GPU roles' CPU goes op by op (torch's profiler): launches against waiting, per pass
+    # (Sample Factory's wheel too: doom_benchmark plays its battle.cfg)
+    [ -f /tmp/sfpy ] || { step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1; sf_python; }
+    export PYTHONPATH=$ROOT:/tmp/site
+    nproc; git log --oneline -1 2>/dev/null
+    step "profile of the inference worker and the learner on the GPU: pong_1epoch, doom_benchmark"
+    timeout 200 python3 benchmarks/gpu_profile.py --config pong_1epoch --config doom_benchmark --device cuda --calls 20 2>&1 | grep -v "^\[20\|USDT" | tee "$OUT/gpu_profile.txt"
+    step "the inference worker again, the CPU sleeping while it waits for the GPU (blocking schedule)"
+    timeout 120 python3 benchmarks/gpu_profile.py --config pong_1epoch --config doom_benchmark --role inference --device cuda --calls 20 --cuda_schedule blocking 2>&1 | grep -v "^\[20\|USDT" | tee "$OUT/gpu_profile_blocking.txt"
     ;;
 kernels)
     # the cost model's 58 µs of a single process's CPU per kernel (docs/benchmarks.md): the learner
@@ -181,6 +193,6 @@ PY
     du -sh .whlall
     ;;
 *)
-    echo "usage: $0 wheels|surge|both|same_map|pong_roles|pong_two|roles|kernels|diagnose" >&2; exit 2
+    echo "usage: $0 wheels|surge|both|same_map|pong_roles|pong_two|roles|profile|kernels|diagnose" >&2; exit 2
     ;;
 esac
