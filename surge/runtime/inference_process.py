@@ -14,6 +14,7 @@ from queue import Empty
 
 import torch
 
+from surge.learning.amp import casts_kept
 from surge.runtime.components import (
     configure_backends,
     make_inference,
@@ -26,6 +27,7 @@ from surge.runtime.lockstep_inference import serve_lockstep
 from surge.runtime.messages import request_slots
 from surge.runtime.process_context import InferenceContext
 from surge.runtime.process_setup import child_niceness, run_child, setup_child
+from surge.sampling.inference import InferenceWorker
 from surge.sampling.inference_loop import InferenceLoop
 
 
@@ -50,6 +52,12 @@ def inference_process_main(ctx: InferenceContext) -> None:
         model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
         inference = make_inference(layout, model, device, p, shared.actor_offset, shared.run_actors)
+        # under mixed precision, the weights' casts are kept from one forward pass to the next
+        # until new weights are loaded (`InferenceLoop.reload`): this thread never trains them
+        with casts_kept(device):
+            serve(inference)
+
+    def serve(inference: InferenceWorker) -> None:
         if cfg.deterministic:  # its own seeded stream of action samples; env frames stay 0
             assert cfg.seed is not None
             seed_everything(cfg.seed + 1_000_003 * (1 + shared.inference_index(p, ctx.index)))

@@ -14,6 +14,7 @@ The worker writes its heartbeat (`SharedContext.heartbeats`) every loop iteratio
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from queue import Empty
@@ -22,6 +23,7 @@ from typing import Any
 import torch
 
 from surge.data.routing import OwnSlots
+from surge.learning.amp import casts_kept
 from surge.runtime.commands import SetRewardShaping
 from surge.runtime.components import make_rollout_worker, seed_everything
 from surge.runtime.experiment_folder import run_log_file
@@ -165,18 +167,13 @@ def _run(ctx: RolloutContext, worker: RolloutWorker, acting: InProcessActing | N
     After every step the loop adds the worker's env steps to `shared.env_steps[worker_idx]`; once
     the workers' total reaches `shared.env_steps_budget` it steps no more (the run is over: the main
     process stops it), so a run overshoots its budget by at most one step of each split."""
-    shared = ctx.shared
-    stop_flag = shared.stop_flag
-    counts = shared.env_steps.numpy()  # shared memory: [num_workers] int64
-    budget = shared.env_steps_budget.numpy()
-    w_idx = ctx.worker_idx
-    beats = shared.heartbeats.numpy()
+    counts = ctx.shared.env_steps.numpy()  # shared memory: [num_workers] int64
     learner_queues = ctx.learner_queues
 
     def deliver(p: int, first: int, own: OwnSlots) -> None:
         learner_queues[p].put(BlockReady(first, own))  # `BLOCK_CODEC` packs it
 
-    loop = RolloutLoop([worker], deliver, counts, w_idx)
+    loop = RolloutLoop([worker], deliver, counts, ctx.worker_idx)
     requester = None
     if acting is None:
         requester = _Requester(ctx, worker)
@@ -184,6 +181,26 @@ def _run(ctx: RolloutContext, worker: RolloutWorker, acting: InProcessActing | N
             requester.request(s)
     else:
         torch.set_grad_enabled(False)  # this process only acts and steps envs
+    # acting here under mixed precision: the weights' casts are kept between forward passes until
+    # new weights are loaded (`InferenceLoop.reload`); this process never trains them
+    with casts_kept(torch.device("cpu")) if acting is not None else contextlib.nullcontext():
+        _steps(ctx, worker, loop, requester, acting)
+
+
+def _steps(
+    ctx: RolloutContext,
+    worker: RolloutWorker,
+    loop: RolloutLoop,
+    requester: _Requester | None,
+    acting: InProcessActing | None,
+) -> None:
+    """`_run`'s loop: steps until the stop flag is set, or only reports once the budget is reached."""
+    shared = ctx.shared
+    stop_flag = shared.stop_flag
+    counts = shared.env_steps.numpy()  # shared memory: [num_workers] int64
+    budget = shared.env_steps_budget.numpy()
+    w_idx = ctx.worker_idx
+    beats = shared.heartbeats.numpy()
     last_report = last_poll = time.monotonic()
     while not stop_flag.is_set():
         now = beats[w_idx] = time.monotonic()

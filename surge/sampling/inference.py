@@ -92,6 +92,12 @@ class InferenceWorker:
         #: a third of the cost of indexing the tensors (a few µs per op, several ops per request)
         self._np = _numpy_views(self._fields, self._obs, buffers) if self._on_cpu else None
 
+    def weights_changed(self) -> None:
+        """Drops autocast's casts of the old weights (`surge.learning.amp.casts_kept`); call it after
+        the model's weights changed in place. Nothing to drop without mixed precision."""
+        if self._autocast is not None:
+            torch.clear_autocast_cache()
+
     def infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         """Acts on every request `(slots, t)` in one forward pass (without autograd); `slots` is
         `[N]` int64 or, for contiguous slots, a `slice` (cheaper: the buffers are read and written

@@ -66,6 +66,7 @@ class InferenceLoop:
         stamp = weights.read_seq()
         if stamp != self.seen:
             loaded = weights.load_into(self.inference.model)
+            self.inference.weights_changed()  # (torn or not, the old weights' casts are stale)
             if loaded is not None:  # else the learner died mid-publish: the run is stopping
                 self.inference.policy_version, self.seen = loaded, stamp
 

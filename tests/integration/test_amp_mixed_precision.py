@@ -224,3 +224,58 @@ def test_rl_games_mixed_precision_true_is_what_rl_games_runs(monkeypatch, cuda):
     # rl_games' False is float32: not surge's default (auto), which picks bf16 on some CPUs
     data["params"]["config"]["mixed_precision"] = False
     assert translate(data, str(path)).values["mixed_precision"] == "none"
+
+
+def _acting_copy(c, learner_model):
+    """A second acting module with its own weights (an inference process's), and its worker."""
+    from surge.runtime.components import make_inference, make_model
+
+    model = make_model(c.cfg, c.info, torch.device("cpu")).acting
+    model.load_state_dict(learner_model.state_dict())
+    return model, make_inference(c.layout, model, torch.device("cpu"), 0)
+
+
+def _weight_casts(worker, requests):
+    """The weight casts one forward pass makes (`aten::_to_copy` of a 2-D weight's shape), from
+    torch's profiler."""
+    shapes = {tuple(p.shape) for p in worker.model.parameters() if p.dim() == 2}
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        worker.infer(requests)
+    return sum(
+        e.count
+        for e in prof.key_averages(group_by_input_shape=True)
+        if e.key == "aten::_to_copy" and e.input_shapes and tuple(e.input_shapes[0]) in shapes
+    )
+
+
+def test_kept_casts_are_reused_and_follow_new_weights(tmp_path):
+    """Under `casts_kept` (the async inference process) a forward pass reuses the weights' bf16
+    casts of the previous one, and after the learner publishes new weights the worker acts as a
+    fresh autocast pass with those weights does (the stale casts dropped on reload)."""
+    from surge.learning.amp import casts_kept
+    from surge.runtime.shared_state import SharedWeights
+    from surge.sampling.inference_loop import InferenceLoop
+
+    cfg, c = _components(tmp_path, "--mixed_precision=bf16")
+    learner_model = c.models[0]
+    weights = SharedWeights(learner_model)
+    kept_model, kept = _acting_copy(c, learner_model)
+    ref_model, ref = _acting_copy(c, learner_model)  # a per-pass autocast, nothing kept: the reference
+    b = c.layout.buffers
+    requests = [(slice(0, 4), 0)]
+    b.obs[0:4, 0] = torch.randn(4, *b.obs.shape[2:])
+    loop = InferenceLoop(kept, weights)
+    with casts_kept(torch.device("cpu")):
+        loop.handle(requests)  # loads version 0 (the same weights) and casts them
+        assert _weight_casts(kept, requests) == 0  # the second pass casts no weight
+        with torch.no_grad():  # the learner's step: new weights, changed in place
+            for p in learner_model.parameters():
+                p.add_(torch.randn_like(p))
+        weights.publish(learner_model, policy_version=1)
+        loop.handle(requests)
+        got = b.values[0:4, 0].clone(), b.action_logits[0:4, 0].clone()
+    assert kept.policy_version == 1
+    ref_model.load_state_dict(learner_model.state_dict())
+    ref.infer(requests)
+    assert _weight_casts(ref, requests) > 0  # without the kept casts every pass casts its weights
+    assert torch.equal(got[0], b.values[0:4, 0]) and torch.equal(got[1], b.action_logits[0:4, 0])
