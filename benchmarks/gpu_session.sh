@@ -7,6 +7,7 @@
 #   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
 #   bash benchmarks/gpu_session.sh same_map  # doom_benchmark vs Sample Factory on its battle.cfg, 3 rounds
 #   bash benchmarks/gpu_session.sh pong_roles  # then, warm: role ceilings on the GPU; pong_1epoch vs SF, 1 round
+#   bash benchmarks/gpu_session.sh next        # the learner on 1 and 2 threads on the GPU; pong_1epoch vs SF, 2 inference workers, 3 rounds
 #   bash benchmarks/gpu_session.sh pong_two    # pong_1epoch vs SF, 2 inference workers each, 3 rounds
 #   bash benchmarks/gpu_session.sh roles     # then, warm: the CUDA tests; CPU per frame by kind, both
 #   bash benchmarks/gpu_session.sh profile   # torch's profiler over the GPU roles: where their CPU goes
@@ -91,6 +92,20 @@ pong_two)
     nvidia-smi -L; nproc
     step "pong_1epoch on the GPU, two inference workers each: surge vs Sample Factory 2.1.1 (async_rl), 16 workers, 3 rounds"
     timeout 540 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 3 --placement async --sf-mode async_rl --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 70 --extra "--device=gpu --num_workers=16 --policy_workers_per_policy=2" 2>&1 | tee "$OUT/pong_gpu_two_inference.txt" | grep -v "^\[20" | tail -12
+    ;;
+next)
+    # the next lent machine's one call (about 9.5 minutes with its start): the learner alone and
+    # as its process runs it (two threads) on the GPU, then pong_1epoch against Sample Factory's
+    # async_rl, 3 alternating rounds, both frameworks with two inference workers per policy
+    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
+    sf_python
+    export PYTHONPATH=$ROOT:/tmp/site
+    nvidia-smi -L; nproc; git log --oneline -1 2>/dev/null
+    step "role ceilings on the GPU: the learner on one thread and on two"
+    timeout 90 python3 benchmarks/role_ceilings.py --config pong_1epoch --config doom_benchmark \
+        --role learner --role learner_threads --device cuda --seconds 4 --out "$OUT/learner_threads_gpu.json" 2>&1 | tee "$OUT/learner_threads_gpu.txt" | grep -v "^\[20"
+    step "pong_1epoch on the GPU, two inference workers each: surge vs Sample Factory 2.1.1 (async_rl), 16 workers, 3 rounds"
+    timeout 450 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 3 --placement async --sf-mode async_rl --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 65 --extra "--device=gpu --num_workers=16 --policy_workers_per_policy=2" 2>&1 | tee "$OUT/pong_gpu_two_inference.txt" | grep -v "^\[20" | tail -12
     ;;
 pong_roles)
     # on the machine `same_map` left warm: the role ceilings on the GPU (auto CUDA schedule, as
@@ -193,6 +208,6 @@ PY
     du -sh .whlall
     ;;
 *)
-    echo "usage: $0 wheels|surge|both|same_map|pong_roles|pong_two|roles|profile|kernels|diagnose" >&2; exit 2
+    echo "usage: $0 wheels|surge|both|same_map|next|pong_roles|pong_two|roles|profile|kernels|diagnose" >&2; exit 2
     ;;
 esac

@@ -15,6 +15,9 @@ batches) and run for `--seconds` after a warm-up:
   `LearnerLoop.train(slots)`: `prepare_batch` (host: gathering the slots, converting observations,
   copies to the device) and `train_batch` (model compute). The stand-in for fresh trajectories
   resets `policy_version` before each batch, so that every batch has the policy lag of the first.
+- learner_threads: the same batches as the learner's process trains them (`--train_in_background_thread`,
+  the default): the next batch prepared on this thread while a training thread trains the one
+  before; against `learner`, what the two threads overlap.
 - inference: the requests of every split of the config's `--num_workers` rollout workers at one
   step (what a saturated inference worker gets in one batch, as the serial placement acts), handled
   again and again through `InferenceLoop.handle`, t cycling over the rollout; host side = `infer`
@@ -63,6 +66,7 @@ from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.data.trajectory import tree_map  # noqa: E402
 from surge.runtime.components import Components, build_components  # noqa: E402
 from surge.runtime.learner_loop import LearnerLoop  # noqa: E402
+from surge.runtime.learner_process import TrainerThread  # noqa: E402
 from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
 from surge.runtime.serial_sampler import SerialSampler  # noqa: E402
 from surge.sampling.inference_loop import InferenceLoop  # noqa: E402
@@ -254,6 +258,59 @@ def learner_alone(config: str, device: str, seconds: float, batches: int = 4) ->
         c.close()
 
 
+def learner_threads(config: str, device: str, seconds: float, batches: int = 4) -> Ceiling:
+    """The learner as its process runs it (`--train_in_background_thread`, the default): this thread
+    prepares the next batch (`prepare_batch`: the gather of its slots, the copy to the device) while
+    the training thread trains the one before (`TrainerThread`, one batch ahead at most); what
+    overlaps is what `learner` adds up. Parts: host_us (this thread's CPU in `prepare_batch`),
+    compute_us (the training thread's CPU), per env frame trained."""
+    c = _components(config, device)
+    try:
+        held = hold_batches(c, batches)
+        learner = c.learners[0]
+        loop = LearnerLoop(c.models[0], learner, 0)
+        version = learner.policy_version
+        frame = c.info.frameskip * c.cfg.rollout
+        done = {"frames": 0, "cpu": 0.0}
+
+        def train(item: tuple[Any, int]) -> None:  # on the training thread
+            batch, frames = item
+            t0 = time.thread_time()
+            learner.policy_version = version  # the stand-in for fresh trajectories
+            loop.train(batch, 0)
+            sync(c.device)
+            done["cpu"] += time.thread_time() - t0
+            done["frames"] += frames
+
+        trainer = TrainerThread(train)
+        batch = itertools.cycle(held)
+
+        def submit() -> float:  # this thread's CPU seconds in prepare_batch
+            slots = next(batch)
+            t0 = time.thread_time()
+            prepared = learner.prepare_batch(slots)
+            host = time.thread_time() - t0
+            trainer.submit((prepared, int(slots.numel()) * frame))
+            return host
+
+        for _ in range(3):
+            submit()
+        trainer.submit(None)  # (waits for the warm-up batches, then the thread ends)
+        trainer.thread.join()
+        trainer = TrainerThread(train)
+        done["frames"], done["cpu"] = 0, 0.0
+        host, w0, c0 = 0.0, time.perf_counter(), time.process_time()
+        while time.perf_counter() - w0 < seconds:
+            host += submit()
+        trainer.finish()
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        frames = done["frames"]
+        parts = {"host_us": _us(host, frames), "compute_us": _us(done["cpu"], frames)}
+        return Ceiling("learner_threads", frames, wall, cpu, parts, host + done["cpu"])
+    finally:
+        c.close()
+
+
 def inference_alone(config: str, device: str, seconds: float) -> Ceiling:
     """The inference worker handling every split's request again and again (module docstring);
     parts: host_us (`infer` minus `act`), compute_us (`act`)."""
@@ -432,6 +489,7 @@ def serial(config: str, device: str, seconds: float) -> Ceiling:
 
 ROLES: dict[str, Callable[[str, str, float], Ceiling]] = {
     "learner": learner_alone,
+    "learner_threads": learner_threads,
     "inference": inference_alone,
     "rollout": rollout_alone,
     "serial": serial,

@@ -133,11 +133,31 @@ def casts_kept(device: torch.device) -> Iterator[None]:
     every weight on every forward pass (the Nature CNN's 512 x 3136 layer: about 0.5 ms a pass on a
     CPU, 6.4 MB converted). This holds a disabled outer region open, so that the per-pass regions
     are inner ones and their exits keep the cache; ops between the regions run as without it.
-    Only for a thread that never trains the same weights in place (its optimizer steps would not
-    clear the cache): the async inference worker, a rollout worker acting with its own copy.
-    The cache is cleared on the way out."""
+    Whoever changes the weights in place in such a thread clears the cache: an inference worker
+    when it loads new weights (`InferenceLoop.reload`), the APPO learner around each forward pass
+    (`autocast_fresh`), the serial placement when a command or a frozen policy's new weights
+    replace them (`SerialSampler.drop_casts`). The cache is cleared on the way out."""
     with torch.autocast(device_type=device.type, enabled=False):
         yield
+
+
+@contextlib.contextmanager
+def autocast_fresh(mode: str, device: torch.device) -> Iterator[None]:
+    """`autocast(mode, device)` that neither uses nor leaves a kept cast of a weight
+    (`casts_kept`): the cache is cleared on the way in and on the way out. For a forward pass whose
+    weights change in place between passes (the learner's, between optimizer steps) in a thread
+    where casts may be kept (the serial placement's). Backward needs no cast from the cache: the
+    autograd graph holds the ones it saved."""
+    region = autocast(mode, device)
+    if isinstance(region, contextlib.nullcontext):
+        yield
+        return
+    torch.clear_autocast_cache()
+    try:
+        with region:
+            yield
+    finally:
+        torch.clear_autocast_cache()
 
 
 def make_grad_scaler(mode: str, device: torch.device) -> torch.amp.GradScaler | None:

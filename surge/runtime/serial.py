@@ -110,7 +110,7 @@ class SerialPlacement:
             for p, learner in c.learners.items()
         }
         sampler_state = self._matching_sampler_state()
-        self.sampler = SerialSampler(c, sampler_state)
+        self.sampler = SerialSampler(c, sampler_state, keep_casts=True)  # `close` drops them
         if sampler_state is not None:
             set_rng_state(sampler_state["rng"])
             self.resumed_step_frames = sampler_state.get("step_env_frames")  # older states: none
@@ -281,6 +281,7 @@ class SerialPlacement:
         # deep copies: the two policies must not share Adam's moment tensors
         state = copy.deepcopy(self.learner_loops[cmd.source_policy_id].export())
         c.inferences[cmd.policy_id].policy_version = loop.replace(state)
+        self.sampler.drop_casts()  # (the replaced weights' casts)
 
     def set_policy_weights(
         self, policy_id: int, state_dict: dict[str, torch.Tensor], policy_version: int
@@ -294,6 +295,7 @@ class SerialPlacement:
         c = self._frozen_check(policy_id)
         c.models[policy_id].load_state_dict(state_dict)
         c.inferences[policy_id].policy_version = int(policy_version)
+        self.sampler.drop_casts()  # (the old weights' casts)
 
     def policy_weights(self, policy_id: int) -> tuple[dict[str, torch.Tensor], int]:
         """A copy (on the CPU) of policy `policy_id`'s current model state, and its policy_version."""
@@ -418,6 +420,9 @@ class SerialPlacement:
         try:
             self._leave_data_parallel()
         finally:
+            sampler = getattr(self, "sampler", None)  # (made by `start`)
+            if sampler is not None:
+                sampler.drop_casts()
             if self.c is not None:
                 self.c.close()
         return StepReport()

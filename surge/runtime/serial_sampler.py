@@ -6,6 +6,7 @@ exact resume saves and restores (`SerialSampler.state_dict`).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 
 from surge.data.routing import OwnSlots, route_block
 from surge.data.trajectory import tree_assign
+from surge.learning.amp import casts_kept
 from surge.learning.batcher import Batcher
 from surge.runtime.components import Components
 from surge.sampling.inference_loop import InferenceLoop, InProcessActing
@@ -23,12 +25,18 @@ class SerialSampler:
     """Collects experience from all workers into trajectory slots, in one process, and groups the
     finished blocks into each policy's batches."""
 
-    def __init__(self, c: Components, state: dict[str, Any] | None = None):
+    def __init__(self, c: Components, state: dict[str, Any] | None = None, keep_casts: bool = False):
         self.c = c
         self.batchers = [c.layout.make_batcher() for _ in range(c.cfg.num_policies)]
         self.loop = RolloutLoop(c.workers, self._deliver)
         self.inference_loops = [InferenceLoop(inference) for inference in c.inferences]
         self.acting = InProcessActing(c.workers, self.inference_loops)
+        #: with `keep_casts`, under mixed precision, autocast's casts of the weights are kept from one
+        #: step's forward pass to the next (`surge.learning.amp.casts_kept`) until `drop_casts`: the
+        #: learner's forward passes drop them (`autocast_fresh`); the owner calls `drop_casts` when
+        #: weights change otherwise and when done (the kept region stays open on its thread)
+        self._kept: contextlib.AbstractContextManager[None] | None = None
+        self._keeps_casts = keep_casts and any(inference.autocasts for inference in c.inferences)
         if state is not None:
             self.load_state_dict(state)
         else:
@@ -120,7 +128,20 @@ class SerialSampler:
         """One env step of every split that has slots: inference for all of them (one forward pass
         per policy), then env stepping (`RolloutLoop.step`). A split whose blocks are all with the
         learners waits until they release one."""
+        if self._keeps_casts and self._kept is None:
+            self._kept = casts_kept(self.c.device)
+            self._kept.__enter__()
         self.loop.step(self.acting)
+
+    def drop_casts(self) -> None:
+        """Drops the kept casts of the weights (`step`): call it when a policy's weights change in
+        place other than by its learner's training (a command, a frozen policy's new weights), and
+        when done with the sampler (the kept region belongs to this thread)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.__exit__(None, None, None)
+        if self._keeps_casts:
+            torch.clear_autocast_cache()
 
     def take(self, policy_id: int = 0) -> torch.Tensor | None:
         """The slots `[N]` int64 of policy `policy_id`'s next batch (at least one iteration's worth

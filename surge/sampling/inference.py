@@ -92,6 +92,11 @@ class InferenceWorker:
         #: a third of the cost of indexing the tensors (a few µs per op, several ops per request)
         self._np = _numpy_views(self._fields, self._obs, buffers) if self._on_cpu else None
 
+    @property
+    def autocasts(self) -> bool:
+        """Whether `act` runs under autocast (`--mixed_precision` bf16 or fp16 here)."""
+        return self._autocast is not None
+
     def weights_changed(self) -> None:
         """Drops autocast's casts of the old weights (`surge.learning.amp.casts_kept`); call it after
         the model's weights changed in place. Nothing to drop without mixed precision."""

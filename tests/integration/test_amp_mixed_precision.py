@@ -279,3 +279,68 @@ def test_kept_casts_are_reused_and_follow_new_weights(tmp_path):
     ref.infer(requests)
     assert _weight_casts(ref, requests) > 0  # without the kept casts every pass casts its weights
     assert torch.equal(got[0], b.values[0:4, 0]) and torch.equal(got[1], b.action_logits[0:4, 0])
+
+
+def test_the_serial_sampler_keeps_casts_and_the_learner_never_trains_on_them(tmp_path):
+    """The serial placement keeps the weights' bf16 casts between steps, and its learner trains in
+    the same thread: every optimizer step must see the current weights (the same weights as a
+    learner with nothing kept), and the next step's actions must come from the trained weights."""
+    from surge.learning.amp import casts_kept
+
+    extra = ("--mixed_precision=bf16", "--ppo_epochs=3", "--max_grad_norm=0")
+    _, kept = _components(tmp_path / "kept", *extra)
+    _, plain = _components(tmp_path / "plain", *extra)
+    plain.models[0].load_state_dict(kept.models[0].state_dict())
+    sampler = SerialSampler(kept, keep_casts=True)  # as the serial placement makes it
+    slots = _slots(sampler)  # stepped with the casts kept: the cache holds casts of these weights
+    assert sampler._kept is not None
+    try:
+        batch = kept.learners[0].prepare_batch(slots)
+        torch.manual_seed(5)  # the same minibatches for both
+        plain.learners[0].train_batch(kept.learners[0].prepare_batch(slots))
+        torch.manual_seed(5)
+        kept.learners[0].train_batch(batch)  # 3 optimizer steps inside the kept region
+        for a, b in zip(kept.models[0].parameters(), plain.models[0].parameters(), strict=True):
+            assert torch.equal(a, b)
+        # the next step acts with the trained weights: as a worker keeping nothing does
+        _, ref = _acting_copy(kept, kept.models[0])
+        requests = [(slice(0, 4), 1)]
+        kept.inferences[0].infer(requests)
+        got = kept.layout.buffers.values[0:4, 1].clone()
+        sampler.drop_casts()
+        with casts_kept(torch.device("cpu")):  # a fresh region: nothing kept from before
+            ref.infer(requests)
+        assert torch.equal(got, kept.layout.buffers.values[0:4, 1])
+    finally:
+        sampler.drop_casts()
+    sampler.release(slots)
+
+
+def test_the_learners_autocast_regions_see_weights_changed_in_place_under_kept_casts():
+    """`autocast_fresh` (the APPO learner's region) neither uses a cast kept from before nor
+    leaves one: under `casts_kept`, a region after an in-place weight change computes with the new
+    weights, as a region with nothing kept does (torch's own cache alone would reuse the old cast)."""
+    from surge.learning.amp import autocast_fresh, casts_kept
+
+    torch.manual_seed(0)
+    lin, x = torch.nn.Linear(8, 4), torch.randn(3, 8)
+    cpu = torch.device("cpu")
+
+    def fresh() -> torch.Tensor:  # a bf16 linear of the current weights, nothing cached
+        return torch.nn.functional.linear(x.bfloat16(), lin.weight.bfloat16(), lin.bias.bfloat16())
+
+    with casts_kept(cpu):
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            lin(x)  # an inference pass: its casts are kept
+        with torch.no_grad():
+            lin.weight.add_(1.0)
+        with autocast_fresh("bf16", cpu):
+            first = lin(x)
+        with torch.no_grad():
+            lin.weight.add_(1.0)
+        with autocast_fresh("bf16", cpu):
+            second = lin(x)
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            after = lin(x)  # the next inference pass: nothing stale left behind
+    assert torch.equal(second, fresh()) and torch.equal(after, fresh())
+    assert not torch.equal(first, second)

@@ -1,5 +1,6 @@
 """benchmarks/role_ceilings.py, every role's ceiling measured on its own (issue 57): a short run on
-cartpole gives each role a positive finite rate with the config's batch sizes, and the serial loop's
+cartpole gives each role a positive finite rate with the config's batch sizes, the learner on two
+threads (as its process runs it) spends about what it spends on one, and the serial loop's
 measured rate agrees with what the roles' ceilings predict for one process that runs all three
 (1 / rate = Σ 1 / ceiling)."""
 
@@ -34,7 +35,7 @@ def one_torch_thread():
 
 def test_roles_alone_predict_the_serial_rate(one_torch_thread):
     res = role_ceilings.measure("cartpole", "cpu", seconds=0.4)
-    assert set(res) == {"learner", "inference", "rollout", "serial"}
+    assert set(res) == {"learner", "learner_threads", "inference", "rollout", "serial"}
     for r in res.values():
         for value in (r.fps_wall, r.fps_cpu, *r.parts.values()):
             assert math.isfinite(value), (r.role, r.parts)
@@ -47,6 +48,13 @@ def test_roles_alone_predict_the_serial_rate(one_torch_thread):
         assert all(r.parts[p] > 0 for p in parts), r.parts
         # parts are this thread's CPU: at most the process's (plus timer granularity)
         assert sum(r.parts[p] for p in parts) <= r.cpu_us * 1.05, r.parts
+    # the learner as its process runs it: the same work on two threads, so its two parts add up to
+    # about the learner's CPU per frame alone (the gather and copy on one, training on the other)
+    threads = res["learner_threads"]
+    assert threads.parts["host_us"] > 0 and threads.parts["compute_us"] > 0, threads.parts
+    split = threads.parts["host_us"] + threads.parts["compute_us"]
+    alone = res["learner"].parts["host_us"] + res["learner"].parts["compute_us"]
+    assert 0.5 <= split / alone <= 2.0, (threads.parts, res["learner"].parts)
     rollout = res["rollout"].parts
     assert rollout["env_us"] > 0 and rollout["framework_us"] > 0, rollout
     assert rollout["game_us"] == 0  # CartPole runs in this process

@@ -29,7 +29,7 @@ from surge.cfg.config import algo_params
 from surge.cfg.policy_roles import learning_policies
 from surge.data.trajectory import tree_map
 from surge.data.trajectory_batch import TrajectoryBatch
-from surge.learning.amp import autocast, resolve_mixed_precision
+from surge.learning.amp import autocast_fresh, resolve_mixed_precision
 from surge.learning.base import Batch, LearnerBase, exploration_coeff, learning_rate
 from surge.learning.central_value import CV_NAME, CentralValue, CentralValueTrainer, split_state
 from surge.learning.returns import vtrace
@@ -118,8 +118,9 @@ class Learner(LearnerBase):
         # a frozen policy 0 (--frozen_policies, --self_play) has no learner to say it
         if self.policy_id == learning_policies(self.cfg)[0]:
             logging.getLogger("surge").info("Learner: %s", why)
-        #: a fresh autocast context per forward pass (a no-op for `none`)
-        self._autocast = functools.partial(autocast, self.mixed_precision, self.device)
+        #: a fresh autocast context per forward pass (a no-op for `none`), with no kept cast of
+        #: the weights used or left behind (they change at every optimizer step)
+        self._autocast = functools.partial(autocast_fresh, self.mixed_precision, self.device)
 
     def set_hyperparams(self, values: dict[str, Any]) -> dict[str, tuple[float, float]]:
         """`LearnerBase.set_hyperparams`; Adam's betas of the central value follow the policy's
