@@ -59,7 +59,18 @@ _COMMON = ["--num_workers=2", "--device=cpu", "--seed=1"]
 # Settings Sample Factory 2 turns on (core defaults, or its example's) that surge's defaults leave
 # off; surge gets them spelled out so both frameworks do the same work and learn the same way.
 _SF_NORMALIZE = ["--normalize_input=True", "--normalize_returns=True"]
-_SF_ATARI = [*_SF_NORMALIZE, "--adam_eps=1e-5"]  # sf_examples/atari/atari_params.py
+# Sample Factory 2's initialisation and time-out handling where surge's atari_ family follows
+# CleanRL instead: SF's conv encoder is a TorchScript module that its orthogonal init skips
+# (PyTorch's init), its action head gets gain 1 (surge's family: 0.01, near-uniform at the start),
+# and it does not bootstrap time-outs. The head's gain decides how fast Pong learns per frame early
+# on: with 0.01 surge's policy entropy stayed at its maximum through 1M env frames of pong_1epoch
+# while SF's fell to 1.62 (docs/logs/benchmarks_2026-12-04.md).
+_SF_INIT = [
+    "--encoder_initialization=torch_default",
+    "--action_head_init_gain=1.0",
+    "--value_bootstrap=False",
+]
+_SF_ATARI = [*_SF_NORMALIZE, "--adam_eps=1e-5", *_SF_INIT]  # sf_examples/atari/atari_params.py
 # SF's Atari and MuJoCo examples learn synchronously (async_rl=False: collection waits while the
 # learner trains); the seed's APPO and surge's default learn asynchronously. SF gets both.
 _SF_MODES_WITH_ASYNC_RL = {
@@ -213,6 +224,7 @@ CONFIGS: dict[str, BenchConfig] = {
             "--env=envpool_breakout",
             *_COMMON,
             "--adam_eps=1e-5",  # SF's EnvPool Atari example; it normalises neither input nor returns
+            *_SF_INIT,
             "--env_agents=16",
             "--num_envs_per_worker=1",
             "--worker_num_splits=1",
