@@ -41,6 +41,14 @@ sf_python() {
     chmod +x /tmp/sfpy
 }
 
+# both frameworks' wheels installed, Sample Factory's python written, the machine named
+both_sides() {
+    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
+    sf_python
+    export PYTHONPATH=$ROOT:/tmp/site
+    nvidia-smi -L; nproc; git log --oneline -1 2>/dev/null
+}
+
 case "${1:-}" in
 surge)
     step install; install .whlall /tmp/site || exit 1
@@ -72,10 +80,7 @@ same_map)
     # surge vs Sample Factory 2.1.1 on doom_benchmark, both on Sample Factory's battle.cfg (the
     # 11-27 session's 0.88x compared different maps), 3 alternating rounds; 75 s a run, since Sample
     # Factory's first progress lines with frames came after ~40 s there
-    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
-    sf_python
-    export PYTHONPATH=$ROOT:/tmp/site
-    nvidia-smi -L; nproc; git log --oneline -1 2>/dev/null
+    both_sides
     step "smoke: one learner step on the GPU equals the CPU step"
     timeout 60 python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/integration/test_cuda.py -k one_learner_step 2>&1 | tail -3
     step "doom_benchmark on the GPU, same map: surge vs Sample Factory 2.1.1, 16 workers, 3 rounds"
@@ -97,10 +102,7 @@ next)
     # the next lent machine's one call (about 9.5 minutes with its start): the learner alone and
     # as its process runs it (two threads) on the GPU, then pong_1epoch against Sample Factory's
     # async_rl, 3 alternating rounds, both frameworks with two inference workers per policy
-    step install; install .whlall /tmp/site || exit 1; install .whlall/sf /tmp/sfsite || exit 1
-    sf_python
-    export PYTHONPATH=$ROOT:/tmp/site
-    nvidia-smi -L; nproc; git log --oneline -1 2>/dev/null
+    both_sides
     step "role ceilings on the GPU: the learner on one thread and on two"
     timeout 90 python3 benchmarks/role_ceilings.py --config pong_1epoch --config doom_benchmark \
         --role learner --role learner_threads --device cuda --seconds 4 --out "$OUT/learner_threads_gpu.json" 2>&1 | tee "$OUT/learner_threads_gpu.txt" | grep -v "^\[20"

@@ -225,18 +225,28 @@ def hold_batches(c: Components, n: int) -> list[torch.Tensor]:
     return held
 
 
+def _held_learner(c: Components, batches: int) -> tuple[list[torch.Tensor], Any, LearnerLoop, int, int]:
+    """Policy 0's learner on held batches: (their slots, the learner, its `LearnerLoop`, its
+    policy_version to reset before each batch, env frames per trajectory)."""
+    held = hold_batches(c, batches)
+    learner = c.learners[0]
+    return (
+        held,
+        learner,
+        LearnerLoop(c.models[0], learner, 0),
+        learner.policy_version,
+        c.info.frameskip * c.cfg.rollout,
+    )
+
+
 def learner_alone(config: str, device: str, seconds: float, batches: int = 4) -> Ceiling:
     """The learner training held trajectories again and again (module docstring); parts: host_us
     (`prepare_batch`), compute_us (the rest of the thread's CPU: `train_batch`)."""
     c = _components(config, device)
     try:
-        held = hold_batches(c, batches)
-        learner = c.learners[0]
-        loop = LearnerLoop(c.models[0], learner, 0)
-        version = learner.policy_version
+        held, learner, loop, version, frame = _held_learner(c, batches)
         host = Timed(c)
         learner.prepare_batch = host.wrap(learner.prepare_batch)  # type: ignore[method-assign]
-        frame = c.info.frameskip * c.cfg.rollout
         batch = itertools.cycle(held)
 
         def step() -> int:
@@ -266,11 +276,7 @@ def learner_threads(config: str, device: str, seconds: float, batches: int = 4) 
     compute_us (the training thread's CPU), per env frame trained."""
     c = _components(config, device)
     try:
-        held = hold_batches(c, batches)
-        learner = c.learners[0]
-        loop = LearnerLoop(c.models[0], learner, 0)
-        version = learner.policy_version
-        frame = c.info.frameskip * c.cfg.rollout
+        held, learner, loop, version, frame = _held_learner(c, batches)
         done = {"frames": 0, "cpu": 0.0}
 
         def train(item: tuple[Any, int]) -> None:  # on the training thread
