@@ -16,10 +16,12 @@ from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
 from surge.enjoy import enjoy
 from surge.errors import ConfigError
-from surge.learning.amp import check_mixed_precision
-from surge.runtime.components import build_components
+from surge.learning.amp import autocast_fresh, casts_kept, check_mixed_precision
+from surge.runtime.components import build_components, make_inference, make_model
 from surge.runtime.ranks import RankInfo, check_data_parallel
 from surge.runtime.serial import SerialSampler
+from surge.runtime.shared_state import SharedWeights
+from surge.sampling.inference_loop import InferenceLoop
 
 # fmt: off
 ARGS = [
@@ -228,8 +230,6 @@ def test_rl_games_mixed_precision_true_is_what_rl_games_runs(monkeypatch, cuda):
 
 def _acting_copy(c, learner_model):
     """A second acting module with its own weights (an inference process's), and its worker."""
-    from surge.runtime.components import make_inference, make_model
-
     model = make_model(c.cfg, c.info, torch.device("cpu")).acting
     model.load_state_dict(learner_model.state_dict())
     return model, make_inference(c.layout, model, torch.device("cpu"), 0)
@@ -252,10 +252,6 @@ def test_kept_casts_are_reused_and_follow_new_weights(tmp_path):
     """Under `casts_kept` (the async inference process) a forward pass reuses the weights' bf16
     casts of the previous one, and after the learner publishes new weights the worker acts as a
     fresh autocast pass with those weights does (the stale casts dropped on reload)."""
-    from surge.learning.amp import casts_kept
-    from surge.runtime.shared_state import SharedWeights
-    from surge.sampling.inference_loop import InferenceLoop
-
     cfg, c = _components(tmp_path, "--mixed_precision=bf16")
     learner_model = c.models[0]
     weights = SharedWeights(learner_model)
@@ -285,8 +281,6 @@ def test_the_serial_sampler_keeps_casts_and_the_learner_never_trains_on_them(tmp
     """The serial placement keeps the weights' bf16 casts between steps, and its learner trains in
     the same thread: every optimizer step must see the current weights (the same weights as a
     learner with nothing kept), and the next step's actions must come from the trained weights."""
-    from surge.learning.amp import casts_kept
-
     extra = ("--mixed_precision=bf16", "--ppo_epochs=3", "--max_grad_norm=0")
     _, kept = _components(tmp_path / "kept", *extra)
     _, plain = _components(tmp_path / "plain", *extra)
@@ -320,8 +314,6 @@ def test_the_learners_autocast_regions_see_weights_changed_in_place_under_kept_c
     """`autocast_fresh` (the APPO learner's region) neither uses a cast kept from before nor
     leaves one: under `casts_kept`, a region after an in-place weight change computes with the new
     weights, as a region with nothing kept does (torch's own cache alone would reuse the old cast)."""
-    from surge.learning.amp import autocast_fresh, casts_kept
-
     torch.manual_seed(0)
     lin, x = torch.nn.Linear(8, 4), torch.randn(3, 8)
     cpu = torch.device("cpu")
