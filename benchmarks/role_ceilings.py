@@ -543,7 +543,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="--device of the model: cpu, cuda, cuda:K")
     ap.add_argument("--out", type=Path, help="also write the figures as JSON here")
     ap.add_argument("--cuda_schedule", help="how the CPU waits for the GPU: auto, spin, yield, blocking")
+    ap.add_argument(
+        "--host_gather",
+        action="store_true",
+        help="a CUDA learner gathers its batches on the host (index_select into page-locked memory) "
+        "instead of copying them from the registered buffers by DMA (surge.data.device_copy), "
+        "as surge did before",
+    )
     a = ap.parse_args(argv)
+    if a.host_gather:
+        import surge.learning.base
+
+        surge.learning.base.device_copy_for = lambda buffers, device: None  # type: ignore[assignment]
     if a.cuda_schedule:  # before any CUDA work (`gpu_timing.set_cuda_schedule`)
         set_cuda_schedule(a.cuda_schedule, torch.device(a.device).index or 0)
     torch.set_num_threads(1)

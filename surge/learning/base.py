@@ -15,6 +15,7 @@ from torch import Tensor, nn
 
 from surge.cfg.config import Config
 from surge.cfg.policy_hyperparams import PolicyHyperparams
+from surge.data.device_copy import device_copy_for
 from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.data.trajectory_batch import TrajectoryBatch
 from surge.learning.amp import make_grad_scaler
@@ -278,9 +279,16 @@ class LearnerBase:
         learner renames them: APPO's and A2C's `values` -> old_values).
         """
         cfg, dev = self.cfg, self.device
-        data = self.buffers.gather(slots, pin_memory=dev.type == "cuda")
-        # `.to` keeps the strides, so the time-major view is taken on the device (a view either way)
-        d = {k: tree_map(lambda x: x.to(dev, non_blocking=True).transpose(0, 1), v) for k, v in data.items()}
+        copier = device_copy_for(self.buffers, dev) if dev.type == "cuda" else None
+        if copier is not None:  # straight from the buffers to the device (surge.data.device_copy)
+            d = {k: tree_map(lambda x: x.transpose(0, 1), v) for k, v in copier.copy(slots).items()}
+        else:
+            data = self.buffers.gather(slots, pin_memory=dev.type == "cuda")
+            # `.to` keeps the strides, so the time-major view is taken on the device (a view either way)
+            d = {
+                k: tree_map(lambda x: x.to(dev, non_blocking=True).transpose(0, 1), v)
+                for k, v in data.items()
+            }
         acting = d.pop("policy_id")
         b = TrajectoryBatch(
             obs=d.pop("obs"),

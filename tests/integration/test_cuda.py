@@ -8,6 +8,8 @@ They run on a lent GPU machine through `benchmarks/gpu_session.sh surge`.
   the serial and async placements, with the learning test's hyper-parameters and budget (`tests/learning/
   test_cartpole.py`), and the checkpoint is played on the CPU.
 - DQN trains CartPole-v1 on the GPU in the async placement and its checkpoint plays on the CPU.
+- A learner's batch goes from the page-locked trajectory buffers to the GPU by DMA
+  (`surge.data.device_copy`), equal to the host gather's and complete when the copy returns.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import copy
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -23,6 +26,9 @@ import torch
 from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
+from surge.data.device_copy import device_copy_for
+from surge.data.trajectory import TrajectoryBuffers
+from surge.learning.algorithm import get_algorithm
 from surge.models.actor_critic import ActorCritic
 from surge.runtime.shared_state import SharedWeights
 from tests.integration.test_learner_reference import (
@@ -122,3 +128,42 @@ def test_shared_weights_cross_from_a_gpu_model_to_gpu_and_cpu_models():
         for a, b in zip(learner.state_dict().values(), reader.state_dict().values(), strict=True):
             if a.is_floating_point():
                 assert torch.equal(a.cpu(), b.cpu())
+
+
+def _filled_buffers(num_slots: int = 16) -> TrajectoryBuffers:
+    obs_space = gym.spaces.Dict(
+        {"img": gym.spaces.Box(0, 255, (3, 8, 8), np.uint8), "v": gym.spaces.Box(-1, 1, (2,), np.float32)}
+    )
+    actions = gym.spaces.Discrete(3)
+    buf = TrajectoryBuffers(num_slots, 4, obs_space, actions, 8, get_algorithm("APPO").step_fields(actions))
+    buf.share_memory()  # as a learner process has them
+    g = torch.Generator().manual_seed(0)
+    for t in [buf.obs["img"], buf.obs["v"], *(getattr(buf, n) for n in buf.FIELDS if n != "obs")]:
+        t.copy_((torch.rand(t.shape, generator=g) * 100).to(t.dtype))
+    return buf
+
+
+def test_a_batch_goes_to_the_gpu_by_dma_from_the_registered_buffers():
+    # surge.data.device_copy: the buffers' own memory is page-locked in place, the batch equals the
+    # host gather's, and it is complete when `copy` returns (the slots are overwritten at once after)
+    buf = _filled_buffers()
+    cuda = torch.device("cuda")
+    copier = device_copy_for(buf, cuda)
+    assert copier is not None and device_copy_for(buf, cuda) is copier  # registered once a process
+    assert buf.obs["img"].is_pinned() and buf.rewards.is_pinned()
+    slots = torch.tensor([8, 9, 10, 11, 0, 1, 2, 3, 13])
+    expected = buf.gather(slots)
+    got = copier.copy(slots)
+    for name in buf.FIELDS:  # the slots are written again at once, as a rollout worker would
+        for t in got[name].values() if isinstance(got[name], dict) else [got[name]]:
+            assert t.device.type == "cuda"
+        torch_tree = getattr(buf, name)
+        for t in torch_tree.values() if isinstance(torch_tree, dict) else [torch_tree]:
+            t.zero_()
+    for name in buf.FIELDS:
+        ref = expected[name]
+        for key in ref if isinstance(ref, dict) else [None]:
+            out = (got[name][key] if key else got[name]).cpu()
+            assert torch.equal(out, ref[key] if key else ref), (name, key)
+    copier.close()
+    assert not buf.obs["img"].is_pinned()

@@ -86,6 +86,17 @@ class StubBuffers:
 
     def __init__(self, data: dict[str, torch.Tensor]):
         self.data = data
+        #: the fields by name, as `TrajectoryBuffers` has them (a CUDA learner copies them straight
+        #: to the device, `surge.data.device_copy`, indexing its slots: ask for `arange(N)` there)
+        self.FIELDS = tuple(data)
+
+    def __getattr__(self, name: str) -> torch.Tensor:
+        if name != "data" and name in self.data:
+            return self.data[name]
+        raise AttributeError(name)
+
+    def nbytes(self) -> int:
+        return sum(v.numel() * v.element_size() for v in self.data.values())
 
     def gather(self, slots: torch.Tensor, pin_memory: bool = False) -> dict[str, torch.Tensor]:
         return {k: v.pin_memory() if pin_memory else v.clone() for k, v in self.data.items()}
