@@ -76,7 +76,9 @@ def _register(t: Tensor) -> weakref.finalize:
     if err != 0:
         _clear_cuda_error()
         raise RuntimeError(f"cudaHostRegister of {size} bytes failed with cudaError {err}")
-    return weakref.finalize(t, cudart.cudaHostUnregister, ptr)
+    undo = weakref.finalize(t, cudart.cudaHostUnregister, ptr)
+    undo.atexit = False  # the process's end releases it, the CUDA runtime perhaps gone by then
+    return undo
 
 
 def _clear_cuda_error() -> None:

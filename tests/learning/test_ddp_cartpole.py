@@ -14,6 +14,7 @@ import pytest
 
 from surge.app.resolve import parse_cfg
 from surge.enjoy import enjoy
+from tests.play_checkpoint import CARTPOLE_SOLVED_EPISODES
 
 ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -34,7 +35,13 @@ def test_two_ranks_reach_475_on_cartpole(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     assert (tmp_path / "cp" / "done").exists()
     ev = parse_cfg(
-        [*args, "--max_num_episodes=10", "--no_render=True", "--eval_deterministic=True"], evaluation=True
+        [
+            *args,
+            f"--max_num_episodes={CARTPOLE_SOLVED_EPISODES}",
+            "--no_render=True",
+            "--eval_deterministic=True",
+        ],
+        evaluation=True,
     )
     returns = enjoy(ev)["returns"]
     assert np.mean(returns) >= 475, returns

@@ -1,5 +1,5 @@
 """Learning test: DQN (`surge.algorithms.dqn.declaration`) reaches >= 475 on CartPole-v1 within 100k env steps
-in both placements: deterministic evaluation (10 episodes, greedy `eval_act`) of the best
+in both placements: deterministic evaluation (100 episodes, greedy `eval_act`) of the best
 checkpoint chosen by evaluation during training (`--save_best_by_eval`, Stable-Baselines3's
 EvalCallback). The run stops at the first evaluation that scores 500 (below).
 
@@ -46,7 +46,7 @@ import pytest
 
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
-from tests.play_checkpoint import play
+from tests.play_checkpoint import CARTPOLE_SOLVED_EPISODES, play
 
 BUDGET = 100_000  # env steps (CartPole: frameskip 1); at zoo's 50k, seed 1 evaluated 301
 
@@ -79,11 +79,11 @@ KIND = {"serial": "best", "async": "best"}  # which checkpoint is played (module
 
 
 def train_and_evaluate(tmp_path, placement: str, *extra: str) -> list[float]:
-    """Trains DQN on CartPole-v1 and returns the greedy returns of 10 episodes of its final
+    """Trains DQN on CartPole-v1 and returns the greedy returns of 100 episodes of its final
     (serial) or best-by-evaluation (async) checkpoint, played by `surge enjoy` on fresh envs."""
     args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp_path}"]
     assert train(parse_cfg([*args, *HYPERPARAMS, *PLACEMENTS[placement], *extra])) == "done"
-    return play(args, "DQN", KIND[placement])
+    return play(args, "DQN", KIND[placement], CARTPOLE_SOLVED_EPISODES)
 
 
 @pytest.mark.slow
@@ -103,5 +103,5 @@ def test_default_dqn_learns_cartpole(tmp_path):
     args = ["--env=CartPole-v1", "--experiment=dqn", f"--train_dir={tmp_path}"]
     readme = ["--algo=DQN", "--serial_mode=True", f"--train_for_env_steps={BUDGET}"]
     assert train(parse_cfg([*args, *readme, "--seed=1", *EVAL_STOP])) == "done"
-    returns = play(args, "DQN", "best")
+    returns = play(args, "DQN", "best", CARTPOLE_SOLVED_EPISODES)
     assert np.mean(returns) >= 475, returns

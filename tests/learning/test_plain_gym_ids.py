@@ -16,6 +16,7 @@ import pytest
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import TrainingRun
 from surge.enjoy import enjoy
+from tests.play_checkpoint import CARTPOLE_SOLVED_EPISODES
 
 PLACEMENT = ["--serial_mode=True", "--num_workers=2"]
 
@@ -48,7 +49,7 @@ def test_cartpole_v1_learns_with_the_defaults_its_spaces_choose(tmp_path):
             "--env=CartPole-v1",
             "--experiment=run",
             f"--train_dir={tmp_path}",
-            "--max_num_episodes=10",
+            f"--max_num_episodes={CARTPOLE_SOLVED_EPISODES}",
             "--no_render=True",
             "--eval_deterministic=True",
         ],

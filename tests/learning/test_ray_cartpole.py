@@ -25,6 +25,7 @@ from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.app.training_run import train  # noqa: E402
 from surge.enjoy import enjoy  # noqa: E402
 from surge.runtime.checkpoint import CheckpointManager  # noqa: E402
+from tests.play_checkpoint import CARTPOLE_SOLVED_EPISODES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +83,13 @@ def test_cartpole_reaches_475_with_its_sampler_node_on_the_second_node(cluster, 
     assert seen, "no SamplerNode process ran under the second node's raylet"
     args = ["--env=CartPole-v1", "--experiment=cp", f"--train_dir={tmp_path}"]
     ev = parse_cfg(
-        [*args, "--max_num_episodes=10", "--no_render=True", "--eval_deterministic=True"], evaluation=True
+        [
+            *args,
+            f"--max_num_episodes={CARTPOLE_SOLVED_EPISODES}",
+            "--no_render=True",
+            "--eval_deterministic=True",
+        ],
+        evaluation=True,
     )
     returns = enjoy(ev)["returns"]
     assert np.mean(returns) >= 475, returns

@@ -1,7 +1,7 @@
 """Learning test: two policies trained jointly on CartPole-v1 (Sample Factory's default mapping: a
 random policy per env, re-drawn at each episode start), in the serial and the async placement. Each
 policy has its own learner, checkpoints and summaries, and each one alone reaches >= 475 in
-`surge enjoy --policy_index=i` (10 greedy episodes). In every placement the run stops
+`surge enjoy --policy_index=i` (100 greedy episodes, Gym's solved criterion). In every placement the run stops
 once each policy has had an evaluation (20 greedy episodes every 10k env frames) at 500
 (`--eval_score_to_win`), and each one's best-by-evaluation checkpoint is played. The serial
 placement stopped once policy 0's last 100 training episodes averaged >= 475 (`--score_to_win`)
@@ -17,6 +17,7 @@ from test_cartpole import PLACEMENTS as CARTPOLE_PLACEMENTS
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
 from surge.enjoy import enjoy
+from tests.play_checkpoint import CARTPOLE_SOLVED_EPISODES
 
 # The serial placement stops and plays as the async one does. With test_cartpole's serial stop
 # (policy 0's training return) policy 1 played 268.9 on an Intel Xeon (2026-12-02): the serial run
@@ -40,7 +41,13 @@ def test_two_policies_each_reach_475_on_cartpole(tmp_path, placement):
         assert list((tmp_path / "mp" / f"checkpoint_p{p}").glob("checkpoint_*.pth"))
         assert list((tmp_path / "mp" / "summaries" / str(p)).glob("events.out.tfevents.*"))
         ev = parse_cfg(
-            [*args, f"--policy_index={p}", "--max_num_episodes=10", "--no_render", "--eval_deterministic"]
+            [
+                *args,
+                f"--policy_index={p}",
+                f"--max_num_episodes={CARTPOLE_SOLVED_EPISODES}",
+                "--no_render",
+                "--eval_deterministic",
+            ]
             + [f"--load_checkpoint_kind={KIND[placement]}"],
             evaluation=True,
         )
