@@ -18,7 +18,6 @@ import copy
 import sys
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -27,10 +26,9 @@ from surge.algorithms.appo.learner import Learner
 from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
 from surge.data.device_copy import device_copy_for
-from surge.data.trajectory import TrajectoryBuffers
-from surge.learning.algorithm import get_algorithm
 from surge.models.actor_critic import ActorCritic
 from surge.runtime.shared_state import SharedWeights
+from tests.filled_buffers import filled_buffers
 from tests.integration.test_learner_reference import (
     ACTION_SPACE,
     GAE,
@@ -130,23 +128,10 @@ def test_shared_weights_cross_from_a_gpu_model_to_gpu_and_cpu_models():
                 assert torch.equal(a.cpu(), b.cpu())
 
 
-def _filled_buffers(num_slots: int = 16) -> TrajectoryBuffers:
-    obs_space = gym.spaces.Dict(
-        {"img": gym.spaces.Box(0, 255, (3, 8, 8), np.uint8), "v": gym.spaces.Box(-1, 1, (2,), np.float32)}
-    )
-    actions = gym.spaces.Discrete(3)
-    buf = TrajectoryBuffers(num_slots, 4, obs_space, actions, 8, get_algorithm("APPO").step_fields(actions))
-    buf.share_memory()  # as a learner process has them
-    g = torch.Generator().manual_seed(0)
-    for t in [buf.obs["img"], buf.obs["v"], *(getattr(buf, n) for n in buf.FIELDS if n != "obs")]:
-        t.copy_((torch.rand(t.shape, generator=g) * 100).to(t.dtype))
-    return buf
-
-
 def test_a_batch_goes_to_the_gpu_by_dma_from_the_registered_buffers():
     # surge.data.device_copy: the buffers' own memory is page-locked in place, the batch equals the
     # host gather's, and it is complete when `copy` returns (the slots are overwritten at once after)
-    buf = _filled_buffers()
+    buf = filled_buffers(16, img=(3, 8, 8)).share_memory()  # as a learner process has them
     cuda = torch.device("cuda")
     copier = device_copy_for(buf, cuda)
     assert copier is not None and device_copy_for(buf, cuda) is copier  # registered once a process

@@ -3,13 +3,11 @@ copy per run of consecutive slots. The run logic and the copies are checked here
 a naive loop over slots; registration and the DMA themselves run in `tests/integration/test_cuda.py`
 (a lent GPU)."""
 
-import gymnasium as gym
 import numpy as np
 import torch
 
 from surge.data.device_copy import copy_runs, slot_runs
-from surge.data.trajectory import TrajectoryBuffers
-from surge.learning.algorithm import get_algorithm
+from tests.filled_buffers import filled_buffers
 
 
 def _naive_runs(slots: list[int]) -> list[tuple[int, int, int]]:
@@ -35,14 +33,7 @@ def test_slot_runs_splits_the_slots_where_they_stop_being_consecutive():
 
 
 def test_copy_runs_gives_what_gather_gives_for_any_slots():
-    obs_space = gym.spaces.Dict(
-        {"img": gym.spaces.Box(0, 255, (3, 4, 5), np.uint8), "v": gym.spaces.Box(-1, 1, (2,), np.float32)}
-    )
-    actions = gym.spaces.Discrete(3)
-    buf = TrajectoryBuffers(16, 4, obs_space, actions, 8, get_algorithm("APPO").step_fields(actions))
-    g = torch.Generator().manual_seed(0)
-    for t in [buf.obs["img"], buf.obs["v"], *(getattr(buf, n) for n in buf.FIELDS if n != "obs")]:
-        t.copy_((torch.rand(t.shape, generator=g) * 100).to(t.dtype))
+    buf = filled_buffers(16)
     for slots in ([4, 5, 6, 7, 0, 1, 2, 3], [9], [15, 3, 4, 11, 12, 13], list(range(16))):
         idx = torch.tensor(slots)
         got, ref = copy_runs(buf, idx, torch.device("cpu")), buf.gather(idx)

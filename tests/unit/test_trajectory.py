@@ -8,6 +8,7 @@ import torch
 from surge.data.block_pool import BlockPool
 from surge.data.trajectory import TrajectoryBuffers
 from surge.learning.algorithm import FieldSpec, get_algorithm
+from tests.filled_buffers import filled_buffers
 
 
 def test_layout_nan_fill_and_start_next():
@@ -31,14 +32,7 @@ def test_layout_nan_fill_and_start_next():
 
 def test_gather_copies_each_slot_as_a_loop_over_slots_does():
     """`gather` (index_select) against the naive reference: one slot at a time, stacked."""
-    obs_space = gym.spaces.Dict(
-        {"img": gym.spaces.Box(0, 255, (3, 4, 5), np.uint8), "v": gym.spaces.Box(-1, 1, (2,), np.float32)}
-    )
-    actions = gym.spaces.Discrete(3)
-    buf = TrajectoryBuffers(6, 4, obs_space, actions, 8, get_algorithm("APPO").step_fields(actions))
-    g = torch.Generator().manual_seed(0)
-    for t in [buf.obs["img"], buf.obs["v"], *(getattr(buf, n) for n in buf.FIELDS if n != "obs")]:
-        t.copy_((torch.rand(t.shape, generator=g) * 100).to(t.dtype))  # every field, no NaN left
+    buf = filled_buffers(6)  # every field, no NaN left
     slots = torch.tensor([4, 0, 4, 2])  # out of order, one slot twice
     got = buf.gather(slots)
     for name in buf.FIELDS:
