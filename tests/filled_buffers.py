@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+import surge.app.builtins  # noqa: F401 - registers the built-in algorithms (APPO)
 from surge.data.trajectory import TrajectoryBuffers
 from surge.learning.algorithm import get_algorithm
 

@@ -86,8 +86,8 @@ class StubBuffers:
 
     def __init__(self, data: dict[str, torch.Tensor]):
         self.data = data
-        #: the fields by name, as `TrajectoryBuffers` has them (a CUDA learner copies them straight
-        #: to the device, `surge.data.device_copy`, indexing its slots: ask for `arange(N)` there)
+        #: the fields by name, as `TrajectoryBuffers` has them: a CUDA learner reads their sizes to
+        #: choose how its batches travel (`surge.data.device_copy`; these are all gathered)
         self.FIELDS = tuple(data)
 
     def __getattr__(self, name: str) -> torch.Tensor:
