@@ -62,6 +62,7 @@ from configs import CONFIGS  # noqa: E402
 from gpu_timing import gpu_busy_us, set_cuda_schedule, sync  # noqa: E402
 from process_cpu import _processes  # noqa: E402
 
+import surge.learning.base  # noqa: E402 - `--host_gather` replaces its device_copy_for
 from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.data.trajectory import tree_map  # noqa: E402
 from surge.runtime.components import Components, build_components  # noqa: E402
@@ -552,8 +553,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     if a.host_gather:
-        import surge.learning.base
-
         surge.learning.base.device_copy_for = lambda buffers, device: None  # type: ignore[assignment]
     if a.cuda_schedule:  # before any CUDA work (`gpu_timing.set_cuda_schedule`)
         set_cuda_schedule(a.cuda_schedule, torch.device(a.device).index or 0)

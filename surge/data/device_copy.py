@@ -84,6 +84,11 @@ def _leaves(tree: Tree) -> list[Tensor]:
     return out
 
 
+def _big_leaves(buffers: TrajectoryBuffers) -> list[Tensor]:
+    """The buffers' tensors that go by DMA (`by_dma`), every field's leaves in field order."""
+    return [t for name in buffers.FIELDS for t in _leaves(getattr(buffers, name)) if by_dma(t)]
+
+
 def _register(t: Tensor) -> weakref.finalize:
     """Page-locks `t`'s storage in place (`cudaHostRegister`, flag portable). Returns the undo,
     which runs once: when called, or when `t` is freed, whichever comes first.
@@ -128,16 +133,15 @@ class DeviceCopy:
         self._buffers = weakref.ref(buffers)
         self.device = device
         self._undo: list[weakref.finalize] = []
+        big = _big_leaves(buffers)  # only what goes by DMA is page-locked
         try:
-            for name in buffers.FIELDS:
-                for t in _leaves(getattr(buffers, name)):
-                    if by_dma(t):  # only what goes by DMA is page-locked
-                        self._undo.append(_register(t))
+            for t in big:
+                self._undo.append(_register(t))
         except RuntimeError:
             self.close()
             raise
         #: bytes registered (the fields that go by DMA)
-        self.nbytes = sum(t.numel() * t.element_size() for t in _big_leaves(buffers))
+        self.nbytes = sum(t.numel() * t.element_size() for t in big)
         # the copy is waited for with the thread asleep, not spinning on the GPU
         self._done = torch.cuda.Event(blocking=True)
 
@@ -155,7 +159,7 @@ class DeviceCopy:
 
     def close(self) -> None:
         """Unregisters the buffers' memory (idempotent); `device_copy_for` makes a new one after."""
-        buffers = self._buffers() if hasattr(self, "_buffers") else None
+        buffers = self._buffers()
         if buffers is not None and _COPIES.get(buffers) is self:
             del _COPIES[buffers]
         undo, self._undo = self._undo, []
@@ -164,10 +168,6 @@ class DeviceCopy:
 
 
 _COPIES: weakref.WeakKeyDictionary[TrajectoryBuffers, DeviceCopy | None] = weakref.WeakKeyDictionary()
-
-
-def _big_leaves(buffers: TrajectoryBuffers) -> list[Tensor]:
-    return [t for name in buffers.FIELDS for t in _leaves(getattr(buffers, name)) if by_dma(t)]
 
 
 def device_copy_for(buffers: TrajectoryBuffers, device: torch.device) -> DeviceCopy | None:
