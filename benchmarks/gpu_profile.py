@@ -27,7 +27,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from configs import CONFIGS  # noqa: E402
 from gpu_timing import set_cuda_schedule, sync  # noqa: E402
-from role_ceilings import _components, hold_batches  # noqa: E402
+from role_ceilings import EXTRA_FLAGS, _components, hold_batches, own_inference  # noqa: E402
 
 from surge.data.trajectory import tree_map  # noqa: E402
 from surge.runtime.components import Components  # noqa: E402
@@ -37,14 +37,15 @@ from surge.sampling.inference_loop import InferenceLoop  # noqa: E402
 
 
 def _inference_step(c: Components) -> Callable[[], None]:
-    """One inference pass over every split's request (as `role_ceilings.inference_alone`)."""
+    """One inference pass over every split's request (as `role_ceilings.inference_alone`: a model
+    of its own, CUDA graphs as the config says)."""
     held = hold_batches(c, 1)[0]
     splits = [w.splits[s] for w in c.workers for s in range(len(w.splits))]
     for split in splits:
         index = torch.as_tensor(split.np_slots)
         source = held[torch.arange(len(index)) % len(held)]
         tree_map(lambda x: x.index_copy_(0, index, x[source]), c.buffers.obs)  # noqa: B023
-    loop, ts = InferenceLoop(c.inferences[0]), itertools.cycle(range(c.cfg.rollout))
+    loop, ts = InferenceLoop(own_inference(c)), itertools.cycle(range(c.cfg.rollout))
 
     def step() -> None:
         t = next(ts)
@@ -105,7 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--calls", type=int, default=20, help="profiled calls per role")
     ap.add_argument("--cuda_schedule", help="how the CPU waits for the GPU: auto, spin, yield, blocking")
+    ap.add_argument("--no_cuda_graphs", action="store_true", help="inference without CUDA graphs")
     a = ap.parse_args(argv)
+    if a.no_cuda_graphs:
+        EXTRA_FLAGS.append("--cuda_graphs=False")
     if a.cuda_schedule:  # before any CUDA work
         set_cuda_schedule(a.cuda_schedule, torch.device(a.device).index or 0)
     torch.set_num_threads(1)

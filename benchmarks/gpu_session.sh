@@ -7,7 +7,8 @@
 #   bash benchmarks/gpu_session.sh diagnose  # which process saturates; CPU per frame by kind; DQN 4x8 envs
 #   bash benchmarks/gpu_session.sh same_map  # doom_benchmark vs Sample Factory on its battle.cfg, 3 rounds
 #   bash benchmarks/gpu_session.sh pong_roles  # then, warm: role ceilings on the GPU; pong_1epoch vs SF, 1 round
-#   bash benchmarks/gpu_session.sh next        # CUDA tests; the learner on 1 and 2 threads on the GPU, batches by DMA and gathered on the host
+#   bash benchmarks/gpu_session.sh next        # CUDA tests; the learner on 1 and 2 threads on the GPU, batches by DMA and gathered
+#                                              # on the host; the inference worker with and without CUDA graphs
 #   bash benchmarks/gpu_session.sh pong_two    # pong_1epoch vs SF, 2 inference workers each, 3 rounds
 #   bash benchmarks/gpu_session.sh roles     # then, warm: the CUDA tests; CPU per frame by kind, both
 #   bash benchmarks/gpu_session.sh profile   # torch's profiler over the GPU roles: where their CPU goes
@@ -99,9 +100,10 @@ pong_two)
     timeout 540 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 3 --placement async --sf-mode async_rl --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 70 --extra "--device=gpu --num_workers=16 --policy_workers_per_policy=2" 2>&1 | tee "$OUT/pong_gpu_two_inference.txt" | grep -v "^\[20" | tail -12
     ;;
 next)
-    # the next lent machine's one call (about 4 minutes with its start): the CUDA tests (the DMA
-    # of a batch from the registered buffers among them), then the learner alone and as its
-    # process runs it (two threads) on the GPU, its batches by DMA and gathered on the host
+    # the next lent machine's one call (about 5 minutes with its start): the CUDA tests (the DMA
+    # of a batch from the registered buffers and the CUDA-graph inference among them), then the
+    # learner alone and as its process runs it (two threads) on the GPU, its batches by DMA and
+    # gathered on the host, then the inference worker with and without CUDA graphs
     both_sides
     step "pytest tests/integration/test_cuda.py -m 'not slow'"
     timeout 120 python3 -m pytest -q -p no:cacheprovider -o addopts="" -m "not slow" tests/integration/test_cuda.py 2>&1 | tee "$OUT/pytest_cuda_fast.txt" | tail -6
@@ -110,6 +112,12 @@ next)
         timeout 90 python3 benchmarks/role_ceilings.py --config pong_1epoch --config doom_benchmark \
             --role learner --role learner_threads --device cuda --seconds 4 $([ $gather = host ] && echo --host_gather) \
             --out "$OUT/learner_threads_gpu_$gather.json" 2>&1 | tee "$OUT/learner_threads_gpu_$gather.txt" | grep -v "^\[20"
+    done
+    for graphs in on off; do
+        step "role ceilings on the GPU: the inference worker, CUDA graphs $graphs"
+        timeout 90 python3 benchmarks/role_ceilings.py --config pong_1epoch --config doom_benchmark \
+            --role inference --device cuda --seconds 4 $([ $graphs = off ] && echo --no_cuda_graphs) \
+            --out "$OUT/inference_gpu_graphs_$graphs.json" 2>&1 | tee "$OUT/inference_gpu_graphs_$graphs.txt" | grep -P -v '^\[20(?!.*(CUDA|graph))'
     done
     ;;
 pong_roles)

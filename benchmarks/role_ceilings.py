@@ -21,7 +21,9 @@ batches) and run for `--seconds` after a warm-up:
 - inference: the requests of every split of the config's `--num_workers` rollout workers at one
   step (what a saturated inference worker gets in one batch, as the serial placement acts), handled
   again and again through `InferenceLoop.handle`, t cycling over the rollout; host side = `infer`
-  minus the model's `act`.
+  minus the model's `act`. The worker has a model of its own, as an inference process has, so
+  that `--cuda_graphs` (the config's, on by default) acts on a GPU; `--no_cuda_graphs` measures the
+  eager pass.
 - rollout: a `RolloutLoop` stepping the real envs, the actions written straight into the action
   buffers from a pool of random valid actions (the stand-in for inference) and every finished
   block released at once (the stand-in for the learner). Run twice: plain (the ceiling) and with
@@ -44,6 +46,7 @@ and is not in the process's CPU.
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
 import os
@@ -65,11 +68,12 @@ from process_cpu import _processes  # noqa: E402
 import surge.learning.base  # noqa: E402 - `--host_gather` replaces its device_copy_for
 from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.data.trajectory import tree_map  # noqa: E402
-from surge.runtime.components import Components, build_components  # noqa: E402
+from surge.runtime.components import Components, build_components, make_inference  # noqa: E402
 from surge.runtime.learner_loop import LearnerLoop  # noqa: E402
 from surge.runtime.learner_process import TrainerThread  # noqa: E402
 from surge.runtime.process_setup import retain_freed_memory  # noqa: E402
 from surge.runtime.serial_sampler import SerialSampler  # noqa: E402
+from surge.sampling.inference import InferenceWorker  # noqa: E402
 from surge.sampling.inference_loop import InferenceLoop  # noqa: E402
 from surge.sampling.rollout_loop import RolloutLoop  # noqa: E402
 
@@ -131,10 +135,15 @@ def _children_cpu() -> float:
     return total
 
 
+#: flags added to every config's (`--no_cuda_graphs`: `--cuda_graphs=False`)
+EXTRA_FLAGS: list[str] = []
+
+
 def _components(config: str, device: str) -> Components:
     cfg = parse_cfg(
         [
             *CONFIGS[config].surge_args,
+            *EXTRA_FLAGS,
             "--serial_mode=True",
             "--decorrelate_experience_max_seconds=0",
             f"--device={device}",
@@ -329,10 +338,14 @@ def inference_alone(config: str, device: str, seconds: float) -> Ceiling:
             index = torch.as_tensor(split.np_slots)
             source = held[torch.arange(len(index)) % len(held)]
             tree_map(lambda x: x.index_copy_(0, index, x[source]), c.buffers.obs)  # noqa: B023
-        inference = c.inferences[0]
+        inference = own_inference(c)
         loop = InferenceLoop(inference)
         act = Timed(c)
-        inference.act = act.wrap(inference.act)
+        graphed = inference._graphed
+        if graphed is None:
+            inference.act = act.wrap(inference.act)
+        else:  # the act a pass runs: a graph's replay, or the eager pass when capture failed
+            graphed._make_runner = _timed_runners(graphed._make_runner, act)  # type: ignore[method-assign]
         rows = sum(len(s.slots) for s in splits)
         ts = itertools.cycle(range(c.cfg.rollout))
         frame = c.info.frameskip
@@ -351,6 +364,21 @@ def inference_alone(config: str, device: str, seconds: float) -> Ceiling:
         return Ceiling("inference", w.frames, w.wall, w.cpu, parts, w.thread)
     finally:
         c.close()
+
+
+def own_inference(c: Components) -> InferenceWorker:
+    """Policy 0's inference worker with a model of its own (a copy of the serial placement's), as
+    an inference process has: `--cuda_graphs` acts on a GPU (`make_inference`'s choice, logged)."""
+    model = copy.deepcopy(c.inferences[0].model)
+    return make_inference(c.layout, model, c.inferences[0].device, 0, own_model=True)
+
+
+def _timed_runners(
+    make: Callable[[int], Callable[[], Any]], timed: Timed
+) -> Callable[[int], Callable[[], Any]]:
+    """`GraphedAct._make_runner` whose runners (a pass's replay and its wait for the outputs) are
+    timed as `act`."""
+    return lambda rows: timed.wrap(make(rows))
 
 
 def _instant_actions(c: Components, pool: int = 16) -> Callable[[list[tuple[int, int]]], None]:
@@ -551,7 +579,15 @@ def main(argv: list[str] | None = None) -> int:
         "instead of copying them from the registered buffers by DMA (surge.data.device_copy), "
         "as surge did before",
     )
+    ap.add_argument(
+        "--no_cuda_graphs",
+        action="store_true",
+        help="the inference worker runs its forward pass eagerly on a GPU (--cuda_graphs=False), as "
+        "surge did before",
+    )
     a = ap.parse_args(argv)
+    if a.no_cuda_graphs:
+        EXTRA_FLAGS.append("--cuda_graphs=False")
     if a.host_gather:
         surge.learning.base.device_copy_for = lambda buffers, device: None  # type: ignore[assignment]
     if a.cuda_schedule:  # before any CUDA work (`gpu_timing.set_cuda_schedule`)

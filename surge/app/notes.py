@@ -52,6 +52,8 @@ def config_notes(cfg: Config) -> list[str]:
     for name in algo.unused_params:
         if name in defaults and getattr(cfg, name) != defaults[name]:
             notes.append(f"--{name} has no effect with --algo={algo.name} ({algo.description}).")
+    if not cfg.cuda_graphs and not getattr(cfg, "serial_mode", False) and str(cfg.device) == "cpu":
+        notes.append("--cuda_graphs=False has no effect with --device=cpu (the graphs are CUDA's).")
     if not cfg.use_rnn and not getattr(cfg, "zero_rnn_on_done", True):
         notes.append("--zero_rnn_on_done=False has no effect with --use_rnn=False (no recurrent state).")
     if not str(cfg.lr_schedule).startswith("kl_adaptive"):

@@ -64,6 +64,14 @@ class ExperimentParams:
         "(docs/mixed_precision.md).",
         ("auto", "none", "bf16", "fp16", "bf16_cuda"),
     )
+    cuda_graphs: bool = param(
+        True,
+        "On a CUDA device, an inference worker process replays its forward pass from captured CUDA "
+        "graphs (one per batch size, rows padded up to a power of two): one launch per pass where "
+        "each operation cost the CPU one. Used with an algorithm whose act allows it (APPO, A2C), "
+        "float32 (--mixed_precision none) and without --deterministic; a capture that fails is "
+        "logged and the worker acts without graphs. The run's log says which.",
+    )
     seed: int | None = param(None, "Random seed for torch, numpy and the envs (None: random).")
     eval_env_frameskip: int | None = param(
         None,

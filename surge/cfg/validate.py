@@ -53,6 +53,7 @@ ASYNC_ONLY = {
     "default_niceness": "there are no child processes to renice",
     "train_in_background_thread": "training runs in the main loop, between rollouts",
     "deterministic": "the serial placement is exact already: it resumes bit for bit",
+    "cuda_graphs": "inference acts with the learner's own model, which training moves",
 }
 
 

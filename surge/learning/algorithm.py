@@ -182,6 +182,10 @@ class Capabilities:
             written in the experiment folder) of at most `--sample_env_frames` env frames.
         prev_action_reward: its model reads the observation's previous action and reward entries
             (`--use_prev_action_reward`, `surge.envs.prev_action_reward`) as features before the core.
+        graphed_act: its `act` reads nothing of its `ActContext` but `deterministic`, never waits
+            on the device (no `.item()`, no shape that depends on the data) and keeps no Python
+            state between calls, so an inference worker on a GPU may replay it from captured
+            CUDA graphs (`--cuda_graphs`, `surge.sampling.graphed_act`).
     """
 
     data_parallel: bool = False
@@ -194,6 +198,7 @@ class Capabilities:
     synchronous: bool = False
     sampler_only: bool = False
     prev_action_reward: bool = False
+    graphed_act: bool = False
 
 
 @dataclass(frozen=True)

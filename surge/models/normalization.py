@@ -28,6 +28,11 @@ class RunningMeanStd(nn.Module):
     #: `surge.runtime.data_parallel.DataParallel` in the learning process; None: one process)
     reduce_moments: ClassVar[Callable[[int, Tensor, Tensor], tuple[int, Tensor, Tensor]] | None] = None
 
+    #: keep the derived statistics (`derived`) in the same tensors when they are recomputed: a
+    #: captured CUDA graph reads them at fixed addresses (set by `surge.sampling.graphed_act` on an
+    #: inference worker's model, whose forward passes keep no autograd graph that a copy would spoil)
+    derive_in_place: bool = False
+
     # the buffers registered in __init__ (float64; `mean` and `var` of `shape`, `count` a scalar)
     mean: Tensor
     var: Tensor
@@ -55,11 +60,19 @@ class RunningMeanStd(nn.Module):
     def derived(self) -> tuple[Tensor, Tensor]:
         """float32 `(mean, sqrt(var + eps))`, recomputed only when the statistics changed: an
         inference pass on a few observations would otherwise spend most of the normaliser's time
-        converting the float64 statistics."""
+        converting the float64 statistics. With `derive_in_place` a recomputation is copied into
+        the tensors returned before (same shapes and device), so their addresses stay."""
         key = self._stats_key()
         if key != self._derived_key:
             with torch.no_grad():
-                self._derived = self._derive()
+                fresh, old = self._derive(), self._derived
+                if self.derive_in_place and all(
+                    o.shape == f.shape and o.device == f.device for o, f in zip(old, fresh, strict=True)
+                ):
+                    for o, f in zip(old, fresh, strict=True):
+                        o.copy_(f)
+                else:
+                    self._derived = fresh
             self._derived_key = key
         return self._derived
 

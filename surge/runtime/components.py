@@ -9,6 +9,7 @@ shared memory and calls the same functions inside each child process.
 
 from __future__ import annotations
 
+import logging
 import random
 from dataclasses import dataclass
 
@@ -29,9 +30,12 @@ from surge.learning.batcher import Batcher, blocks_per_batch, traj_per_iteration
 from surge.runtime.env_checks import check_env_spaces
 from surge.runtime.ranks import rank_info
 from surge.sampling.checks import check_policy_mapping
+from surge.sampling.graphed_act import cuda_graphs_choice
 from surge.sampling.inference import InferenceWorker
 from surge.sampling.policy_mapping import PolicyMapper
 from surge.sampling.rollout_worker import RolloutWorker
+
+log = logging.getLogger("surge")
 
 
 @dataclass
@@ -222,10 +226,17 @@ def make_inference(
     policy_id: int,
     actor_offset: int = 0,
     run_actors: int = 0,
+    own_model: bool = False,
 ) -> InferenceWorker:
     """An inference worker acting with the algorithm's `act` for policy `policy_id`; a Ray sampler
     node passes its first actor's run-wide id `actor_offset` and the run's `run_actors` (else the
-    layout's own: `num_actors`)."""
+    layout's own: `num_actors`). `own_model`: the model is the worker's own (an inference
+    process), not the learner's; with it, on a CUDA device, `--cuda_graphs` may act (its choice
+    logged)."""
+    mixed_precision = resolve_mixed_precision(layout.cfg.mixed_precision, layout.cfg.algo, device, model)[0]
+    graphs, why = cuda_graphs_choice(layout.cfg, layout.algo, device, mixed_precision, own_model)
+    if device.type == "cuda":
+        log.info("inference policy %d: CUDA graphs %s", policy_id, why if graphs else f"off: {why}")
     return InferenceWorker(
         model,
         layout.buffers,
@@ -237,9 +248,8 @@ def make_inference(
         num_actors=run_actors or num_actors(layout.cfg, layout.info),
         actor_offset=actor_offset,
         skip_obs_key=layout.cfg.central_value_state_key if layout.cfg.central_value else None,
-        mixed_precision=resolve_mixed_precision(layout.cfg.mixed_precision, layout.cfg.algo, device, model)[
-            0
-        ],
+        mixed_precision=mixed_precision,
+        cuda_graphs=graphs,
     )
 
 

@@ -51,7 +51,9 @@ def inference_process_main(ctx: InferenceContext) -> None:
         configure_backends(cfg, device)
         model = make_model(cfg, layout.info, device).acting  # learner-only modules are dropped
         model.eval()
-        inference = make_inference(layout, model, device, p, shared.actor_offset, shared.run_actors)
+        inference = make_inference(
+            layout, model, device, p, shared.actor_offset, shared.run_actors, own_model=True
+        )
         # under mixed precision, the weights' casts are kept from one forward pass to the next
         # until new weights are loaded (`InferenceLoop.reload`): this thread never trains them
         with casts_kept(device):

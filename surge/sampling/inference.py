@@ -17,6 +17,7 @@ from surge.envs.action_masks import MASK_KEY
 from surge.learning.algorithm import ActContext
 from surge.learning.amp import autocast, to_float32
 from surge.learning.central_value import actor_obs
+from surge.sampling.graphed_act import GraphedAct
 
 #: numpy views of the buffers (`_numpy_views`): the non-Dict fields by name, the observations
 #: inference reads (a tree of arrays), `rnn_states`
@@ -68,6 +69,7 @@ class InferenceWorker:
         skip_obs_key: str | None = None,
         mixed_precision: str = "none",
         actor_offset: int = 0,
+        cuda_graphs: bool = False,
     ):
         self.model, self.buffers, self.device = model, buffers, device
         self.actor_offset = actor_offset
@@ -91,6 +93,21 @@ class InferenceWorker:
         #: numpy views of the same memory (CPU): a contiguous request's reads and writes index these,
         #: a third of the cost of indexing the tensors (a few µs per op, several ops per request)
         self._np = _numpy_views(self._fields, self._obs, buffers) if self._on_cpu else None
+        #: `act` replayed from CUDA graphs (`cuda_graphs`): the rows of a pass gathered into static
+        #: buffers, the outputs back in one transfer
+        self._graphed = (
+            GraphedAct(
+                model,
+                act,
+                self._obs,
+                buffers.rnn_states,
+                min(len(buffers.rnn_states), num_actors or len(buffers.rnn_states)),
+                device,
+                capture=device.type == "cuda",
+            )
+            if cuda_graphs
+            else None
+        )
 
     @property
     def autocasts(self) -> bool:
@@ -119,7 +136,7 @@ class InferenceWorker:
 
     def _infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         buf, dev = self.buffers, self.device
-        if self._np is not None and self.num_policies == 1 and _all_views(requests):
+        if self._np is not None and self._graphed is None and self.num_policies == 1 and _all_views(requests):
             # _all_views found every request (slice, int), which mypy cannot narrow a Sequence to
             return self._infer_views(requests, self._np)  # type: ignore[arg-type]
         slots: Tensor | slice
@@ -138,6 +155,11 @@ class InferenceWorker:
             if not len(slots):
                 return
         n = _count(slots)
+        if self._graphed is not None:
+            out = self._graphed(_as_index(slots), ts)  # host views: written below as they are
+            self._write(out, slots, ts)
+            self.samples += n
+            return
         if isinstance(slots, slice) and self._on_cpu:
             # a view of the buffers: the model gets a copy of its own (a custom model may write
             # into its input), as a gather would give it
@@ -175,14 +197,19 @@ class InferenceWorker:
         else:  # --mixed_precision: act under autocast, its outputs written as float32
             with self._autocast():
                 out = to_float32(self.act(self.model, obs, rnn_states, ctx))
-        fields, on_cpu = self._fields, self._on_cpu
+        self._write(out, slots, ts)
+        self.samples += n
+
+    def _write(self, out: dict[str, Tensor], slots: Tensor | slice, ts: Tensor | int) -> None:
+        """Writes `act`'s outputs `{field: [N, ...]}` at `(slots, ts)` (the hidden state at
+        `ts + 1`) and the policy_version."""
+        fields = self._fields
         for name, value in out.items():
             if name == "rnn_states":
                 self._write_rnn_states(slots, ts, value)
             else:
-                fields[name][slots, ts] = value if on_cpu else value.cpu()
-        buf.policy_version[slots, ts] = self.policy_version
-        self.samples += n
+                fields[name][slots, ts] = value.cpu()  # (a CPU tensor's `.cpu()` is itself)
+        self.buffers.policy_version[slots, ts] = self.policy_version
 
     def _infer_views(self, requests: Sequence[tuple[slice, int]], views: _NumpyViews) -> None:
         """`_infer` for requests of contiguous slots at one t each, on the CPU, through the buffers'

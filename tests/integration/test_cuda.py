@@ -10,6 +10,8 @@ They run on a lent GPU machine through `benchmarks/gpu_session.sh surge`.
 - DQN trains CartPole-v1 on the GPU in the async placement and its checkpoint plays on the CPU.
 - A learner's batch goes from the page-locked trajectory buffers to the GPU by DMA
   (`surge.data.device_copy`), equal to the host gather's and complete when the copy returns.
+- An inference worker's act replayed from captured CUDA graphs (`--cuda_graphs`) acts as the eager
+  pass, and with a learner's new weights once they are loaded.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ from surge.app.resolve import parse_cfg
 from surge.app.training_run import train
 from surge.data.device_copy import device_copy_for
 from surge.models.actor_critic import ActorCritic
+from surge.models.normalization import RunningMeanStd
+from surge.runtime.components import build_components
 from surge.runtime.shared_state import SharedWeights
+from surge.sampling.inference import InferenceWorker
 from tests.filled_buffers import filled_buffers
 from tests.integration.test_learner_reference import (
     ACTION_SPACE,
@@ -153,3 +158,59 @@ def test_a_batch_goes_to_the_gpu_by_dma_from_the_registered_buffers():
             assert torch.equal(out, ref[key] if key else ref), (name, key)
     copier.close()
     assert not buf.obs["img"].is_pinned()
+
+
+@pytest.mark.parametrize("env,core", [("CartPole-v1", "gru"), ("memory_cue", "lstm")])
+def test_act_replayed_from_cuda_graphs_acts_as_the_eager_pass_also_after_new_weights(env, core):
+    # surge.sampling.graphed_act: one graph captured per bucket; its outputs equal the eager
+    # pass's on the same model; after a learner's new weights and normaliser statistics are
+    # loaded in place, the replay acts with them; each replay draws fresh random actions
+    flags = [f"--env={env}", "--num_workers=1", "--num_envs_per_worker=16", "--worker_num_splits=2"]
+    flags += ["--rollout=4", "--recurrence=4", "--batch_size=32", "--seed=3", "--device=cuda"]
+    flags += ["--use_rnn=True", f"--rnn_type={core}", "--normalize_input=True", "--mixed_precision=none"]
+    c = build_components(parse_cfg(flags))
+    base = c.inferences[0]
+    model = copy.deepcopy(base.model)  # the worker's own, as in an inference process
+    kw = {"num_actors": base.num_actors}
+    eager = InferenceWorker(model, base.buffers, base.device, base.act, **kw)
+    graphed = InferenceWorker(model, base.buffers, base.device, base.act, cuda_graphs=True, **kw)
+    buf = base.buffers
+    g = torch.Generator().manual_seed(0)
+    for leaf in buf.obs.values() if isinstance(buf.obs, dict) else [buf.obs]:
+        leaf.copy_(torch.randn(leaf.shape, generator=g).to(leaf.dtype))
+    buf.rnn_states.copy_(torch.randn(buf.rnn_states.shape, generator=g))
+
+    def outputs(worker, slots, t):
+        worker.infer([(slots, t)])
+        return {k: getattr(buf, k)[slots, t].clone() for k in ("values", "action_logits", "actions")} | {
+            "next": buf.rnn_states[slots, t + 1].clone()
+        }
+
+    def check(slots, t):
+        e, gr = outputs(eager, slots, t), outputs(graphed, slots, t)
+        for k in ("values", "action_logits", "next"):
+            assert torch.allclose(e[k], gr[k], atol=1e-5, rtol=1e-5), k
+        lp = torch.log_softmax(buf.action_logits[slots, t], -1).gather(
+            -1, buf.actions[slots, t].long().view(-1, 1)
+        )
+        assert torch.allclose(buf.behavior_log_probs[slots, t], lp.view(-1), atol=1e-5)
+
+    for slots in (torch.arange(0, 8), torch.tensor([3, 9, 12])):
+        check(slots, 1)
+    act = graphed._graphed
+    assert act is not None and act.failure is None and act.captured == [8], (act.failure, act.captured)
+    draws = torch.stack([outputs(graphed, torch.arange(0, 8), 1)["actions"] for _ in range(20)])
+    assert len({tuple(r.tolist()) for r in draws}) > 1  # fresh random numbers on every replay
+    learner = copy.deepcopy(model)
+    with torch.no_grad():
+        for p in learner.parameters():
+            p.add_(torch.randn(p.shape, generator=g).to(p.device) * 0.1)
+    norm = next(m for m in learner.modules() if isinstance(m, RunningMeanStd))
+    norm.update(torch.randn(64, *norm.mean.shape, generator=g).cuda() * 3 + 2)
+    weights = SharedWeights(learner)
+    weights.publish(learner, policy_version=3)
+    before = outputs(graphed, torch.arange(0, 8), 1)["values"]
+    assert weights.load_into(model) == 3
+    after = outputs(graphed, torch.arange(0, 8), 1)["values"]
+    assert not torch.allclose(before, after)
+    check(torch.arange(0, 8), 1)

@@ -156,6 +156,7 @@ A2C = register_algorithm(
             rescale_actions=True,
             carry_rnn_over_done=True,
             prev_action_reward=True,
+            graphed_act=True,
             synchronous=True,  # one gradient step per round of rollouts, policy lag 0
         ),
         unused_params=(

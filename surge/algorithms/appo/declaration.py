@@ -105,6 +105,7 @@ APPO = register_algorithm(
             rescale_actions=True,
             carry_rnn_over_done=True,
             prev_action_reward=True,
+            graphed_act=True,
         ),
     )
 )
