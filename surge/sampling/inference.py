@@ -155,7 +155,7 @@ class InferenceWorker:
             if not len(slots):
                 return
         n = _count(slots)
-        if self._graphed is not None:
+        if self._graphed is not None and n <= self._graphed.max_rows:  # (more rows than actors: eager)
             out = self._graphed(_as_index(slots), ts)  # host views: written below as they are
             self._write(out, slots, ts)
             self.samples += n
