@@ -49,6 +49,9 @@ class InferenceWorker:
         mixed_precision: `--mixed_precision` as resolved (none, bf16 or fp16; not auto, see
             `surge.learning.amp.resolve_mixed_precision`): `act` runs under `torch.autocast` and
             every floating tensor it returns is cast to float32 before it is written.
+        cuda_graphs: act through `surge.sampling.graphed_act.GraphedAct`: on a CUDA device replayed
+            from captured graphs, elsewhere the same static data path run eagerly (the tests');
+            the caller decides (`cuda_graphs_choice`: the model must be this worker's own).
 
     `act` gets an `ActContext` per forward pass: the acting agents' `actor_ids` read from the
     buffers' per-slot table (a view for contiguous slots; the rollout workers write it once per
