@@ -31,6 +31,34 @@ class IdentityCore(nn.Module):
         return x
 
 
+def cell_step(rnn: nn.GRU | nn.LSTM, x: Tensor, state: Any) -> tuple[Tensor, Any]:
+    """One time step of `rnn` (unidirectional, batch second, no dropout between layers at
+    inference) by `torch.gru_cell` / `torch.lstm_cell`, layer after layer.
+
+    Args:
+        rnn: the module whose weights are used (`weight_ih_l{k}`, `weight_hh_l{k}`, biases).
+        x: `[B, in]` float input of the first layer.
+        state: GRU `h` `[layers, B, hidden]`; LSTM `(h, c)`, each `[layers, B, hidden]`.
+    Returns:
+        (the last layer's output `[B, hidden]`, the new state shaped as `state`): what
+        `rnn(x.unsqueeze(0), state)` gives, its output squeezed.
+    """
+    is_lstm = isinstance(rnn, nn.LSTM)
+    hs, cs = [], []
+    for k in range(rnn.num_layers):
+        w = (getattr(rnn, f"weight_ih_l{k}"), getattr(rnn, f"weight_hh_l{k}"))
+        b = (getattr(rnn, f"bias_ih_l{k}"), getattr(rnn, f"bias_hh_l{k}")) if rnn.bias else (None, None)
+        if is_lstm:
+            h, c = torch.lstm_cell(x, (state[0][k], state[1][k]), *w, *b)
+            cs.append(c)
+        else:
+            h = torch.gru_cell(x, state[k], *w, *b)
+        hs.append(h)
+        x = h
+    h_all = torch.stack(hs)
+    return x, ((h_all, torch.stack(cs)) if is_lstm else h_all)
+
+
 class RnnCore(nn.Module):
     """A GRU or LSTM core.
 
@@ -62,7 +90,15 @@ class RnnCore(nn.Module):
         return state.transpose(0, 1).reshape(state.shape[1], -1)
 
     def step(self, x: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
-        """x `[B, in]`, state `[B, state_size]` -> (out `[B, hidden]`, new state `[B, state_size]`)."""
+        """x `[B, in]`, state `[B, state_size]` -> (out `[B, hidden]`, new state `[B, state_size]`).
+
+        On a GPU the step runs layer by layer through `torch.gru_cell` / `torch.lstm_cell` (the
+        same equations as `nn.GRU` / `nn.LSTM`) rather than cuDNN's RNN call: plain kernels, which
+        a CUDA graph of the inference pass captures (`surge.sampling.graphed_act`). On the CPU
+        `nn.GRU`'s one step decomposes into those operations anyway."""
+        if x.is_cuda:
+            out, new = cell_step(self.rnn, x, self._unflatten(state))
+            return out, self._flatten(new)
         out, new = self.rnn(x.unsqueeze(0), self._unflatten(state))
         return out.squeeze(0), self._flatten(new)
 

@@ -252,7 +252,8 @@ class GraphedAct:
                 self._forward(rows)
         torch.cuda.current_stream(self.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
+        # thread_local: CUDA work another thread of the process may issue does not void the capture
+        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode="thread_local"):
             packed = self._forward(rows)
         self.captured.append(rows)
 

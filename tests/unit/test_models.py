@@ -7,7 +7,7 @@ import torch
 
 from surge.cfg.config import Config
 from surge.models.actor_critic import ActorCritic
-from surge.models.cores import RnnCore
+from surge.models.cores import RnnCore, cell_step
 
 
 def _cfg(**kw):
@@ -265,3 +265,19 @@ def test_channels_last_conv_weights_compute_what_nchw_ones_do_and_checkpoints_lo
         got, ref = model2.act(obs, h, deterministic=True), model.act(obs, h, deterministic=True)
     for field in ("actions", "log_probs", "values", "logits"):
         torch.testing.assert_close(getattr(got, field), getattr(ref, field), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_the_cell_step_a_gpu_takes_equals_the_rnn_modules_step(kind, layers):
+    # surge.models.cores.cell_step (RnnCore.step on a GPU, for CUDA graphs) against nn.GRU / nn.LSTM
+    torch.manual_seed(0)
+    rnn = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(6, 5, num_layers=layers)
+    x = torch.randn(7, 6)
+    h = torch.randn(layers, 7, 5)
+    state = (h, torch.randn(layers, 7, 5)) if kind == "lstm" else h
+    out, new = cell_step(rnn, x, state)
+    ref_out, ref_new = rnn(x.unsqueeze(0), state)
+    assert torch.allclose(out, ref_out.squeeze(0), atol=1e-6)
+    for a, b in zip(new if kind == "lstm" else [new], ref_new if kind == "lstm" else [ref_new], strict=True):
+        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
