@@ -98,6 +98,7 @@ class OutputLayout:
             offset += nbytes
         self.fields = fields
         self.width = -(-offset // 8) * 8
+        self.names = tuple(outputs)  # the fields in the order `act` returned them
 
     def pack(self, outputs: dict[str, Tensor]) -> Tensor:
         """The outputs `{name: [B, ...]}` as one uint8 `[B, width]` tensor (on their device)."""

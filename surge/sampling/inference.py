@@ -17,7 +17,7 @@ from surge.envs.action_masks import MASK_KEY
 from surge.learning.algorithm import ActContext
 from surge.learning.amp import autocast, to_float32
 from surge.learning.central_value import actor_obs
-from surge.sampling.graphed_act import GraphedAct
+from surge.sampling.graphed_act import GraphedAct, OutputLayout
 
 #: numpy views of the buffers (`_numpy_views`): the non-Dict fields by name, the observations
 #: inference reads (a tree of arrays), `rnn_states`
@@ -96,6 +96,9 @@ class InferenceWorker:
         #: numpy views of the same memory (CPU): a contiguous request's reads and writes index these,
         #: a third of the cost of indexing the tensors (a few µs per op, several ops per request)
         self._np = _numpy_views(self._fields, self._obs, buffers) if self._on_cpu else None
+        #: off the CPU, the outputs of an eager pass cross to the host packed into one tensor
+        self._pack_outputs = not self._on_cpu
+        self._layout: OutputLayout | None = None
         #: `act` replayed from CUDA graphs (`cuda_graphs`): the rows of a pass gathered into static
         #: buffers, the outputs back in one transfer
         self._graphed = (
@@ -200,6 +203,11 @@ class InferenceWorker:
         else:  # --mixed_precision: act under autocast, its outputs written as float32
             with self._autocast():
                 out = to_float32(self.act(self.model, obs, rnn_states, ctx))
+        if self._pack_outputs:  # one transfer to the host for all outputs, not a `.cpu()` (a sync) each
+            layout = self._layout
+            if layout is None or layout.names != tuple(out):
+                layout = self._layout = OutputLayout(out)
+            out = layout.unpack(layout.pack(out).cpu())
         self._write(out, slots, ts)
         self.samples += n
 

@@ -180,3 +180,33 @@ def test_derive_in_place_keeps_the_tensors_and_matches_a_fresh_derivation():
     plain.load_state_dict(n.state_dict())
     for a, b in zip(second, plain.derived(), strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("env,rnn,core", [("CartPole-v1", False, "gru"), ("memory_cue", True, "lstm")])
+def test_an_eager_pass_with_its_outputs_packed_writes_what_it_writes_field_by_field(env, rnn, core):
+    """Off the CPU an eager pass (no graphs) sends its outputs to the host as one packed tensor
+    (`InferenceWorker._pack_outputs`); forced on here, it writes what the field-by-field path does."""
+    c = _components(env, rnn, core)
+    worker, buf, inference = c.workers[0], c.layout.buffers, c.inferences[0]
+    assert not inference._pack_outputs  # on the CPU the outputs are written where they are
+    inference._np = None  # the tensor path, as on a GPU
+    worker.reset()
+    for step in range(2):
+        requests = [(worker.splits[s].index, worker.policy_request(s)[1]) for s in range(2)]
+        three = [(torch.tensor([1, 4, 6]), requests[0][1])]
+        for batch in (requests, three):
+            before = _snapshot(buf)
+            torch.manual_seed(7 + step)
+            inference.infer(batch)
+            plain = _snapshot(buf)
+            _restore(buf, before)
+            inference._pack_outputs = True
+            torch.manual_seed(7 + step)
+            inference.infer(batch)
+            inference._pack_outputs = False
+            packed = _snapshot(buf)
+            assert inference._layout is not None
+            for name in plain:
+                assert torch.equal(plain[name].nan_to_num(), packed[name].nan_to_num()), name
+        for s in range(2):
+            worker.advance(s)
