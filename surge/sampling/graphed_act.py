@@ -147,6 +147,19 @@ def cuda_graphs_choice(
     return True, "on: act replayed from one captured graph per batch size (rows padded to a power of two)"
 
 
+def _recover(device: torch.device) -> None:
+    """After a failed capture: waits for the device and consumes the error the capture left as the
+    CUDA runtime's last error, which torch's check after the next kernel launch would raise
+    (`surge.data.device_copy._clear_cuda_error`'s reason: a launch consumes it)."""
+    for _ in range(2):
+        try:
+            torch.cuda.synchronize(device)
+            torch.ones(1, device=device).add_(1)
+            return
+        except RuntimeError:
+            continue
+
+
 def _leaves(tree: Any) -> list[Tensor]:
     out: list[Tensor] = []
     tree_map(out.append, tree)
@@ -237,7 +250,7 @@ class GraphedAct:
                 return self._capture(rows)
             except Exception as e:  # an operation capture does not allow: act eagerly from now on
                 self.failure = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-                torch.cuda.synchronize(self.device)
+                _recover(self.device)
                 log.warning(
                     "inference: capturing a CUDA graph of act failed (%s); acting without graphs "
                     "(--cuda_graphs=False says so from the start)",

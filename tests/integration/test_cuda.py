@@ -214,3 +214,30 @@ def test_act_replayed_from_cuda_graphs_acts_as_the_eager_pass_also_after_new_wei
     after = outputs(graphed, torch.arange(0, 8), 1)["values"]
     assert not torch.allclose(before, after)
     check(torch.arange(0, 8), 1)
+
+
+def test_an_act_that_syncs_with_the_host_fails_capture_and_acts_eagerly_with_cuda_usable_after():
+    # surge.sampling.graphed_act: a real capture failure (`.item()` inside act) is caught, logged,
+    # its CUDA error consumed (the next kernel launch does not raise it), and the pass acts eagerly
+    from surge.learning.algorithm import sampled_act
+    from surge.sampling.graphed_act import GraphedAct
+
+    flags = ["--env=CartPole-v1", "--num_workers=1", "--num_envs_per_worker=16", "--worker_num_splits=2"]
+    flags += ["--rollout=4", "--batch_size=32", "--seed=3", "--device=cuda", "--mixed_precision=none"]
+    c = build_components(parse_cfg(flags))
+    base = c.inferences[0]
+    model = copy.deepcopy(base.model)
+
+    def syncing_act(m, obs, rnn, ctx):
+        out = sampled_act(m, obs, rnn, ctx)
+        out["values"] = out["values"] * float(out["values"].sum().item() != 0.5)  # a host sync
+        return out
+
+    buf = base.buffers
+    buf.obs.copy_(torch.randn(buf.obs.shape))
+    act = GraphedAct(model, syncing_act, buf.obs, buf.rnn_states, 16, torch.device("cuda"), capture=True)
+    out = act(torch.arange(0, 8), 1)
+    assert act.failure is not None and act.captured == []
+    ref = sampled_act(model, buf.obs[:8, 1].cuda(), torch.empty(8, 0, device="cuda"), act.ctx)
+    assert torch.allclose(out["values"], ref["values"].cpu(), atol=1e-5)
+    torch.ones(4, device="cuda").mul_(2).sum().item()  # CUDA still usable

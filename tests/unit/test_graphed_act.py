@@ -210,3 +210,28 @@ def test_an_eager_pass_with_its_outputs_packed_writes_what_it_writes_field_by_fi
                 assert torch.equal(plain[name].nan_to_num(), packed[name].nan_to_num()), name
         for s in range(2):
             worker.advance(s)
+
+
+def test_a_failed_capture_is_logged_once_and_the_worker_acts_eagerly_from_then_on(monkeypatch, caplog):
+    """A capture that raises (an operation a graph cannot hold) leaves the reason in `failure`,
+    logs one warning, and every bucket from then on runs the eager pass, with the same outputs."""
+    c = _components("CartPole-v1", False)
+    inference = c.inferences[0]
+    graphed = _static_twin(inference)._graphed
+    calls = []
+
+    def refuse(rows):
+        calls.append(rows)
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    graphed.capture = True  # as on a GPU; the capture itself refused by the stand-in
+    monkeypatch.setattr(graphed, "_capture", refuse)
+    monkeypatch.setattr("surge.sampling.graphed_act._recover", lambda device: None)
+    c.layout.buffers.obs[:, 0] = torch.randn(len(c.layout.buffers.obs), 4)
+    with caplog.at_level("WARNING", logger="surge"):
+        first = {k: v.clone() for k, v in graphed(torch.arange(0, 8), 0).items()}
+        graphed(torch.arange(0, 16), 0)  # another bucket: no second attempt
+    assert calls == [8] and "not permitted" in graphed.failure
+    assert sum("capturing a CUDA graph of act failed" in r.message for r in caplog.records) == 1
+    ref = inference.act(inference.model, c.layout.buffers.obs[:8, 0], torch.empty(8, 0), ActContext())
+    assert torch.allclose(first["values"], ref["values"], atol=1e-6)
