@@ -70,3 +70,23 @@ def cat_obs(parts: list):
     if isinstance(parts[0], dict):
         return {k: cat_obs([p[k] for p in parts]) for k in parts[0]}
     return np.concatenate(parts)
+
+
+def copy_rows(rows: np.ndarray, obs_list: list) -> np.ndarray | None:
+    """Copies each agent's observation into its row of `rows` (`[N, ...]`, a view of the buffers),
+    converted to its dtype as `stack_obs` converts; non-finite values are then replaced by 0 in
+    place (`clean_obs`). Returns `[N]` bool of the agents that had one, or None.
+
+    Raises:
+        ValueError: an observation's shape is not a row's (numpy alone would broadcast some).
+    """
+    shape = rows.shape[1:]
+    for e, o in enumerate(obs_list):
+        a = np.asarray(o)
+        if a.shape != shape:
+            raise ValueError(f"an observation of shape {a.shape}, the space's {shape}")
+        rows[e] = a
+    cleaned, bad = clean_obs(rows, len(rows))
+    if bad is not None:
+        rows[...] = cleaned
+    return bad

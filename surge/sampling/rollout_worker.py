@@ -31,14 +31,15 @@ from torch import Tensor
 
 from surge.cfg.config import Config
 from surge.data.routing import OwnSlots, route_block
-from surge.data.trajectory import TrajectoryBuffers, tree_assign, tree_map
+from surge.data.trajectory import TrajectoryBuffers, tree_map
 from surge.envs.batched import BatchedInfo
 from surge.envs.multi_agent import SingleAgentAsMultiAgent
 from surge.errors import EnvError
 from surge.sampling.env_actions import BoxActionMap
 from surge.sampling.env_faults import rebuild_env
 from surge.sampling.objective import TRUE_REWARD
-from surge.sampling.observations import as_array_tree, cat_obs, clean_obs, stack_obs
+from surge.sampling.obs_writer import ObsWriter
+from surge.sampling.observations import as_array_tree, cat_obs
 from surge.sampling.policy_mapping import PolicyMapper
 from surge.sampling.shaping import WorkerShaping
 from surge.sampling.split_state import EpisodeStats, SplitState, note_episode
@@ -99,7 +100,16 @@ class RolloutWorker:
         # fraction of a tensor's (whose dispatch alone is a few microseconds), several per step
         self._np = {
             name: tree_map(lambda x: x.numpy(), getattr(buffers, name))
-            for name in ("obs", "rewards", "terminated", "truncated", "is_active", "rnn_states", "policy_id")
+            for name in (
+                "obs",
+                "actions",
+                "rewards",
+                "terminated",
+                "truncated",
+                "is_active",
+                "rnn_states",
+                "policy_id",
+            )
         }
         self.mapper = policy_mapper if policy_mapper is not None and policy_mapper.num_policies > 1 else None
         self.shaping = WorkerShaping(env_splits[0][0].num_agents)  # each policy's reward shaping (PBT)
@@ -107,6 +117,7 @@ class RolloutWorker:
         env0 = env_splits[0][0]
         self.obs_space, self.action_space = env0.observation_space, env0.action_space
         self.num_agents = env0.num_agents
+        self.obs_writer = ObsWriter(self._np["obs"], self.obs_space, cfg.env)
         self.is_box_action = isinstance(self.action_space, gym.spaces.Box)
         self.box_action_map = (
             BoxActionMap(self.action_space.low, self.action_space.high, cfg.clip_actions, cfg.rescale_actions)
@@ -125,48 +136,12 @@ class RolloutWorker:
             self.splits.append(SplitState(envs, slots, num_agents=self.num_agents, first_env=first_env))
             self._claim_slots(self.splits[-1])
         self.nonfinite_rewards = 0  # agent steps whose reward was NaN or ±inf (see the module docstring)
-        self.nonfinite_obs = 0  # agent steps whose observation held a NaN or ±inf
 
     # ---------------------------------------------------------------------------------------
     def reset(self) -> None:
         """Resets every env and writes the first observations at t = 0 (`surge.sampling.worker_reset`:
         seeds, decorrelation)."""
         reset_worker(self)
-
-    def _write_obs(self, split: SplitState, t: int, obs_list: list) -> None:
-        """Stacks the agents' observations and writes them at `(split.slots, t)` (see `_put_obs`).
-
-        Raises:
-            EnvError: they do not match the observation space.
-        """
-        try:
-            stacked = stack_obs(obs_list, self.obs_space)
-        except (RuntimeError, ValueError, KeyError, TypeError) as e:
-            raise self._obs_error(e) from e
-        self._put_obs(split, t, stacked)
-
-    def _obs_error(self, e: Exception) -> EnvError:
-        return EnvError(
-            f"env {self.cfg.env!r} returned observations that do not match its observation_space "
-            f"{self.obs_space}: {e}. Run `surge check-env --env={self.cfg.env}` for details."
-        )
-
-    def _put_obs(self, split: SplitState, t: int, obs: Any) -> None:
-        """Writes the observations `[N, ...]` (a numpy array or dict of them) at `(split.slots, t)`.
-        Non-finite values are replaced by 0 (in a copy) and their agents' step t is marked inactive
-        by the next `advance`.
-
-        Raises:
-            EnvError: they do not match the observation space.
-        """
-        try:
-            obs, bad = clean_obs(obs, split.n)
-            tree_assign(self._np["obs"], (split.np_index, t), obs)
-        except (RuntimeError, ValueError, KeyError, TypeError) as e:
-            raise self._obs_error(e) from e
-        if bad is not None:
-            self.nonfinite_obs += int(bad.sum())
-            split.bad_obs = bad if split.bad_obs is None else split.bad_obs | bad
 
     # ---------------------------------------------------------------------------------------
     def _map_policies(self, split: SplitState, agents: np.ndarray) -> None:
@@ -238,7 +213,9 @@ class RolloutWorker:
         return route
 
     def _env_actions(self, split: SplitState) -> np.ndarray:
-        actions = self.buffers.actions[split.index, split.t].numpy()
+        # a numpy view, not a tensor index: the first torch operation after the envs stepped costs
+        # about 60 µs (its code and data evicted by the env's own processes), numpy's a few
+        actions = self._np["actions"][split.np_index, split.t]
         if self.box_action_map is not None:  # clipped and/or rescaled (surge.sampling.env_actions)
             actions = self.box_action_map(actions).reshape(-1, *self.action_space.shape)
         return actions
@@ -273,9 +250,9 @@ class RolloutWorker:
         buf["truncated"][idx, t] = truncated
         buf["is_active"][idx, t] = active
         if self.is_batched:
-            self._put_obs(split, t + 1, as_array_tree(obs_all))
+            self.obs_writer.put(split, t + 1, as_array_tree(obs_all))
         else:
-            self._write_obs(split, t + 1, obs_all)
+            self.obs_writer.write(split, t + 1, obs_all)
         done = terminated | truncated
         if done.any():
             split.random_start[done] = False
@@ -443,8 +420,8 @@ class RolloutWorker:
     def pop_nonfinite(self) -> tuple[int, int]:
         """`(rewards, observations)`: agent steps with a non-finite reward, and with a non-finite
         observation, since the last call (each replaced by 0 and not trained on)."""
-        out = (self.nonfinite_rewards, self.nonfinite_obs)
-        self.nonfinite_rewards = self.nonfinite_obs = 0
+        out = (self.nonfinite_rewards, self.obs_writer.nonfinite)
+        self.nonfinite_rewards = self.obs_writer.nonfinite = 0
         return out
 
     def pop_env_steps(self) -> int:

@@ -50,9 +50,9 @@ def reset_worker(worker: RolloutWorker) -> None:
                 obs_all.extend(obs)
         split.bad_obs = None
         if worker.is_batched:
-            worker._put_obs(split, 0, as_array_tree(cat_obs(obs_all)))
+            worker.obs_writer.put(split, 0, as_array_tree(cat_obs(obs_all)))
         else:
-            worker._write_obs(split, 0, obs_all)
+            worker.obs_writer.write(split, 0, obs_all)
         worker.buffers.rnn_states[split.index, 0] = 0.0
 
 
