@@ -8,14 +8,23 @@ import pytest
 from surge.app.resolve import parse_cfg
 from surge.errors import EnvError
 from surge.runtime.components import build_components
+from surge.sampling.obs_writer import ROW_COPY_MIN_BYTES
 
 
-def _worker():
+def _worker(row_copy_min_bytes=0):
+    """A CartPole rollout worker; its 16-byte states go row by row with the size limit at 0."""
     flags = ["--env=CartPole-v1", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=2"]
-    c = build_components(parse_cfg([*flags, "--rollout=4", "--batch_size=16", "--seed=3"]))
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr("surge.sampling.obs_writer.ROW_COPY_MIN_BYTES", row_copy_min_bytes)
+        c = build_components(parse_cfg([*flags, "--rollout=4", "--batch_size=16", "--seed=3"]))
     w = c.workers[0]
     w.reset()
     return c, w
+
+
+def test_small_observations_are_stacked_large_ones_copied_row_by_row():
+    assert _worker(ROW_COPY_MIN_BYTES)[1].obs_writer.rows is None  # CartPole's 16 B: stacked
+    assert _worker(16)[1].obs_writer.rows is not None
 
 
 def _step(w, s):
