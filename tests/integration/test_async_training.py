@@ -4,6 +4,7 @@ no child process and no shared-memory file of the run remain, and the last check
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -231,12 +232,17 @@ def test_rollout_workers_acting_themselves_use_each_policys_latest_weights(tmp_p
     # steps longer while the other worker feeds the learner (CI on 2 loaded cores saw 160 versions,
     # 4 iterations, with one policy, 2026-12-01). Never-reloaded weights lag by every version made.
     bound = policies * (IN_FLIGHT_ITERATIONS + 1) * 10 * 4
-    assert max(lags) <= bound, lags
     versions = []
     for p in range(policies):
         ckpt = sorted((tmp_path / "here" / f"checkpoint_p{p}").glob("checkpoint_*.pth"))[-1]
         versions.append(torch.load(ckpt, weights_only=True)["learner"]["policy_version"])
     assert min(versions) > 2 * bound, (versions, bound)  # the bound tells reloaded from stale weights
+    # The reports' median is the steady lag. One report may catch a worker descheduled for longer
+    # (the README's test command on 2 loaded cores, 2026-12-05: one report of 240 versions among
+    # 40-80; 8 runs two at a time: at most 80): the largest is held to a quarter of the versions
+    # made, which weights never reloaded reach by the end of the run.
+    assert statistics.median(lags) <= bound, lags
+    assert max(lags) <= min(versions) / 4, (lags, versions)
 
 
 _FIRST_RESET_FAILS = """
