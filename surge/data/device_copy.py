@@ -24,7 +24,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from surge.data.trajectory import TrajectoryBuffers, Tree, gather_rows, tree_map
+from surge.data.trajectory import TrajectoryBuffers, Tree, gather_rows, tree_leaves, tree_map
 
 log = logging.getLogger("surge")
 
@@ -78,15 +78,9 @@ def copy_runs(
     return {name: tree_map(one, getattr(buffers, name)) for name in buffers.FIELDS}
 
 
-def _leaves(tree: Tree) -> list[Tensor]:
-    out: list[Tensor] = []
-    tree_map(out.append, tree)
-    return out
-
-
 def _big_leaves(buffers: TrajectoryBuffers) -> list[Tensor]:
     """The buffers' tensors that go by DMA (`by_dma`), every field's leaves in field order."""
-    return [t for name in buffers.FIELDS for t in _leaves(getattr(buffers, name)) if by_dma(t)]
+    return [t for name in buffers.FIELDS for t in tree_leaves(getattr(buffers, name)) if by_dma(t)]
 
 
 def _register(t: Tensor) -> weakref.finalize:
@@ -100,19 +94,20 @@ def _register(t: Tensor) -> weakref.finalize:
     ptr, size = storage.data_ptr(), storage.nbytes()
     err = int(cudart.cudaHostRegister(ptr, size, 1))  # 1: cudaHostRegisterPortable
     if err != 0:
-        _clear_cuda_error()
+        clear_cuda_error()
         raise RuntimeError(f"cudaHostRegister of {size} bytes failed with cudaError {err}")
     undo = weakref.finalize(t, cudart.cudaHostUnregister, ptr)
     undo.atexit = False  # the process's end releases it, the CUDA runtime perhaps gone by then
     return undo
 
 
-def _clear_cuda_error() -> None:
-    """Consumes the CUDA runtime's last error, which a failed `cudaHostRegister` leaves set: torch
-    checks it after every kernel launch (`C10_CUDA_KERNEL_LAUNCH_CHECK`, `cudaGetLastError`) and the
-    next launch would raise it. torch's bindings have no `cudaGetLastError`; a launch consumes it."""
+def clear_cuda_error(device: torch.device | str = "cuda") -> None:
+    """Consumes the CUDA runtime's last error, which a failed call outside torch leaves set (a
+    refused `cudaHostRegister`, a failed graph capture): torch checks it after every kernel launch
+    (`C10_CUDA_KERNEL_LAUNCH_CHECK`, `cudaGetLastError`) and the next launch would raise it. torch's
+    bindings have no `cudaGetLastError`; a launch consumes it."""
     try:
-        torch.ones(1, device="cuda").add_(1)
+        torch.ones(1, device=device).add_(1)
     except RuntimeError:
         pass
 

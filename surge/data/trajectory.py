@@ -52,6 +52,13 @@ def tree_map(fn: Callable[[Tensor], Any], tree: Tree) -> Tree:
     return fn(tree)
 
 
+def tree_leaves(tree: Tree) -> list[Tensor]:
+    """The tensors of a (possibly nested) dict of tensors, in `tree_map`'s order."""
+    out: list[Tensor] = []
+    tree_map(out.append, tree)
+    return out
+
+
 def tree_assign(dst: Tree, index: Any, src: Tree) -> None:
     """`dst[index] = src` for every tensor of a (possibly nested) dict of tensors."""
     if isinstance(dst, dict):

@@ -40,8 +40,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from surge.data.trajectory import tree_map
-from surge.learning.algorithm import ActContext
+from surge.cfg.config import Config
+from surge.data.device_copy import clear_cuda_error
+from surge.data.trajectory import tree_leaves, tree_map
+from surge.learning.algorithm import ActContext, Algorithm
 from surge.models.normalization import RunningMeanStd
 
 log = logging.getLogger("surge")
@@ -120,7 +122,7 @@ class OutputLayout:
 
 
 def cuda_graphs_choice(
-    cfg: Any, algo: Any, device: torch.device, mixed_precision: str, own_model: bool
+    cfg: Config, algo: Algorithm, device: torch.device, mixed_precision: str, own_model: bool
 ) -> tuple[bool, str]:
     """Whether an inference worker replays `act` from CUDA graphs (`--cuda_graphs`), and why.
 
@@ -149,21 +151,12 @@ def cuda_graphs_choice(
 
 def _recover(device: torch.device) -> None:
     """After a failed capture: waits for the device and consumes the error the capture left as the
-    CUDA runtime's last error, which torch's check after the next kernel launch would raise
-    (`surge.data.device_copy._clear_cuda_error`'s reason: a launch consumes it)."""
-    for _ in range(2):
-        try:
-            torch.cuda.synchronize(device)
-            torch.ones(1, device=device).add_(1)
-            return
-        except RuntimeError:
-            continue
-
-
-def _leaves(tree: Any) -> list[Tensor]:
-    out: list[Tensor] = []
-    tree_map(out.append, tree)
-    return out
+    CUDA runtime's last error (`clear_cuda_error`)."""
+    try:
+        torch.cuda.synchronize(device)
+    except RuntimeError:  # the capture's error, raised here: consumed by the launch below
+        pass
+    clear_cuda_error(device)
 
 
 def _rebuild(tree: Any, leaves: list[Tensor]) -> Any:
@@ -205,7 +198,7 @@ class GraphedAct:
         self.max_rows, self.ctx = max_rows, ctx or ActContext()
         self._obs_tree = obs
         self._steps = rnn_states.shape[1]  # T+1: a slot's rows in the flat view
-        sources = ([] if obs is None else _leaves(obs)) + [rnn_states]
+        sources = ([] if obs is None else tree_leaves(obs)) + [rnn_states]
         pin = device.type == "cuda"
         #: per input field: (host rows `[S * (T+1), ...]`, page-locked staging, static device buffer)
         self._inputs = [
