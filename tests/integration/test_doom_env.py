@@ -334,3 +334,56 @@ def test_launcher_refuses_a_folder_other_users_can_write(tmp_path, monkeypatch):
         launcher_path()
     shared.chmod(0o700)
     assert launcher_path().parent == shared
+
+
+@pytest.mark.parametrize("flags", [[], ["--wide_aspect_ratio=True"], ["--res_w=84", "--res_h=84"]])
+def test_observations_are_the_rendered_frame_resized_channels_first(flags, no_leftovers):
+    """Each observation is the engine's full-resolution RGB frame (`render()`, channels last)
+    resized with nearest-neighbour interpolation, as Sample Factory resizes it, then channels
+    first; the frames change as the game plays."""
+    import cv2
+
+    env = make_env(parse_cfg(["--env=doom_basic", "--experiment=doom_test", *flags]), render_mode="rgb_array")
+    try:
+        inner = env.unwrapped
+        obs, _ = inner.reset(seed=3)
+        frames = []
+        for _ in range(6):
+            full = inner.render()
+            assert full.ndim == 3 and full.shape[2] == 3 and full.dtype == np.uint8
+            assert full.shape[:2] == ((144, 256) if flags[:1] == ["--wide_aspect_ratio=True"] else (120, 160))
+            h, w = inner.observation_space.shape[1:]
+            expected = cv2.resize(full, (w, h), interpolation=cv2.INTER_NEAREST).transpose(2, 0, 1)
+            np.testing.assert_array_equal(obs, expected)
+            frames.append(obs)
+            obs, _, terminated, truncated, _ = inner.step(inner.action_space.sample())
+            assert not (terminated or truncated)
+        assert any(not np.array_equal(frames[0], f) for f in frames[1:])
+    finally:
+        env.close()
+
+
+def test_observations_are_rgb_as_the_engine_renders_rgb24(no_leftovers):
+    """The first observation against the same game (same settings and seed) made by hand in
+    VizDoom's channels-last RGB24 format and resized the channels-last way: same pixels, same
+    channel order."""
+    import cv2
+    import vizdoom as vzd
+
+    env = make_env(parse_cfg(["--env=doom_basic", "--experiment=doom_test"]))
+    inner = env.unwrapped
+    try:
+        obs, _ = inner.reset(seed=5)
+        game = inner._create_game()  # the env's settings and seed
+        game.set_screen_format(vzd.ScreenFormat.RGB24)
+        game.init()
+        try:
+            full = game.get_state().screen_buffer
+        finally:
+            game.close()
+        assert full.shape == (120, 160, 3)
+        expected = cv2.resize(full, (128, 72), interpolation=cv2.INTER_NEAREST).transpose(2, 0, 1)
+        np.testing.assert_array_equal(obs, expected)
+        assert len({int(obs[c].sum()) for c in range(3)}) == 3  # the channels differ: order matters
+    finally:
+        env.close()

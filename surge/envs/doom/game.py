@@ -29,6 +29,7 @@ import numpy as np
 
 from surge.envs.doom.actions import DoomActions, with_continuous_turning
 from surge.envs.doom.engine_launcher import PARENT_PID_ENV, launcher_path
+from surge.envs.doom.frames import ChwNearestResize
 from surge.envs.doom.scenarios import DoomScenario
 from surge.errors import EnvError
 
@@ -133,6 +134,8 @@ class DoomGameEnv(gym.Env):
         self.game: Any = None
         self._seed: int | None = None
         self._black = np.zeros(self.observation_space.shape, np.uint8)
+        screen_hw = (144, 256) if self.wide else (120, 160)
+        self._resize = ChwNearestResize(3, screen_hw, (self.res_h, self.res_w))
         self._last_frame: np.ndarray | None = None
         self._episodes = 0
         self._window = None
@@ -154,7 +157,7 @@ class DoomGameEnv(gym.Env):
         g.set_screen_resolution(
             vzd.ScreenResolution.RES_256X144 if self.wide else vzd.ScreenResolution.RES_160X120
         )
-        g.set_screen_format(vzd.ScreenFormat.RGB24)
+        g.set_screen_format(vzd.ScreenFormat.CRCGCB)  # channels first, as observations are
         g.set_render_hud(s.render_hud)
         g.set_render_decals(False)
         g.set_render_particles(False)
@@ -271,21 +274,17 @@ class DoomGameEnv(gym.Env):
         return v
 
     def _frame(self, state: Any) -> np.ndarray:
-        import cv2
-
         if state is None or state.screen_buffer is None:
             return self._black
-        frame = state.screen_buffer  # [H, W, 3] uint8 (RGB24)
+        frame = state.screen_buffer  # [3, H, W] uint8 (CRCGCB), a new array per state
         self._last_frame = frame
-        if frame.shape[0] != self.res_h or frame.shape[1] != self.res_w:
-            frame = cv2.resize(frame, (self.res_w, self.res_h), interpolation=cv2.INTER_NEAREST)
-        return np.ascontiguousarray(frame.transpose(2, 0, 1))
+        return self._resize(frame)
 
     def render(self):
         if self.render_mode is None:
             return None
-        frame = self._last_frame if self._last_frame is not None else self._black.transpose(1, 2, 0)
-        return frame if self.render_mode == "rgb_array" else None
+        frame = self._last_frame if self._last_frame is not None else self._black
+        return np.ascontiguousarray(frame.transpose(1, 2, 0)) if self.render_mode == "rgb_array" else None
 
     def close(self) -> None:
         if self.game is not None:
