@@ -387,3 +387,18 @@ def test_observations_are_rgb_as_the_engine_renders_rgb24(no_leftovers):
         assert len({int(obs[c].sum()) for c in range(3)}) == 3  # the channels differ: order matters
     finally:
         env.close()
+
+
+def test_a_game_leaves_no_settings_file_in_the_working_directory(tmp_path, monkeypatch, no_leftovers):
+    """VizDoom writes `_vizdoom.ini` where its engine runs; surge's launcher runs it in its own
+    folder."""
+    from surge.envs.doom.engine_launcher import launcher_path
+
+    monkeypatch.chdir(tmp_path)
+    kept = launcher_path().parent / "_vizdoom.ini"
+    kept.unlink(missing_ok=True)
+    env = doom_env("doom_basic")
+    run_random(env, 5)
+    env.close()
+    assert list(tmp_path.iterdir()) == []
+    assert kept.is_file()  # the engine did write its settings, there

@@ -13,7 +13,8 @@ variables by name (floats), refreshed each step (the last ones on the final step
 
 The engine starts on the first `reset` (creating the env only to read its spaces starts nothing),
 through surge's launcher (`engine_launcher`), so a killed process leaves no engine nor
-`/dev/shm/ViZDoom*` behind.
+`/dev/shm/ViZDoom*` behind. The engine runs in the launcher's folder, where it writes its
+settings file (`_vizdoom.ini`): a run leaves none in its working directory.
 """
 
 from __future__ import annotations
