@@ -187,6 +187,12 @@ class TrainEvalParams:
         "placement, inline in the serial one. Returns go to the log and TensorBoard (eval/return_mean).",
     )
     eval_episodes: int = param(10, "Episodes per evaluation (each policy), each on its own seed.")
+    eval_num_envs: int = param(
+        8,
+        "Eval envs an evaluation plays at once, acted for in one batched forward pass per step (at "
+        "most the episodes it needs). Episode k is played on seed k whichever env plays it, and an "
+        "evaluation plays exactly its episodes: the same returns as one env at a time, however many.",
+    )
     eval_deterministic: bool = param(
         False,
         "Take the most likely action instead of sampling (in surge enjoy, and in evaluation during "

@@ -25,7 +25,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from surge.cfg.config import Config
 from surge.envs.registry import find_family, make_env
@@ -96,6 +96,19 @@ class EvalResult:
         return float(np.mean(self.stats)) if self.stats else None
 
 
+@dataclass
+class _Slot:
+    """One eval env's reset being played: its index, the agents' latest observations, returns
+    and lengths so far, and episodes ended (per agent); `streak`: the env's faults in a row."""
+
+    reset: int
+    obs: list
+    ep_ret: np.ndarray
+    ep_len: np.ndarray
+    ends: list[int]
+    streak: int = 0
+
+
 def eval_cfg(cfg: Config) -> tuple[Config, str]:
     """A copy of `cfg` to make the eval env with, and the env name to make (see the module doc)."""
     cfg = copy.deepcopy(cfg)
@@ -139,8 +152,9 @@ class EpisodePlayer:
         self.device = device or torch.device("cpu")
         env_cfg, env_name = eval_cfg(cfg)
         self._make = lambda: make_env(env_cfg, env_name=env_name)  # again after a fault (`_rebuild`)
-        self.env = self._make()
-        self.env_faults = 0  # exceptions raised by the eval env's step (each rebuilt the env)
+        #: the eval envs, made as an evaluation first needs them (`--eval_num_envs` at most)
+        self.envs: list[Any] = [self._make()]
+        self.env_faults = 0  # exceptions raised by an eval env's step (each rebuilt that env)
         if cfg.eval_env:
             self._check_spaces(cfg, env_name)
         algo = get_algorithm(cfg.algo)
@@ -158,6 +172,15 @@ class EpisodePlayer:
         )
         self.base_seed = random.SystemRandom().randrange(2**31) if cfg.seed is None else None
         self.stats: list[float] = []  # --eval_stat of the episodes of the last `play`
+
+    @property
+    def env(self) -> Any:
+        """The first eval env (the one whose spaces the model was made for)."""
+        return self.envs[0]
+
+    @env.setter
+    def env(self, env: Any) -> None:
+        self.envs[0] = env
 
     def _check_spaces(self, cfg: Config, eval_name: str) -> None:
         """Raises ConfigError naming `--eval_env` when its spaces differ from the training env's
@@ -183,86 +206,113 @@ class EpisodePlayer:
         self, episodes: int | None = None, stop: Callable[[], bool] | None = None
     ) -> tuple[list[float], list[int]]:
         """Plays `episodes` (default `--eval_episodes`) full episodes with the model's current
-        weights; the recurrent state is carried across steps and zeroed when an agent's episode
-        ends. A multi-agent env's agents each count one episode; the env is reset with the next
-        seed whenever all its agents' episodes ended together. `stop` (asked every
-        `STOP_CHECK_STEPS` env steps) True ends the play early, with the episodes finished so far.
-        An exception from the env's `step` (a flaky emulator, `FlakyStep`) is a fault, as in the
-        rollout workers: the env is closed, rebuilt and reset with the next seed, and the episodes
-        it was playing end there, counted with their return so far (training drops a faulted
-        episode's statistics instead, `surge.sampling.env_faults`; an evaluation must finish its
-        episodes, and a long one under frequent faults would never finish whole).
+        weights, on up to `--eval_num_envs` envs at once (one batched forward pass per step).
+
+        Reset r of an evaluation (r = 0, 1, ...) is made with seed `eval_seed(cfg, r)`, whichever
+        env makes it, and an evaluation makes exactly the resets its episodes need, each played to
+        its end: the returns do not depend on how many envs play them, nor on which episodes end
+        first (taking the first N to end would favour short episodes). A single-agent env's reset r
+        is episode r; a multi-agent env's agents each count one episode, and its env is reset when
+        all its agents' episodes ended together. The recurrent state is carried across steps and
+        zeroed when an agent's episode ends. `stop` (asked every `STOP_CHECK_STEPS` steps) True
+        ends the play early, with the episodes finished so far. An exception from an env's `step`
+        (a flaky emulator, `FlakyStep`) is a fault, as in the rollout workers: that env is closed,
+        rebuilt and goes on with the next reset; the episodes it was playing end there, counted with
+        their return so far (training drops a faulted episode's statistics instead,
+        `surge.sampling.env_faults`; an evaluation must finish its episodes, and a long one under
+        frequent faults would never finish whole), and a reset that ended before any of its
+        episodes had a step is made up by one more.
 
         Raises:
-            EnvError: the env raised `MAX_CONSECUTIVE_EVAL_FAULTS` times in a row (rebuilt each time).
+            EnvError: an env raised `MAX_CONSECUTIVE_EVAL_FAULTS` times in a row (rebuilt each time).
 
         Returns:
-            (returns, lengths): per episode, the return in env reward units (the env's own
-            `RecordEpisodeStatistics` when present: unclipped, whole games) and the length in env
-            steps.
+            (returns, lengths): per episode, in reset order (then agent, then order of ending), the
+            return in env reward units (the env's own `RecordEpisodeStatistics` when present:
+            unclipped, whole games) and the length in env steps.
         """
-        cfg, env, device = self.cfg, self.env, self.device
+        cfg, device = self.cfg, self.device
         wanted = cfg.eval_episodes if episodes is None else episodes
-        n = int(env.num_agents)
-        returns: list[float] = []
-        lengths: list[int] = []
-        self.stats = []
-        resets = 0
-        obs, _ = env.reset(seed=eval_seed(cfg, resets, self.base_seed))
-        rnn = torch.zeros(n, acting_state_size(self.model), device=device)
-        ep_ret, ep_len = np.zeros(n), np.zeros(n, dtype=np.int64)
+        n = int(self.envs[0].num_agents)
+        self._plan = -(-wanted // n)  # resets to make; one more per reset a fault left empty
+        self._next_reset = 0
+        k = max(1, min(int(cfg.eval_num_envs), self._plan))
+        while len(self.envs) < k:
+            self.envs.append(self._make())
+        ended: dict[tuple[int, int, int], tuple[float, int, float | None]] = {}  # (reset, agent, i)
+        rnn = torch.zeros(k * n, acting_state_size(self.model), device=device)
+        slots = [self._start(j, n, rnn) for j in range(k)]
         with torch.no_grad():
-            steps = streak = 0
-            while len(returns) < wanted:
+            steps = 0
+            while any(s is not None for s in slots):
                 steps += 1
                 if stop is not None and steps % STOP_CHECK_STEPS == 0 and stop():
                     break
-                obs_t = _obs_tensor(obs, device)
+                live = [(j, s) for j, s in enumerate(slots) if s is not None]
+                rows = torch.as_tensor([j * n + a for j, _ in live for a in range(n)], device=device)
+                obs_t = _obs_tensor([o for _, s in live for o in s.obs], device)
                 if cfg.central_value:  # the actor never sees the central value's state
                     obs_t = actor_obs(obs_t, cfg.central_value_state_key)
-                out = self.act(self.model, obs_t, rnn, self.ctx)
+                out = self.act(self.model, obs_t, rnn[rows], self.ctx)
                 actions = out["actions"].cpu().numpy()
                 if self.box_map is not None:  # as the rollout workers do (surge.sampling.env_actions)
                     actions = self.box_map(actions.reshape(len(actions), -1)).reshape(actions.shape)
-                rnn = out["rnn_states"]
-                try:
-                    obs, rew, term, trunc, infos = env.step(list(actions))
-                    streak = 0
-                except Exception as e:  # noqa: BLE001 - any env error is a fault (see the docstring)
-                    streak += 1
-                    resets += 1
-                    obs, env = self._rebuild(e, streak, eval_seed(cfg, resets, self.base_seed)), self.env
-                    for a in range(n):  # ended by the fault, counted partial (docstring)
-                        if ep_len[a] and len(returns) < wanted:
-                            returns.append(float(ep_ret[a]))
-                            lengths.append(int(ep_len[a]))
-                    ep_ret[:], ep_len[:] = 0.0, 0
-                    rnn = torch.zeros(n, acting_state_size(self.model), device=device)
-                    continue
-                ep_ret += np.asarray(rew, dtype=np.float64)
-                ep_len += 1
-                ended = [bool(term[a] or trunc[a]) for a in range(n)]
-                for a in range(n):
-                    if not ended[a]:
-                        continue
-                    ep = infos[a].get("episode")
-                    returns.append(float(np.asarray(ep["r"])) if ep is not None else float(ep_ret[a]))
-                    lengths.append(int(np.asarray(ep["l"])) if ep is not None else int(ep_len[a]))
-                    stat = episode_statistic(infos[a], cfg.eval_stat) if cfg.eval_stat else None
-                    if stat is not None and len(returns) <= wanted:
-                        self.stats.append(stat)
-                    ep_ret[a], ep_len[a] = 0.0, 0
-                    if rnn.shape[-1]:
-                        rnn[a] = 0.0
-                if all(ended) and len(returns) < wanted:  # the next episode starts on its own seed
-                    resets += 1
-                    obs, _ = env.reset(seed=eval_seed(cfg, resets, self.base_seed))
-        return returns[:wanted], lengths[:wanted]
+                rnn[rows] = out["rnn_states"]
+                for i, (j, s) in enumerate(live):
+                    slots[j] = self._step(j, s, list(actions[i * n : (i + 1) * n]), ended, rnn)
+        keys = sorted(ended)[:wanted]
+        self.stats = [st for key in keys if (st := ended[key][2]) is not None]
+        return [ended[key][0] for key in keys], [ended[key][1] for key in keys]
 
-    def _rebuild(self, error: Exception, streak: int, seed: int | None) -> Any:
-        """Counts the fault `error` (the `streak`-th in a row), closes the env, builds a new one
-        and resets it with `seed`; returns its first observations. Raises EnvError at
-        `MAX_CONSECUTIVE_EVAL_FAULTS` faults in a row."""
+    def _start(self, j: int, n: int, rnn: Tensor) -> _Slot | None:
+        """Env `j`'s next reset, or None when every reset of the evaluation is handed out."""
+        if self._next_reset >= self._plan:
+            return None
+        r, self._next_reset = self._next_reset, self._next_reset + 1
+        obs, _ = self.envs[j].reset(seed=eval_seed(self.cfg, r, self.base_seed))
+        rnn[j * n : (j + 1) * n] = 0.0
+        return _Slot(r, list(obs), np.zeros(n), np.zeros(n, dtype=np.int64), [0] * n)
+
+    def _step(self, j: int, slot: _Slot, actions: list, ended: dict, rnn: Tensor) -> _Slot | None:
+        """Steps env `j` (playing `slot`) with `actions`, records the episodes that end in `ended`
+        and returns the slot to play next (the same, the env's next reset, or None)."""
+        n = len(actions)
+        try:
+            obs, rew, term, trunc, infos = self.envs[j].step(actions)
+            slot.streak = 0
+        except Exception as e:  # noqa: BLE001 - any env error is a fault (see `play`)
+            self._fault(j, e, slot.streak + 1)
+            for a in range(n):  # ended by the fault, counted partial (see `play`)
+                if slot.ep_len[a]:
+                    ended[(slot.reset, a, slot.ends[a])] = (float(slot.ep_ret[a]), int(slot.ep_len[a]), None)
+                    slot.ends[a] += 1
+            if sum(slot.ends) < n:
+                self._plan += 1  # this reset gave fewer episodes than agents: one more is made
+            nxt = self._start(j, n, rnn)
+            if nxt is not None:
+                nxt.streak = slot.streak + 1
+            return nxt
+        slot.obs = list(obs)
+        slot.ep_ret += np.asarray(rew, dtype=np.float64)
+        slot.ep_len += 1
+        done = [bool(term[a] or trunc[a]) for a in range(n)]
+        for a in range(n):
+            if not done[a]:
+                continue
+            ep = infos[a].get("episode")
+            ret = float(np.asarray(ep["r"])) if ep is not None else float(slot.ep_ret[a])
+            length = int(np.asarray(ep["l"])) if ep is not None else int(slot.ep_len[a])
+            stat = episode_statistic(infos[a], self.cfg.eval_stat) if self.cfg.eval_stat else None
+            ended[(slot.reset, a, slot.ends[a])] = (ret, length, stat)
+            slot.ends[a] += 1
+            slot.ep_ret[a], slot.ep_len[a] = 0.0, 0
+            if rnn.shape[-1]:
+                rnn[j * n + a] = 0.0
+        return self._start(j, n, rnn) if all(done) else slot
+
+    def _fault(self, j: int, error: Exception, streak: int) -> None:
+        """Counts the fault `error` of env `j` (its `streak`-th in a row), closes the env and builds
+        a new one in its place. Raises EnvError at `MAX_CONSECUTIVE_EVAL_FAULTS` faults in a row."""
         self.env_faults += 1
         text = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         if streak >= MAX_CONSECUTIVE_EVAL_FAULTS:
@@ -276,12 +326,10 @@ class EpisodePlayer:
             text,
         )
         try:
-            self.env.close()
+            self.envs[j].close()
         except Exception:  # noqa: BLE001 - a crashed env may not close cleanly
             pass
-        self.env = self._make()
-        obs, _ = self.env.reset(seed=seed)
-        return obs
+        self.envs[j] = self._make()
 
     def evaluate(
         self, policy_id: int, policy_version: int, env_frames: int, stop: Callable[[], bool] | None = None
@@ -293,4 +341,5 @@ class EpisodePlayer:
         return EvalResult(policy_id, policy_version, env_frames, returns, lengths, seconds, list(self.stats))
 
     def close(self) -> None:
-        self.env.close()
+        for env in self.envs:
+            env.close()

@@ -18,7 +18,8 @@ def check_train_eval(cfg: Config) -> None:
     `eval_params`), which reads these fields from a trained run's cfg.json but does not train.
 
     Raises:
-        ConfigError: `eval_every_env_frames` < 0; `eval_episodes` < 1 with evaluation on;
+        ConfigError: `eval_every_env_frames` < 0; `eval_episodes` or `eval_num_envs` < 1 with
+            evaluation on;
             `save_best_by_eval` or `eval_score_to_win` without evaluation; `eval_score_to_win`
             not a finite number; an `eval_env` unknown or of another family
             than `env`; `eval_stat` named return or length; evaluation with an algorithm that has no
@@ -72,6 +73,13 @@ def check_train_eval(cfg: Config) -> None:
             "eval_episodes",
             f"must be at least 1, got {episodes!r}: an evaluation would play no episode.",
             "pass --eval_episodes=N with N >= 1 (default 10).",
+        )
+    num_envs = cfg.eval_num_envs
+    if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+        raise ConfigError(
+            "eval_num_envs",
+            f"must be at least 1, got {num_envs!r}: an evaluation would have no env to play.",
+            "pass --eval_num_envs=N with N >= 1 (default 8; 1 plays one env at a time).",
         )
     algo = get_algorithm(cfg.algo)
     if not algo.trains:
@@ -135,7 +143,7 @@ def train_eval_notes(cfg: Config, defaults: dict[str, Any]) -> list[str]:
             )
         notes += [
             f"--{name} has no effect with --eval_every_env_frames=0 (no evaluation during training)."
-            for name in ("eval_env", "eval_stat")
+            for name in ("eval_env", "eval_stat", "eval_num_envs")
             if name in defaults and getattr(cfg, name) != defaults[name]
         ]
         if "eval_deterministic" in defaults and cfg.eval_deterministic != defaults["eval_deterministic"]:

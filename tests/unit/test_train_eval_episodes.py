@@ -31,8 +31,11 @@ def naive_returns(model, seeds: list[int]) -> tuple[list[float], list[int]]:
     return returns, lengths
 
 
+@pytest.mark.parametrize("num_envs", [1, 4, 8])
 @pytest.mark.parametrize("use_rnn", [False, True])
-def test_deterministic_eval_equals_a_naive_loop_over_the_documented_seeds(tmp_path, use_rnn):
+def test_deterministic_eval_equals_a_naive_loop_over_the_documented_seeds(tmp_path, use_rnn, num_envs):
+    """One env at a time or several at once (8 asked, 6 made: one per episode), the same
+    episodes: episode k on seed k, each played to its end, in episode order."""
     cfg = parse_cfg(
         [
             "--env=CartPole-v1",
@@ -42,6 +45,7 @@ def test_deterministic_eval_equals_a_naive_loop_over_the_documented_seeds(tmp_pa
             "--eval_episodes=6",
             "--eval_deterministic=True",
             f"--use_rnn={use_rnn}",
+            f"--eval_num_envs={num_envs}",
         ]
     )
     torch.manual_seed(3)
@@ -59,6 +63,7 @@ def test_deterministic_eval_equals_a_naive_loop_over_the_documented_seeds(tmp_pa
     assert (returns, lengths) == expected
     assert again == expected  # every evaluation plays the same seeds
     assert len(set(returns)) > 1
+    assert len(player.envs) == min(num_envs, 6)
 
 
 def test_sampled_eval_plays_the_requested_number_of_whole_episodes(tmp_path):
@@ -78,6 +83,7 @@ def test_sampled_eval_plays_the_requested_number_of_whole_episodes(tmp_path):
     ("flags", "field"),
     [
         (["--eval_every_env_frames=1000", "--eval_episodes=0"], "eval_episodes"),
+        (["--eval_every_env_frames=1000", "--eval_num_envs=0"], "eval_num_envs"),
         (["--eval_every_env_frames=-5"], "eval_every_env_frames"),
         (["--save_best_by_eval=True"], "save_best_by_eval"),
         (["--eval_score_to_win=475"], "eval_score_to_win"),
@@ -101,6 +107,10 @@ def test_eval_flags_without_evaluation_are_reported_and_enjoy_keeps_one_value(tm
     )
     notes = config_notes(cfg)
     assert any("--eval_episodes has no effect" in n for n in notes)
+    envs_notes = config_notes(
+        parse_cfg(["--env=CartPole-v1", f"--train_dir={tmp_path}", "--eval_num_envs=2"])
+    )
+    assert any("--eval_num_envs has no effect" in n for n in envs_notes)
     # not "no effect": it is saved as enjoy's default
     assert any("--eval_deterministic is not used in training" in n and "enjoy" in n for n in notes)
     dqn = parse_cfg(
