@@ -12,13 +12,14 @@ plane's first row) each plane is resized on its own.
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 
 
 def _rows_chosen(n_rows: int, src_h: int, dst_h: int, width: int) -> np.ndarray:
     """The source row cv2's nearest-neighbour resize of an `[n_rows * src_h, width]` image to
     `[n_rows * dst_h, width]` reads for each output row: `int64 [n_rows * dst_h]`."""
+    import cv2  # here, not at import: see `ChwNearestResize.__call__`
+
     index = np.repeat(np.arange(n_rows * src_h, dtype=np.uint16)[:, None], width, axis=1)
     out = cv2.resize(index, (width, n_rows * dst_h), interpolation=cv2.INTER_NEAREST)
     return out[:, 0].astype(np.int64)
@@ -46,6 +47,12 @@ class ChwNearestResize:
     def __call__(self, frame: np.ndarray) -> np.ndarray:
         """`frame` (`uint8 [C, H, W]`, C-contiguous) resized: a new array, or `frame` itself when
         the sizes are equal."""
+        # cv2 is imported where a frame is made, not with this module (which the fork server imports
+        # with the env families): with cv2 imported at the top, a run's rollout and inference
+        # workers kept the title `python` instead of `surge:rollout_0` ... (setproctitle), which the
+        # tests and `ps` rely on; why is not known (a fork server that only preloads cv2 is fine)
+        import cv2
+
         if self.identity:
             return frame
         if self.stacked:
