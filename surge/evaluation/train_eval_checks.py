@@ -27,13 +27,13 @@ def check_train_eval(cfg: Config) -> None:
     """
     if getattr(cfg, "eval_params", None) is not None:
         return
-    every = cfg.eval_every_env_frames
-    if not isinstance(every, int) or isinstance(every, bool) or every < 0:
-        raise ConfigError(
-            "eval_every_env_frames",
-            f"must be an integer >= 0 (0: no evaluation), got {every!r}.",
-            "pass --eval_every_env_frames=N, e.g. 100000, or 0 to turn evaluation off.",
-        )
+    every = _int_at_least(
+        cfg,
+        "eval_every_env_frames",
+        0,
+        "must be an integer >= 0 (0: no evaluation), got {!r}.",
+        "pass --eval_every_env_frames=N, e.g. 100000, or 0 to turn evaluation off.",
+    )
     if every and cfg.eval_env:
         _check_eval_env(cfg)
     if every and cfg.eval_stat in ("return", "length"):
@@ -67,20 +67,20 @@ def check_train_eval(cfg: Config) -> None:
                 "pass --eval_every_env_frames=N (e.g. 100000) too, or --save_best_by_eval=False.",
             )
         return
-    episodes = cfg.eval_episodes
-    if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
-        raise ConfigError(
-            "eval_episodes",
-            f"must be at least 1, got {episodes!r}: an evaluation would play no episode.",
-            "pass --eval_episodes=N with N >= 1 (default 10).",
-        )
-    num_envs = cfg.eval_num_envs
-    if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
-        raise ConfigError(
-            "eval_num_envs",
-            f"must be at least 1, got {num_envs!r}: an evaluation would have no env to play.",
-            "pass --eval_num_envs=N with N >= 1 (default 8; 1 plays one env at a time).",
-        )
+    _int_at_least(
+        cfg,
+        "eval_episodes",
+        1,
+        "must be at least 1, got {!r}: an evaluation would play no episode.",
+        "pass --eval_episodes=N with N >= 1 (default 10).",
+    )
+    _int_at_least(
+        cfg,
+        "eval_num_envs",
+        1,
+        "must be at least 1, got {!r}: an evaluation would have no env to play.",
+        "pass --eval_num_envs=N with N >= 1 (default 8; 1 plays one env at a time).",
+    )
     algo = get_algorithm(cfg.algo)
     if not algo.trains:
         raise ConfigError(
@@ -128,6 +128,15 @@ def _check_eval_env(cfg: Config) -> None:
             "(its flags and spaces).",
             "pass an --eval_env of the same family (e.g. --env=doom_duel --eval_env=doom_duel_bots), or leave it out.",
         )
+
+
+def _int_at_least(cfg: Config, name: str, minimum: int, problem: str, fix: str) -> int:
+    """`cfg.<name>`, an int (not a bool) >= `minimum`; else ConfigError naming the field, with
+    `problem` formatted with the value."""
+    value = getattr(cfg, name)
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ConfigError(name, problem.format(value), fix)
+    return value
 
 
 def train_eval_notes(cfg: Config, defaults: dict[str, Any]) -> list[str]:
