@@ -28,3 +28,19 @@ def test_envpool_families_preload_envpool_and_the_others_nothing_slow():
     assert find_family("envpool_breakout").preload == ("envpool",)
     assert find_family("envpool_dmc_cheetah_run").preload == ("envpool",)
     assert find_family("CartPole-v1").preload == ()
+
+
+def test_the_fork_servers_modules_do_not_import_cv2():
+    """The fork server imports the run's modules and the env families (`surge.app.builtins`). With
+    cv2 among them (41bd9ea imported it at the top of surge/envs/doom/frames.py) a run's rollout
+    and inference workers kept the title `python` instead of `surge:rollout_0` / `surge:inference`,
+    which supervision's tests and `ps` read; the cause inside cv2 is not known. The env modules
+    import it where they resize."""
+    from surge.runtime.child_start import PRELOAD_MODULES
+
+    code = "import sys\n" + "".join(f"import {m}\n" for m in (*PRELOAD_MODULES, "surge.app.builtins"))
+    code += "print('cv2' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "False"
