@@ -47,8 +47,8 @@ def test_the_stacked_check_refuses_a_row_mapping_that_mixes_planes(monkeypatch):
 
     real = frames._rows_chosen
 
-    def off_by_one(n_rows, src_h, dst_h, width):
-        rows = real(n_rows, src_h, dst_h, width)
+    def off_by_one(resize, n_rows, src_h, dst_h, width):
+        rows = real(resize, n_rows, src_h, dst_h, width)
         if n_rows > 1:
             rows[dst_h] -= 1  # plane 1's first output row from plane 0's last source row
         return rows

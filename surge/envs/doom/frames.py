@@ -12,16 +12,17 @@ plane's first row) each plane is resized on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 
 
-def _rows_chosen(n_rows: int, src_h: int, dst_h: int, width: int) -> np.ndarray:
-    """The source row cv2's nearest-neighbour resize of an `[n_rows * src_h, width]` image to
-    `[n_rows * dst_h, width]` reads for each output row: `int64 [n_rows * dst_h]`."""
-    import cv2  # here, not at import: see `ChwNearestResize.__call__`
-
+def _rows_chosen(resize: Callable, n_rows: int, src_h: int, dst_h: int, width: int) -> np.ndarray:
+    """The source row `resize` (cv2's nearest-neighbour resize) reads for each output row of an
+    `[n_rows * src_h, width]` image made `[n_rows * dst_h, width]`: `int64 [n_rows * dst_h]`."""
     index = np.repeat(np.arange(n_rows * src_h, dtype=np.uint16)[:, None], width, axis=1)
-    out = cv2.resize(index, (width, n_rows * dst_h), interpolation=cv2.INTER_NEAREST)
+    out = resize(index, (width, n_rows * dst_h))
     return out[:, 0].astype(np.int64)
 
 
@@ -38,28 +39,31 @@ class ChwNearestResize:
 
     def __init__(self, channels: int, src_hw: tuple[int, int], dst_hw: tuple[int, int]):
         self.c, (self.src_h, self.src_w), (self.h, self.w) = int(channels), src_hw, dst_hw
+        # cv2 is imported here, not with this module (which the fork server imports with the env
+        # families): with cv2 imported at the top, a run's rollout and inference workers kept the
+        # title `python` instead of `surge:rollout_0` ... (setproctitle), which the tests and `ps`
+        # rely on; why is not known (a fork server that only preloads cv2 is fine)
+        import cv2
+
+        self._resize = partial(cv2.resize, interpolation=cv2.INTER_NEAREST)
         self.identity = (self.src_h, self.src_w) == (self.h, self.w)
-        per_plane = _rows_chosen(1, self.src_h, self.h, 1)
+        per_plane = _rows_chosen(self._resize, 1, self.src_h, self.h, 1)
         expected = np.concatenate([k * self.src_h + per_plane for k in range(self.c)])
         #: one cv2 call over the stacked planes gives the per-plane result (checked, see the module)
-        self.stacked = bool(np.array_equal(_rows_chosen(self.c, self.src_h, self.h, 1), expected))
+        self.stacked = bool(
+            np.array_equal(_rows_chosen(self._resize, self.c, self.src_h, self.h, 1), expected)
+        )
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
         """`frame` (`uint8 [C, H, W]`, C-contiguous) resized: a new array, or `frame` itself when
         the sizes are equal."""
-        # cv2 is imported where a frame is made, not with this module (which the fork server imports
-        # with the env families): with cv2 imported at the top, a run's rollout and inference
-        # workers kept the title `python` instead of `surge:rollout_0` ... (setproctitle), which the
-        # tests and `ps` rely on; why is not known (a fork server that only preloads cv2 is fine)
-        import cv2
-
         if self.identity:
             return frame
         if self.stacked:
             tall = frame.reshape(self.c * self.src_h, self.src_w)
-            out = cv2.resize(tall, (self.w, self.c * self.h), interpolation=cv2.INTER_NEAREST)
+            out = self._resize(tall, (self.w, self.c * self.h))
             return out.reshape(self.c, self.h, self.w)
         out = np.empty((self.c, self.h, self.w), np.uint8)
         for k in range(self.c):
-            cv2.resize(frame[k], (self.w, self.h), dst=out[k], interpolation=cv2.INTER_NEAREST)
+            self._resize(frame[k], (self.w, self.h), dst=out[k])
         return out
