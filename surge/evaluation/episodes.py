@@ -151,7 +151,7 @@ class EpisodePlayer:
         self.cfg = cfg
         self.device = device or torch.device("cpu")
         env_cfg, env_name = eval_cfg(cfg)
-        self._make = lambda: make_env(env_cfg, env_name=env_name)  # again after a fault (`_rebuild`)
+        self._make = lambda: make_env(env_cfg, env_name=env_name)  # again after a fault (`_fault`)
         #: the eval envs, made as an evaluation first needs them (`--eval_num_envs` at most)
         self.envs: list[Any] = [self._make()]
         self.env_faults = 0  # exceptions raised by an eval env's step (each rebuilt that env)
@@ -220,8 +220,8 @@ class EpisodePlayer:
         rebuilt and goes on with the next reset; the episodes it was playing end there, counted with
         their return so far (training drops a faulted episode's statistics instead,
         `surge.sampling.env_faults`; an evaluation must finish its episodes, and a long one under
-        frequent faults would never finish whole), and a reset that ended before any of its
-        episodes had a step is made up by one more.
+        frequent faults would never finish whole), and a reset a fault left with fewer episodes
+        than agents (one that had not yet stepped) is made up by one more.
 
         Raises:
             EnvError: an env raised `MAX_CONSECUTIVE_EVAL_FAULTS` times in a row (rebuilt each time).
