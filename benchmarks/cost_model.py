@@ -199,7 +199,8 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
     µs per frame measured here ("cpu"; the main process's as logged there). The learner and the
     inference workers: where the config has `gpu_measured` (their CPU µs per env frame measured on
     the GPU machine by `role_ceilings.py --device cuda`), those figures ("none"; an inference
-    worker's taken at the pass size it was measured at); otherwise their host side measured here
+    worker's taken at the pass size it was measured at; the learner's adjusted for the DMA path,
+    `gpu_learner`); otherwise their host side measured here
     ("host") plus their launches. An inference worker that is the limit is saturated, so each
     pass takes every split waiting: with W workers and S splits per rollout worker,
     `rows = C * envs_per_worker / S / W` per pass, each row `frameskip` env frames."""
@@ -211,7 +212,7 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
     if g:
         return [
             *common,
-            Role("learner", g["learner_us"], processes=1, carry="none"),
+            gpu_learner(g, cfg.get("learner_dma")),
             Role("inference", g["inference_us"], processes=k, carry="none"),
         ]
     return [
@@ -231,6 +232,30 @@ def today_roles(cfg: dict[str, Any], cores: int) -> list[Role]:
             carry="host",
         ),
     ]
+
+
+def gpu_learner(measured: dict[str, Any], dma: dict[str, Any] | None) -> Role:
+    """The learner from its CPU µs per env frame measured on the GPU machine (`measured`:
+    `learner_us`, and `learner_host_us`, the part of it in `prepare_batch`), for code that sends
+    its batches by DMA (`surge.data.device_copy`) where the measured code gathered them on the host
+    (`dma`, None when the code is the measured one): `host_left` of the host part remains (the
+    DMA path's host work over the gather path's, both measured here, `cost_model_inputs.py`
+    `learner_dma_host_us` against `learner_gather_us` within `learner_prepare_us`), and
+    `extra_copies_per_frame` more copy calls (one per run of consecutive slots of each large field,
+    where the gather made one per field), each costing the host a kernel launch's `launch_us`."""
+    us = measured["learner_us"]
+    if not dma:
+        return Role("learner", us, processes=1, carry="none")
+    left = dma["host_left"]
+    if not 0 <= left <= 1:
+        raise ValueError(f"learner_dma.host_left must be in [0, 1], got {left}")
+    return Role(
+        "learner",
+        us - measured["learner_host_us"] * (1 - left),
+        processes=1,
+        launches_per_frame=dma["extra_copies_per_frame"],
+        carry="none",
+    )
 
 
 def today(

@@ -23,6 +23,10 @@ in CPU seconds of this thread (`time.thread_time`, steadier than wall time on a 
   memory, as today's CUDA learner makes, spares it); `learner_publish_us` and
   `inference_load_us`: `SharedWeights.publish` after each batch and `load_into` once per policy
   version, per env frame of a batch;
+- `learner_dma_host_us` against `learner_gather_us`: what a CUDA learner's batch costs the host by
+  DMA (`surge.data.device_copy.copy_runs` to the "meta" device: the small fields' gather and every
+  call, no byte moved) and the host gather of every field it replaced (`buffers.gather`), on the
+  same slots; `learner_dma_leaves`: the fields that go by DMA (one copy call per run of slots each);
 - torch operations per `act` call and per `train_batch`, counted with a `TorchDispatchMode`,
   view operations (reshape, slicing: no kernel) left out. On a GPU each of the others is about one
   kernel launch, and its host side costs the cost model's `launch_us`. `--count=gpu` (the
@@ -211,6 +215,25 @@ def _staging_copy(batch: Any, buffers: list[Tensor]) -> float:
     return time.thread_time() - t0
 
 
+def _dma_host(buffers: Any, slots: Tensor) -> tuple[float, float, int, int] | None:
+    """What a CUDA learner's batch costs the host by DMA (`surge.data.device_copy`) against the
+    host gather it replaced, on the batch `slots`: thread CPU seconds of `copy_runs` to the "meta"
+    device (the small fields' host gather and every call made, but no byte moved: on a GPU the
+    copies of the large fields are the DMA engine's), of `buffers.gather` (every field gathered on
+    the host, the path before), the large fields' leaves and their runs of consecutive slots. None
+    for a checkout without `device_copy` (before 9bb975d)."""
+    try:
+        from surge.data.device_copy import _big_leaves, copy_runs, slot_runs
+    except ImportError:
+        return None
+    t0 = time.thread_time()
+    copy_runs(buffers, slots, torch.device("meta"))
+    t1 = time.thread_time()
+    buffers.gather(slots)
+    t2 = time.thread_time()
+    return t1 - t0, t2 - t1, len(_big_leaves(buffers)), len(slot_runs(slots))
+
+
 def _weights_copy(learner_model: Any, inference_model: Any, reps: int = 30) -> tuple[float, float]:
     """Thread CPU seconds of one `SharedWeights.publish` (the learner, after every batch) and one
     `load_into` (the inference worker, once per new policy version), medians of `reps`."""
@@ -320,6 +343,11 @@ def measure(
             # learner does (retain_freed_memory; a CUDA learner's pinned staging is cached the same way)
             rec["prepare_s"].append(dt / n)
             rec["staging_s"].append(_staging_copy(b, staging) / n)
+            dma = _dma_host(learner.buffers, slots)
+            if dma is not None:
+                rec["dma_s"].append(dma[0] / n)
+                rec["gather_s"].append(dma[1] / n)
+                rec["dma_big_leaves"].append(dma[2])
             del b
     inf.act, inf.infer = act, infer
     learner.train_batch(dict(prepared[0]))  # warm-up
@@ -354,6 +382,11 @@ def measure(
         "learner_prepare_us": med("prepare_s"),
         "learner_staging_us": med("staging_s"),
         "learner_train_us": med("train_s"),
+        # the DMA path's host side (`_dma_host`): its own work per env frame, the host gather it
+        # replaced, and the large fields' leaves (one copy call per run of slots each)
+        "learner_dma_host_us": med("dma_s"),
+        "learner_gather_us": med("gather_s"),
+        "learner_dma_leaves": med("dma_big_leaves", 1.0),
         "learner_publish_us": publish_s * 1e6 / frames,
         "inference_load_us": load_s * 1e6 / frames,
         "learner_ops_per_frame": ops / frames,

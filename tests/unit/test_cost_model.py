@@ -10,7 +10,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from configs import CONFIGS  # noqa: E402
-from cost_model import Machine, Role, fit_host, load_data, predict, today, today_roles, validation  # noqa: E402
+from cost_model import (  # noqa: E402
+    Machine,
+    Role,
+    fit_host,
+    gpu_learner,
+    load_data,
+    predict,
+    today,
+    today_roles,
+    validation,
+)
 
 from surge.app.resolve import parse_cfg  # noqa: E402
 from surge.cfg.config import env_frameskip  # noqa: E402
@@ -103,7 +113,8 @@ def test_the_logged_h200_runs_are_predicted_within_20_percent(key):
 def test_a_config_measured_on_the_gpu_takes_its_single_processes_from_there():
     # role_ceilings.py --device cuda figures replace the host side carried from here plus launches
     data = load_data()
-    cfg = {**data["today"]["configs"]["doom_benchmark"], "inference_workers": 2}
+    # the code measured there (no DMA adjustment: `learner_dma` None, as the 12-04 routes have it)
+    cfg = {**data["today"]["configs"]["doom_benchmark"], "inference_workers": 2, "learner_dma": None}
     roles = {r.name: r for r in today_roles(cfg, 16)}
     g = cfg["gpu_measured"]
     assert (roles["learner"].cpu_us, roles["learner"].carry, roles["learner"].launches_per_frame) == (
@@ -114,6 +125,37 @@ def test_a_config_measured_on_the_gpu_takes_its_single_processes_from_there():
     assert (roles["inference"].cpu_us, roles["inference"].processes) == (g["inference_us"], 2)
     p = predict(list(roles.values()), Machine(cores=16, speed_ratio=2.0, host_ratio=5.0, launch_us=100.0))
     assert p.terms["learner"] == pytest.approx(1e6 / g["learner_us"])  # no ratio, no launches
+
+
+def test_the_dma_path_keeps_part_of_the_measured_host_side_and_adds_its_copy_calls():
+    # measured there: 5 µs a frame, 2 of them the host gather; by DMA a quarter of the host work is
+    # left (1.5 µs less) and 0.01 copy calls a frame more at 50 µs each (0.5 µs more): 4 µs
+    role = gpu_learner(
+        {"learner_us": 5.0, "learner_host_us": 2.0},
+        {"host_left": 0.25, "extra_copies_per_frame": 0.01},
+    )
+    assert (role.cpu_us, role.launches_per_frame, role.carry, role.processes) == (3.5, 0.01, "none", 1)
+    m = Machine(cores=8, speed_ratio=3.0, host_ratio=7.0, launch_us=50.0)
+    assert predict([role], m).cost_us["learner"] == pytest.approx(4.0)
+    assert gpu_learner({"learner_us": 5.0, "learner_host_us": 2.0}, None).cpu_us == 5.0
+    with pytest.raises(ValueError, match="host_left"):
+        gpu_learner({"learner_us": 5.0, "learner_host_us": 2.0}, {"host_left": 1.5, "extra_copies_per_frame": 0})
+
+
+def test_todays_learner_is_the_dma_path_and_the_1204_runs_are_predicted_without_it():
+    data = load_data()
+    for name in ("doom_benchmark", "pong_1epoch"):
+        cfg = {**data["today"]["configs"][name], "inference_workers": 1}
+        g, dma = cfg["gpu_measured"], cfg["learner_dma"]
+        learner = {r.name: r for r in today_roles(cfg, 16)}["learner"]
+        assert learner.cpu_us == pytest.approx(g["learner_us"] - g["learner_host_us"] * (1 - dma["host_left"]))
+        assert learner.launches_per_frame == dma["extra_copies_per_frame"] > 0
+    for key, r in validation(data).items():
+        if key.startswith("2026-12-04 surge"):  # c4e0037 gathered on the host: the learner as measured
+            p = r["prediction"]
+            assert p.cost_us["learner"] in {
+                c["gpu_measured"]["learner_us"] for c in data["today"]["configs"].values() if "gpu_measured" in c
+            } or key.endswith("as_predicted_2026_12_03"), key
 
 
 def test_todays_predictions_name_a_binding_term_per_config_and_core_count():

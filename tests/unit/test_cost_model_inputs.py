@@ -71,3 +71,27 @@ def test_gpu_count_takes_the_estimators_recurrence_as_a_gpu_runs_it():
 
     ops(8, "gpu"), ops(32, "gpu")  # a T's first call also makes the scan's masks (kept after)
     assert ops(8, "gpu") == ops(32, "gpu") > ops(32, "cpu") + 5
+
+
+def test_dma_host_times_both_paths_and_counts_the_large_fields_and_runs():
+    from cost_model_inputs import _dma_host
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from filled_buffers import filled_buffers
+
+    from surge.data import device_copy
+
+    # a 40x40x40 uint8 image of 5 steps a slot holds 320,000 bytes (>= 64 KiB): it goes by DMA, the
+    # recurrent state, rewards and the rest are gathered
+    buf = filled_buffers(8, rollout=4, img=(40, 40, 40))
+    slots = torch.tensor([5, 6, 0, 1, 2, 7])
+    calls = []
+    copy = device_copy.copy_runs
+    device_copy.copy_runs = lambda b, s, d: calls.append(d) or copy(b, s, d)  # type: ignore[assignment]
+    try:
+        dma_s, gather_s, leaves, runs = _dma_host(buf, slots)
+    finally:
+        device_copy.copy_runs = copy
+    assert (leaves, runs) == (1, 3)  # [5, 6], [0, 1, 2], [7]
+    assert calls == [torch.device("meta")]  # no byte moved: the copies' host side only
+    assert dma_s > 0 and gather_s > 0
