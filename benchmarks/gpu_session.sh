@@ -100,7 +100,7 @@ pong_two)
     timeout 540 python3 benchmarks/compare_sample_factory.py --config pong_1epoch --rounds 3 --placement async --sf-mode async_rl --no-dummy --sf-python /tmp/sfpy --frames-scale 20 --timeout 70 --extra "--device=gpu --num_workers=16 --policy_workers_per_policy=2" 2>&1 | tee "$OUT/pong_gpu_two_inference.txt" | grep -v "^\[20" | tail -12
     ;;
 next)
-    # the next lent machine's one call (about 5 minutes with its start): the CUDA tests (the DMA
+    # after `same_map` on a warm machine (about 5 minutes): the CUDA tests (the DMA
     # of a batch from the registered buffers and the CUDA-graph inference among them), then the
     # learner alone and as its process runs it (two threads) on the GPU, its batches by DMA and
     # gathered on the host, then the inference worker with and without CUDA graphs
