@@ -139,7 +139,9 @@ def test_the_dma_path_keeps_part_of_the_measured_host_side_and_adds_its_copy_cal
     assert predict([role], m).cost_us["learner"] == pytest.approx(4.0)
     assert gpu_learner({"learner_us": 5.0, "learner_host_us": 2.0}, None).cpu_us == 5.0
     with pytest.raises(ValueError, match="host_left"):
-        gpu_learner({"learner_us": 5.0, "learner_host_us": 2.0}, {"host_left": 1.5, "extra_copies_per_frame": 0})
+        gpu_learner(
+            {"learner_us": 5.0, "learner_host_us": 2.0}, {"host_left": 1.5, "extra_copies_per_frame": 0}
+        )
 
 
 def test_todays_learner_is_the_dma_path_and_the_1204_runs_are_predicted_without_it():
@@ -148,13 +150,17 @@ def test_todays_learner_is_the_dma_path_and_the_1204_runs_are_predicted_without_
         cfg = {**data["today"]["configs"][name], "inference_workers": 1}
         g, dma = cfg["gpu_measured"], cfg["learner_dma"]
         learner = {r.name: r for r in today_roles(cfg, 16)}["learner"]
-        assert learner.cpu_us == pytest.approx(g["learner_us"] - g["learner_host_us"] * (1 - dma["host_left"]))
+        assert learner.cpu_us == pytest.approx(
+            g["learner_us"] - g["learner_host_us"] * (1 - dma["host_left"])
+        )
         assert learner.launches_per_frame == dma["extra_copies_per_frame"] > 0
     for key, r in validation(data).items():
         if key.startswith("2026-12-04 surge"):  # c4e0037 gathered on the host: the learner as measured
             p = r["prediction"]
             assert p.cost_us["learner"] in {
-                c["gpu_measured"]["learner_us"] for c in data["today"]["configs"].values() if "gpu_measured" in c
+                c["gpu_measured"]["learner_us"]
+                for c in data["today"]["configs"].values()
+                if "gpu_measured" in c
             } or key.endswith("as_predicted_2026_12_03"), key
 
 
