@@ -23,7 +23,8 @@ batches) and run for `--seconds` after a warm-up:
   again and again through `InferenceLoop.handle`, t cycling over the rollout; host side = `infer`
   minus the model's `act`. The worker has a model of its own, as an inference process has, so
   that `--cuda_graphs` (the config's, on by default) acts on a GPU; `--no_cuda_graphs` measures the
-  eager pass.
+  eager pass. On the CPU, `--gpu_data_path` reads and writes the buffers as a GPU's inference
+  worker does (the graphed path, its forward pass run eagerly): its host side, measured here.
 - rollout: a `RolloutLoop` stepping the real envs, the actions written straight into the action
   buffers from a pool of random valid actions (the stand-in for inference) and every finished
   block released at once (the stand-in for the learner). Run twice: plain (the ceiling) and with
@@ -366,11 +367,29 @@ def inference_alone(config: str, device: str, seconds: float) -> Ceiling:
         c.close()
 
 
+#: `--gpu_data_path`: on the CPU, the inference worker takes the data path a GPU's takes
+GPU_DATA_PATH: list[bool] = [False]
+
+
 def own_inference(c: Components) -> InferenceWorker:
     """Policy 0's inference worker with a model of its own (a copy of the serial placement's), as
-    an inference process has: `--cuda_graphs` acts on a GPU (`make_inference`'s choice, logged)."""
+    an inference process has: `--cuda_graphs` acts on a GPU (`make_inference`'s choice, logged).
+    With `GPU_DATA_PATH` on the CPU: the static buffers and writes of the graphed path, the forward
+    pass run eagerly (`GraphedAct` without capture), so that the host side a GPU's inference worker
+    runs is measured here."""
     model = copy.deepcopy(c.inferences[0].model)
-    return make_inference(c.layout, model, c.inferences[0].device, 0, own_model=True)
+    w = make_inference(c.layout, model, c.inferences[0].device, 0, own_model=True)
+    if GPU_DATA_PATH[0] and w.device.type == "cpu":
+        w = InferenceWorker(
+            model,
+            c.layout.buffers,
+            w.device,
+            w.act,
+            num_actors=w.num_actors,
+            reads_obs=w.reads_obs,
+            cuda_graphs=True,
+        )
+    return w
 
 
 def _timed_runners(
@@ -585,7 +604,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the inference worker runs its forward pass eagerly on a GPU (--cuda_graphs=False), as "
         "surge did before",
     )
+    ap.add_argument(
+        "--gpu_data_path",
+        action="store_true",
+        help="on the CPU: the inference worker reads and writes the buffers as on a GPU (the graphed "
+        "path's static buffers, its forward pass run eagerly), for its host side",
+    )
     a = ap.parse_args(argv)
+    GPU_DATA_PATH[0] = a.gpu_data_path
     if a.no_cuda_graphs:
         EXTRA_FLAGS.append("--cuda_graphs=False")
     if a.host_gather:
