@@ -21,8 +21,9 @@ How a pass runs (`GraphedAct.__call__`):
   crosses to the host in one transfer and is unpacked there into views (`OutputLayout`).
 - The graph reads the weights at fixed addresses. The async placement loads new weights in place
   (`surge.runtime.shared_state.SharedWeights.load_into`), and the model's normalisers keep their
-  derived statistics in the same tensors (`RunningMeanStd.derive_in_place`); before each replay
-  the derived statistics are brought up to date (`refresh`).
+  derived statistics in the same tensors (`RunningMeanStd.derive_in_place`); after new weights
+  (`weights_changed`, which `InferenceWorker.weights_changed` calls) the derived statistics are
+  brought up to date before the next replay (`refresh`).
 - A capture that fails (an operation that cannot be captured: a host synchronisation, a shape that
   depends on the data) logs a warning once, and the worker acts eagerly from then on.
 
@@ -220,11 +221,19 @@ class GraphedAct:
         self._pool = torch.cuda.graph_pool_handle() if capture else None
         self.captured: list[int] = []  # the buckets served by a captured graph
         self.failure: str | None = None  # why capturing stopped, once it failed
+        self._stale = True  # the derived statistics are refreshed before the next pass
 
     def refresh(self) -> None:
         """Brings the normalisers' derived statistics up to date in place after new weights."""
         for m in self._normalizers:
             m.derived()
+        self._stale = False
+
+    def weights_changed(self) -> None:
+        """The model's weights (its normalisers' statistics among them) changed in place: the
+        derived statistics are refreshed before the next pass (once, not before every pass: on a
+        GPU each is a few kernel launches outside the graph)."""
+        self._stale = True
 
     def _forward(self, rows: int) -> Tensor:
         """One pass over the first `rows` rows of the static inputs; the packed outputs."""
@@ -278,13 +287,17 @@ class GraphedAct:
         Raises:
             ValueError: n is 0 or above `max_rows`.
         """
-        rows = slots * self._steps + ts
+        return self.act_rows(slots * self._steps + ts)
+
+    def act_rows(self, rows: Tensor) -> dict[str, Tensor]:
+        """`__call__` for the buffers' flat rows `slot * (T+1) + t` (`rows` `[n]` int64)."""
         n = len(rows)
         bucket = bucket_rows(n, self.max_rows)
         for src, stage, static in self._inputs:
             torch.index_select(src, 0, rows, out=stage[:n])
             static[:n].copy_(stage[:n], non_blocking=True)
-        self.refresh()
+        if self._stale:
+            self.refresh()
         runner = self._runners.get(bucket)
         if runner is None:
             runner = self._runners[bucket] = self._make_runner(bucket)

@@ -93,9 +93,14 @@ class InferenceWorker:
         self._masked = isinstance(buffers.obs, dict) and MASK_KEY in buffers.obs
         #: the buffers' observations inference reads (views; the skipped state entry left out)
         self._obs = buffers.obs if skip_obs_key is None else actor_obs(buffers.obs, skip_obs_key)
-        #: numpy views of the same memory (CPU): a contiguous request's reads and writes index these,
-        #: a third of the cost of indexing the tensors (a few µs per op, several ops per request)
-        self._np = _numpy_views(self._fields, self._obs, buffers) if self._on_cpu else None
+        #: numpy views of the same memory (host memory, whatever the model's device): contiguous
+        #: requests' writes index these, a third of the cost of indexing the tensors (a few µs per
+        #: op, several ops per request); on the CPU their reads too (`_np`)
+        self._views = _numpy_views(self._fields, self._obs, buffers)
+        self._np = self._views if self._on_cpu else None
+        self._steps = buffers.rnn_states.shape[1]  # T+1: a slot's rows in the buffers' flat views
+        #: per contiguous request's slots `(start, stop)`: their first rows in the flat views
+        self._slot_rows: dict[tuple[int, int], np.ndarray] = {}
         #: off the CPU, the outputs of an eager pass cross to the host packed into one tensor
         self._pack_outputs = not self._on_cpu
         self._layout: OutputLayout | None = None
@@ -121,10 +126,13 @@ class InferenceWorker:
         return self._autocast is not None
 
     def weights_changed(self) -> None:
-        """Drops autocast's casts of the old weights (`surge.learning.amp.casts_kept`); call it after
-        the model's weights changed in place. Nothing to drop without mixed precision."""
+        """Call it after the model's weights changed in place: drops autocast's casts of the old
+        weights (`surge.learning.amp.casts_kept`; none without mixed precision) and has the graphed
+        path refresh its normalisers' derived statistics (`GraphedAct.weights_changed`)."""
         if self._autocast is not None:
             torch.clear_autocast_cache()
+        if self._graphed is not None:
+            self._graphed.weights_changed()
 
     def infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         """Acts on every request `(slots, t)` in one forward pass (without autograd); `slots` is
@@ -145,6 +153,15 @@ class InferenceWorker:
         if self._np is not None and self._graphed is None and self.num_policies == 1 and _all_views(requests):
             # _all_views found every request (slice, int), which mypy cannot narrow a Sequence to
             return self._infer_views(requests, self._np)  # type: ignore[arg-type]
+        # contiguous slots at one t each (what rollout workers request), one policy: written back
+        # request by request through the numpy views
+        views = self._views if self.num_policies == 1 and _all_views(requests) else None
+        if views is not None and self._graphed is not None:
+            rows = self._rows(requests)  # type: ignore[arg-type]
+            if len(rows) <= self._graphed.max_rows:  # (more rows than actors: eager, below)
+                self._write_requests(self._graphed.act_rows(rows), requests, views)  # type: ignore[arg-type]
+                self.samples += len(rows)
+                return
         slots: Tensor | slice
         ts: Tensor | int
         if len(requests) == 1:
@@ -208,8 +225,42 @@ class InferenceWorker:
             if layout is None or layout.names != tuple(out):
                 layout = self._layout = OutputLayout(out)
             out = layout.unpack(layout.pack(out).cpu())
-        self._write(out, slots, ts)
+        if views is not None:
+            self._write_requests(out, requests, views)  # type: ignore[arg-type]
+        else:
+            self._write(out, slots, ts)
         self.samples += n
+
+    def _rows(self, requests: Sequence[tuple[slice, int]]) -> Tensor:
+        """The rows `slot * (T+1) + t` of contiguous requests in the buffers' flat views, in
+        request order: `[N]` int64."""
+        parts = []
+        for slots, t in requests:
+            first = self._slot_rows.get((slots.start, slots.stop))
+            if first is None:
+                first = np.arange(slots.start, slots.stop, dtype=np.int64) * self._steps
+                self._slot_rows[(slots.start, slots.stop)] = first
+            parts.append(first + t)
+        return torch.from_numpy(parts[0] if len(parts) == 1 else np.concatenate(parts))
+
+    def _write_requests(
+        self, out: dict[str, Tensor], requests: Sequence[tuple[slice, int]], views: _NumpyViews
+    ) -> None:
+        """Writes `act`'s outputs `{field: [N, ...]}` (host tensors, the requests' rows in order)
+        request by request through the numpy `views`: each field at `(slots, t)`, the hidden state
+        at `(slots, t + 1)`, and the policy_version."""
+        fields, _, rnn_np = views
+        states = out["rnn_states"]
+        values = {name: value.cpu().numpy() for name, value in out.items() if name != "rnn_states"}
+        lo = 0
+        for slots, t in requests:
+            hi = lo + (slots.stop - slots.start)
+            for name, value in values.items():
+                fields[name][slots, t] = value[lo:hi]
+            if rnn_np.shape[-1]:
+                rnn_np[slots, t + 1] = states[lo:hi].cpu().numpy()
+            fields["policy_version"][slots, t] = self.policy_version
+            lo = hi
 
     def _write(self, out: dict[str, Tensor], slots: Tensor | slice, ts: Tensor | int) -> None:
         """Writes `act`'s outputs `{field: [N, ...]}` at `(slots, ts)` (the hidden state at
@@ -264,16 +315,7 @@ class InferenceWorker:
         else:
             with self._autocast():
                 out = to_float32(self.act(self.model, obs, rnn_states, ctx))
-        states = out["rnn_states"]
-        values = {name: value.numpy() for name, value in out.items() if name != "rnn_states"}
-        lo = 0
-        for slots, t in requests:
-            hi = lo + (slots.stop - slots.start)
-            for name, value in values.items():
-                fields[name][slots, t] = value[lo:hi]
-            self._write_rnn_states(slots, t, states[lo:hi] if len(requests) > 1 else states)
-            fields["policy_version"][slots, t] = self.policy_version
-            lo = hi
+        self._write_requests(out, requests, views)
         self.samples += n
 
     def _write_rnn_states(self, slots: Tensor | slice, ts: Tensor | int, value: Tensor) -> None:

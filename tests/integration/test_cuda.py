@@ -211,8 +211,13 @@ def test_act_replayed_from_cuda_graphs_acts_as_the_eager_pass_also_after_new_wei
     weights.publish(learner, policy_version=3)
     before = outputs(graphed, torch.arange(0, 8), 1)["values"]
     assert weights.load_into(model) == 3
+    graphed.weights_changed()  # as the inference loop does after a load (`InferenceLoop.reload`)
     after = outputs(graphed, torch.arange(0, 8), 1)["values"]
     assert not torch.allclose(before, after)
+    # against a model of its own (the eager pass on `model` would refresh the graph's statistics
+    # in place first): the replay read the new weights and the refreshed normaliser statistics
+    fresh = InferenceWorker(copy.deepcopy(learner), base.buffers, base.device, base.act, **kw)
+    assert torch.allclose(outputs(fresh, torch.arange(0, 8), 1)["values"], after, atol=1e-5, rtol=1e-5)
     check(torch.arange(0, 8), 1)
 
 

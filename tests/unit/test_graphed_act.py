@@ -13,6 +13,7 @@ from surge.runtime.components import build_components
 from surge.runtime.shared_state import SharedWeights
 from surge.sampling.graphed_act import MIN_BUCKET, OutputLayout, bucket_rows
 from surge.sampling.inference import InferenceWorker
+from surge.sampling.inference_loop import InferenceLoop
 
 
 def test_a_pass_takes_the_smallest_power_of_two_bucket_from_8_rows_capped_at_the_most():
@@ -103,7 +104,7 @@ def test_the_static_path_writes_what_the_eager_path_writes(env, rnn, core):
     assert static._graphed is not None and not static._graphed.capture
     worker.reset()
     eager.policy_version = static.policy_version = 4
-    eager._np = None  # the tensor path (gathers), as on a GPU
+    eager._np = eager._views = None  # the tensor path (gathers, index writes): the reference
     for step in range(3):
         requests = [(worker.splits[s].index, worker.policy_request(s)[1]) for s in range(2)]
         first = requests[0][0]
@@ -166,6 +167,37 @@ def test_new_weights_and_statistics_are_read_at_the_addresses_a_graph_reads():
     assert out["values"].isfinite().all()
     assert torch.allclose(out["values"], fresh["values"], atol=1e-6)
     assert torch.allclose(out["action_logits"], fresh["action_logits"], atol=1e-6)
+
+
+def test_the_derived_statistics_are_refreshed_once_after_new_weights_not_before_every_pass():
+    """A captured graph never runs the normalisers' Python, so their derived statistics must be
+    refreshed after the inference loop loads new weights (`InferenceLoop.reload` ->
+    `InferenceWorker.weights_changed`), and only then: on a GPU each refresh is work outside the
+    graph. Counted on the static path (the same calls as with graphs)."""
+    c = _components("CartPole-v1", False)
+    worker, inference = c.workers[0], c.inferences[0]
+    static = _static_twin(inference)
+    graphed = static._graphed
+    calls = []
+    refresh = graphed.refresh
+    graphed.refresh = lambda: calls.append(1) or refresh()
+    learner = _components("CartPole-v1", False).models[0]
+    weights = SharedWeights(learner)
+    weights.publish(learner, 1)
+    loop = InferenceLoop(static, weights)
+    worker.reset()
+    requests = [(worker.splits[s].index, 0) for s in range(2)]
+    for _ in range(3):  # the first weights, then none new
+        loop.handle(requests)
+    assert (len(calls), static.policy_version) == (1, 1)
+    lnorm = next(m for m in learner.modules() if isinstance(m, RunningMeanStd))
+    lnorm.update(torch.randn(64, 4) * 3 + 2)
+    weights.publish(learner, 2)
+    for _ in range(3):
+        loop.handle(requests)
+    assert (len(calls), static.policy_version) == (2, 2)
+    norm = next(m for m in static.model.modules() if isinstance(m, RunningMeanStd))
+    assert torch.allclose(norm.derived()[0], lnorm.mean.float(), atol=1e-5)
 
 
 def test_derive_in_place_keeps_the_tensors_and_matches_a_fresh_derivation():

@@ -7,6 +7,7 @@ import torch
 
 from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
+from surge.sampling.inference import InferenceWorker
 
 
 def _snapshot(buf):
@@ -45,10 +46,10 @@ def test_the_numpy_view_path_writes_what_the_tensor_path_writes(env, rnn, core):
             inference.infer([(index, t)])  # views
             by_views = _snapshot(buf)
             _restore(buf, before)
-            views, inference._np = inference._np, None
+            views, inference._np, inference._views = inference._np, None, None
             torch.manual_seed(100 + t_step)
             inference.infer([(index, t)])  # tensors
-            inference._np = views
+            inference._np = inference._views = views
             by_tensors = _snapshot(buf)
             changed = 0
             for name in by_views:
@@ -83,10 +84,10 @@ def test_several_contiguous_requests_share_one_pass_and_write_what_the_tensor_pa
         inference.infer(requests)  # views
         by_views = _snapshot(buf)
         _restore(buf, before)
-        views, inference._np = inference._np, None
+        views, inference._np, inference._views = inference._np, None, None
         torch.manual_seed(200 + t_step)
         inference.infer(requests)  # tensors: gathered index tensors
-        inference._np = views
+        inference._np = inference._views = views
         for name, value in by_views.items():
             assert torch.allclose(value, getattr(buf, name), equal_nan=True, rtol=0, atol=0), name
         for index, t in requests:  # both splits' rows were acted on
@@ -100,3 +101,67 @@ def test_several_contiguous_requests_share_one_pass_and_write_what_the_tensor_pa
 def _rows(args) -> int:
     obs = args[0]
     return len(next(iter(obs.values())) if isinstance(obs, dict) else obs)
+
+
+def _twin(inference: InferenceWorker, **kwargs) -> InferenceWorker:
+    return InferenceWorker(
+        inference.model,
+        inference.buffers,
+        inference.device,
+        inference.act,
+        num_actors=inference.num_actors,
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("path", ["views", "static", "eager_packed"])
+def test_requests_at_different_steps_write_their_own_rows_as_the_tensor_path_does(path):
+    """Two splits' requests at different steps t (as an inference process gets them) written back
+    request by request through the numpy views (`_write_requests`): on the CPU's view path, the
+    graphed path's static buffers (`cuda_graphs`, run eagerly) and a GPU's eager path (outputs
+    packed): the same as the tensor path's index writes, and nothing else."""
+    flags = ["--env=CartPole-v1", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=2"]
+    flags += ["--rollout=4", "--recurrence=4", "--batch_size=16", "--seed=3", "--use_rnn=True"]
+    c = build_components(parse_cfg(flags))
+    worker, buf, inference = c.workers[0], c.layout.buffers, c.inferences[0]
+    g = torch.Generator().manual_seed(9)
+    buf.obs.copy_(torch.randn(buf.obs.shape, generator=g))
+    buf.rnn_states.copy_(torch.randn(buf.rnn_states.shape, generator=g))
+    inference.policy_version = 6
+    requests = [(worker.splits[0].index, 1), (worker.splits[1].index, 3)]
+    before = _snapshot(buf)
+    tensors = _twin(inference)
+    tensors.policy_version = 6
+    tensors._np = tensors._views = None  # the reference: index tensors, `_write`
+    torch.manual_seed(11)
+    tensors.infer(requests)
+    by_tensors = _snapshot(buf)
+    _restore(buf, before)
+    if path == "views":
+        candidate = inference
+    elif path == "static":
+        candidate = _twin(inference, cuda_graphs=True)
+        assert candidate._graphed is not None
+    else:
+        candidate = _twin(inference)
+        candidate._np, candidate._pack_outputs = None, True
+    assert candidate._views is not None
+    candidate.policy_version = 6
+    torch.manual_seed(11)
+    candidate.infer(requests)
+    for name, value in by_tensors.items():
+        got = getattr(buf, name)
+        if value.is_floating_point():  # (a product over rows at another address may round otherwise)
+            assert torch.allclose(got, value, rtol=1e-6, atol=1e-6, equal_nan=True), name
+        else:
+            assert torch.equal(got, value), name
+    written = {(s, t) for index, t in requests for s in range(index.start, index.stop)}
+    for name in ("values", "policy_version", "rnn_states"):
+        after, old = getattr(buf, name), before[name]
+        diff = (
+            ~((after == old) | (after.isnan() & old.isnan())) if after.is_floating_point() else after != old
+        )
+        if diff.dim() > 2:
+            diff = diff.flatten(2).any(-1)
+        step = 1 if name == "rnn_states" else 0  # the next hidden state goes one step on
+        assert {(s, t - step) for s, t in diff.nonzero().tolist()} == written, name
