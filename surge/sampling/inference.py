@@ -257,7 +257,7 @@ class InferenceWorker:
             hi = lo + (slots.stop - slots.start)
             for name, value in values.items():
                 fields[name][slots, t] = value[lo:hi]
-            if rnn_np.shape[-1]:
+            if states.shape[-1]:  # (an act that keeps no state returns `[N, 0]`, whatever the buffers')
                 rnn_np[slots, t + 1] = states[lo:hi].cpu().numpy()
             fields["policy_version"][slots, t] = self.policy_version
             lo = hi

@@ -165,3 +165,28 @@ def test_requests_at_different_steps_write_their_own_rows_as_the_tensor_path_doe
             diff = diff.flatten(2).any(-1)
         step = 1 if name == "rnn_states" else 0  # the next hidden state goes one step on
         assert {(s, t - step) for s, t in diff.nonzero().tolist()} == written, name
+
+
+@pytest.mark.parametrize("path", ["views", "static", "eager_packed"])
+def test_an_act_that_keeps_no_state_leaves_the_buffers_hidden_states_alone(path):
+    """DUMMY_SAMPLER's act returns a `[N, 0]` hidden state whatever the buffers' width (a model
+    with an RNN): the actions are written, the hidden states are not touched."""
+    flags = ["--env=CartPole-v1", "--num_workers=1", "--num_envs_per_worker=8", "--worker_num_splits=2"]
+    flags += ["--rollout=4", "--recurrence=4", "--seed=3", "--use_rnn=True", "--algo=DUMMY_SAMPLER"]
+    c = build_components(parse_cfg(flags))
+    worker, buf, inference = c.workers[0], c.layout.buffers, c.inferences[0]
+    assert buf.rnn_states.shape[-1] > 0
+    buf.rnn_states.copy_(torch.randn(buf.rnn_states.shape))
+    if path == "static":
+        inference = InferenceWorker(
+            inference.model, buf, inference.device, inference.act, reads_obs=False, cuda_graphs=True
+        )
+    elif path == "eager_packed":
+        inference._np, inference._pack_outputs = None, True
+    before = buf.rnn_states.clone()
+    requests = [(worker.splits[0].index, 1), (worker.splits[1].index, 2)]
+    buf.actions[:] = -1
+    inference.infer(requests)
+    assert torch.equal(buf.rnn_states, before)
+    for index, t in requests:
+        assert (buf.actions[index, t] >= 0).all()
