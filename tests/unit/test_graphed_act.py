@@ -12,8 +12,8 @@ from surge.models.normalization import RunningMeanStd
 from surge.runtime.components import build_components
 from surge.runtime.shared_state import SharedWeights
 from surge.sampling.graphed_act import MIN_BUCKET, OutputLayout, bucket_rows
-from surge.sampling.inference import InferenceWorker
 from surge.sampling.inference_loop import InferenceLoop
+from tests.inference_twin import twin
 
 
 def test_a_pass_takes_the_smallest_power_of_two_bucket_from_8_rows_capped_at_the_most():
@@ -59,18 +59,6 @@ def _components(env: str, rnn: bool, core: str = "gru"):
     return build_components(parse_cfg(flags))
 
 
-def _static_twin(inference: InferenceWorker) -> InferenceWorker:
-    """An inference worker like `inference` (the same model and buffers) on the static path."""
-    return InferenceWorker(
-        inference.model,
-        inference.buffers,
-        inference.device,
-        inference.act,
-        num_actors=inference.num_actors,
-        cuda_graphs=True,
-    )
-
-
 def _snapshot(buf):
     return {n: getattr(buf, n).clone() for n in buf.FIELDS if isinstance(getattr(buf, n), torch.Tensor)}
 
@@ -100,7 +88,7 @@ def test_the_static_path_writes_what_the_eager_path_writes(env, rnn, core):
     logits' own."""
     c = _components(env, rnn, core)
     worker, buf, eager = c.workers[0], c.layout.buffers, c.inferences[0]
-    static = _static_twin(eager)
+    static = twin(eager, cuda_graphs=True)
     assert static._graphed is not None and not static._graphed.capture
     worker.reset()
     eager.policy_version = static.policy_version = 4
@@ -136,7 +124,7 @@ def test_new_weights_and_statistics_are_read_at_the_addresses_a_graph_reads():
     the new weights and statistics, as a fresh eager pass does."""
     c = _components("CartPole-v1", False)
     inference = c.inferences[0]
-    static = _static_twin(inference)
+    static = twin(inference, cuda_graphs=True)
     graphed = static._graphed
     norm = next(m for m in inference.model.modules() if isinstance(m, RunningMeanStd))
     assert norm.derive_in_place
@@ -176,7 +164,7 @@ def test_the_derived_statistics_are_refreshed_once_after_new_weights_not_before_
     graph. Counted on the static path (the same calls as with graphs)."""
     c = _components("CartPole-v1", False)
     worker, inference = c.workers[0], c.inferences[0]
-    static = _static_twin(inference)
+    static = twin(inference, cuda_graphs=True)
     graphed = static._graphed
     calls = []
     refresh = graphed.refresh
@@ -249,7 +237,7 @@ def test_a_failed_capture_is_logged_once_and_the_worker_acts_eagerly_from_then_o
     logs one warning, and every bucket from then on runs the eager pass, with the same outputs."""
     c = _components("CartPole-v1", False)
     inference = c.inferences[0]
-    graphed = _static_twin(inference)._graphed
+    graphed = twin(inference, cuda_graphs=True)._graphed
     calls = []
 
     def refuse(rows):

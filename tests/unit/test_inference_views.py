@@ -7,7 +7,7 @@ import torch
 
 from surge.app.resolve import parse_cfg
 from surge.runtime.components import build_components
-from surge.sampling.inference import InferenceWorker
+from tests.inference_twin import twin
 
 
 def _snapshot(buf):
@@ -103,17 +103,6 @@ def _rows(args) -> int:
     return len(next(iter(obs.values())) if isinstance(obs, dict) else obs)
 
 
-def _twin(inference: InferenceWorker, **kwargs) -> InferenceWorker:
-    return InferenceWorker(
-        inference.model,
-        inference.buffers,
-        inference.device,
-        inference.act,
-        num_actors=inference.num_actors,
-        **kwargs,
-    )
-
-
 @pytest.mark.parametrize("path", ["views", "static", "eager_packed"])
 def test_requests_at_different_steps_write_their_own_rows_as_the_tensor_path_does(path):
     """Two splits' requests at different steps t (as an inference process gets them) written back
@@ -130,7 +119,7 @@ def test_requests_at_different_steps_write_their_own_rows_as_the_tensor_path_doe
     inference.policy_version = 6
     requests = [(worker.splits[0].index, 1), (worker.splits[1].index, 3)]
     before = _snapshot(buf)
-    tensors = _twin(inference)
+    tensors = twin(inference)
     tensors.policy_version = 6
     tensors._np = tensors._views = None  # the reference: index tensors, `_write`
     torch.manual_seed(11)
@@ -140,10 +129,10 @@ def test_requests_at_different_steps_write_their_own_rows_as_the_tensor_path_doe
     if path == "views":
         candidate = inference
     elif path == "static":
-        candidate = _twin(inference, cuda_graphs=True)
+        candidate = twin(inference, cuda_graphs=True)
         assert candidate._graphed is not None
     else:
-        candidate = _twin(inference)
+        candidate = twin(inference)
         candidate._np, candidate._pack_outputs = None, True
     assert candidate._views is not None
     candidate.policy_version = 6
@@ -178,9 +167,7 @@ def test_an_act_that_keeps_no_state_leaves_the_buffers_hidden_states_alone(path)
     assert buf.rnn_states.shape[-1] > 0
     buf.rnn_states.copy_(torch.randn(buf.rnn_states.shape))
     if path == "static":
-        inference = InferenceWorker(
-            inference.model, buf, inference.device, inference.act, reads_obs=False, cuda_graphs=True
-        )
+        inference = twin(inference, cuda_graphs=True)
     elif path == "eager_packed":
         inference._np, inference._pack_outputs = None, True
     before = buf.rnn_states.clone()
