@@ -231,8 +231,9 @@ class GraphedAct:
 
     def weights_changed(self) -> None:
         """The model's weights (its normalisers' statistics among them) changed in place: the
-        derived statistics are refreshed before the next pass (once, not before every pass: on a
-        GPU each is a few kernel launches outside the graph)."""
+        derived statistics are refreshed before the next pass. Once, rather than checked before
+        every pass: the check (`RunningMeanStd.derived`'s version key, per normaliser) is host work
+        on every pass's path, and the statistics change only with new weights."""
         self._stale = True
 
     def _forward(self, rows: int) -> Tensor:
