@@ -150,12 +150,12 @@ class InferenceWorker:
 
     def _infer(self, requests: Sequence[tuple[Tensor | slice, int]]) -> None:
         buf, dev = self.buffers, self.device
-        if self._np is not None and self._graphed is None and self.num_policies == 1 and _all_views(requests):
+        # contiguous slots at one t each (what rollout workers request), one policy: written back
+        # request by request through the numpy views (on the CPU read through them too)
+        views = self._views if self.num_policies == 1 and _all_views(requests) else None
+        if views is not None and self._np is not None and self._graphed is None:
             # _all_views found every request (slice, int), which mypy cannot narrow a Sequence to
             return self._infer_views(requests, self._np)  # type: ignore[arg-type]
-        # contiguous slots at one t each (what rollout workers request), one policy: written back
-        # request by request through the numpy views
-        views = self._views if self.num_policies == 1 and _all_views(requests) else None
         if views is not None and self._graphed is not None:
             rows = self._rows(requests)  # type: ignore[arg-type]
             if len(rows) <= self._graphed.max_rows:  # (more rows than actors: eager, below)
@@ -257,8 +257,7 @@ class InferenceWorker:
             hi = lo + (slots.stop - slots.start)
             for name, value in values.items():
                 fields[name][slots, t] = value[lo:hi]
-            if states.shape[-1]:  # (an act that keeps no state returns `[N, 0]`, whatever the buffers')
-                rnn_np[slots, t + 1] = states[lo:hi].cpu().numpy()
+            self._write_rnn_states(slots, t, states[lo:hi], rnn_np)
             fields["policy_version"][slots, t] = self.policy_version
             lo = hi
 
@@ -318,13 +317,17 @@ class InferenceWorker:
         self._write_requests(out, requests, views)
         self.samples += n
 
-    def _write_rnn_states(self, slots: Tensor | slice, ts: Tensor | int, value: Tensor) -> None:
-        """Writes the next hidden states `value` `[N, state]` at `(slots, ts + 1)` (nothing for a
-        model without recurrent state); one place for both read paths."""
+    def _write_rnn_states(
+        self, slots: Tensor | slice, ts: Tensor | int, value: Tensor, rnn_np: np.ndarray | None = None
+    ) -> None:
+        """Writes the next hidden states `value` `[N, state]` at `(slots, ts + 1)`, through the
+        buffers' numpy view `rnn_np` when given (a contiguous request); nothing when `act` returns
+        no state (`[N, 0]`: a model without an RNN, DUMMY_SAMPLER whatever the buffers' width).
+        One place for every path."""
         if not value.shape[-1]:
             return
-        if self._np is not None and isinstance(slots, slice) and isinstance(ts, int):
-            self._np[2][slots, ts + 1] = value.numpy()
+        if rnn_np is not None:
+            rnn_np[slots, ts + 1] = value.cpu().numpy()
         else:
             self.buffers.rnn_states[slots, ts + 1] = value if self._on_cpu else value.cpu()
 
